@@ -1,0 +1,55 @@
+# Every target sets itself up on a fresh machine: a bootstrap venv with a pinned uv, then the
+# project venv synced from uv.lock. Nothing outside the checkout is needed but python3 >= 3.11.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+UV_VERSION := 0.13.8
+BOOT := .tools
+UV := $(BOOT)/bin/uv
+VENV := .venv
+BIN := $(VENV)/bin
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON := $(PYTHON)
+
+.PHONY: help install format lint typecheck test test-fast bench demo clean
+
+help:  ## List the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(UV):
+	$(PYTHON) -m venv $(BOOT)
+	$(BOOT)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
+$(VENV)/.synced: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen --all-groups --quiet
+	@touch $@
+
+install: $(VENV)/.synced  ## Create .venv from the lock file
+
+format: install  ## Format and autofix
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+lint: install  ## Ruff, formatting, import-linter layers
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: install  ## basedpyright, strict, over src, tests and examples
+	$(BIN)/basedpyright
+
+test: lint typecheck  ## What CI runs: lint, types, then the whole suite
+	$(BIN)/pytest -q
+
+test-fast: install  ## The suite without lint and type checks
+	$(BIN)/pytest -q -x
+
+bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
+	$(BIN)/python -m benchmarks
+
+demo: install  ## The demo agent app, offline, on the embedded defaults
+	$(BIN)/bastion demo
+
+clean:  ## Remove the virtual envs and caches
+	rm -rf $(BOOT) $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,82 @@
+"""Hooks: observers of a run (``AgentHooks``) and decision points in the loop (``LoopHooks``).
+
+Subclass and override what you need; methods may be sync or async. Only overridden methods
+are called, so unused hooks cost nothing (A-17..A-22).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from bastion.core import Message, ModelResponse, RunContext, Usage
+from bastion.tools import SkipTool
+
+if TYPE_CHECKING:
+    from ._result import RunResult
+
+__all__ = ["AgentHooks", "LoopHooks", "maybe_await", "overridden"]
+
+T = TypeVar("T")
+
+
+class AgentHooks:
+    """Observers of a run's lifecycle. Their return values are ignored."""
+
+    def before_run(self, ctx: RunContext[Any]) -> Awaitable[None] | None:
+        """Called once before the first step."""
+
+    def after_run(self, ctx: RunContext[Any], result: RunResult[Any]) -> Awaitable[None] | None:
+        """Called after a run that completed successfully."""
+
+    def on_tool_call(
+        self, ctx: RunContext[Any], tool_name: str, args: Mapping[str, Any]
+    ) -> Awaitable[None] | None:
+        """Called before each tool call with validated arguments runs."""
+
+    def on_error(self, ctx: RunContext[Any], error: BaseException) -> Awaitable[None] | None:
+        """Called when the run fails with an exception."""
+
+
+class LoopHooks:
+    """Decision points inside the model → tools → model loop."""
+
+    def before_llm_call(
+        self, ctx: RunContext[Any], messages: list[Message], step: int
+    ) -> Awaitable[list[Message] | None] | list[Message] | None:
+        """Return replacement messages for this model call, or None to keep them."""
+
+    def after_llm_call(
+        self, ctx: RunContext[Any], response: ModelResponse, step: int
+    ) -> Awaitable[None] | None:
+        """Called with each model response."""
+
+    def before_tool_exec(
+        self, ctx: RunContext[Any], tool_name: str, args: Mapping[str, Any]
+    ) -> Awaitable[SkipTool | None] | SkipTool | None:
+        """Return ``SkipTool(result)`` to skip the tool and use ``result`` instead."""
+
+    def after_tool_exec(
+        self, ctx: RunContext[Any], tool_name: str, result: str
+    ) -> Awaitable[str | None] | str | None:
+        """Return a string to replace the tool's result."""
+
+    def on_roundtrip_complete(
+        self, ctx: RunContext[Any], step: int, usage: Usage
+    ) -> Awaitable[bool | None] | bool | None:
+        """Called after each step's tools ran; return True to stop the run (status ``stopped``)."""
+
+
+def overridden(hooks: object | None, base: type, name: str) -> bool:
+    """Return True when ``hooks`` overrides ``base.name``."""
+    if hooks is None:
+        return False
+    return getattr(type(hooks), name, None) is not getattr(base, name)
+
+
+async def maybe_await(value: Awaitable[T] | T) -> T:
+    """Await ``value`` if it is awaitable."""
+    if inspect.isawaitable(value):
+        return await value
+    return value

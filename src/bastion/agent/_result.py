@@ -1,0 +1,83 @@
+"""``RunResult``: what a finished (or suspended) run returns, and the per-call records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from bastion.core import Message, RunErrorInfo, RunFailed, RunStatus, ToolErrorKind, Usage
+
+__all__ = ["OutputT", "RunResult", "ToolCallRecord"]
+
+OutputT = TypeVar("OutputT")
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallRecord:
+    """One tool call of a run and its outcome."""
+
+    id: str
+    name: str
+    arguments: str
+    result: str
+    is_error: bool
+    step: int
+    error_kind: ToolErrorKind | None = None
+    duration: float = 0.0
+
+
+@dataclass(kw_only=True, slots=True)
+class RunResult(Generic[OutputT]):
+    """The outcome of a run.
+
+    Attributes:
+        run_id: Id of the run.
+        agent_name: Name of the agent.
+        status: ``completed``, ``failed``, ``aborted``, ``stopped`` or ``awaiting_approval``.
+        output: The output: a string, or an instance of the agent's ``output_type``.
+            ``None`` when the run did not complete.
+        text: The text of the model's last answer.
+        messages: The whole conversation, system prompt first.
+        usage: Usage summed over every model call.
+        usage_by_model: Usage per ``"<provider>:<model>"``.
+        tool_calls: Every tool call with its result, in call order.
+        steps: How many model calls the run made.
+        duration: Seconds from start to end.
+        error: Why the run failed, when it did.
+        stop_reason: Why a ``stopped`` run stopped: ``"max_steps"`` or ``"hook"``.
+        exception: The exception behind a failure, for debugging.
+    """
+
+    run_id: str
+    agent_name: str
+    status: RunStatus
+    output: OutputT | None
+    text: str
+    messages: list[Message]
+    usage: Usage
+    usage_by_model: dict[str, Usage]
+    tool_calls: list[ToolCallRecord]
+    steps: int
+    duration: float
+    error: RunErrorInfo | None = None
+    stop_reason: str | None = None
+    exception: BaseException | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """True when the run completed."""
+        return self.status == "completed"
+
+    def raise_for_status(self) -> RunResult[OutputT]:
+        """Return self when completed; otherwise raise :class:`RunFailed`.
+
+        Raises:
+            RunFailed: With the run's error code, chained to the original exception.
+        """
+        if self.status == "completed":
+            return self
+        code = self.error.code if self.error else self.status
+        message = self.error.message if self.error else f"run ended with status {self.status!r}"
+        raise RunFailed(
+            f"Run {self.run_id} {self.status}: {message}", code=code
+        ) from self.exception

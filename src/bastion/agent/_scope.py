@@ -1,0 +1,63 @@
+"""``RunScope``: what the step modules share while one run is in flight."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from bastion.core import Clock, RunContext, ToolCall
+
+from ._state import RunState
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = ["AbortRequest", "RunAborted", "RunScope"]
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class AbortRequest:
+    """How a caller asked the run to stop."""
+
+    drain: bool
+    on_pending_approvals: Literal["deny", "hold", "fail"]
+
+
+class RunAborted(Exception):
+    """Raised inside the loop at a checkpoint after a hard abort was requested."""
+
+
+class RunScope:
+    """The run's agent, state, context and event numbering."""
+
+    __slots__ = (
+        "abort",
+        "agent",
+        "cancel_sent",
+        "clock",
+        "ctx",
+        "next_seq",
+        "run_id",
+        "state",
+        "unfinished_calls",
+    )
+
+    def __init__(
+        self, agent: Agent[Any, Any], state: RunState, ctx: RunContext[Any], clock: Clock
+    ) -> None:
+        self.agent = agent
+        self.state = state
+        self.ctx = ctx
+        self.clock = clock
+        self.run_id = state.run_id
+        self.next_seq = itertools.count(1).__next__
+        self.abort: AbortRequest | None = None
+        self.cancel_sent = False
+        self.unfinished_calls: list[ToolCall] = []
+
+    def check_abort(self) -> None:
+        """Raise :class:`RunAborted` if a hard abort is pending."""
+        abort = self.abort
+        if abort is not None and not abort.drain:
+            raise RunAborted

@@ -1,0 +1,186 @@
+"""``AgentStream``: the handle of one run — an async iterator of its events, and its controls.
+
+Aborting: a hard abort interrupts whatever the run awaits (a model stream, a tool, a
+backoff sleep). When the consumer is inside the stream (awaiting the next event) the
+consuming task is cancelled the way ``asyncio.timeout`` does it — the cancellation is caught
+by the loop and undone with ``Task.uncancel()`` — so nothing outside the run sees it. When
+the consumer is between events, a flag stops the run at the next event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import Any, Generic, Literal
+
+from bastion.core import AgentEndEvent, AgentEvent, ConcurrentRunError, UserError
+
+from ._result import OutputT, RunResult
+from ._scope import AbortRequest, RunScope
+
+__all__ = ["AgentStream", "check_capacity"]
+
+_ABORT_MESSAGE = "bastion: run aborted"
+
+
+class AgentStream(Generic[OutputT]):
+    """The events of one run, as an async iterator; also an async context manager.
+
+    Example::
+
+        async with agent.stream("What changed?") as run:
+            async for event in run:
+                if event.type == "text.delta":
+                    print(event.delta, end="")
+        print(run.result.usage)
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_factory",
+        "_gen",
+        "_inside",
+        "_on_done",
+        "_on_start",
+        "_owner",
+        "_result",
+        "_scope",
+    )
+
+    def __init__(
+        self,
+        scope: RunScope,
+        factory: Callable[[], AsyncIterator[AgentEvent]],
+        on_start: Callable[[AgentStream[Any]], None],
+        on_done: Callable[[AgentStream[Any]], None],
+    ) -> None:
+        self._scope = scope
+        self._factory = factory
+        self._on_start = on_start
+        self._on_done = on_done
+        self._gen: AsyncIterator[AgentEvent] | None = None
+        self._owner: asyncio.Task[Any] | None = None
+        self._inside = False
+        self._result: RunResult[OutputT] | None = None
+
+    @property
+    def run_id(self) -> str:
+        """Id of the run."""
+        return self._scope.run_id
+
+    @property
+    def done(self) -> bool:
+        """True once the run has ended."""
+        return self._result is not None
+
+    @property
+    def running(self) -> bool:
+        """True between the first event and the end."""
+        return self._gen is not None and self._result is None
+
+    @property
+    def result(self) -> RunResult[OutputT]:
+        """The run's result, available once ``agent.end`` has been received.
+
+        Raises:
+            UserError: The run has not ended yet.
+        """
+        if self._result is None:
+            raise UserError(
+                f"Run {self.run_id} has not ended yet: iterate the stream to its end first."
+            )
+        return self._result
+
+    def __aiter__(self) -> AgentStream[OutputT]:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        gen = self._gen
+        if gen is None:
+            if self._result is not None:
+                raise StopAsyncIteration
+            self._on_start(self)
+            gen = self._gen = self._factory()
+        self._owner = asyncio.current_task()
+        self._inside = True
+        try:
+            event = await gen.__anext__()
+        except StopAsyncIteration:
+            self._finish()
+            raise
+        except BaseException:
+            self._finish()
+            raise
+        finally:
+            self._inside = False
+        if isinstance(event, AgentEndEvent):
+            self._result = self._scope.state.result()
+        return event
+
+    def abort(
+        self,
+        *,
+        drain: bool = False,
+        on_pending_approvals: Literal["deny", "hold", "fail"] = "deny",
+    ) -> None:
+        """Stop the run; it ends with status ``aborted``.
+
+        Args:
+            drain: Let the current step (model call and its tools) finish first.
+            on_pending_approvals: What happens to tool calls waiting for approval:
+                ``deny`` them, ``hold`` them (the run stays ``awaiting_approval``), or
+                ``fail`` the run.
+        """
+        if on_pending_approvals not in ("deny", "hold", "fail"):
+            raise UserError(
+                f"on_pending_approvals={on_pending_approvals!r}: use 'deny', 'hold' or 'fail'."
+            )
+        scope = self._scope
+        if self._result is not None:
+            return
+        current = scope.abort
+        if current is not None and not current.drain:
+            return
+        scope.abort = AbortRequest(drain=drain, on_pending_approvals=on_pending_approvals)
+        owner = self._owner
+        if (
+            not drain
+            and self._inside
+            and owner is not None
+            and not owner.done()
+            and owner is not asyncio.current_task()
+            and not scope.cancel_sent
+        ):
+            scope.cancel_sent = True
+            owner.cancel(msg=_ABORT_MESSAGE)
+
+    async def aclose(self) -> None:
+        """Stop iterating; a run not yet ended is aborted first so it ends cleanly."""
+        if self._gen is not None and self._result is None:
+            self.abort()
+            async for _ in self:
+                pass
+        self._finish()
+
+    async def __aenter__(self) -> AgentStream[OutputT]:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _finish(self) -> None:
+        self._on_done(self)
+
+
+def check_capacity(live: int, limit: int | None, name: str) -> None:
+    if limit is not None and live >= limit:
+        raise ConcurrentRunError(
+            f"Agent {name!r} already has {live} run(s) in flight (max_concurrent_runs={limit}). "
+            "Wait for one to finish, or raise max_concurrent_runs."
+        )

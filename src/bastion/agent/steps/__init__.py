@@ -1,0 +1,1 @@
+"""The steps of the loop, one module each: prepare, call model, dispatch tools, finalize."""

@@ -1,0 +1,148 @@
+"""Call model: stream one model call into events, with retries and fallback models.
+
+Transient errors are retried with backoff (``RetryConfig``); rate-limit, capacity and
+context-length errors then move the step to the next fallback model with an
+``agent.model.fellback`` event (G-65..G-68). A stream that already emitted events is never
+restarted: its error fails the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+
+from bastion.agent._scope import RunAborted, RunScope
+from bastion.core import (
+    AgentEvent,
+    Model,
+    ModelError,
+    ModelFellbackEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelRetryEvent,
+    ReasoningChunk,
+    ReasoningDeltaEvent,
+    ResponseAssembler,
+    TextChunk,
+    TextCompleteEvent,
+    TextDeltaEvent,
+    ToolCallDeltaChunk,
+    ToolCallDeltaEvent,
+    ToolCallEndChunk,
+    ToolCallEndEvent,
+    ToolCallStartChunk,
+    ToolCallStartEvent,
+)
+
+__all__ = ["ModelCall"]
+
+
+class ModelCall:
+    """One step's model call. Iterate :meth:`events`, then read :attr:`response`."""
+
+    __slots__ = ("_request", "_scope", "model", "response")
+
+    def __init__(self, scope: RunScope, request: ModelRequest) -> None:
+        self._scope = scope
+        self._request = request
+        self.response: ModelResponse | None = None
+        self.model: Model = scope.agent.model
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        """Stream the call, retrying and falling back as configured."""
+        scope = self._scope
+        agent = scope.agent
+        retry = agent.retry
+        models = agent.models
+        for index, model in enumerate(models):
+            self.model = model
+            attempt = 0
+            while True:
+                emitted = False
+                try:
+                    async for event in self._stream(model):
+                        emitted = True
+                        yield event
+                    return
+                except RunAborted:
+                    raise
+                except Exception as error:
+                    if emitted:
+                        raise
+                    if retry is not None and attempt < retry.max_retries and retry.retryable(error):
+                        delay = retry.delay(attempt, error)
+                        attempt += 1
+                        yield ModelRetryEvent(
+                            run_id=scope.run_id,
+                            seq=scope.next_seq(),
+                            model=model.key,
+                            attempt=attempt,
+                            delay=delay,
+                            error=_describe(error),
+                        )
+                        await scope.clock.sleep(delay)
+                        scope.check_abort()
+                        continue
+                    if (
+                        isinstance(error, ModelError)
+                        and error.fallback_eligible
+                        and index + 1 < len(models)
+                    ):
+                        yield ModelFellbackEvent(
+                            run_id=scope.run_id,
+                            seq=scope.next_seq(),
+                            previous_model=model.key,
+                            next_model=models[index + 1].key,
+                            error=_describe(error),
+                        )
+                        break
+                    raise
+
+    async def _stream(self, model: Model) -> AsyncIterator[AgentEvent]:
+        scope = self._scope
+        run_id = scope.run_id
+        next_seq = scope.next_seq
+        assembler = ResponseAssembler(model.key)
+        add = assembler.add
+        names: dict[str, str] = {}
+        text_seen = False
+        async with aclosing(model.stream(self._request)) as chunks:
+            async for chunk in chunks:
+                add(chunk)
+                if isinstance(chunk, TextChunk):
+                    text_seen = True
+                    yield TextDeltaEvent(run_id=run_id, seq=next_seq(), delta=chunk.text)
+                elif isinstance(chunk, ReasoningChunk):
+                    if chunk.text:
+                        yield ReasoningDeltaEvent(run_id=run_id, seq=next_seq(), delta=chunk.text)
+                elif isinstance(chunk, ToolCallStartChunk):
+                    names[chunk.id] = chunk.name
+                    yield ToolCallStartEvent(
+                        run_id=run_id, seq=next_seq(), tool_call_id=chunk.id, tool_name=chunk.name
+                    )
+                elif isinstance(chunk, ToolCallDeltaChunk):
+                    yield ToolCallDeltaEvent(
+                        run_id=run_id,
+                        seq=next_seq(),
+                        tool_call_id=chunk.id,
+                        args_delta=chunk.arguments_delta,
+                    )
+                elif isinstance(chunk, ToolCallEndChunk):
+                    yield ToolCallEndEvent(
+                        run_id=run_id,
+                        seq=next_seq(),
+                        tool_call_id=chunk.id,
+                        tool_name=names.get(chunk.id, ""),
+                        arguments=assembler.arguments_of(chunk.id),
+                    )
+                else:
+                    continue
+                scope.check_abort()
+        response = assembler.response()
+        self.response = response
+        if text_seen:
+            yield TextCompleteEvent(run_id=run_id, seq=next_seq(), text=response.message.text)
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"

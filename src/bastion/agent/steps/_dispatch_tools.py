@@ -1,0 +1,93 @@
+"""Dispatch tools: run a step's tool calls through the executor and record their results.
+
+The loop hooks (``before_tool_exec`` / ``after_tool_exec``) and the ``on_tool_call``
+observer are plugged into the executor only when overridden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import Any
+
+from bastion.agent._hooks import AgentHooks, LoopHooks, maybe_await
+from bastion.agent._result import ToolCallRecord
+from bastion.agent._scope import RunScope
+from bastion.core import AgentEvent, ToolCall, ToolMessage
+from bastion.tools import SkipTool, Tool
+
+__all__ = ["ABORTED_RESULT", "dispatch_tools"]
+
+ABORTED_RESULT = "Tool call aborted before it finished: the run was aborted."
+
+
+class _HookBridge:
+    """Adapts the agent's hooks to the executor's interception points."""
+
+    __slots__ = ("_scope",)
+
+    def __init__(self, scope: RunScope) -> None:
+        self._scope = scope
+
+    async def before(self, tool: Tool, call: ToolCall, args: Mapping[str, Any]) -> SkipTool | None:
+        agent = self._scope.agent
+        flags = agent.hook_flags
+        ctx = self._scope.ctx
+        if flags.on_tool_call:
+            hooks: AgentHooks = agent.hooks  # type: ignore[assignment]  # flag implies hooks
+            await maybe_await(hooks.on_tool_call(ctx, tool.name, args))
+        if flags.before_tool_exec:
+            loop: LoopHooks = agent.loop_hooks  # type: ignore[assignment]
+            return await maybe_await(loop.before_tool_exec(ctx, tool.name, args))
+        return None
+
+    async def after(self, tool: Tool, call: ToolCall, content: str) -> str:
+        agent = self._scope.agent
+        if not agent.hook_flags.after_tool_exec:
+            return content
+        loop: LoopHooks = agent.loop_hooks  # type: ignore[assignment]
+        replaced = await maybe_await(loop.after_tool_exec(self._scope.ctx, tool.name, content))
+        return content if replaced is None else replaced
+
+
+async def dispatch_tools(scope: RunScope, calls: Sequence[ToolCall]) -> AsyncIterator[AgentEvent]:
+    """Run the calls, yield their events, and append one tool message per call.
+
+    Calls that did not finish (the run was aborted) get an error result, so the
+    conversation never holds a tool call without its result.
+    """
+    agent = scope.agent
+    hooks = _HookBridge(scope) if agent.hook_flags.any_tool_hook else None
+    batch = agent.executor.batch(calls, scope.ctx, next_seq=scope.next_seq, hooks=hooks)
+    try:
+        async with aclosing(batch.events()) as events:
+            async for event in events:
+                yield event
+                scope.check_abort()
+    finally:
+        state = scope.state
+        step = state.step
+        for call, outcome in zip(calls, batch.outcomes, strict=True):
+            if outcome is None:
+                scope.unfinished_calls.append(call)
+                content, is_error, kind, duration = ABORTED_RESULT, True, "aborted", 0.0
+            else:
+                content, is_error = outcome.content, outcome.is_error
+                kind, duration = outcome.error_kind, outcome.duration
+            state.messages.append(
+                ToolMessage(
+                    tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error
+                )
+            )
+            state.tool_calls.append(
+                ToolCallRecord(
+                    id=call.id,
+                    name=call.name,
+                    arguments=call.arguments,
+                    result=content,
+                    is_error=is_error,
+                    step=step,
+                    error_kind=kind,  # pyright: ignore[reportArgumentType]
+                    duration=duration,
+                )
+            )

@@ -1,0 +1,71 @@
+"""Prepare: the run's opening messages, and each step's model request.
+
+Instructions (a string or a function of the context, sync or async) are resolved once per
+run and pinned as the leading system message; an empty string adds none. Leading system
+messages of a given history are replaced by this run's instructions.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from bastion.agent._hooks import LoopHooks, maybe_await
+from bastion.agent._scope import RunScope
+from bastion.core import Message, ModelRequest, SystemMessage, TextPart, UserMessage, UserPart
+
+__all__ = ["open_run", "prepare_request", "replace_input_text"]
+
+
+async def open_run(
+    scope: RunScope,
+    user_input: str | Sequence[UserPart] | None,
+    history: Sequence[Message] | None,
+) -> None:
+    """Fill the run's messages: instructions, history, then the new user message."""
+    agent = scope.agent
+    instructions: Any = agent.instructions
+    if callable(instructions):
+        instructions = instructions(scope.ctx)
+        if inspect.isawaitable(instructions):
+            instructions = await instructions
+    messages = scope.state.messages
+    if instructions:
+        messages.append(SystemMessage(content=str(instructions)))
+    if history:
+        start = 0
+        while start < len(history) and isinstance(history[start], SystemMessage):
+            start += 1
+        messages.extend(history[start:])
+    if user_input is not None:
+        content: str | list[UserPart] = (
+            user_input if isinstance(user_input, str) else list(user_input)
+        )
+        messages.append(UserMessage(content=content))
+
+
+def replace_input_text(message: UserMessage, text: str) -> None:
+    """Replace the text of a user message, keeping any non-text parts."""
+    if isinstance(message.content, str):
+        message.content = text
+        return
+    others = [p for p in message.content if not isinstance(p, TextPart)]
+    message.content = [TextPart(text=text), *others]
+
+
+async def prepare_request(scope: RunScope) -> ModelRequest:
+    """Build the model request of the current step."""
+    agent = scope.agent
+    messages: list[Message] = list(scope.state.messages)
+    if agent.hook_flags.before_llm_call:
+        hooks: LoopHooks = agent.loop_hooks  # type: ignore[assignment]  # flag implies hooks
+        replaced = await maybe_await(hooks.before_llm_call(scope.ctx, messages, scope.state.step))
+        if replaced is not None:
+            messages = list(replaced)
+    return ModelRequest(
+        messages=messages,
+        tools=agent.tool_definitions,
+        output=agent.output_schema.spec if agent.output_schema is not None else None,
+        settings=agent.model_settings,
+    )

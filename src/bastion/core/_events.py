@@ -1,0 +1,374 @@
+"""The exhaustive, typed event stream of a run (SPEC G-11..G-14, G-31, G-67).
+
+Every event carries the ``run_id`` and a ``seq`` number that increases by one per event of
+the run, so a client that lost its connection can resume after the last number it saw.
+Events are discriminated by their dotted ``type``. Consumers should match exhaustively::
+
+    match event:
+        case TextDeltaEvent(delta=d): ...
+        case _: assert_never(event)   # type checkers flag a missing case
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from ._model import FinishReason
+from ._usage import Usage
+
+__all__ = [
+    "AgentCancellingEvent",
+    "AgentEndEvent",
+    "AgentErrorEvent",
+    "AgentEvent",
+    "AgentStartEvent",
+    "ContextCompactedEvent",
+    "GuardrailTrippedEvent",
+    "ModelFellbackEvent",
+    "ModelRetryEvent",
+    "ReasoningDeltaEvent",
+    "RunErrorInfo",
+    "RunStatus",
+    "StepEndEvent",
+    "StepStartEvent",
+    "TextCompleteEvent",
+    "TextDeltaEvent",
+    "ToolApprovalRequestedEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallIncompleteEvent",
+    "ToolCallStartEvent",
+    "ToolErrorKind",
+    "ToolExecuteEndEvent",
+    "ToolExecuteErrorEvent",
+    "ToolExecutePartialEvent",
+    "ToolExecuteProgressEvent",
+    "ToolExecuteStartEvent",
+]
+
+RunStatus: TypeAlias = Literal[
+    "running", "completed", "failed", "aborted", "awaiting_approval", "stopped"
+]
+ToolErrorKind: TypeAlias = Literal[
+    "approval_denied",
+    "sandbox_violation",
+    "timeout",
+    "invalid_input",
+    "invalid_output",
+    "execution_failed",
+    "unknown_tool",
+    "aborted",
+    "inbound_sanitization_blocked",
+    "dataflow_policy_blocked",
+    "capability_blocked",
+    "rate_limited",
+]
+
+
+@dataclass(kw_only=True, slots=True)
+class RunErrorInfo:
+    """Why a run failed: a stable ``code`` and a human-readable message."""
+
+    code: str
+    message: str
+
+
+@dataclass(kw_only=True, slots=True)
+class AgentStartEvent:
+    """A run began."""
+
+    run_id: str
+    seq: int
+    agent_name: str
+    model: str
+    type: Literal["agent.start"] = "agent.start"
+
+
+@dataclass(kw_only=True, slots=True)
+class StepStartEvent:
+    """A step (one model call and the tool calls it asks for) began."""
+
+    run_id: str
+    seq: int
+    step: int
+    model: str
+    type: Literal["step.start"] = "step.start"
+
+
+@dataclass(kw_only=True, slots=True)
+class TextDeltaEvent:
+    """A piece of the model's answer text."""
+
+    run_id: str
+    seq: int
+    delta: str
+    type: Literal["text.delta"] = "text.delta"
+
+
+@dataclass(kw_only=True, slots=True)
+class TextCompleteEvent:
+    """The model's text for this step is complete."""
+
+    run_id: str
+    seq: int
+    text: str
+    type: Literal["text.complete"] = "text.complete"
+
+
+@dataclass(kw_only=True, slots=True)
+class ReasoningDeltaEvent:
+    """A piece of the model's reasoning."""
+
+    run_id: str
+    seq: int
+    delta: str
+    type: Literal["reasoning.delta"] = "reasoning.delta"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallStartEvent:
+    """The model began writing a tool call."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    type: Literal["tool.call.start"] = "tool.call.start"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallDeltaEvent:
+    """A piece of a tool call's JSON arguments, as the model writes them."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    args_delta: str
+    type: Literal["tool.call.delta"] = "tool.call.delta"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallEndEvent:
+    """The model finished writing a tool call; ``arguments`` is its raw JSON."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    type: Literal["tool.call.end"] = "tool.call.end"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallIncompleteEvent:
+    """The stream ended while a tool call was still open; the call is not executed."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    type: Literal["tool.call.incomplete"] = "tool.call.incomplete"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolExecuteStartEvent:
+    """A tool call was dispatched. Emitted for every call of a step, up front, in call order."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    type: Literal["tool.execute.start"] = "tool.execute.start"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolExecuteProgressEvent:
+    """A running tool reported progress. Interleaves live, keyed by ``tool_call_id``."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    current: float
+    total: float | None = None
+    message: str | None = None
+    type: Literal["tool.execute.progress"] = "tool.execute.progress"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolExecutePartialEvent:
+    """A running tool streamed a piece of its output."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    content: str
+    type: Literal["tool.execute.partial"] = "tool.execute.partial"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolExecuteEndEvent:
+    """A tool call succeeded; ``result`` is what the model will read. In call order."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    result: str
+    duration: float
+    type: Literal["tool.execute.end"] = "tool.execute.end"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolExecuteErrorEvent:
+    """A tool call failed; the model reads ``message`` as an error result. In call order."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    kind: ToolErrorKind
+    message: str
+    duration: float = 0.0
+    type: Literal["tool.execute.error"] = "tool.execute.error"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolApprovalRequestedEvent:
+    """A tool call waits for a human decision; carries the tool's classification."""
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    classification: dict[str, Any] = field(default_factory=dict[str, Any])
+    type: Literal["tool.approval.requested"] = "tool.approval.requested"
+
+
+@dataclass(kw_only=True, slots=True)
+class ContextCompactedEvent:
+    """Older turns were compacted to fit the context window (G-74)."""
+
+    run_id: str
+    seq: int
+    before_tokens: int
+    after_tokens: int
+    summary_tokens: int = 0
+    duration: float = 0.0
+    hooks_fired_count: int = 0
+    source: Literal["auto-trigger", "manual", "pre-step"] = "auto-trigger"
+    type: Literal["context.compacted"] = "context.compacted"
+
+
+@dataclass(kw_only=True, slots=True)
+class StepEndEvent:
+    """A step ended: its finish reason and usage."""
+
+    run_id: str
+    seq: int
+    step: int
+    model: str
+    finish_reason: FinishReason
+    usage: Usage
+    type: Literal["step.end"] = "step.end"
+
+
+@dataclass(kw_only=True, slots=True)
+class GuardrailTrippedEvent:
+    """A guardrail did not pass: it blocked, warned or rewrote."""
+
+    run_id: str
+    seq: int
+    guardrail: str
+    stage: Literal["input", "output"]
+    action: Literal["block", "warn", "rewrite"]
+    reason: str
+    type: Literal["guardrail.tripped"] = "guardrail.tripped"
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelRetryEvent:
+    """A model call failed transiently and will be tried again after ``delay`` seconds."""
+
+    run_id: str
+    seq: int
+    model: str
+    attempt: int
+    delay: float
+    error: str
+    type: Literal["agent.model.retry"] = "agent.model.retry"
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelFellbackEvent:
+    """The step moves to the next fallback model."""
+
+    run_id: str
+    seq: int
+    previous_model: str
+    next_model: str
+    error: str
+    type: Literal["agent.model.fellback"] = "agent.model.fellback"
+
+
+@dataclass(kw_only=True, slots=True)
+class AgentCancellingEvent:
+    """An abort was requested; with ``drain`` the current step finishes first."""
+
+    run_id: str
+    seq: int
+    drain: bool
+    type: Literal["agent.cancelling"] = "agent.cancelling"
+
+
+@dataclass(kw_only=True, slots=True)
+class AgentErrorEvent:
+    """The run failed; followed by ``agent.end`` with status ``failed``."""
+
+    run_id: str
+    seq: int
+    code: str
+    message: str
+    type: Literal["agent.error"] = "agent.error"
+
+
+@dataclass(kw_only=True, slots=True)
+class AgentEndEvent:
+    """The last event of every run."""
+
+    run_id: str
+    seq: int
+    status: RunStatus
+    output: Any
+    usage: Usage
+    error: RunErrorInfo | None = None
+    type: Literal["agent.end"] = "agent.end"
+
+
+AgentEvent: TypeAlias = (
+    AgentStartEvent
+    | StepStartEvent
+    | TextDeltaEvent
+    | TextCompleteEvent
+    | ReasoningDeltaEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | ToolCallIncompleteEvent
+    | ToolExecuteStartEvent
+    | ToolExecuteProgressEvent
+    | ToolExecutePartialEvent
+    | ToolExecuteEndEvent
+    | ToolExecuteErrorEvent
+    | ToolApprovalRequestedEvent
+    | ContextCompactedEvent
+    | StepEndEvent
+    | GuardrailTrippedEvent
+    | ModelRetryEvent
+    | ModelFellbackEvent
+    | AgentCancellingEvent
+    | AgentErrorEvent
+    | AgentEndEvent
+)

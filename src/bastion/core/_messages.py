@@ -1,0 +1,188 @@
+"""Messages and content parts: the one normalized conversation format.
+
+Every provider adapter converts to and from these types; stores, the server and exporters
+serialize them through :mod:`bastion.core._serde`. Parts are discriminated by ``type``,
+messages by ``role``. Vendor extras (reasoning signatures, encrypted content, response ids)
+live in ``provider_details`` and are carried byte-exact, never interpreted outside
+``providers/``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, TypeAlias
+
+__all__ = [
+    "AssistantMessage",
+    "AssistantPart",
+    "AudioPart",
+    "FilePart",
+    "ImagePart",
+    "Message",
+    "ReasoningPart",
+    "SystemMessage",
+    "TextPart",
+    "ToolCall",
+    "ToolMessage",
+    "UserContent",
+    "UserMessage",
+    "UserPart",
+    "text_of",
+]
+
+_BYTES_AS_BASE64: dict[str, Any] = {"ser_json_bytes": "base64", "val_json_bytes": "base64"}
+
+
+@dataclass(kw_only=True, slots=True)
+class TextPart:
+    """Plain text."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(kw_only=True, slots=True)
+class ImagePart:
+    """An image given inline as bytes or by URL (``png``, ``jpeg``, ``gif``, ``webp``)."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _BYTES_AS_BASE64
+
+    data: bytes | None = None
+    url: str | None = None
+    media_type: str | None = None
+    type: Literal["image"] = "image"
+
+
+@dataclass(kw_only=True, slots=True)
+class AudioPart:
+    """Audio given inline as bytes or by URL (``mp3``, ``wav``, ``ogg``, ``webm``)."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _BYTES_AS_BASE64
+
+    data: bytes | None = None
+    url: str | None = None
+    media_type: str | None = None
+    type: Literal["audio"] = "audio"
+
+
+@dataclass(kw_only=True, slots=True)
+class FilePart:
+    """A document (PDF, text, …) given inline as bytes or by URL."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _BYTES_AS_BASE64
+
+    media_type: str
+    data: bytes | None = None
+    url: str | None = None
+    filename: str | None = None
+    type: Literal["file"] = "file"
+
+
+@dataclass(kw_only=True, slots=True)
+class ReasoningPart:
+    """Model reasoning ("thinking").
+
+    ``signature`` and ``provider_details`` are opaque vendor data (Anthropic signatures,
+    OpenAI encrypted reasoning) that must be sent back unchanged on the next step.
+    """
+
+    text: str = ""
+    signature: str | None = None
+    redacted: bool = False
+    provider_details: dict[str, Any] | None = None
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCall:
+    """A model's request to call a tool.
+
+    ``arguments`` is the raw JSON text the model produced, kept verbatim (it may be
+    malformed: the executor reports that back to the model as a tool error).
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    provider_details: dict[str, Any] | None = None
+    type: Literal["tool_call"] = "tool_call"
+
+    def args(self) -> Any:
+        """Parse ``arguments`` as JSON; raises ``ValueError`` if it is not valid JSON."""
+        return json.loads(self.arguments) if self.arguments.strip() else {}
+
+
+UserPart: TypeAlias = TextPart | ImagePart | AudioPart | FilePart
+AssistantPart: TypeAlias = TextPart | ReasoningPart | ImagePart | AudioPart | FilePart
+UserContent: TypeAlias = str | Sequence[UserPart]
+
+
+@dataclass(kw_only=True, slots=True)
+class SystemMessage:
+    """Instructions to the model."""
+
+    content: str
+    role: Literal["system"] = "system"
+
+
+@dataclass(kw_only=True, slots=True)
+class UserMessage:
+    """A turn of the user: text, or a list of parts for multimodal input."""
+
+    content: str | list[UserPart]
+    name: str | None = None
+    role: Literal["user"] = "user"
+
+    @property
+    def text(self) -> str:
+        """The text of the message, parts joined."""
+        return text_of(self.content)
+
+
+@dataclass(kw_only=True, slots=True)
+class AssistantMessage:
+    """A model's answer: text and reasoning parts, and the tool calls it asked for."""
+
+    parts: list[AssistantPart] = field(default_factory=list[AssistantPart])
+    tool_calls: list[ToolCall] = field(default_factory=list[ToolCall])
+    model: str | None = None
+    provider_details: dict[str, Any] | None = None
+    role: Literal["assistant"] = "assistant"
+
+    @property
+    def text(self) -> str:
+        """The answer's text, without reasoning."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning text, when the model exposed it."""
+        return "".join(p.text for p in self.parts if isinstance(p, ReasoningPart))
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolMessage:
+    """The result of one tool call, as the model will read it."""
+
+    tool_call_id: str
+    tool_name: str
+    content: str | list[UserPart]
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+    @property
+    def text(self) -> str:
+        """The result's text, parts joined."""
+        return text_of(self.content)
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+def text_of(content: str | Sequence[object] | Mapping[str, object]) -> str:
+    """Return the text of a content value: a string, or the text parts of a list, joined."""
+    if isinstance(content, str):
+        return content
+    return "".join(p.text for p in content if isinstance(p, TextPart))

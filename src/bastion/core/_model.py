@@ -1,0 +1,287 @@
+"""The model protocol: what the loop sends to a model and the chunks a model streams back.
+
+A model implements one call, :meth:`Model.stream`; :meth:`Model.request` drains it. Provider
+adapters (``bastion.providers``) and test doubles (``bastion.testing``) implement it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from ._messages import AssistantMessage, AssistantPart, Message, ReasoningPart, TextPart, ToolCall
+from ._usage import Usage
+
+__all__ = [
+    "FinishChunk",
+    "FinishReason",
+    "Model",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "OutputSpec",
+    "ReasoningChunk",
+    "ResponseAssembler",
+    "StreamChunk",
+    "TextChunk",
+    "ToolCallDeltaChunk",
+    "ToolCallEndChunk",
+    "ToolCallStartChunk",
+    "ToolDefinition",
+]
+
+FinishReason: TypeAlias = Literal[
+    "stop", "length", "tool_calls", "content_filter", "error", "aborted"
+]
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class ToolDefinition:
+    """A tool as advertised to the model: name, description and JSON Schema of arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool = False
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class OutputSpec:
+    """A structured-output request: providers with a native JSON-schema mode use it."""
+
+    name: str
+    json_schema: dict[str, Any]
+    strict: bool = True
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class ModelSettings:
+    """Sampling and call settings; ``None`` leaves the vendor default."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] | None = None
+    seed: int | None = None
+    tool_choice: Literal["auto", "required", "none"] | str | None = None
+    parallel_tool_calls: bool | None = None
+    timeout: float | None = None
+    extra: dict[str, Any] | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelRequest:
+    """Everything one model call needs."""
+
+    messages: Sequence[Message]
+    tools: Sequence[ToolDefinition] = ()
+    output: OutputSpec | None = None
+    settings: ModelSettings = field(default_factory=ModelSettings)
+
+
+@dataclass(kw_only=True, slots=True)
+class TextChunk:
+    """A piece of answer text."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(kw_only=True, slots=True)
+class ReasoningChunk:
+    """A piece of reasoning; ``signature``/``provider_details`` arrive on any chunk of the block."""
+
+    text: str = ""
+    signature: str | None = None
+    provider_details: dict[str, Any] | None = None
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallStartChunk:
+    """A tool call begins. ``id`` keys the deltas and the end of this call."""
+
+    id: str
+    name: str
+    type: Literal["tool_call_start"] = "tool_call_start"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallDeltaChunk:
+    """A piece of a tool call's JSON arguments."""
+
+    id: str
+    arguments_delta: str
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolCallEndChunk:
+    """A tool call's arguments are complete."""
+
+    id: str
+    provider_details: dict[str, Any] | None = None
+    type: Literal["tool_call_end"] = "tool_call_end"
+
+
+@dataclass(kw_only=True, slots=True)
+class FinishChunk:
+    """The last chunk of a response: why it stopped and what it cost."""
+
+    finish_reason: FinishReason
+    usage: Usage = field(default_factory=Usage)
+    provider_details: dict[str, Any] | None = None
+    type: Literal["finish"] = "finish"
+
+
+StreamChunk: TypeAlias = (
+    TextChunk
+    | ReasoningChunk
+    | ToolCallStartChunk
+    | ToolCallDeltaChunk
+    | ToolCallEndChunk
+    | FinishChunk
+)
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelResponse:
+    """A complete model answer, assembled from its chunks."""
+
+    message: AssistantMessage
+    usage: Usage
+    finish_reason: FinishReason
+    model: str
+    incomplete_tool_calls: list[ToolCall] = field(default_factory=list[ToolCall])
+
+
+class ResponseAssembler:
+    """Folds stream chunks into a :class:`ModelResponse`.
+
+    Consecutive text chunks join into one text part, consecutive reasoning chunks into one
+    reasoning part; tool calls are keyed by id so interleaved calls assemble correctly.
+    """
+
+    __slots__ = (
+        "_calls",
+        "_ended",
+        "_parts",
+        "finish_reason",
+        "model",
+        "provider_details",
+        "usage",
+    )
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self._parts: list[AssistantPart] = []
+        self._calls: dict[str, ToolCall] = {}
+        self._ended: set[str] = set()
+        self.usage = Usage()
+        self.finish_reason: FinishReason | None = None
+        self.provider_details: dict[str, Any] | None = None
+
+    def add(self, chunk: StreamChunk) -> None:
+        """Fold one chunk in."""
+        parts = self._parts
+        if chunk.type == "text":
+            last = parts[-1] if parts else None
+            if isinstance(last, TextPart):
+                last.text += chunk.text
+            else:
+                parts.append(TextPart(text=chunk.text))
+        elif chunk.type == "reasoning":
+            last = parts[-1] if parts else None
+            if not isinstance(last, ReasoningPart) or (last.signature and chunk.text):
+                last = ReasoningPart()
+                parts.append(last)
+            last.text += chunk.text
+            if chunk.signature is not None:
+                last.signature = chunk.signature
+            if chunk.provider_details:
+                last.provider_details = {**(last.provider_details or {}), **chunk.provider_details}
+        elif chunk.type == "tool_call_start":
+            self._calls[chunk.id] = ToolCall(id=chunk.id, name=chunk.name, arguments="")
+        elif chunk.type == "tool_call_delta":
+            call = self._calls.get(chunk.id)
+            if call is not None:
+                call.arguments += chunk.arguments_delta
+        elif chunk.type == "tool_call_end":
+            call = self._calls.get(chunk.id)
+            if call is not None:
+                self._ended.add(chunk.id)
+                if chunk.provider_details:
+                    call.provider_details = chunk.provider_details
+        else:
+            self.finish_reason = chunk.finish_reason
+            self.usage = chunk.usage
+            self.provider_details = chunk.provider_details
+
+    def arguments_of(self, call_id: str) -> str:
+        """The arguments assembled so far for a tool call."""
+        call = self._calls.get(call_id)
+        return call.arguments if call is not None else ""
+
+    def response(self) -> ModelResponse:
+        """Return the assembled response; unended tool calls are reported as incomplete."""
+        complete = [c for i, c in self._calls.items() if i in self._ended]
+        incomplete = [c for i, c in self._calls.items() if i not in self._ended]
+        for call in complete:
+            if not call.arguments.strip():
+                call.arguments = "{}"
+        finish = self.finish_reason or "stop"
+        if complete and finish == "stop":
+            finish = "tool_calls"
+        message = AssistantMessage(
+            parts=self._parts,
+            tool_calls=complete,
+            model=self.model,
+            provider_details=self.provider_details,
+        )
+        usage = self.usage
+        if usage.requests == 0:
+            usage = usage + Usage(requests=1)
+        return ModelResponse(
+            message=message,
+            usage=usage,
+            finish_reason=finish,
+            model=self.model,
+            incomplete_tool_calls=incomplete,
+        )
+
+
+class Model(ABC):
+    """A language model reachable through one wire protocol.
+
+    Subclasses implement :meth:`stream`. ``provider`` and ``name`` form the model's key
+    ``"<provider>:<name>"``, used for usage attribution and as the governance oracle key
+    ``llm:<provider>:<name>``.
+    """
+
+    provider: str = "unknown"
+    name: str = "unknown"
+
+    @property
+    def key(self) -> str:
+        """``"<provider>:<name>"``."""
+        return f"{self.provider}:{self.name}"
+
+    @abstractmethod
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
+        """Send ``request`` and stream the answer as chunks, ending with a :class:`FinishChunk`.
+
+        Raises:
+            ModelError: A subclass describing why the call failed.
+        """
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the whole answer."""
+        assembler = ResponseAssembler(self.key)
+        async for chunk in self.stream(request):
+            assembler.add(chunk)
+        return assembler.response()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key!r})"

@@ -1,0 +1,237 @@
+"""Scripted test models: ``ScriptedModel`` (a list of turns) and ``FunctionModel``.
+
+Both stream like a real provider: they yield to the event loop once per request and once
+per streamed delta (as network I/O would), so tests exercise real interleavings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from bastion.core import (
+    FinishChunk,
+    FinishReason,
+    Model,
+    ModelError,
+    ModelRequest,
+    ReasoningChunk,
+    ScriptExhausted,
+    StreamChunk,
+    TextChunk,
+    ToolCallDeltaChunk,
+    ToolCallEndChunk,
+    ToolCallStartChunk,
+    Usage,
+    UserError,
+    text_of,
+)
+
+__all__ = ["Call", "FunctionModel", "ScriptedModel", "Turn", "TurnLike"]
+
+_WORD = re.compile(r"\s*\S+\s*|\s+")
+
+
+@dataclass(kw_only=True, slots=True)
+class Call:
+    """A scripted tool call. ``args`` as a dict, or a raw string (e.g. malformed JSON)."""
+
+    name: str
+    args: dict[str, Any] | str = field(default_factory=dict[str, Any])
+    id: str | None = None
+
+    def __init__(
+        self, name: str, args: dict[str, Any] | str | None = None, *, id: str | None = None
+    ) -> None:
+        self.name = name
+        self.args = {} if args is None else args
+        self.id = id
+
+    @property
+    def arguments(self) -> str:
+        """The arguments as the JSON text the model sends."""
+        return self.args if isinstance(self.args, str) else json.dumps(self.args)
+
+
+@dataclass(kw_only=True, slots=True)
+class Turn:
+    """One scripted model answer.
+
+    Attributes:
+        text: The answer; a string is streamed word by word, a list of strings as exactly
+            those deltas.
+        tool_calls: Tool calls to ask for, in order.
+        reasoning: Reasoning text to stream before the answer.
+        reasoning_signature: Opaque signature attached to the reasoning.
+        usage: Reported usage (default: an estimate of four characters per token).
+        finish_reason: Reported finish reason (default: ``tool_calls`` or ``stop``).
+        error: Raise this instead of answering (after ``error_after`` chunks).
+        error_after: How many chunks to stream before raising ``error``.
+        unclosed_calls: Leave the tool calls open (no end chunk): an incomplete stream.
+    """
+
+    text: str | Sequence[str] = ""
+    tool_calls: Sequence[Call] = ()
+    reasoning: str | None = None
+    reasoning_signature: str | None = None
+    usage: Usage | None = None
+    finish_reason: FinishReason | None = None
+    error: ModelError | None = None
+    error_after: int = 0
+    unclosed_calls: bool = False
+
+
+TurnLike: TypeAlias = Turn | str
+
+
+def _as_turn(item: TurnLike) -> Turn:
+    return Turn(text=item) if isinstance(item, str) else item
+
+
+def _estimate_usage(request: ModelRequest, turn: Turn, text: str) -> Usage:
+    prompt_chars = sum(len(text_of(getattr(m, "content", "") or "")) for m in request.messages)
+    completion = len(text) + sum(len(c.arguments) for c in turn.tool_calls)
+    return Usage(
+        prompt_tokens=max(1, prompt_chars // 4),
+        completion_tokens=max(1, completion // 4),
+        requests=1,
+    )
+
+
+async def _stream_turn(
+    turn: Turn, request: ModelRequest, request_index: int, yield_to_loop: bool
+) -> AsyncIterator[StreamChunk]:
+    deltas = _WORD.findall(turn.text) if isinstance(turn.text, str) else list(turn.text)
+    chunks: list[StreamChunk] = []
+    if turn.reasoning is not None:
+        chunks.extend(ReasoningChunk(text=d) for d in _WORD.findall(turn.reasoning))
+        if turn.reasoning_signature is not None:
+            chunks.append(ReasoningChunk(signature=turn.reasoning_signature))
+    chunks.extend(TextChunk(text=d) for d in deltas)
+    for i, call in enumerate(turn.tool_calls):
+        call_id = call.id or f"call_{request_index}_{i}"
+        chunks.append(ToolCallStartChunk(id=call_id, name=call.name))
+        chunks.append(ToolCallDeltaChunk(id=call_id, arguments_delta=call.arguments))
+        if not turn.unclosed_calls:
+            chunks.append(ToolCallEndChunk(id=call_id))
+    if turn.error is not None:
+        chunks = chunks[: turn.error_after]
+    text = "".join(deltas)
+    usage = turn.usage if turn.usage is not None else _estimate_usage(request, turn, text)
+    finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
+    for chunk in chunks:
+        if yield_to_loop:
+            await asyncio.sleep(0)
+        yield chunk
+    if turn.error is not None:
+        raise turn.error
+    yield FinishChunk(finish_reason=finish, usage=usage)
+
+
+class ScriptedModel(Model):
+    """A model that answers from a script, one turn per request.
+
+    Example::
+
+        model = ScriptedModel([
+            Turn(tool_calls=[Call("add", {"a": 1, "b": 2})]),
+            "The answer is 3.",
+        ])
+
+    Attributes:
+        requests: Every request received, for assertions.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[TurnLike],
+        *,
+        name: str = "scripted",
+        provider: str = "test",
+        yield_to_loop: bool = True,
+    ) -> None:
+        self.name = name
+        self.provider = provider
+        self._script = [_as_turn(t) for t in script]
+        self._yield = yield_to_loop
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def remaining(self) -> int:
+        """Turns not yet used."""
+        return len(self._script) - len(self.requests)
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
+        """Answer ``request`` with the next scripted turn."""
+        index = len(self.requests)
+        self.requests.append(request)
+        if self._yield:
+            await asyncio.sleep(0)
+        if index >= len(self._script):
+            raise ScriptExhausted(
+                f"{self.key} was asked for turn {index + 1} but its script has "
+                f"{len(self._script)} turn(s). Add turns or check why the loop kept going."
+            )
+        async for chunk in _stream_turn(self._script[index], request, index, self._yield):
+            yield chunk
+
+
+TurnFunction: TypeAlias = Callable[[ModelRequest], "TurnLike | Awaitable[TurnLike]"]
+StreamFunction: TypeAlias = Callable[[ModelRequest], AsyncIterator["str | StreamChunk"]]
+
+
+class FunctionModel(Model):
+    """A model whose answers a function computes from each request.
+
+    Give ``function`` (returns a :class:`Turn` or a string, sync or async) or
+    ``stream_function`` (an async generator of text deltas or raw stream chunks).
+    """
+
+    def __init__(
+        self,
+        function: TurnFunction | None = None,
+        *,
+        stream_function: StreamFunction | None = None,
+        name: str = "function",
+        provider: str = "test",
+        yield_to_loop: bool = True,
+    ) -> None:
+        if (function is None) == (stream_function is None):
+            raise UserError("FunctionModel needs exactly one of function or stream_function.")
+        self.name = name
+        self.provider = provider
+        self._function = function
+        self._stream_function = stream_function
+        self._yield = yield_to_loop
+        self.requests: list[ModelRequest] = []
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
+        """Answer ``request`` with what the function returns."""
+        index = len(self.requests)
+        self.requests.append(request)
+        if self._yield:
+            await asyncio.sleep(0)
+        if self._function is not None:
+            result = self._function(request)
+            if inspect.isawaitable(result):
+                result = await result
+            async for chunk in _stream_turn(_as_turn(result), request, index, self._yield):
+                yield chunk
+            return
+        assert self._stream_function is not None
+        finished = False
+        async for item in self._stream_function(request):
+            if self._yield:
+                await asyncio.sleep(0)
+            if isinstance(item, str):
+                yield TextChunk(text=item)
+            else:
+                finished = finished or isinstance(item, FinishChunk)
+                yield item
+        if not finished:
+            yield FinishChunk(finish_reason="stop", usage=Usage(requests=1))

@@ -1,0 +1,392 @@
+"""Dispatches the tool calls of one step (SPEC G-21, G-29..G-32, T-05, T-06).
+
+Calls are validated first (unknown names and invalid arguments become error results that
+list what was wrong), then run with bounded parallelism; a ``sequential`` tool waits for
+everything before it and blocks everything after it. ``tool.execute.start`` is emitted for
+every call up front in call order; ``end``/``error`` events follow in call order whatever
+the completion order; only ``progress``/``partial`` events interleave live.
+
+Called by the agent loop's dispatch step (``bastion.agent.steps``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bastion.core import (
+    AgentEvent,
+    Clock,
+    RunContext,
+    ToolCall,
+    ToolErrorKind,
+    ToolExecuteEndEvent,
+    ToolExecuteErrorEvent,
+    ToolExecutePartialEvent,
+    ToolExecuteProgressEvent,
+    ToolExecuteStartEvent,
+)
+
+from ._result import render_output
+from ._schema import ToolArgumentsError
+from ._tool import Progress, Tool, ToolResult
+
+__all__ = ["SkipTool", "ToolBatch", "ToolCallHooks", "ToolExecutor", "ToolOutcome"]
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolOutcome:
+    """What one call produced: the text the model reads, and whether it is an error."""
+
+    call: ToolCall
+    content: str
+    is_error: bool = False
+    error_kind: ToolErrorKind | None = None
+    duration: float = 0.0
+    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+@dataclass(kw_only=True, slots=True)
+class SkipTool:
+    """Returned by a ``before`` hook: do not run the tool; use ``result`` instead."""
+
+    result: Any
+
+
+class ToolCallHooks(Protocol):
+    """Interception points the agent layer plugs into the executor."""
+
+    async def before(self, tool: Tool, call: ToolCall, args: Mapping[str, Any]) -> SkipTool | None:
+        """Called after validation, before the tool runs."""
+        ...
+
+    async def after(self, tool: Tool, call: ToolCall, content: str) -> str:
+        """Called with the rendered result; returns the (possibly replaced) result."""
+        ...
+
+
+@dataclass(slots=True)
+class _Prepared:
+    index: int
+    call: ToolCall
+    tool: Tool | None
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
+    outcome: ToolOutcome | None = None
+
+
+class _QueueSink:
+    """Turns a tool's progress reports into events on the batch's queue."""
+
+    __slots__ = ("_call_id", "_next_seq", "_parts", "_queue", "_run_id")
+
+    def __init__(
+        self,
+        queue: asyncio.Queue[AgentEvent | int] | None,
+        run_id: str,
+        next_seq: Callable[[], int],
+        call_id: str,
+    ) -> None:
+        self._queue = queue
+        self._run_id = run_id
+        self._next_seq = next_seq
+        self._call_id = call_id
+        self._parts: list[str] = []
+
+    def progress(self, current: float, total: float | None, message: str | None) -> None:
+        if self._queue is not None:
+            self._queue.put_nowait(
+                ToolExecuteProgressEvent(
+                    run_id=self._run_id,
+                    seq=self._next_seq(),
+                    tool_call_id=self._call_id,
+                    current=current,
+                    total=total,
+                    message=message,
+                )
+            )
+
+    def partial(self, content: str) -> None:
+        self._parts.append(content)
+        if self._queue is not None:
+            self._queue.put_nowait(
+                ToolExecutePartialEvent(
+                    run_id=self._run_id,
+                    seq=self._next_seq(),
+                    tool_call_id=self._call_id,
+                    content=content,
+                )
+            )
+
+    def joined(self) -> str:
+        return "".join(self._parts)
+
+
+class ToolExecutor:
+    """Runs tool calls against a fixed set of tools.
+
+    Args:
+        tools: The tools by name.
+        max_parallel: How many calls of one step may run at once (1 = serial).
+        clock: Measures durations.
+    """
+
+    def __init__(self, tools: Mapping[str, Tool], *, max_parallel: int, clock: Clock) -> None:
+        self.tools = tools
+        self.max_parallel = max_parallel
+        self.clock = clock
+
+    def batch(
+        self,
+        calls: Sequence[ToolCall],
+        ctx: RunContext[Any],
+        *,
+        next_seq: Callable[[], int],
+        hooks: ToolCallHooks | None = None,
+    ) -> ToolBatch:
+        """Prepare the calls of one step; iterate :meth:`ToolBatch.events` to run them."""
+        prepared = [self._prepare(i, call) for i, call in enumerate(calls)]
+        return ToolBatch(self, prepared, ctx, next_seq, hooks)
+
+    def _prepare(self, index: int, call: ToolCall) -> _Prepared:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            available = ", ".join(repr(n) for n in sorted(self.tools)) or "none"
+            return _Prepared(
+                index=index,
+                call=call,
+                tool=None,
+                outcome=ToolOutcome(
+                    call=call,
+                    content=f"Unknown tool {call.name!r}. Available tools: {available}.",
+                    is_error=True,
+                    error_kind="unknown_tool",
+                ),
+            )
+        try:
+            args, kwargs = tool.validator.validate(call.arguments)
+        except ToolArgumentsError as exc:
+            return _Prepared(
+                index=index,
+                call=call,
+                tool=tool,
+                outcome=ToolOutcome(
+                    call=call,
+                    content=exc.for_model(tool.name),
+                    is_error=True,
+                    error_kind="invalid_input",
+                ),
+            )
+        return _Prepared(index=index, call=call, tool=tool, args=args, kwargs=kwargs)
+
+
+class ToolBatch:
+    """The calls of one step. Iterate :meth:`events`; then read :attr:`outcomes`.
+
+    After an interruption (abort), calls that did not finish have no outcome (``None``).
+    """
+
+    def __init__(
+        self,
+        executor: ToolExecutor,
+        prepared: list[_Prepared],
+        ctx: RunContext[Any],
+        next_seq: Callable[[], int],
+        hooks: ToolCallHooks | None,
+    ) -> None:
+        self._executor = executor
+        self._prepared = prepared
+        self._ctx = ctx
+        self._next_seq = next_seq
+        self._hooks = hooks
+        self.outcomes: list[ToolOutcome | None] = [p.outcome for p in prepared]
+
+    async def events(self) -> AsyncGenerator[AgentEvent, None]:
+        """Run the calls, yielding their lifecycle events."""
+        run_id = self._ctx.run_id
+        next_seq = self._next_seq
+        for p in self._prepared:
+            yield ToolExecuteStartEvent(
+                run_id=run_id,
+                seq=next_seq(),
+                tool_call_id=p.call.id,
+                tool_name=p.call.name,
+                arguments=p.call.arguments,
+            )
+        runnable = [p for p in self._prepared if p.outcome is None]
+        if not runnable or (len(runnable) == 1 and self._cannot_stream(runnable[0])):
+            for p in runnable:
+                self.outcomes[p.index] = await self._execute(p, None)
+            for outcome in self.outcomes:
+                yield self._end_event(outcome)  # type: ignore[arg-type]  # all set above
+            return
+        async for event in self._run_concurrently(runnable):
+            yield event
+
+    @staticmethod
+    def _cannot_stream(p: _Prepared) -> bool:
+        tool = p.tool
+        return tool is not None and tool.kind != "async_gen" and not tool.takes_ctx
+
+    async def _run_concurrently(self, runnable: list[_Prepared]) -> AsyncIterator[AgentEvent]:
+        queue: asyncio.Queue[AgentEvent | int] = asyncio.Queue()
+        runner = asyncio.create_task(self._run_groups(runnable, queue))
+        emitted = 0
+        total = len(self.outcomes)
+        try:
+            while emitted < total and self.outcomes[emitted] is not None:
+                yield self._end_event(self.outcomes[emitted])  # type: ignore[arg-type]
+                emitted += 1
+            while emitted < total:
+                item = await queue.get()
+                if not isinstance(item, int):
+                    yield item
+                    continue
+                while emitted < total and self.outcomes[emitted] is not None:
+                    yield self._end_event(self.outcomes[emitted])  # type: ignore[arg-type]
+                    emitted += 1
+            await runner
+        finally:
+            if not runner.done():
+                runner.cancel()
+                await asyncio.gather(runner, return_exceptions=True)
+
+    async def _run_groups(
+        self, runnable: list[_Prepared], queue: asyncio.Queue[AgentEvent | int]
+    ) -> None:
+        limit = asyncio.Semaphore(self._executor.max_parallel)
+
+        async def run(p: _Prepared) -> None:
+            async with limit:
+                self.outcomes[p.index] = await self._execute(p, queue)
+            queue.put_nowait(p.index)
+
+        group: list[_Prepared] = []
+        for p in runnable:
+            if p.tool is not None and p.tool.execution_mode == "sequential":
+                await self._run_group(group, run)
+                group = []
+                await run(p)
+            else:
+                group.append(p)
+        await self._run_group(group, run)
+
+    @staticmethod
+    async def _run_group(
+        group: list[_Prepared], run: Callable[[_Prepared], Coroutine[Any, Any, None]]
+    ) -> None:
+        if len(group) == 1:
+            await run(group[0])
+        elif group:
+            async with asyncio.TaskGroup() as tg:
+                for p in group:
+                    tg.create_task(run(p))
+
+    def _end_event(self, outcome: ToolOutcome) -> AgentEvent:
+        call = outcome.call
+        if outcome.is_error:
+            return ToolExecuteErrorEvent(
+                run_id=self._ctx.run_id,
+                seq=self._next_seq(),
+                tool_call_id=call.id,
+                tool_name=call.name,
+                kind=outcome.error_kind or "execution_failed",
+                message=outcome.content,
+                duration=outcome.duration,
+            )
+        return ToolExecuteEndEvent(
+            run_id=self._ctx.run_id,
+            seq=self._next_seq(),
+            tool_call_id=call.id,
+            tool_name=call.name,
+            result=outcome.content,
+            duration=outcome.duration,
+        )
+
+    async def _execute(
+        self, p: _Prepared, queue: asyncio.Queue[AgentEvent | int] | None
+    ) -> ToolOutcome:
+        tool = p.tool
+        assert tool is not None  # only runnable calls get here
+        clock = self._executor.clock
+        started = clock.monotonic()
+        call = p.call
+        hooks = self._hooks
+        metadata: dict[str, Any] = {}
+        try:
+            skip = await hooks.before(tool, call, _args_view(p)) if hooks is not None else None
+            if skip is not None:
+                value: Any = skip.result
+            else:
+                sink = _QueueSink(queue, self._ctx.run_id, self._next_seq, call.id)
+                value = await self._invoke(tool, p, sink)
+            if isinstance(value, ToolResult):
+                metadata = value.metadata
+                value = value.output
+            content = render_output(value)
+            if hooks is not None:
+                content = await hooks.after(tool, call, content)
+        except TimeoutError:
+            return ToolOutcome(
+                call=call,
+                content=f"Tool {tool.name!r} timed out after {tool.timeout} s.",
+                is_error=True,
+                error_kind="timeout",
+                duration=clock.monotonic() - started,
+            )
+        except Exception as exc:  # a tool failure is a value for the model, not a crash
+            return ToolOutcome(
+                call=call,
+                content=f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}",
+                is_error=True,
+                error_kind="execution_failed",
+                duration=clock.monotonic() - started,
+            )
+        return ToolOutcome(
+            call=call, content=content, duration=clock.monotonic() - started, metadata=metadata
+        )
+
+    async def _invoke(self, tool: Tool, p: _Prepared, sink: _QueueSink) -> Any:
+        args = p.args
+        if tool.takes_ctx:
+            args = (self._ctx.for_tool_call(p.call.id, tool.name, sink), *args)
+        if tool.timeout is not None:
+            async with asyncio.timeout(tool.timeout):
+                return await _call(tool, args, p.kwargs, sink)
+        return await _call(tool, args, p.kwargs, sink)
+
+
+async def _call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], sink: _QueueSink) -> Any:
+    fn = tool.function
+    if tool.kind == "async":
+        return await fn(*args, **kwargs)
+    if tool.kind == "sync":
+        if tool.run_in_thread:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        return fn(*args, **kwargs)
+    result: Any = None
+    async for item in fn(*args, **kwargs):
+        if isinstance(item, str):
+            sink.partial(item)
+        elif isinstance(item, Progress):
+            sink.progress(item.current, item.total, item.message)
+        elif isinstance(item, ToolResult):
+            result = item
+        else:
+            sink.partial(render_output(item))
+    return result if result is not None else sink.joined()
+
+
+def _args_view(p: _Prepared) -> Mapping[str, Any]:
+    if p.kwargs:
+        return p.kwargs
+    if p.args:
+        first = p.args[0]
+        if isinstance(first, dict):
+            return first  # type: ignore[return-value]  # raw JSON-schema tools get a dict
+        dump = getattr(first, "model_dump", None)
+        if dump is not None:
+            return dump()
+    return {}

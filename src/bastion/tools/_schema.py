@@ -1,0 +1,196 @@
+"""Argument schemas and validation for tools.
+
+Three sources, one interface (:class:`ArgsValidator`): a typed Python function (a pydantic
+model is built from its signature), a pydantic model given explicitly, or a raw JSON Schema
+(validated with ``jsonschema``). Validation takes the model's raw JSON text and returns the
+keyword arguments for the function, or raises :class:`ToolArgumentsError` listing every
+problem in words the model can act on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, get_type_hints
+
+from bastion.core import RunContext, UserError
+
+from ._docstring import parse_docstring
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = [
+    "ArgsValidator",
+    "JsonSchemaValidator",
+    "ModelArgsValidator",
+    "ToolArgumentsError",
+    "function_schema",
+]
+
+
+class ToolArgumentsError(Exception):
+    """The model's arguments do not fit the tool's schema."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+    def for_model(self, tool_name: str) -> str:
+        """The message the model reads."""
+        listed = "\n".join(f"- {p}" for p in self.problems)
+        return (
+            f"Invalid arguments for tool {tool_name!r}:\n{listed}\n"
+            "Fix the arguments and call the tool again."
+        )
+
+
+class ArgsValidator(ABC):
+    """Turns the model's raw JSON arguments into what the tool function receives."""
+
+    parameters: dict[str, Any]
+
+    @abstractmethod
+    def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Return ``(args, kwargs)`` for the function.
+
+        Raises:
+            ToolArgumentsError: The arguments are not valid JSON or do not fit the schema.
+        """
+
+
+def _format_pydantic_errors(exc: Any) -> list[str]:
+    problems: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "json_invalid":
+            problems.append(f"arguments are not valid JSON: {err['msg']}")
+            continue
+        where = f"`{loc}`" if loc else "arguments"
+        got = err.get("input")
+        shown = "" if err["type"] == "missing" else f" (got {json.dumps(got, default=str)[:80]})"
+        problems.append(f"{where}: {err['msg']}{shown}")
+    return problems
+
+
+class ModelArgsValidator(ArgsValidator):
+    """Validates with a pydantic model.
+
+    With ``unpack`` the model's fields become keyword arguments (the function-signature
+    case); otherwise the model instance itself is passed as the one argument.
+    """
+
+    def __init__(self, model: type[BaseModel], *, unpack: bool, strict: bool = False) -> None:
+        self.model = model
+        self.unpack = unpack
+        self._fields = tuple(model.model_fields)
+        schema = model.model_json_schema()
+        schema.pop("title", None)
+        if strict:
+            schema["additionalProperties"] = False
+        self.parameters = schema
+
+    def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Validate the raw JSON in one pass (pydantic parses and validates together)."""
+        from pydantic import ValidationError
+
+        try:
+            instance = self.model.model_validate_json(arguments if arguments.strip() else "{}")
+        except ValidationError as exc:
+            raise ToolArgumentsError(_format_pydantic_errors(exc)) from None
+        if not self.unpack:
+            return (instance,), {}
+        values = instance.__dict__
+        return (), {name: values[name] for name in self._fields}
+
+
+class JsonSchemaValidator(ArgsValidator):
+    """Validates with a raw JSON Schema; the function receives the arguments as one dict."""
+
+    def __init__(self, parameters: dict[str, Any]) -> None:
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(parameters)
+        except SchemaError as exc:
+            raise UserError(f"Invalid JSON Schema for tool parameters: {exc.message}") from None
+        self.parameters = parameters
+        self._validator = Draft202012Validator(parameters)
+
+    def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Parse the JSON and list every schema violation."""
+        try:
+            value: Any = json.loads(arguments) if arguments.strip() else {}
+        except ValueError as exc:
+            raise ToolArgumentsError([f"arguments are not valid JSON: {exc}"]) from None
+        errors: list[Any] = sorted(
+            self._validator.iter_errors(value),  # pyright: ignore[reportUnknownMemberType]
+            key=lambda e: list(e.path),
+        )
+        if errors:
+            problems = [
+                f"`{'.'.join(str(p) for p in e.path)}`: {e.message}" if e.path else e.message
+                for e in errors
+            ]
+            raise ToolArgumentsError(problems)
+        return (value,), {}
+
+
+def _is_run_context(annotation: Any) -> bool:
+    origin = getattr(annotation, "__origin__", None)
+    return annotation is RunContext or origin is RunContext
+
+
+def function_schema(
+    function: Callable[..., Any], *, strict: bool = False
+) -> tuple[ModelArgsValidator, bool, str]:
+    """Build a validator from a function's signature.
+
+    Returns:
+        ``(validator, takes_ctx, description)``; ``takes_ctx`` is True when the first
+        parameter is annotated ``RunContext``.
+
+    Raises:
+        UserError: A parameter has no type annotation or is positional-only/variadic.
+    """
+    from pydantic import ConfigDict, Field, create_model
+
+    signature = inspect.signature(function)
+    try:
+        hints = get_type_hints(function, include_extras=True)
+    except NameError as exc:
+        raise UserError(
+            f"Cannot resolve the type hints of tool {function.__name__!r}: {exc}. "
+            "Import the annotated types at module level."
+        ) from None
+    description, param_docs = parse_docstring(function.__doc__)
+    fields: dict[str, Any] = {}
+    takes_ctx = False
+    for index, (name, param) in enumerate(signature.parameters.items()):
+        annotation = hints.get(name, inspect.Parameter.empty)
+        if index == 0 and _is_run_context(annotation):
+            takes_ctx = True
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise UserError(
+                f"Tool {function.__name__!r}: parameter {name!r} is {param.kind.description}; "
+                "tool parameters must be plain or keyword-only parameters."
+            )
+        if _is_run_context(annotation):
+            raise UserError(
+                f"Tool {function.__name__!r}: RunContext must be the first parameter, not {name!r}."
+            )
+        if annotation is inspect.Parameter.empty:
+            raise UserError(
+                f"Tool {function.__name__!r}: parameter {name!r} needs a type annotation "
+                "so the model knows what to send."
+            )
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        doc = param_docs.get(name)
+        fields[name] = (annotation, Field(default, description=doc) if doc else default)
+    config = ConfigDict(extra="forbid" if strict else "ignore")
+    model = create_model(f"{function.__name__}_args", __config__=config, **fields)
+    return ModelArgsValidator(model, unpack=True, strict=strict), takes_ctx, description

@@ -1,0 +1,407 @@
+"""The ``Tool`` type and the ``@tool`` factory (SPEC C8, T-01, T-23, A-30, S-28).
+
+A tool is built from a typed Python function (sync, async, or an async generator that
+streams progress), from a function taking one pydantic model (``args_model=``), or from a
+raw JSON Schema (``parameters=``, as MCP tools arrive). Classification metadata is recorded
+on every tool; the executor, approvals and the side-effect ledger act on it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
+
+from bastion.core import ToolDefinition, UserError
+
+from ._schema import ArgsValidator, JsonSchemaValidator, ModelArgsValidator, function_schema
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = [
+    "ExecutionMode",
+    "MissingClassificationWarning",
+    "Progress",
+    "Sensitivity",
+    "SideEffectClass",
+    "Tool",
+    "ToolExample",
+    "ToolResult",
+    "ToolTrustClass",
+    "TruncationStrategy",
+    "tool",
+]
+
+SideEffectClass: TypeAlias = Literal["pure", "read_only", "side_effecting", "external_stateful"]
+ExecutionMode: TypeAlias = Literal["parallel", "sequential"]
+TruncationStrategy: TypeAlias = Literal[
+    "middle", "tail", "json_smart", "spill_to_file", "summarize"
+]
+Sensitivity: TypeAlias = Literal["public", "internal", "secret"]
+ToolTrustClass: TypeAlias = Literal[
+    "first_party_built_in",
+    "first_party_user_defined",
+    "skill_trusted",
+    "skill_untrusted",
+    "mcp_derived",
+    "web_search",
+]
+FunctionKind: TypeAlias = Literal["sync", "async", "async_gen"]
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_SIDE_EFFECT_CLASSES: tuple[str, ...] = ("pure", "read_only", "side_effecting", "external_stateful")
+_warned_unclassified: set[str] = set()
+
+
+class MissingClassificationWarning(UserWarning):
+    """A tool was defined without ``side_effect_class``; it is treated as side-effecting."""
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolResult:
+    """A tool's result with more than text.
+
+    Attributes:
+        output: What the model reads (a string, or any JSON-serializable value).
+        metadata: Data for the application, not shown to the model.
+    """
+
+    output: Any
+    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+@dataclass(kw_only=True, slots=True)
+class Progress:
+    """Yielded by an async-generator tool to report progress (``tool.execute.progress``)."""
+
+    current: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class ToolExample:
+    """A worked example of calling the tool, rendered into its description."""
+
+    input: dict[str, Any]
+    output: Any = None
+    description: str | None = None
+
+
+@dataclass(kw_only=True, slots=True)
+class Tool:
+    """A function the model may call, with its schema and classification.
+
+    Build one with :func:`tool`; construct directly only for raw-schema tools.
+    """
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    validator: ArgsValidator
+    takes_ctx: bool = False
+    side_effect_class: SideEffectClass = "side_effecting"
+    idempotency_key: Callable[[dict[str, Any]], str] | None = None
+    needs_approval: bool | Callable[..., bool] = False
+    execution_mode: ExecutionMode = "parallel"
+    defer_loading: bool = False
+    max_result_tokens: int | None = None
+    truncation_strategy: TruncationStrategy | None = None
+    cache_ttl: float | None = None
+    sandbox: bool | None = None
+    secrets_allowed: tuple[str, ...] = ()
+    sensitivity: Sensitivity = "public"
+    trust_class: ToolTrustClass = "first_party_user_defined"
+    examples: tuple[ToolExample, ...] = ()
+    preferred_model: str | None = None
+    strict: bool = False
+    label: str | None = None
+    output_schema: dict[str, Any] | None = None
+    timeout: float | None = None
+    run_in_thread: bool = True
+    kind: FunctionKind = "sync"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema of the arguments."""
+        return self.validator.parameters
+
+    def definition(self) -> ToolDefinition:
+        """The tool as advertised to the model (examples rendered into the description)."""
+        description = self.description
+        if self.examples:
+            import json
+
+            rendered = "\n".join(
+                f"- {json.dumps(e.input, sort_keys=True)}"
+                + (f" -> {json.dumps(e.output, default=str)}" if e.output is not None else "")
+                + (f"  ({e.description})" if e.description else "")
+                for e in self.examples
+            )
+            description = f"{description}\n\nExamples:\n{rendered}".strip()
+        return ToolDefinition(
+            name=self.name, description=description, parameters=self.parameters, strict=self.strict
+        )
+
+    def classification(self) -> dict[str, Any]:
+        """The metadata a human approving a call, or an audit row, needs to see."""
+        return {
+            "side_effect_class": self.side_effect_class,
+            "execution_mode": self.execution_mode,
+            "sensitivity": self.sensitivity,
+            "trust_class": self.trust_class,
+            "needs_approval": bool(self.needs_approval),
+            "idempotent": self.idempotency_key is not None,
+            "label": self.label,
+        }
+
+
+def _function_kind(function: Callable[..., Any]) -> FunctionKind:
+    if inspect.isasyncgenfunction(function):
+        return "async_gen"
+    if inspect.iscoroutinefunction(function):
+        return "async"
+    call = getattr(function, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    if call is not None and inspect.iscoroutinefunction(call):
+        return "async"
+    return "sync"
+
+
+def _check_metadata(
+    name: str, side_effect_class: str | None, execution_mode: str
+) -> SideEffectClass:
+    if not _NAME.match(name):
+        raise UserError(
+            f"Invalid tool name {name!r}: use 1-128 characters from letters, digits, '.', '_', '-'."
+        )
+    if execution_mode not in ("parallel", "sequential"):
+        raise UserError(
+            f"Invalid execution_mode {execution_mode!r} for tool {name!r}: "
+            "use 'parallel' or 'sequential'."
+        )
+    if side_effect_class is None:
+        if name not in _warned_unclassified:
+            _warned_unclassified.add(name)
+            warnings.warn(
+                f"Tool {name!r} has no side_effect_class; treating it as 'side_effecting'. "
+                "Pass side_effect_class='pure' | 'read_only' | 'side_effecting' | "
+                "'external_stateful' to silence this.",
+                MissingClassificationWarning,
+                stacklevel=4,
+            )
+        return "side_effecting"
+    if side_effect_class not in _SIDE_EFFECT_CLASSES:
+        raise UserError(
+            f"Invalid side_effect_class {side_effect_class!r} for tool {name!r}: "
+            f"use one of {', '.join(repr(c) for c in _SIDE_EFFECT_CLASSES)}."
+        )
+    return side_effect_class  # type: ignore[return-value]  # narrowed by the membership test
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    function: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    args_model: type[BaseModel] | None = None,
+    parameters: dict[str, Any] | None = None,
+    side_effect_class: SideEffectClass | None = None,
+    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+    needs_approval: bool | Callable[..., bool] = False,
+    execution_mode: ExecutionMode = "parallel",
+    defer_loading: bool = False,
+    max_result_tokens: int | None = None,
+    truncation_strategy: TruncationStrategy | None = None,
+    cache_ttl: float | None = None,
+    sandbox: bool | None = None,
+    secrets_allowed: Sequence[str] = (),
+    sensitivity: Sensitivity = "public",
+    trust_class: ToolTrustClass = "first_party_user_defined",
+    examples: Sequence[ToolExample] = (),
+    preferred_model: str | None = None,
+    strict: bool = False,
+    label: str | None = None,
+    output_schema: dict[str, Any] | None = None,
+    timeout: float | None = None,
+    run_in_thread: bool = True,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+@overload
+def tool(
+    function: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    args_model: type[BaseModel] | None = None,
+    parameters: dict[str, Any] | None = None,
+    side_effect_class: SideEffectClass | None = None,
+    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+    needs_approval: bool | Callable[..., bool] = False,
+    execution_mode: ExecutionMode = "parallel",
+    defer_loading: bool = False,
+    max_result_tokens: int | None = None,
+    truncation_strategy: TruncationStrategy | None = None,
+    cache_ttl: float | None = None,
+    sandbox: bool | None = None,
+    secrets_allowed: Sequence[str] = (),
+    sensitivity: Sensitivity = "public",
+    trust_class: ToolTrustClass = "first_party_user_defined",
+    examples: Sequence[ToolExample] = (),
+    preferred_model: str | None = None,
+    strict: bool = False,
+    label: str | None = None,
+    output_schema: dict[str, Any] | None = None,
+    timeout: float | None = None,
+    run_in_thread: bool = True,
+) -> Tool: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    args_model: type[BaseModel] | None = None,
+    parameters: dict[str, Any] | None = None,
+    side_effect_class: SideEffectClass | None = None,
+    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+    needs_approval: bool | Callable[..., bool] = False,
+    execution_mode: ExecutionMode = "parallel",
+    defer_loading: bool = False,
+    max_result_tokens: int | None = None,
+    truncation_strategy: TruncationStrategy | None = None,
+    cache_ttl: float | None = None,
+    sandbox: bool | None = None,
+    secrets_allowed: Sequence[str] = (),
+    sensitivity: Sensitivity = "public",
+    trust_class: ToolTrustClass = "first_party_user_defined",
+    examples: Sequence[ToolExample] = (),
+    preferred_model: str | None = None,
+    strict: bool = False,
+    label: str | None = None,
+    output_schema: dict[str, Any] | None = None,
+    timeout: float | None = None,
+    run_in_thread: bool = True,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a tool from a function.
+
+    Use as ``@tool``, ``@tool(side_effect_class="pure")`` or ``tool(fn, ...)``. The
+    description comes from the docstring, parameter descriptions from its ``Args:``
+    section, and the argument schema from the type hints. A first parameter annotated
+    ``RunContext`` receives the run's context.
+
+    Args:
+        function: The function: sync (runs in a worker thread unless
+            ``run_in_thread=False``), async, or an async generator yielding ``str`` pieces
+            of output, :class:`Progress` reports, and optionally a final :class:`ToolResult`.
+        name: Tool name (default: the function's name).
+        description: Overrides the docstring.
+        args_model: A pydantic model for the arguments; the function receives an instance.
+        parameters: A raw JSON Schema for the arguments; the function receives a dict.
+        side_effect_class: ``pure``, ``read_only``, ``side_effecting`` or
+            ``external_stateful``. Missing: a warning, and ``side_effecting`` is assumed.
+        idempotency_key: Derives a key from the arguments that makes a retry safe.
+        needs_approval: True, or a predicate of the arguments, to require a human decision.
+        execution_mode: ``sequential`` tools never overlap another call of the step.
+        defer_loading: Withhold from the catalogue until found by ``tool_search``.
+        max_result_tokens: Cap on the result's size (default 16,384 tokens; 0 disables).
+        truncation_strategy: How an over-long result is cut.
+        cache_ttl: Seconds to cache results for identical arguments.
+        sandbox: Run out of process in a sandbox.
+        secrets_allowed: Secret references the tool may resolve.
+        sensitivity: Tier of the data the tool returns.
+        trust_class: Where the tool comes from; decides inbound sanitisation defaults.
+        examples: Worked examples shown to the model.
+        preferred_model: A model tier or spec to prefer after this tool ran.
+        strict: Forbid extra arguments and ask providers for strict schema mode.
+        label: A short human-readable label for UIs.
+        output_schema: JSON Schema of the result, when known.
+        timeout: Seconds before the call fails with ``timeout``.
+        run_in_thread: Run a sync function in a worker thread (default) or inline.
+
+    Raises:
+        UserError: The function cannot be turned into a tool (missing annotations, bad
+            name, invalid schema, both ``args_model`` and ``parameters``).
+    """
+
+    def build(fn: Callable[..., Any]) -> Tool:
+        tool_name = name or getattr(fn, "__name__", "")
+        if args_model is not None and parameters is not None:
+            raise UserError(f"Tool {tool_name!r}: give args_model or parameters, not both.")
+        takes_ctx = False
+        doc_description, _ = (description or "", {})
+        validator: ArgsValidator
+        if parameters is not None:
+            validator = JsonSchemaValidator(parameters)
+            takes_ctx = _first_param_is_ctx(fn)
+            doc_description = inspect.cleandoc(fn.__doc__ or "")
+        elif args_model is not None:
+            validator = ModelArgsValidator(args_model, unpack=False, strict=strict)
+            takes_ctx = _first_param_is_ctx(fn)
+            doc_description = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0]
+        else:
+            validator, takes_ctx, doc_description = function_schema(fn, strict=strict)
+        effect = _check_metadata(tool_name, side_effect_class, execution_mode)
+        if len(examples) > 5:
+            raise UserError(f"Tool {tool_name!r}: at most 5 examples, got {len(examples)}.")
+        if max_result_tokens is not None and max_result_tokens < 0:
+            raise UserError(f"Tool {tool_name!r}: max_result_tokens must be >= 0.")
+        return Tool(
+            name=tool_name,
+            description=description if description is not None else doc_description,
+            function=fn,
+            validator=validator,
+            takes_ctx=takes_ctx,
+            side_effect_class=effect,
+            idempotency_key=idempotency_key,
+            needs_approval=needs_approval,
+            execution_mode=execution_mode,
+            defer_loading=defer_loading,
+            max_result_tokens=max_result_tokens,
+            truncation_strategy=truncation_strategy,
+            cache_ttl=cache_ttl,
+            sandbox=sandbox,
+            secrets_allowed=tuple(secrets_allowed),
+            sensitivity=sensitivity,
+            trust_class=trust_class,
+            examples=tuple(examples),
+            preferred_model=preferred_model,
+            strict=strict,
+            label=label,
+            output_schema=output_schema,
+            timeout=timeout,
+            run_in_thread=run_in_thread,
+            kind=_function_kind(fn),
+        )
+
+    if function is not None:
+        return build(function)
+    return build
+
+
+def _first_param_is_ctx(fn: Callable[..., Any]) -> bool:
+    from typing import get_type_hints
+
+    from ._schema import _is_run_context
+
+    params = list(inspect.signature(fn).parameters)
+    if not params:
+        return False
+    try:
+        hints = get_type_hints(fn)
+    except NameError:
+        return False
+    return _is_run_context(hints.get(params[0]))
