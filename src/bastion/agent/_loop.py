@@ -23,7 +23,6 @@ from bastion.core import (
     StepEndEvent,
     StepStartEvent,
     ToolCallIncompleteEvent,
-    ToolExecuteErrorEvent,
     ToolMessage,
     UserPart,
 )
@@ -31,7 +30,7 @@ from bastion.core import (
 from ._hooks import AgentHooks, LoopHooks, maybe_await
 from ._scope import RunAborted, RunScope
 from .steps._call_model import ModelCall
-from .steps._dispatch_tools import ABORTED_RESULT, dispatch_tools
+from .steps._dispatch_tools import dispatch_tools, unreported_events
 from .steps._finalize import finalize
 from .steps._guardrails import check_input
 from .steps._prepare import open_run, prepare_request
@@ -169,15 +168,8 @@ async def _end(scope: RunScope) -> AsyncIterator[AgentEvent]:
         yield AgentCancellingEvent(
             run_id=scope.run_id, seq=scope.next_seq(), drain=bool(abort and abort.drain)
         )
-        for call in scope.unfinished_calls:
-            yield ToolExecuteErrorEvent(
-                run_id=scope.run_id,
-                seq=scope.next_seq(),
-                tool_call_id=call.id,
-                tool_name=call.name,
-                kind="aborted",
-                message=ABORTED_RESULT,
-            )
+        for event in unreported_events(scope):
+            yield event
         state.error = RunErrorInfo(code="run_aborted", message="The run was aborted.")
         _settle_pending_approvals(scope)
     state.finished_at = scope.clock.monotonic()

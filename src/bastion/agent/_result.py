@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic
 
 from bastion.core import Message, RunErrorInfo, RunFailed, RunStatus, ToolErrorKind, Usage
 
 __all__ = ["OutputT", "RunResult", "ToolCallRecord"]
 
-OutputT = TypeVar("OutputT")
+if TYPE_CHECKING:  # PEP 696 default for type checkers only (see core._context)
+    from typing_extensions import TypeVar
+
+    OutputT = TypeVar("OutputT", default=str)
+else:
+    from typing import TypeVar
+
+    OutputT = TypeVar("OutputT")
 
 
 @dataclass(kw_only=True, slots=True)

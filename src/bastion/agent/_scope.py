@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.core import Clock, RunContext, ToolCall
+from bastion.tools import ToolOutcome
 
 from ._state import RunState
 
@@ -40,7 +41,7 @@ class RunScope:
         "next_seq",
         "run_id",
         "state",
-        "unfinished_calls",
+        "unreported",
     )
 
     def __init__(
@@ -54,7 +55,7 @@ class RunScope:
         self.next_seq = itertools.count(1).__next__
         self.abort: AbortRequest | None = None
         self.cancel_sent = False
-        self.unfinished_calls: list[ToolCall] = []
+        self.unreported: list[tuple[ToolCall, ToolOutcome | None]] = []
 
     def check_abort(self) -> None:
         """Raise :class:`RunAborted` if a hard abort is pending."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from ._clock import Clock, SystemClock
 from ._messages import Message
@@ -11,7 +11,14 @@ from ._usage import Usage
 
 __all__ = ["DepsT", "RunContext", "ToolProgressSink"]
 
-DepsT = TypeVar("DepsT")
+if TYPE_CHECKING:  # PEP 696 defaults for type checkers; typing_extensions costs 40 ms to import
+    from typing_extensions import TypeVar
+
+    DepsT = TypeVar("DepsT", default=None)
+else:
+    from typing import TypeVar
+
+    DepsT = TypeVar("DepsT")
 
 
 class ToolProgressSink(Protocol):

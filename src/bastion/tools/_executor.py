@@ -202,6 +202,7 @@ class ToolBatch:
         self._next_seq = next_seq
         self._hooks = hooks
         self.outcomes: list[ToolOutcome | None] = [p.outcome for p in prepared]
+        self.emitted = 0
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
         """Run the calls, yielding their lifecycle events."""
@@ -221,6 +222,7 @@ class ToolBatch:
                 self.outcomes[p.index] = await self._execute(p, None)
             for outcome in self.outcomes:
                 yield self._end_event(outcome)  # type: ignore[arg-type]  # all set above
+                self.emitted += 1
             return
         async for event in self._run_concurrently(runnable):
             yield event
@@ -232,21 +234,23 @@ class ToolBatch:
 
     async def _run_concurrently(self, runnable: list[_Prepared]) -> AsyncIterator[AgentEvent]:
         queue: asyncio.Queue[AgentEvent | int] = asyncio.Queue()
-        runner = asyncio.create_task(self._run_groups(runnable, queue))
-        emitted = 0
         total = len(self.outcomes)
+        # A call's end event may go out only after its completion marker came through the
+        # queue, so every progress event it queued before finishing is yielded first.
+        ready = [outcome is not None for outcome in self.outcomes]
+        runner = asyncio.create_task(self._run_groups(runnable, queue))
         try:
-            while emitted < total and self.outcomes[emitted] is not None:
-                yield self._end_event(self.outcomes[emitted])  # type: ignore[arg-type]
-                emitted += 1
-            while emitted < total:
+            while True:
+                while self.emitted < total and ready[self.emitted]:
+                    yield self._end_event(self.outcomes[self.emitted])  # type: ignore[arg-type]
+                    self.emitted += 1
+                if self.emitted == total:
+                    break
                 item = await queue.get()
-                if not isinstance(item, int):
+                if isinstance(item, int):
+                    ready[item] = True
+                else:
                     yield item
-                    continue
-                while emitted < total and self.outcomes[emitted] is not None:
-                    yield self._end_event(self.outcomes[emitted])  # type: ignore[arg-type]
-                    emitted += 1
             await runner
         finally:
             if not runner.done():
@@ -283,6 +287,13 @@ class ToolBatch:
             async with asyncio.TaskGroup() as tg:
                 for p in group:
                     tg.create_task(run(p))
+
+    def unreported(self) -> list[tuple[ToolCall, ToolOutcome | None]]:
+        """Calls whose end event was not emitted (the batch was interrupted), in call order.
+
+        A call without an outcome did not finish.
+        """
+        return [(p.call, self.outcomes[p.index]) for p in self._prepared[self.emitted :]]
 
     def _end_event(self, outcome: ToolOutcome) -> AgentEvent:
         call = outcome.call

@@ -13,10 +13,16 @@ from typing import Any
 from bastion.agent._hooks import AgentHooks, LoopHooks, maybe_await
 from bastion.agent._result import ToolCallRecord
 from bastion.agent._scope import RunScope
-from bastion.core import AgentEvent, ToolCall, ToolMessage
-from bastion.tools import SkipTool, Tool
+from bastion.core import (
+    AgentEvent,
+    ToolCall,
+    ToolExecuteEndEvent,
+    ToolExecuteErrorEvent,
+    ToolMessage,
+)
+from bastion.tools import SkipTool, Tool, ToolOutcome
 
-__all__ = ["ABORTED_RESULT", "dispatch_tools"]
+__all__ = ["ABORTED_RESULT", "dispatch_tools", "unreported_events"]
 
 ABORTED_RESULT = "Tool call aborted before it finished: the run was aborted."
 
@@ -65,11 +71,11 @@ async def dispatch_tools(scope: RunScope, calls: Sequence[ToolCall]) -> AsyncIte
                 yield event
                 scope.check_abort()
     finally:
+        scope.unreported = batch.unreported()
         state = scope.state
         step = state.step
         for call, outcome in zip(calls, batch.outcomes, strict=True):
             if outcome is None:
-                scope.unfinished_calls.append(call)
                 content, is_error, kind, duration = ABORTED_RESULT, True, "aborted", 0.0
             else:
                 content, is_error = outcome.content, outcome.is_error
@@ -91,3 +97,37 @@ async def dispatch_tools(scope: RunScope, calls: Sequence[ToolCall]) -> AsyncIte
                     duration=duration,
                 )
             )
+
+
+def unreported_events(scope: RunScope) -> list[AgentEvent]:
+    """End events for the calls of an interrupted batch that never got one, in call order."""
+    events: list[AgentEvent] = []
+    for call, outcome in scope.unreported:
+        aborted = ToolOutcome(
+            call=call, content=ABORTED_RESULT, is_error=True, error_kind="aborted"
+        )
+        events.append(_end_event(scope, outcome or aborted))
+    scope.unreported = []
+    return events
+
+
+def _end_event(scope: RunScope, outcome: ToolOutcome) -> AgentEvent:
+    call = outcome.call
+    if outcome.is_error:
+        return ToolExecuteErrorEvent(
+            run_id=scope.run_id,
+            seq=scope.next_seq(),
+            tool_call_id=call.id,
+            tool_name=call.name,
+            kind=outcome.error_kind or "execution_failed",
+            message=outcome.content,
+            duration=outcome.duration,
+        )
+    return ToolExecuteEndEvent(
+        run_id=scope.run_id,
+        seq=scope.next_seq(),
+        tool_call_id=call.id,
+        tool_name=call.name,
+        result=outcome.content,
+        duration=outcome.duration,
+    )

@@ -1,0 +1,138 @@
+"""Retries with backoff and fallback models (A-26, A-27, G-65..G-68, SPEC §3.1 scenario 14)."""
+
+from __future__ import annotations
+
+from bastion import Agent, RetryConfig
+from bastion.core import (
+    AuthenticationFailed,
+    BadRequest,
+    ContextLengthExceeded,
+    Overloaded,
+    RateLimited,
+)
+from bastion.testing import ScriptedModel, Turn, VirtualClock
+from tests.agent.conftest import brief
+
+
+async def test_fallback_on_rate_limit_emits_fellback_and_attributes_usage() -> None:
+    # covers G-65, G-66, G-67, G-68
+    clock = VirtualClock()
+    primary = ScriptedModel(
+        [Turn(error=RateLimited("slow down", status=429, retry_after=2.0))] * 2, name="primary"
+    )
+    backup = ScriptedModel(["from backup"], name="backup")
+    agent = Agent(
+        "a",
+        model=primary,
+        fallback_models=[backup],
+        retry=RetryConfig(max_retries=1),
+        clock=clock,
+    )
+    events = [e async for e in agent.stream("go")]
+    assert brief(events) == [
+        "agent.start",
+        "step.start 1",
+        "agent.model.retry test:primary #1 2.0",
+        "agent.model.fellback test:primary -> test:backup",
+        "text.delta 'from '",
+        "text.delta 'backup'",
+        "text.complete",
+        "step.end 1 stop",
+        "agent.end completed",
+    ]
+    assert clock.sleeps == [2.0]  # Retry-After honoured, no real sleeping
+    step_end = next(e for e in events if e.type == "step.end")
+    assert step_end.model == "test:backup"
+    result = (
+        await Agent("b", model=backup, fallback_models=[]).run("x") if backup.remaining else None
+    )
+    assert result is None
+    end = events[-1]
+    assert end.type == "agent.end"
+    assert end.output == "from backup"
+
+
+async def test_usage_by_model_sums_per_model() -> None:
+    # covers G-68, D3
+    primary = ScriptedModel([Turn(error=Overloaded("busy", status=529))], name="primary")
+    backup = ScriptedModel(["ok"], name="backup")
+    result = await Agent("a", model=primary, fallback_models=[backup], retry=None).run("go")
+    assert list(result.usage_by_model) == ["test:backup"]
+    assert result.usage_by_model["test:backup"] == result.usage
+
+
+async def test_context_length_falls_back_without_retrying() -> None:
+    # covers C11 (context length eligible at agent level)
+    clock = VirtualClock()
+    primary = ScriptedModel(
+        [Turn(error=ContextLengthExceeded("too long", status=400))], name="small"
+    )
+    backup = ScriptedModel(["fits"], name="large")
+    agent = Agent("a", model=primary, fallback_models=[backup], clock=clock)
+    result = await agent.run("go")
+    assert result.output == "fits"
+    assert clock.sleeps == []
+
+
+async def test_auth_errors_do_not_fall_back() -> None:
+    # covers SPEC §3.1 scenario 14 (auth / invalid input do not trigger fallback), scenario 4
+    primary = ScriptedModel([Turn(error=AuthenticationFailed("bad key", status=401))], name="p")
+    backup = ScriptedModel(["never"], name="b")
+    result = await Agent("a", model=primary, fallback_models=[backup]).run("go")
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code == "model_error"
+    assert "bad key" in result.error.message
+    assert backup.requests == []
+
+
+async def test_transient_errors_retry_with_exponential_backoff() -> None:
+    # covers A-26, A-27, SPEC §3.3 scenario 16
+    clock = VirtualClock()
+    model = ScriptedModel([Turn(error=Overloaded("503", status=503))] * 3 + ["finally"])
+    agent = Agent("a", model=model, retry=RetryConfig(jitter=0.0), clock=clock)
+    result = await agent.run("go")
+    assert result.output == "finally"
+    assert clock.sleeps == [0.5, 1.0, 2.0]
+
+
+async def test_retries_give_up_after_max_retries() -> None:
+    # covers A-26
+    clock = VirtualClock()
+    model = ScriptedModel([Turn(error=RateLimited("429", status=429))] * 4)
+    agent = Agent(
+        "a", model=model, retry=RetryConfig(max_retries=3, jitter=0.0, max_delay=1.0), clock=clock
+    )
+    result = await agent.run("go")
+    assert result.status == "failed"
+    assert clock.sleeps == [0.5, 1.0, 1.0]  # capped at max_delay
+    assert len(model.requests) == 4
+
+
+async def test_bad_request_is_not_retried() -> None:
+    # covers A-27 (a 400 is not retried)
+    clock = VirtualClock()
+    model = ScriptedModel([Turn(error=BadRequest("malformed", status=400)), "unused"])
+    result = await Agent("a", model=model, clock=clock).run("go")
+    assert result.status == "failed"
+    assert clock.sleeps == []
+    assert len(model.requests) == 1
+
+
+async def test_a_stream_that_already_emitted_is_not_restarted() -> None:
+    # covers C11 (stream restarts only before the first emitted event), SPEC §3.1 scenario 43
+    clock = VirtualClock()
+    broken = Turn(text="partial answer", error=Overloaded("dropped", status=502), error_after=1)
+    model = ScriptedModel([broken, "unused"], name="p")
+    backup = ScriptedModel(["unused"], name="b")
+    agent = Agent("a", model=model, fallback_models=[backup], clock=clock)
+    events = [e async for e in agent.stream("go")]
+    assert brief(events) == [
+        "agent.start",
+        "step.start 1",
+        "text.delta 'partial '",
+        "agent.error model_error",
+        "agent.end failed",
+    ]
+    assert clock.sleeps == []
+    assert backup.requests == []
