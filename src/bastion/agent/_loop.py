@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 
 from bastion.core import (
     AgentCancellingEvent,
@@ -30,7 +31,7 @@ from bastion.core import (
 from ._hooks import AgentHooks, LoopHooks, maybe_await
 from ._scope import RunAborted, RunScope
 from .steps._call_model import ModelCall
-from .steps._dispatch_tools import dispatch_tools, unreported_events
+from .steps._dispatch_tools import record_outcomes, start_batch, unreported_events
 from .steps._finalize import finalize
 from .steps._guardrails import check_input
 from .steps._prepare import open_run, prepare_request
@@ -57,8 +58,9 @@ async def run_loop(
         await open_run(scope, user_input, history)
         if agent.hook_flags.before_run:
             await maybe_await(_agent_hooks(scope).before_run(scope.ctx))
-        async for event in check_input(scope):
-            yield event
+        if agent.input_guardrails:
+            for event in await check_input(scope):
+                yield event
         while state.status == "running":
             if scope.abort is not None:
                 raise RunAborted
@@ -78,7 +80,7 @@ async def run_loop(
         state.status = "aborted"
     except Exception as exc:  # the run fails; the caller gets a result, not an exception
         state.fail(_failure_code(exc), f"{type(exc).__name__}: {exc}", exc)
-    async for event in _end(scope):
+    for event in await _end(scope):
         yield event
 
 
@@ -127,8 +129,14 @@ async def _step(scope: RunScope) -> AsyncIterator[AgentEvent]:
         return
     calls = response.message.tool_calls
     if calls:
-        async for event in dispatch_tools(scope, calls):
-            yield event
+        batch = start_batch(scope, calls)
+        try:
+            async with aclosing(batch.events()) as tool_events:
+                async for event in tool_events:
+                    yield event
+                    scope.check_abort()
+        finally:
+            record_outcomes(scope, batch, calls)
         step_end.seq = scope.next_seq()
         yield step_end
         if agent.hook_flags.on_roundtrip_complete:
@@ -140,7 +148,7 @@ async def _step(scope: RunScope) -> AsyncIterator[AgentEvent]:
         return
     step_end.seq = scope.next_seq()
     yield step_end
-    async for event in finalize(scope, response):
+    for event in await finalize(scope, response):
         yield event
 
 
@@ -159,17 +167,19 @@ def _stop_at_max_steps(scope: RunScope) -> None:
     )
 
 
-async def _end(scope: RunScope) -> AsyncIterator[AgentEvent]:
+async def _end(scope: RunScope) -> list[AgentEvent]:
     agent = scope.agent
     state = scope.state
     ctx = scope.ctx
+    events: list[AgentEvent] = []
     if state.status == "aborted":
         abort = scope.abort
-        yield AgentCancellingEvent(
-            run_id=scope.run_id, seq=scope.next_seq(), drain=bool(abort and abort.drain)
+        events.append(
+            AgentCancellingEvent(
+                run_id=scope.run_id, seq=scope.next_seq(), drain=bool(abort and abort.drain)
+            )
         )
-        for event in unreported_events(scope):
-            yield event
+        events.extend(unreported_events(scope))
         state.error = RunErrorInfo(code="run_aborted", message="The run was aborted.")
         _settle_pending_approvals(scope)
     state.finished_at = scope.clock.monotonic()
@@ -181,20 +191,25 @@ async def _end(scope: RunScope) -> AsyncIterator[AgentEvent]:
     except Exception as exc:  # a failing hook fails the run, it does not escape it
         state.fail("hook_failed", f"A hook raised {type(exc).__name__}: {exc}", exc)
     if state.status == "failed" and state.error is not None:
-        yield AgentErrorEvent(
+        events.append(
+            AgentErrorEvent(
+                run_id=scope.run_id,
+                seq=scope.next_seq(),
+                code=state.error.code,
+                message=state.error.message,
+            )
+        )
+    events.append(
+        AgentEndEvent(
             run_id=scope.run_id,
             seq=scope.next_seq(),
-            code=state.error.code,
-            message=state.error.message,
+            status=state.status,
+            output=state.output,
+            usage=state.usage,
+            error=state.error,
         )
-    yield AgentEndEvent(
-        run_id=scope.run_id,
-        seq=scope.next_seq(),
-        status=state.status,
-        output=state.output,
-        usage=state.usage,
-        error=state.error,
     )
+    return events
 
 
 def _settle_pending_approvals(scope: RunScope) -> None:

@@ -184,9 +184,9 @@ __all__ = [
     "load_messages",
     "message_adapter",
     "messages_adapter",
+    "new_id",
     "part_adapter",
     "stream_chunk_adapter",
     "text_of",
-    "new_id",
     "usage_adapter",
 ]

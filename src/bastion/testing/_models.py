@@ -11,7 +11,7 @@ import inspect
 import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from bastion.core import (
@@ -29,7 +29,6 @@ from bastion.core import (
     ToolCallStartChunk,
     Usage,
     UserError,
-    text_of,
 )
 
 __all__ = ["Call", "FunctionModel", "ScriptedModel", "Turn", "TurnLike"]
@@ -37,25 +36,25 @@ __all__ = ["Call", "FunctionModel", "ScriptedModel", "Turn", "TurnLike"]
 _WORD = re.compile(r"\s*\S+\s*|\s+")
 
 
-@dataclass(kw_only=True, slots=True)
 class Call:
-    """A scripted tool call. ``args`` as a dict, or a raw string (e.g. malformed JSON)."""
+    """A scripted tool call. ``args`` as a dict, or a raw string (e.g. malformed JSON).
 
-    name: str
-    args: dict[str, Any] | str = field(default_factory=dict[str, Any])
-    id: str | None = None
+    Attributes:
+        arguments: The arguments as the JSON text the model sends.
+    """
+
+    __slots__ = ("args", "arguments", "id", "name")
 
     def __init__(
         self, name: str, args: dict[str, Any] | str | None = None, *, id: str | None = None
     ) -> None:
         self.name = name
-        self.args = {} if args is None else args
+        self.args: dict[str, Any] | str = {} if args is None else args
         self.id = id
+        self.arguments = self.args if isinstance(self.args, str) else json.dumps(self.args)
 
-    @property
-    def arguments(self) -> str:
-        """The arguments as the JSON text the model sends."""
-        return self.args if isinstance(self.args, str) else json.dumps(self.args)
+    def __repr__(self) -> str:
+        return f"Call({self.name!r}, {self.args!r}, id={self.id!r})"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -94,7 +93,11 @@ def _as_turn(item: TurnLike) -> Turn:
 
 
 def _estimate_usage(request: ModelRequest, turn: Turn, text: str) -> Usage:
-    prompt_chars = sum(len(text_of(getattr(m, "content", "") or "")) for m in request.messages)
+    """Four characters per token, counting string contents (cheap: benchmarks use it)."""
+    prompt_chars = 0
+    for message in request.messages:
+        content = getattr(message, "content", None)
+        prompt_chars += len(content) if isinstance(content, str) else 16
     completion = len(text) + sum(len(c.arguments) for c in turn.tool_calls)
     return Usage(
         prompt_tokens=max(1, prompt_chars // 4),
@@ -103,9 +106,8 @@ def _estimate_usage(request: ModelRequest, turn: Turn, text: str) -> Usage:
     )
 
 
-async def _stream_turn(
-    turn: Turn, request: ModelRequest, request_index: int, yield_to_loop: bool
-) -> AsyncIterator[StreamChunk]:
+def _turn_chunks(turn: Turn, request: ModelRequest, request_index: int) -> list[StreamChunk]:
+    """The chunks a scripted turn streams (the error, if any, is raised after them)."""
     deltas = _WORD.findall(turn.text) if isinstance(turn.text, str) else list(turn.text)
     chunks: list[StreamChunk] = []
     if turn.reasoning is not None:
@@ -120,17 +122,12 @@ async def _stream_turn(
         if not turn.unclosed_calls:
             chunks.append(ToolCallEndChunk(id=call_id))
     if turn.error is not None:
-        chunks = chunks[: turn.error_after]
+        return chunks[: turn.error_after]
     text = "".join(deltas)
     usage = turn.usage if turn.usage is not None else _estimate_usage(request, turn, text)
     finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
-    for chunk in chunks:
-        if yield_to_loop:
-            await asyncio.sleep(0)
-        yield chunk
-    if turn.error is not None:
-        raise turn.error
-    yield FinishChunk(finish_reason=finish, usage=usage)
+    chunks.append(FinishChunk(finish_reason=finish, usage=usage))
+    return chunks
 
 
 class ScriptedModel(Model):
@@ -177,8 +174,13 @@ class ScriptedModel(Model):
                 f"{self.key} was asked for turn {index + 1} but its script has "
                 f"{len(self._script)} turn(s). Add turns or check why the loop kept going."
             )
-        async for chunk in _stream_turn(self._script[index], request, index, self._yield):
+        turn = self._script[index]
+        for chunk in _turn_chunks(turn, request, index):
+            if self._yield and chunk.type != "finish":
+                await asyncio.sleep(0)
             yield chunk
+        if turn.error is not None:
+            raise turn.error
 
 
 TurnFunction: TypeAlias = Callable[[ModelRequest], "TurnLike | Awaitable[TurnLike]"]
@@ -220,8 +222,13 @@ class FunctionModel(Model):
             result = self._function(request)
             if inspect.isawaitable(result):
                 result = await result
-            async for chunk in _stream_turn(_as_turn(result), request, index, self._yield):
+            turn = _as_turn(result)
+            for chunk in _turn_chunks(turn, request, index):
+                if self._yield and chunk.type != "finish":
+                    await asyncio.sleep(0)
                 yield chunk
+            if turn.error is not None:
+                raise turn.error
             return
         assert self._stream_function is not None
         finished = False

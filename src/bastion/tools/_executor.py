@@ -331,8 +331,7 @@ class ToolBatch:
             if skip is not None:
                 value: Any = skip.result
             else:
-                sink = _QueueSink(queue, self._ctx.run_id, self._next_seq, call.id)
-                value = await self._invoke(tool, p, sink)
+                value = await self._invoke(tool, p, queue)
             if isinstance(value, ToolResult):
                 metadata = value.metadata
                 value = value.output
@@ -359,17 +358,24 @@ class ToolBatch:
             call=call, content=content, duration=clock.monotonic() - started, metadata=metadata
         )
 
-    async def _invoke(self, tool: Tool, p: _Prepared, sink: _QueueSink) -> Any:
+    async def _invoke(
+        self, tool: Tool, p: _Prepared, queue: asyncio.Queue[AgentEvent | int] | None
+    ) -> Any:
         args = p.args
-        if tool.takes_ctx:
-            args = (self._ctx.for_tool_call(p.call.id, tool.name, sink), *args)
+        sink: _QueueSink | None = None
+        if tool.takes_ctx or tool.kind == "async_gen":
+            sink = _QueueSink(queue, self._ctx.run_id, self._next_seq, p.call.id)
+            if tool.takes_ctx:
+                args = (self._ctx.for_tool_call(p.call.id, tool.name, sink), *args)
         if tool.timeout is not None:
             async with asyncio.timeout(tool.timeout):
                 return await _call(tool, args, p.kwargs, sink)
         return await _call(tool, args, p.kwargs, sink)
 
 
-async def _call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], sink: _QueueSink) -> Any:
+async def _call(
+    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], sink: _QueueSink | None
+) -> Any:
     fn = tool.function
     if tool.kind == "async":
         return await fn(*args, **kwargs)
@@ -377,6 +383,7 @@ async def _call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], sink:
         if tool.run_in_thread:
             return await asyncio.to_thread(fn, *args, **kwargs)
         return fn(*args, **kwargs)
+    assert sink is not None  # async generator tools always get a sink
     result: Any = None
     async for item in fn(*args, **kwargs):
         if isinstance(item, str):

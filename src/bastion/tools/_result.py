@@ -13,6 +13,10 @@ def render_output(value: Any) -> str:
         return value
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
     from pydantic_core import to_json
 
     return to_json(value, fallback=str).decode()

@@ -49,21 +49,67 @@ class ModelCall:
         self.model: Model = scope.agent.model
 
     async def events(self) -> AsyncIterator[AgentEvent]:
-        """Stream the call, retrying and falling back as configured."""
+        """Stream the call, retrying and falling back as configured.
+
+        One generator on purpose: every text delta passes through it, and each nested
+        async generator would add a frame to that path.
+        """
         scope = self._scope
-        agent = scope.agent
-        retry = agent.retry
-        models = agent.models
+        run_id = scope.run_id
+        next_seq = scope.next_seq
+        check_abort = scope.check_abort
+        retry = scope.agent.retry
+        models = scope.agent.models
         for index, model in enumerate(models):
             self.model = model
             attempt = 0
             while True:
+                assembler = ResponseAssembler(model.key)
+                add = assembler.add
+                names: dict[str, str] = {}
                 emitted = False
                 try:
-                    async for event in self._stream(model):
-                        emitted = True
-                        yield event
-                    return
+                    async with aclosing(model.stream(self._request)) as chunks:
+                        async for chunk in chunks:
+                            add(chunk)
+                            if isinstance(chunk, TextChunk):
+                                event: AgentEvent = TextDeltaEvent(
+                                    run_id=run_id, seq=next_seq(), delta=chunk.text
+                                )
+                            elif isinstance(chunk, ReasoningChunk):
+                                if not chunk.text:
+                                    continue
+                                event = ReasoningDeltaEvent(
+                                    run_id=run_id, seq=next_seq(), delta=chunk.text
+                                )
+                            elif isinstance(chunk, ToolCallStartChunk):
+                                names[chunk.id] = chunk.name
+                                event = ToolCallStartEvent(
+                                    run_id=run_id,
+                                    seq=next_seq(),
+                                    tool_call_id=chunk.id,
+                                    tool_name=chunk.name,
+                                )
+                            elif isinstance(chunk, ToolCallDeltaChunk):
+                                event = ToolCallDeltaEvent(
+                                    run_id=run_id,
+                                    seq=next_seq(),
+                                    tool_call_id=chunk.id,
+                                    args_delta=chunk.arguments_delta,
+                                )
+                            elif isinstance(chunk, ToolCallEndChunk):
+                                event = ToolCallEndEvent(
+                                    run_id=run_id,
+                                    seq=next_seq(),
+                                    tool_call_id=chunk.id,
+                                    tool_name=names.get(chunk.id, ""),
+                                    arguments=assembler.arguments_of(chunk.id),
+                                )
+                            else:
+                                continue
+                            emitted = True
+                            yield event
+                            check_abort()
                 except RunAborted:
                     raise
                 except Exception as error:
@@ -73,15 +119,15 @@ class ModelCall:
                         delay = retry.delay(attempt, error)
                         attempt += 1
                         yield ModelRetryEvent(
-                            run_id=scope.run_id,
-                            seq=scope.next_seq(),
+                            run_id=run_id,
+                            seq=next_seq(),
                             model=model.key,
                             attempt=attempt,
                             delay=delay,
                             error=_describe(error),
                         )
                         await scope.clock.sleep(delay)
-                        scope.check_abort()
+                        check_abort()
                         continue
                     if (
                         isinstance(error, ModelError)
@@ -89,59 +135,21 @@ class ModelCall:
                         and index + 1 < len(models)
                     ):
                         yield ModelFellbackEvent(
-                            run_id=scope.run_id,
-                            seq=scope.next_seq(),
+                            run_id=run_id,
+                            seq=next_seq(),
                             previous_model=model.key,
                             next_model=models[index + 1].key,
                             error=_describe(error),
                         )
                         break
                     raise
-
-    async def _stream(self, model: Model) -> AsyncIterator[AgentEvent]:
-        scope = self._scope
-        run_id = scope.run_id
-        next_seq = scope.next_seq
-        assembler = ResponseAssembler(model.key)
-        add = assembler.add
-        names: dict[str, str] = {}
-        text_seen = False
-        async with aclosing(model.stream(self._request)) as chunks:
-            async for chunk in chunks:
-                add(chunk)
-                if isinstance(chunk, TextChunk):
-                    text_seen = True
-                    yield TextDeltaEvent(run_id=run_id, seq=next_seq(), delta=chunk.text)
-                elif isinstance(chunk, ReasoningChunk):
-                    if chunk.text:
-                        yield ReasoningDeltaEvent(run_id=run_id, seq=next_seq(), delta=chunk.text)
-                elif isinstance(chunk, ToolCallStartChunk):
-                    names[chunk.id] = chunk.name
-                    yield ToolCallStartEvent(
-                        run_id=run_id, seq=next_seq(), tool_call_id=chunk.id, tool_name=chunk.name
+                response = assembler.response()
+                self.response = response
+                if response.message.parts and any(p.type == "text" for p in response.message.parts):
+                    yield TextCompleteEvent(
+                        run_id=run_id, seq=next_seq(), text=response.message.text
                     )
-                elif isinstance(chunk, ToolCallDeltaChunk):
-                    yield ToolCallDeltaEvent(
-                        run_id=run_id,
-                        seq=next_seq(),
-                        tool_call_id=chunk.id,
-                        args_delta=chunk.arguments_delta,
-                    )
-                elif isinstance(chunk, ToolCallEndChunk):
-                    yield ToolCallEndEvent(
-                        run_id=run_id,
-                        seq=next_seq(),
-                        tool_call_id=chunk.id,
-                        tool_name=names.get(chunk.id, ""),
-                        arguments=assembler.arguments_of(chunk.id),
-                    )
-                else:
-                    continue
-                scope.check_abort()
-        response = assembler.response()
-        self.response = response
-        if text_seen:
-            yield TextCompleteEvent(run_id=run_id, seq=next_seq(), text=response.message.text)
+                return
 
 
 def _describe(error: BaseException) -> str:

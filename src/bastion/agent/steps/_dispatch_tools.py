@@ -1,4 +1,4 @@
-"""Dispatch tools: run a step's tool calls through the executor and record their results.
+"""Dispatch tools: bind a step's tool calls to the executor, and record their results.
 
 The loop hooks (``before_tool_exec`` / ``after_tool_exec``) and the ``on_tool_call``
 observer are plugged into the executor only when overridden.
@@ -6,8 +6,7 @@ observer are plugged into the executor only when overridden.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bastion.agent._hooks import AgentHooks, LoopHooks, maybe_await
@@ -20,9 +19,9 @@ from bastion.core import (
     ToolExecuteErrorEvent,
     ToolMessage,
 )
-from bastion.tools import SkipTool, Tool, ToolOutcome
+from bastion.tools import SkipTool, Tool, ToolBatch, ToolOutcome
 
-__all__ = ["ABORTED_RESULT", "dispatch_tools", "unreported_events"]
+__all__ = ["ABORTED_RESULT", "record_outcomes", "start_batch", "unreported_events"]
 
 ABORTED_RESULT = "Tool call aborted before it finished: the run was aborted."
 
@@ -56,47 +55,45 @@ class _HookBridge:
         return content if replaced is None else replaced
 
 
-async def dispatch_tools(scope: RunScope, calls: Sequence[ToolCall]) -> AsyncIterator[AgentEvent]:
-    """Run the calls, yield their events, and append one tool message per call.
+def start_batch(scope: RunScope, calls: Sequence[ToolCall]) -> ToolBatch:
+    """Validate the calls of a step and bind them to the executor; iterate ``events()``."""
+    agent = scope.agent
+    hooks = _HookBridge(scope) if agent.hook_flags.any_tool_hook else None
+    return agent.executor.batch(calls, scope.ctx, next_seq=scope.next_seq, hooks=hooks)
+
+
+def record_outcomes(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]) -> None:
+    """Append one tool message per call and keep the calls whose end events are owed.
 
     Calls that did not finish (the run was aborted) get an error result, so the
     conversation never holds a tool call without its result.
     """
-    agent = scope.agent
-    hooks = _HookBridge(scope) if agent.hook_flags.any_tool_hook else None
-    batch = agent.executor.batch(calls, scope.ctx, next_seq=scope.next_seq, hooks=hooks)
-    try:
-        async with aclosing(batch.events()) as events:
-            async for event in events:
-                yield event
-                scope.check_abort()
-    finally:
-        scope.unreported = batch.unreported()
-        state = scope.state
-        step = state.step
-        for call, outcome in zip(calls, batch.outcomes, strict=True):
-            if outcome is None:
-                content, is_error, kind, duration = ABORTED_RESULT, True, "aborted", 0.0
-            else:
-                content, is_error = outcome.content, outcome.is_error
-                kind, duration = outcome.error_kind, outcome.duration
-            state.messages.append(
-                ToolMessage(
-                    tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error
-                )
+    scope.unreported = batch.unreported()
+    state = scope.state
+    step = state.step
+    for call, outcome in zip(calls, batch.outcomes, strict=True):
+        if outcome is None:
+            content, is_error, kind, duration = ABORTED_RESULT, True, "aborted", 0.0
+        else:
+            content, is_error = outcome.content, outcome.is_error
+            kind, duration = outcome.error_kind, outcome.duration
+        state.messages.append(
+            ToolMessage(
+                tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error
             )
-            state.tool_calls.append(
-                ToolCallRecord(
-                    id=call.id,
-                    name=call.name,
-                    arguments=call.arguments,
-                    result=content,
-                    is_error=is_error,
-                    step=step,
-                    error_kind=kind,  # pyright: ignore[reportArgumentType]
-                    duration=duration,
-                )
+        )
+        state.tool_calls.append(
+            ToolCallRecord(
+                id=call.id,
+                name=call.name,
+                arguments=call.arguments,
+                result=content,
+                is_error=is_error,
+                step=step,
+                error_kind=kind,  # pyright: ignore[reportArgumentType]
+                duration=duration,
             )
+        )
 
 
 def unreported_events(scope: RunScope) -> list[AgentEvent]:

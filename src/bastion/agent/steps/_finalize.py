@@ -7,8 +7,6 @@ of problems while the retry budget lasts, then fails the run with
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 from bastion.agent._output import OutputValidationError
 from bastion.agent._scope import RunScope
 from bastion.core import AgentEvent, ModelResponse, UserMessage
@@ -18,7 +16,7 @@ from ._guardrails import check_output
 __all__ = ["finalize"]
 
 
-async def finalize(scope: RunScope, response: ModelResponse) -> AsyncIterator[AgentEvent]:
+async def finalize(scope: RunScope, response: ModelResponse) -> list[AgentEvent]:
     """Set the run's output (status ``completed``), ask the model again, or fail the run."""
     agent = scope.agent
     state = scope.state
@@ -33,13 +31,16 @@ async def finalize(scope: RunScope, response: ModelResponse) -> AsyncIterator[Ag
             if state.output_retries_used < agent.output_retries:
                 state.output_retries_used += 1
                 state.messages.append(UserMessage(content=exc.retry_prompt()))
-                return
+                return []
             state.fail(
                 "output_validation_failed",
                 f"The model's answer did not match {schema.spec.name!r} after "
                 f"{agent.output_retries} retr{'y' if agent.output_retries == 1 else 'ies'}: {exc}",
                 exc,
             )
-            return
-    async for event in check_output(scope, output):
-        yield event
+            return []
+    if not agent.output_guardrails:
+        state.output = output
+        state.status = "completed"
+        return []
+    return await check_output(scope, output)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 from bastion.agent._guardrails import InputGuardrail, OutputGuardrail
@@ -14,50 +13,54 @@ from ._prepare import replace_input_text
 __all__ = ["check_input", "check_output"]
 
 
-async def check_input(scope: RunScope) -> AsyncIterator[AgentEvent]:
+async def check_input(scope: RunScope) -> list[AgentEvent]:
     """Run the input guardrails in order on the latest user message.
 
     A block fails the run with ``guardrail_blocked`` before any model call; a rewrite
     changes what the model sees; a warning is reported and the run goes on.
     """
+    events: list[AgentEvent] = []
     guardrails = scope.agent.input_guardrails
     messages = scope.state.messages
     if not guardrails or not messages or not isinstance(messages[-1], UserMessage):
-        return
+        return events
     message = messages[-1]
     for guardrail in guardrails:
         verdict = await guardrail.check(scope.ctx, message.text)
         if verdict.passed:
             continue
-        yield _tripped(scope, guardrail, "input", verdict.action, verdict.reason)
+        events.append(_tripped(scope, guardrail, "input", verdict.action, verdict.reason))
         if verdict.action == "block":
             scope.state.fail(
                 "guardrail_blocked",
                 f"Input guardrail {guardrail.name!r} blocked the run: {verdict.reason}",
             )
-            return
+            break
         if verdict.action == "rewrite":
             replace_input_text(message, str(verdict.rewrite))
+    return events
 
 
-async def check_output(scope: RunScope, output: Any) -> AsyncIterator[AgentEvent]:
+async def check_output(scope: RunScope, output: Any) -> list[AgentEvent]:
     """Run the output guardrails; set the run's output, or fail it on a block."""
+    events: list[AgentEvent] = []
     state = scope.state
     for guardrail in scope.agent.output_guardrails:
         verdict = await guardrail.check(scope.ctx, output)
         if verdict.passed:
             continue
-        yield _tripped(scope, guardrail, "output", verdict.action, verdict.reason)
+        events.append(_tripped(scope, guardrail, "output", verdict.action, verdict.reason))
         if verdict.action == "block":
             state.fail(
                 "guardrail_blocked",
                 f"Output guardrail {guardrail.name!r} blocked the output: {verdict.reason}",
             )
-            return
+            return events
         if verdict.action == "rewrite":
             output = verdict.rewrite
     state.output = output
     state.status = "completed"
+    return events
 
 
 def _tripped(
