@@ -207,6 +207,8 @@ async def _end(scope: RunScope) -> list[AgentEvent]:
             output=state.output,
             usage=state.usage,
             error=state.error,
+            steps=state.step,
+            duration=state.finished_at - state.started_at,
         )
     )
     return events

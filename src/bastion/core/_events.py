@@ -344,6 +344,8 @@ class AgentEndEvent:
     output: Any
     usage: Usage
     error: RunErrorInfo | None = None
+    steps: int = 0
+    duration: float = 0.0
     type: Literal["agent.end"] = "agent.end"
 
 

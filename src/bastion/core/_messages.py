@@ -9,10 +9,11 @@ live in ``provider_details`` and are carried byte-exact, never interpreted outsi
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "AssistantMessage",
@@ -32,7 +33,27 @@ __all__ = [
     "text_of",
 ]
 
-_BYTES_AS_BASE64: dict[str, Any] = {"ser_json_bytes": "base64", "val_json_bytes": "base64"}
+
+class _InlineData:
+    """Media given inline as standard base64 text (``data``) or by ``url``.
+
+    Base64 text is what every provider API and browser expects, so parts serialize as they
+    are; :meth:`from_bytes` and :meth:`to_bytes` convert.
+    """
+
+    __slots__ = ()
+    data: str | None
+    url: str | None
+
+    def to_bytes(self) -> bytes:
+        """Decode ``data``.
+
+        Raises:
+            ValueError: The part has no inline data (it is given by URL).
+        """
+        if self.data is None:
+            raise ValueError(f"{type(self).__name__} has no inline data (url={self.url!r}).")
+        return base64.b64decode(self.data)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -44,40 +65,51 @@ class TextPart:
 
 
 @dataclass(kw_only=True, slots=True)
-class ImagePart:
-    """An image given inline as bytes or by URL (``png``, ``jpeg``, ``gif``, ``webp``)."""
+class ImagePart(_InlineData):
+    """An image, inline as base64 text or by URL (``png``, ``jpeg``, ``gif``, ``webp``)."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _BYTES_AS_BASE64
-
-    data: bytes | None = None
+    data: str | None = None
     url: str | None = None
     media_type: str | None = None
     type: Literal["image"] = "image"
 
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str) -> ImagePart:
+        """Make a part from raw bytes."""
+        return cls(data=base64.b64encode(data).decode("ascii"), media_type=media_type)
+
 
 @dataclass(kw_only=True, slots=True)
-class AudioPart:
-    """Audio given inline as bytes or by URL (``mp3``, ``wav``, ``ogg``, ``webm``)."""
+class AudioPart(_InlineData):
+    """Audio, inline as base64 text or by URL (``mp3``, ``wav``, ``ogg``, ``webm``)."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = _BYTES_AS_BASE64
-
-    data: bytes | None = None
+    data: str | None = None
     url: str | None = None
     media_type: str | None = None
     type: Literal["audio"] = "audio"
 
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str) -> AudioPart:
+        """Make a part from raw bytes."""
+        return cls(data=base64.b64encode(data).decode("ascii"), media_type=media_type)
+
 
 @dataclass(kw_only=True, slots=True)
-class FilePart:
-    """A document (PDF, text, …) given inline as bytes or by URL."""
-
-    __pydantic_config__: ClassVar[dict[str, Any]] = _BYTES_AS_BASE64
+class FilePart(_InlineData):
+    """A document (PDF, text, …), inline as base64 text or by URL."""
 
     media_type: str
-    data: bytes | None = None
+    data: str | None = None
     url: str | None = None
     filename: str | None = None
     type: Literal["file"] = "file"
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str, filename: str | None = None) -> FilePart:
+        """Make a part from raw bytes."""
+        return cls(
+            data=base64.b64encode(data).decode("ascii"), media_type=media_type, filename=filename
+        )
 
 
 @dataclass(kw_only=True, slots=True)

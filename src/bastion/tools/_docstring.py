@@ -43,6 +43,11 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
             description.append(line)
         elif section in ("args", "arguments", "parameters", "params"):
             indent = len(line) - len(line.lstrip())
+            if line.strip() and indent == 0:
+                # An unindented paragraph ends the section; it belongs to the description.
+                section, current, arg_indent = None, None, None
+                description.append(line)
+                continue
             match = _ARG_LINE.match(line)
             if match and (arg_indent is None or indent <= arg_indent):
                 arg_indent = indent

@@ -24,14 +24,13 @@ from bastion.core import (
     ToolErrorKind,
     ToolExecuteEndEvent,
     ToolExecuteErrorEvent,
-    ToolExecutePartialEvent,
-    ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
 )
 
+from ._invoke import DeadlineExceeded, ProgressQueue, ProgressSink, invoke
 from ._result import render_output
 from ._schema import ToolArgumentsError
-from ._tool import Progress, Tool, ToolResult
+from ._tool import Tool, ToolResult
 
 __all__ = ["SkipTool", "ToolBatch", "ToolCallHooks", "ToolExecutor", "ToolOutcome"]
 
@@ -75,53 +74,6 @@ class _Prepared:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
     outcome: ToolOutcome | None = None
-
-
-class _QueueSink:
-    """Turns a tool's progress reports into events on the batch's queue."""
-
-    __slots__ = ("_call_id", "_next_seq", "_parts", "_queue", "_run_id")
-
-    def __init__(
-        self,
-        queue: asyncio.Queue[AgentEvent | int] | None,
-        run_id: str,
-        next_seq: Callable[[], int],
-        call_id: str,
-    ) -> None:
-        self._queue = queue
-        self._run_id = run_id
-        self._next_seq = next_seq
-        self._call_id = call_id
-        self._parts: list[str] = []
-
-    def progress(self, current: float, total: float | None, message: str | None) -> None:
-        if self._queue is not None:
-            self._queue.put_nowait(
-                ToolExecuteProgressEvent(
-                    run_id=self._run_id,
-                    seq=self._next_seq(),
-                    tool_call_id=self._call_id,
-                    current=current,
-                    total=total,
-                    message=message,
-                )
-            )
-
-    def partial(self, content: str) -> None:
-        self._parts.append(content)
-        if self._queue is not None:
-            self._queue.put_nowait(
-                ToolExecutePartialEvent(
-                    run_id=self._run_id,
-                    seq=self._next_seq(),
-                    tool_call_id=self._call_id,
-                    content=content,
-                )
-            )
-
-    def joined(self) -> str:
-        return "".join(self._parts)
 
 
 class ToolExecutor:
@@ -233,7 +185,7 @@ class ToolBatch:
         return tool is not None and tool.kind != "async_gen" and not tool.takes_ctx
 
     async def _run_concurrently(self, runnable: list[_Prepared]) -> AsyncIterator[AgentEvent]:
-        queue: asyncio.Queue[AgentEvent | int] = asyncio.Queue()
+        queue: ProgressQueue = asyncio.Queue()
         total = len(self.outcomes)
         # A call's end event may go out only after its completion marker came through the
         # queue, so every progress event it queued before finishing is yielded first.
@@ -250,6 +202,7 @@ class ToolBatch:
                 if isinstance(item, int):
                     ready[item] = True
                 else:
+                    item.seq = self._next_seq()  # numbered as emitted, not as queued
                     yield item
             await runner
         finally:
@@ -257,9 +210,7 @@ class ToolBatch:
                 runner.cancel()
                 await asyncio.gather(runner, return_exceptions=True)
 
-    async def _run_groups(
-        self, runnable: list[_Prepared], queue: asyncio.Queue[AgentEvent | int]
-    ) -> None:
+    async def _run_groups(self, runnable: list[_Prepared], queue: ProgressQueue) -> None:
         limit = asyncio.Semaphore(self._executor.max_parallel)
 
         async def run(p: _Prepared) -> None:
@@ -316,9 +267,7 @@ class ToolBatch:
             duration=outcome.duration,
         )
 
-    async def _execute(
-        self, p: _Prepared, queue: asyncio.Queue[AgentEvent | int] | None
-    ) -> ToolOutcome:
+    async def _execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
         tool = p.tool
         assert tool is not None  # only runnable calls get here
         clock = self._executor.clock
@@ -338,7 +287,7 @@ class ToolBatch:
             content = render_output(value)
             if hooks is not None:
                 content = await hooks.after(tool, call, content)
-        except TimeoutError:
+        except DeadlineExceeded:
             return ToolOutcome(
                 call=call,
                 content=f"Tool {tool.name!r} timed out after {tool.timeout} s.",
@@ -346,55 +295,36 @@ class ToolBatch:
                 error_kind="timeout",
                 duration=clock.monotonic() - started,
             )
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the batch is being cancelled (an abort): let it through
+            # The tool raised CancelledError itself: a failure like any other.
+            return _failed(tool, call, exc, clock.monotonic() - started)
         except Exception as exc:  # a tool failure is a value for the model, not a crash
-            return ToolOutcome(
-                call=call,
-                content=f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}",
-                is_error=True,
-                error_kind="execution_failed",
-                duration=clock.monotonic() - started,
-            )
+            return _failed(tool, call, exc, clock.monotonic() - started)
         return ToolOutcome(
             call=call, content=content, duration=clock.monotonic() - started, metadata=metadata
         )
 
-    async def _invoke(
-        self, tool: Tool, p: _Prepared, queue: asyncio.Queue[AgentEvent | int] | None
-    ) -> Any:
+    async def _invoke(self, tool: Tool, p: _Prepared, queue: ProgressQueue | None) -> Any:
         args = p.args
-        sink: _QueueSink | None = None
+        sink: ProgressSink | None = None
         if tool.takes_ctx or tool.kind == "async_gen":
-            sink = _QueueSink(queue, self._ctx.run_id, self._next_seq, p.call.id)
+            sink = ProgressSink(queue, self._ctx.run_id, p.call.id)
             if tool.takes_ctx:
                 args = (self._ctx.for_tool_call(p.call.id, tool.name, sink), *args)
-        if tool.timeout is not None:
-            async with asyncio.timeout(tool.timeout):
-                return await _call(tool, args, p.kwargs, sink)
-        return await _call(tool, args, p.kwargs, sink)
+        return await invoke(tool, args, p.kwargs, sink, self._executor.clock)
 
 
-async def _call(
-    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], sink: _QueueSink | None
-) -> Any:
-    fn = tool.function
-    if tool.kind == "async":
-        return await fn(*args, **kwargs)
-    if tool.kind == "sync":
-        if tool.run_in_thread:
-            return await asyncio.to_thread(fn, *args, **kwargs)
-        return fn(*args, **kwargs)
-    assert sink is not None  # async generator tools always get a sink
-    result: Any = None
-    async for item in fn(*args, **kwargs):
-        if isinstance(item, str):
-            sink.partial(item)
-        elif isinstance(item, Progress):
-            sink.progress(item.current, item.total, item.message)
-        elif isinstance(item, ToolResult):
-            result = item
-        else:
-            sink.partial(render_output(item))
-    return result if result is not None else sink.joined()
+def _failed(tool: Tool, call: ToolCall, exc: BaseException, duration: float) -> ToolOutcome:
+    return ToolOutcome(
+        call=call,
+        content=f"Tool {tool.name!r} failed: {type(exc).__name__}: {exc}",
+        is_error=True,
+        error_kind="execution_failed",
+        duration=duration,
+    )
 
 
 def _args_view(p: _Prepared) -> Mapping[str, Any]:

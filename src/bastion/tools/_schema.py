@@ -9,6 +9,7 @@ problem in words the model can act on.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from abc import ABC, abstractmethod
@@ -28,6 +29,7 @@ __all__ = [
     "ModelArgsValidator",
     "ToolArgumentsError",
     "function_schema",
+    "signature_and_hints",
 ]
 
 
@@ -83,6 +85,12 @@ class ModelArgsValidator(ArgsValidator):
     """
 
     def __init__(self, model: type[BaseModel], *, unpack: bool, strict: bool = False) -> None:
+        if strict and model.model_config.get("extra") != "forbid":
+            # Validate as advertised: a strict schema says additionalProperties: false.
+            config = {**model.model_config, "extra": "forbid"}
+            model = type(
+                model.__name__, (model,), {"model_config": config, "__doc__": model.__doc__}
+            )
         self.model = model
         self.unpack = unpack
         self._fields = tuple(model.model_fields)
@@ -126,6 +134,8 @@ class JsonSchemaValidator(ArgsValidator):
             value: Any = json.loads(arguments) if arguments.strip() else {}
         except ValueError as exc:
             raise ToolArgumentsError([f"arguments are not valid JSON: {exc}"]) from None
+        except RecursionError:
+            raise ToolArgumentsError(["arguments are nested too deeply"]) from None
         errors: list[Any] = sorted(
             self._validator.iter_errors(value),  # pyright: ignore[reportUnknownMemberType]
             key=lambda e: list(e.path),
@@ -144,6 +154,43 @@ def _is_run_context(annotation: Any) -> bool:
     return annotation is RunContext or origin is RunContext
 
 
+def _hint_source(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The object whose annotations describe ``function``'s parameters."""
+    while isinstance(function, functools.partial):
+        function = function.func
+    if inspect.isfunction(function) or inspect.ismethod(function):
+        return function
+    call = getattr(type(function), "__call__", None)  # noqa: B004 - callable objects
+    return call if call is not None else function
+
+
+def _doc_of(function: Callable[..., Any]) -> str | None:
+    source = function
+    while isinstance(source, functools.partial):
+        source = source.func
+    return inspect.getdoc(source)
+
+
+def signature_and_hints(function: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]]:
+    """The call signature of a function, partial or callable object, and its type hints.
+
+    Raises:
+        UserError: The object has no inspectable signature or its hints do not resolve.
+    """
+    name = getattr(function, "__name__", type(function).__name__)
+    try:
+        signature = inspect.signature(function)
+        hints = get_type_hints(_hint_source(function), include_extras=True)
+    except NameError as exc:
+        raise UserError(
+            f"Cannot resolve the type hints of tool {name!r}: {exc}. "
+            "Import the annotated types at module level."
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise UserError(f"Cannot make a tool of {function!r}: {exc}.") from None
+    return signature, hints
+
+
 def function_schema(
     function: Callable[..., Any], *, strict: bool = False
 ) -> tuple[ModelArgsValidator, bool, str]:
@@ -158,15 +205,8 @@ def function_schema(
     """
     from pydantic import ConfigDict, Field, create_model
 
-    signature = inspect.signature(function)
-    try:
-        hints = get_type_hints(function, include_extras=True)
-    except NameError as exc:
-        raise UserError(
-            f"Cannot resolve the type hints of tool {function.__name__!r}: {exc}. "
-            "Import the annotated types at module level."
-        ) from None
-    description, param_docs = parse_docstring(function.__doc__)
+    signature, hints = signature_and_hints(function)
+    description, param_docs = parse_docstring(_doc_of(function))
     fields: dict[str, Any] = {}
     takes_ctx = False
     for index, (name, param) in enumerate(signature.parameters.items()):
@@ -176,21 +216,28 @@ def function_schema(
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise UserError(
-                f"Tool {function.__name__!r}: parameter {name!r} is {param.kind.description}; "
+                f"Tool {_name(function)!r}: parameter {name!r} is {param.kind.description}; "
                 "tool parameters must be plain or keyword-only parameters."
             )
         if _is_run_context(annotation):
             raise UserError(
-                f"Tool {function.__name__!r}: RunContext must be the first parameter, not {name!r}."
+                f"Tool {_name(function)!r}: RunContext must be the first parameter, not {name!r}."
             )
         if annotation is inspect.Parameter.empty:
             raise UserError(
-                f"Tool {function.__name__!r}: parameter {name!r} needs a type annotation "
+                f"Tool {_name(function)!r}: parameter {name!r} needs a type annotation "
                 "so the model knows what to send."
             )
         default = ... if param.default is inspect.Parameter.empty else param.default
         doc = param_docs.get(name)
         fields[name] = (annotation, Field(default, description=doc) if doc else default)
     config = ConfigDict(extra="forbid" if strict else "ignore")
-    model = create_model(f"{function.__name__}_args", __config__=config, **fields)
+    model = create_model(f"{_name(function)}_args", __config__=config, **fields)
     return ModelArgsValidator(model, unpack=True, strict=strict), takes_ctx, description
+
+
+def _name(function: Callable[..., Any]) -> str:
+    source = function
+    while isinstance(source, functools.partial):
+        source = source.func
+    return getattr(source, "__name__", type(source).__name__)

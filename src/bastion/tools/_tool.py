@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -191,7 +192,7 @@ def _check_metadata(
                 "Pass side_effect_class='pure' | 'read_only' | 'side_effecting' | "
                 "'external_stateful' to silence this.",
                 MissingClassificationWarning,
-                stacklevel=4,
+                stacklevel=_stacklevel(),
             )
         return "side_effecting"
     if side_effect_class not in _SIDE_EFFECT_CLASSES:
@@ -339,6 +340,8 @@ def tool(
 
     def build(fn: Callable[..., Any]) -> Tool:
         tool_name = name or getattr(fn, "__name__", "")
+        if not tool_name:
+            raise UserError(f"{fn!r} has no __name__: pass tool(..., name='...').")
         if args_model is not None and parameters is not None:
             raise UserError(f"Tool {tool_name!r}: give args_model or parameters, not both.")
         takes_ctx = False
@@ -347,11 +350,11 @@ def tool(
         if parameters is not None:
             validator = JsonSchemaValidator(parameters)
             takes_ctx = _first_param_is_ctx(fn)
-            doc_description = inspect.cleandoc(fn.__doc__ or "")
+            doc_description = inspect.getdoc(fn) or ""
         elif args_model is not None:
             validator = ModelArgsValidator(args_model, unpack=False, strict=strict)
             takes_ctx = _first_param_is_ctx(fn)
-            doc_description = inspect.cleandoc(fn.__doc__ or "").split("\n\n")[0]
+            doc_description = (inspect.getdoc(fn) or "").split("\n\n")[0]
         else:
             validator, takes_ctx, doc_description = function_schema(fn, strict=strict)
         effect = _check_metadata(tool_name, side_effect_class, execution_mode)
@@ -393,15 +396,18 @@ def tool(
 
 
 def _first_param_is_ctx(fn: Callable[..., Any]) -> bool:
-    from typing import get_type_hints
+    from ._schema import _is_run_context, signature_and_hints
 
-    from ._schema import _is_run_context
+    signature, hints = signature_and_hints(fn)
+    params = list(signature.parameters)
+    return bool(params) and _is_run_context(hints.get(params[0]))
 
-    params = list(inspect.signature(fn).parameters)
-    if not params:
-        return False
-    try:
-        hints = get_type_hints(fn)
-    except NameError:
-        return False
-    return _is_run_context(hints.get(params[0]))
+
+def _stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning point at the first frame outside this package."""
+    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("bastion.tools"):
+        frame = frame.f_back
+        level += 1
+    return level

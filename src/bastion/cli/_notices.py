@@ -1,0 +1,89 @@
+"""One-line notices for the events that interrupt the flow of a run.
+
+Retries, fallbacks, guardrails, approvals, compaction, cancellation, errors and cut-off tool
+calls each become one styled line. Called by ``_render``, which prints them in place.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias, assert_never
+
+from rich.text import Text
+
+from bastion.core import (
+    AgentCancellingEvent,
+    AgentErrorEvent,
+    ContextCompactedEvent,
+    GuardrailTrippedEvent,
+    ModelFellbackEvent,
+    ModelRetryEvent,
+    ToolApprovalRequestedEvent,
+    ToolCallIncompleteEvent,
+)
+
+from ._format import format_call, format_duration, preview
+
+__all__ = ["NoticeEvent", "notice"]
+
+NoticeEvent: TypeAlias = (
+    AgentCancellingEvent
+    | AgentErrorEvent
+    | ContextCompactedEvent
+    | GuardrailTrippedEvent
+    | ModelFellbackEvent
+    | ModelRetryEvent
+    | ToolApprovalRequestedEvent
+    | ToolCallIncompleteEvent
+)
+
+
+def notice(event: NoticeEvent) -> Text:
+    """Return the line that reports ``event``."""
+    match event:
+        case ModelRetryEvent():
+            return _line(
+                "↻",
+                f"{event.model} failed ({preview(event.error)}); "
+                f"retry {event.attempt} in {format_duration(event.delay)}",
+                "yellow",
+            )
+        case ModelFellbackEvent():
+            return _line(
+                "⤳",
+                f"falling back from {event.previous_model} to {event.next_model} "
+                f"({preview(event.error)})",
+                "yellow",
+            )
+        case GuardrailTrippedEvent():
+            return _line(
+                "⚠",
+                f"guardrail {event.guardrail!r} ({event.stage}) {event.action}: {event.reason}",
+                "red" if event.action == "block" else "yellow",
+            )
+        case ToolApprovalRequestedEvent():
+            call = format_call(event.tool_name, event.arguments)
+            return _line("?", f"{call} waits for a human decision", "yellow")
+        case ToolCallIncompleteEvent():
+            return _line(
+                "✗",
+                f"the call to {event.tool_name} was cut off before its arguments were "
+                "complete; it was not run",
+                "red",
+            )
+        case ContextCompactedEvent():
+            return _line(
+                "⇣",
+                f"context compacted: {event.before_tokens:,} → {event.after_tokens:,} tokens",
+                "dim",
+            )
+        case AgentCancellingEvent():
+            what = "finishing the current step" if event.drain else "stopping now"
+            return _line("■", f"cancelling: {what}", "yellow")
+        case AgentErrorEvent():
+            return Text(f"✗ {event.code}: {event.message}", style="bold red")
+        case _:
+            assert_never(event)
+
+
+def _line(icon: str, message: str, style: str) -> Text:
+    return Text.assemble("  ", (icon, style), " ", (message, style))

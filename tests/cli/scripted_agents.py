@@ -1,0 +1,88 @@
+"""Agents for the CLI tests, named on the command line as ``tests/cli/scripted_agents.py:NAME``.
+
+Most are factories, so every in-process invocation gets a fresh scripted model.
+"""
+
+import asyncio
+
+from bastion import Agent, RetryConfig, tool
+from bastion.core import AuthenticationFailed, ModelRequest, Overloaded, RateLimited
+from bastion.testing import Call, FunctionModel, ScriptedModel, Turn, VirtualClock
+
+
+@tool(side_effect_class="pure")
+def double(x: int) -> int:
+    """Double a number.
+
+    Args:
+        x: The number.
+    """
+    return 2 * x
+
+
+def greeter() -> Agent[None, str]:
+    return Agent("greeter", model=ScriptedModel(["Hello from a scripted agent."]))
+
+
+def doubler() -> Agent[None, str]:
+    model = ScriptedModel(
+        [
+            Turn(tool_calls=[Call("double", {"x": 2}), Call("double", {"x": 21})]),
+            "2 doubled is 4 and 21 doubled is 42.",
+        ]
+    )
+    return Agent("doubler", model=model, tools=[double])
+
+
+def broken() -> Agent[None, str]:
+    model = ScriptedModel([Turn(error=AuthenticationFailed("Invalid API key.", status=401))])
+    return Agent("broken", model=model)
+
+
+def _pong(request: ModelRequest) -> str:
+    return "pong"
+
+
+agent: Agent[None, str] = Agent("module-level", model=FunctionModel(_pong))
+
+not_an_agent = 42
+
+
+def returns_a_number() -> int:
+    return 7
+
+
+def needs_arguments(name: str) -> Agent[None, str]:
+    return Agent(name, model=FunctionModel(_pong))
+
+
+async def async_factory() -> Agent[None, str]:
+    return Agent("async", model=FunctionModel(_pong))
+
+
+async def _never_answer(request: ModelRequest) -> str:
+    await asyncio.Event().wait()
+    return "unreachable"
+
+
+def stuck() -> Agent[None, str]:
+    return Agent("stuck", model=FunctionModel(_never_answer))
+
+
+def flaky() -> Agent[None, str]:
+    """Overloaded once (retried on a virtual clock), then rate limited into the fallback."""
+    primary = ScriptedModel(
+        [
+            Turn(error=Overloaded("Server busy.", status=529)),
+            Turn(error=RateLimited("Slow down.", status=429)),
+        ],
+        name="primary",
+    )
+    backup = ScriptedModel(["The backup model answered."], name="backup")
+    return Agent(
+        "flaky",
+        model=primary,
+        fallback_models=[backup],
+        retry=RetryConfig(max_retries=1, initial_delay=2.0, jitter=0.0),
+        clock=VirtualClock(),
+    )
