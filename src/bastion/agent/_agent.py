@@ -244,7 +244,7 @@ class Agent(Generic[DepsT, OutputT]):
             clock=self.clock,
         )
         scope = RunScope(self, state, ctx, self.clock)
-        return AgentStream(
+        return AgentStream[OutputT](
             scope,
             lambda: run_loop(scope, input, message_history),
             self._on_start,
@@ -276,10 +276,7 @@ class Agent(Generic[DepsT, OutputT]):
             tenant_id=tenant_id,
             metadata=metadata,
         )
-        async with stream:
-            async for _ in stream:
-                pass
-        return stream.result
+        return await stream.drain()
 
     def run_sync(
         self,
@@ -307,7 +304,7 @@ class Agent(Generic[DepsT, OutputT]):
 
         Takes the arguments of :meth:`AgentStream.abort`.
         """
-        live = [s for s in self._live if s.running]
+        live = list(self._live)
         for stream in live:
             stream.abort(drain=drain, on_pending_approvals=on_pending_approvals)
         return len(live)
@@ -315,10 +312,11 @@ class Agent(Generic[DepsT, OutputT]):
     @property
     def runs_in_flight(self) -> int:
         """How many runs of this agent are in flight."""
-        return sum(1 for s in self._live if s.running)
+        return len(self._live)  # O(1): only started, unfinished runs are in the set
 
     def _on_start(self, stream: AgentStream[Any]) -> None:
-        check_capacity(self.runs_in_flight, self.max_concurrent_runs, self.name)
+        if self.max_concurrent_runs is not None:
+            check_capacity(len(self._live), self.max_concurrent_runs, self.name)
         self._live.add(stream)
 
     def _on_done(self, stream: AgentStream[Any]) -> None:

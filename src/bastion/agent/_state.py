@@ -36,13 +36,13 @@ class RunState:
 
     run_id: str
     agent_name: str
-    messages: list[Message] = field(default_factory=list[Message])
+    messages: list[Message] = field(default_factory=list)
     status: RunStatus = "running"
     step: int = 0
     usage: Usage = field(default_factory=Usage)
-    usage_by_model: dict[str, Usage] = field(default_factory=dict[str, Usage])
-    tool_calls: list[ToolCallRecord] = field(default_factory=list[ToolCallRecord])
-    pending_approvals: list[PendingApproval] = field(default_factory=list[PendingApproval])
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    pending_approvals: list[PendingApproval] = field(default_factory=list)
     output: Any = None
     error: RunErrorInfo | None = None
     exception: BaseException | None = None

@@ -10,7 +10,8 @@ the consumer is between events, a flag stops the run at the next event.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Generic, Literal
 
@@ -51,7 +52,7 @@ class AgentStream(Generic[OutputT]):
     def __init__(
         self,
         scope: RunScope,
-        factory: Callable[[], AsyncIterator[AgentEvent]],
+        factory: Callable[[], AsyncGenerator[AgentEvent, None]],
         on_start: Callable[[AgentStream[Any]], None],
         on_done: Callable[[AgentStream[Any]], None],
     ) -> None:
@@ -59,7 +60,7 @@ class AgentStream(Generic[OutputT]):
         self._factory = factory
         self._on_start = on_start
         self._on_done = on_done
-        self._gen: AsyncIterator[AgentEvent] | None = None
+        self._gen: AsyncGenerator[AgentEvent, None] | None = None
         self._owner: asyncio.Task[Any] | None = None
         self._inside = False
         self._result: RunResult[OutputT] | None = None
@@ -117,6 +118,30 @@ class AgentStream(Generic[OutputT]):
         if isinstance(event, AgentEndEvent):
             self._result = self._scope.state.result()
         return event
+
+    async def drain(self) -> RunResult[OutputT]:
+        """Run to the end without handing events out; return the result.
+
+        What ``agent.run()`` uses: the consuming task is inside the run for its whole
+        duration, so the per-event bookkeeping of ``__anext__`` is done once.
+        """
+        if self._gen is not None:
+            async for _ in self:
+                pass
+            return self.result
+        self._on_start(self)
+        gen = self._gen = self._factory()
+        self._owner = asyncio.current_task()
+        self._inside = True
+        try:
+            async with aclosing(gen):
+                async for event in gen:
+                    if isinstance(event, AgentEndEvent):
+                        self._result = self._scope.state.result()
+        finally:
+            self._inside = False
+            self._finish()
+        return self.result
 
     def abort(
         self,

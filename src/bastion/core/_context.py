@@ -62,11 +62,11 @@ class RunContext(Generic[DepsT]):
     session_id: str | None = None
     user_id: str | None = None
     tenant_id: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
-    session_state: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, Any] = field(default_factory=dict)
+    session_state: dict[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     step: int = 0
-    messages: list[Message] = field(default_factory=list[Message])
+    messages: list[Message] = field(default_factory=list)
     clock: Clock = field(default_factory=SystemClock)
     tool_call_id: str | None = None
     tool_name: str | None = None

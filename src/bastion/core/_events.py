@@ -243,7 +243,7 @@ class ToolApprovalRequestedEvent:
     tool_call_id: str
     tool_name: str
     arguments: str
-    classification: dict[str, Any] = field(default_factory=dict[str, Any])
+    classification: dict[str, Any] = field(default_factory=dict)
     type: Literal["tool.approval.requested"] = "tool.approval.requested"
 
 

@@ -177,8 +177,8 @@ class UserMessage:
 class AssistantMessage:
     """A model's answer: text and reasoning parts, and the tool calls it asked for."""
 
-    parts: list[AssistantPart] = field(default_factory=list[AssistantPart])
-    tool_calls: list[ToolCall] = field(default_factory=list[ToolCall])
+    parts: list[AssistantPart] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     model: str | None = None
     provider_details: dict[str, Any] | None = None
     role: Literal["assistant"] = "assistant"

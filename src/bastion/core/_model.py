@@ -154,7 +154,7 @@ class ModelResponse:
     usage: Usage
     finish_reason: FinishReason
     model: str
-    incomplete_tool_calls: list[ToolCall] = field(default_factory=list[ToolCall])
+    incomplete_tool_calls: list[ToolCall] = field(default_factory=list)
 
 
 class ResponseAssembler:
@@ -262,11 +262,17 @@ class Model(ABC):
 
     provider: str = "unknown"
     name: str = "unknown"
+    _key_cache: tuple[str, str, str] | None = None
 
     @property
     def key(self) -> str:
         """``"<provider>:<name>"``."""
-        return f"{self.provider}:{self.name}"
+        # Read for nearly every event; cached, and rebuilt if provider or name is reassigned.
+        cached = self._key_cache
+        if cached is None or cached[0] is not self.provider or cached[1] is not self.name:
+            cached = (self.provider, self.name, f"{self.provider}:{self.name}")
+            self._key_cache = cached
+        return cached[2]
 
     @abstractmethod
     def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:

@@ -141,7 +141,8 @@ class ScriptedModel(Model):
         ])
 
     Attributes:
-        requests: Every request received, for assertions.
+        requests: Every request received, for assertions (unless ``record_requests`` is
+            False, as benchmarks and long-running tests want: it grows with every call).
     """
 
     def __init__(
@@ -151,22 +152,27 @@ class ScriptedModel(Model):
         name: str = "scripted",
         provider: str = "test",
         yield_to_loop: bool = True,
+        record_requests: bool = True,
     ) -> None:
         self.name = name
         self.provider = provider
         self._script = [_as_turn(t) for t in script]
         self._yield = yield_to_loop
+        self._record = record_requests
+        self._count = 0
         self.requests: list[ModelRequest] = []
 
     @property
     def remaining(self) -> int:
         """Turns not yet used."""
-        return len(self._script) - len(self.requests)
+        return len(self._script) - self._count
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
         """Answer ``request`` with the next scripted turn."""
-        index = len(self.requests)
-        self.requests.append(request)
+        index = self._count
+        self._count += 1
+        if self._record:
+            self.requests.append(request)
         if self._yield:
             await asyncio.sleep(0)
         if index >= len(self._script):
@@ -192,6 +198,9 @@ class FunctionModel(Model):
 
     Give ``function`` (returns a :class:`Turn` or a string, sync or async) or
     ``stream_function`` (an async generator of text deltas or raw stream chunks).
+
+    Attributes:
+        requests: Every request received (unless ``record_requests`` is False).
     """
 
     def __init__(
@@ -202,6 +211,7 @@ class FunctionModel(Model):
         name: str = "function",
         provider: str = "test",
         yield_to_loop: bool = True,
+        record_requests: bool = True,
     ) -> None:
         if (function is None) == (stream_function is None):
             raise UserError("FunctionModel needs exactly one of function or stream_function.")
@@ -210,12 +220,16 @@ class FunctionModel(Model):
         self._function = function
         self._stream_function = stream_function
         self._yield = yield_to_loop
+        self._record = record_requests
+        self._count = 0
         self.requests: list[ModelRequest] = []
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
         """Answer ``request`` with what the function returns."""
-        index = len(self.requests)
-        self.requests.append(request)
+        index = self._count
+        self._count += 1
+        if self._record:
+            self.requests.append(request)
         if self._yield:
             await asyncio.sleep(0)
         if self._function is not None:
@@ -223,10 +237,15 @@ class FunctionModel(Model):
             if inspect.isawaitable(result):
                 result = await result
             turn = _as_turn(result)
-            for chunk in _turn_chunks(turn, request, index):
-                if self._yield and chunk.type != "finish":
-                    await asyncio.sleep(0)
-                yield chunk
+            chunks = _turn_chunks(turn, request, index)
+            if not self._yield:
+                for chunk in chunks:
+                    yield chunk
+            else:
+                for chunk in chunks:
+                    if chunk.type != "finish":
+                        await asyncio.sleep(0)
+                    yield chunk
             if turn.error is not None:
                 raise turn.error
             return

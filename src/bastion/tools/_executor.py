@@ -44,7 +44,7 @@ class ToolOutcome:
     is_error: bool = False
     error_kind: ToolErrorKind | None = None
     duration: float = 0.0
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -72,7 +72,7 @@ class _Prepared:
     call: ToolCall
     tool: Tool | None
     args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
+    kwargs: dict[str, Any] = field(default_factory=dict)
     outcome: ToolOutcome | None = None
 
 

@@ -72,7 +72,7 @@ class ToolResult:
     """
 
     output: Any
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True, slots=True)

@@ -9,7 +9,6 @@ restarted: its error fails the step.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import aclosing
 
 from bastion.agent._scope import RunAborted, RunScope
 from bastion.core import (
@@ -68,8 +67,9 @@ class ModelCall:
                 add = assembler.add
                 names: dict[str, str] = {}
                 emitted = False
+                chunks = model.stream(self._request)
                 try:
-                    async with aclosing(model.stream(self._request)) as chunks:
+                    try:
                         async for chunk in chunks:
                             add(chunk)
                             if isinstance(chunk, TextChunk):
@@ -110,6 +110,9 @@ class ModelCall:
                             emitted = True
                             yield event
                             check_abort()
+                    except BaseException:
+                        await chunks.aclose()  # end the provider's stream (its connection) now
+                        raise
                 except RunAborted:
                     raise
                 except Exception as error:

@@ -1,0 +1,104 @@
+"""End: the closing events of every run, and the end-of-run hooks.
+
+``agent.cancelling`` and the tool ends still owed (after an abort), ``agent.error`` (after a
+failure), and ``agent.end`` last.
+"""
+
+from __future__ import annotations
+
+from bastion.agent._hooks import maybe_await
+from bastion.agent._scope import RunScope
+from bastion.core import (
+    AgentCancellingEvent,
+    AgentEndEvent,
+    AgentErrorEvent,
+    AgentEvent,
+    RunErrorInfo,
+    ToolMessage,
+)
+
+from ._dispatch_tools import unreported_events
+
+__all__ = ["end_run"]
+
+
+async def end_run(scope: RunScope) -> list[AgentEvent]:
+    """The closing events of a run, after the end-of-run hooks ran."""
+    state = scope.state
+    events: list[AgentEvent] = []
+    if state.status == "aborted":
+        abort = scope.abort
+        events.append(
+            AgentCancellingEvent(
+                run_id=scope.run_id, seq=scope.next_seq(), drain=bool(abort and abort.drain)
+            )
+        )
+        events.extend(unreported_events(scope))
+        state.error = RunErrorInfo(code="run_aborted", message="The run was aborted.")
+        _settle_pending_approvals(scope)
+    state.finished_at = scope.clock.monotonic()
+    try:
+        await _end_hooks(scope)
+    except Exception as exc:  # a failing hook fails the run, it does not escape it
+        state.fail("hook_failed", f"A hook raised {type(exc).__name__}: {exc}", exc)
+    if state.status == "failed" and state.error is not None:
+        events.append(
+            AgentErrorEvent(
+                run_id=scope.run_id,
+                seq=scope.next_seq(),
+                code=state.error.code,
+                message=state.error.message,
+            )
+        )
+    events.append(
+        AgentEndEvent(
+            run_id=scope.run_id,
+            seq=scope.next_seq(),
+            status=state.status,
+            output=state.output,
+            usage=state.usage,
+            error=state.error,
+            steps=state.step,
+            duration=state.finished_at - state.started_at,
+        )
+    )
+    return events
+
+
+async def _end_hooks(scope: RunScope) -> None:
+    agent = scope.agent
+    hooks = agent.hooks
+    state = scope.state
+    if hooks is None:
+        return
+    if state.status == "completed" and agent.hook_flags.after_run:
+        await maybe_await(hooks.after_run(scope.ctx, state.result()))
+    elif state.status == "failed" and state.exception and agent.hook_flags.on_error:
+        await maybe_await(hooks.on_error(scope.ctx, state.exception))
+
+
+def _settle_pending_approvals(scope: RunScope) -> None:
+    """Apply ``abort(on_pending_approvals=...)`` to calls still waiting for a human (G-62)."""
+    state = scope.state
+    abort = scope.abort
+    if not state.pending_approvals or abort is None:
+        return
+    policy = abort.on_pending_approvals
+    if policy == "hold":
+        state.status = "awaiting_approval"
+        state.error = None
+        return
+    if policy == "fail":
+        count = len(state.pending_approvals)
+        state.fail("run_aborted", f"The run was aborted with {count} approval(s) pending.")
+        return
+    for pending in state.pending_approvals:
+        state.messages.append(
+            ToolMessage(
+                tool_call_id=pending.call.id,
+                tool_name=pending.call.name,
+                content="Denied: the run was aborted before a decision.",
+                is_error=True,
+            )
+        )
+    state.pending_approvals.clear()

@@ -1,0 +1,116 @@
+"""Respond: the bookkeeping around one model call, between the loop's yields.
+
+Begin a step, take the model's response into the run (usage, the transcript, the
+``after_llm_call`` hook), reject a response that ended inside a tool call, close the step,
+and ask ``on_roundtrip_complete`` whether to go on. Plain functions, not generators: the
+loop yields their events itself, so no event crosses an extra frame.
+"""
+
+from __future__ import annotations
+
+from bastion.agent._hooks import maybe_await
+from bastion.agent._scope import RunScope
+from bastion.core import (
+    AgentEvent,
+    ModelRequest,
+    ModelResponse,
+    StepEndEvent,
+    ToolCallIncompleteEvent,
+)
+
+from ._call_model import ModelCall
+from ._prepare import prepare_request
+
+__all__ = [
+    "begin_step",
+    "reject_incomplete",
+    "roundtrip_complete",
+    "step_end",
+    "stop_at_max_steps",
+    "take_response",
+]
+
+
+async def begin_step(scope: RunScope) -> ModelRequest:
+    """Number the next step and build its request."""
+    state = scope.state
+    state.step += 1
+    scope.ctx.step = state.step
+    return await prepare_request(scope)
+
+
+async def take_response(scope: RunScope, call: ModelCall) -> ModelResponse:
+    """Count the response's usage against its model and append it to the transcript."""
+    response = call.response
+    assert response is not None  # events() either set it or raised
+    state = scope.state
+    state.add_usage(call.model.key, response.usage)
+    scope.ctx.usage = state.usage
+    state.messages.append(response.message)
+    hooks = scope.agent.loop_hooks
+    if hooks is not None and scope.agent.hook_flags.after_llm_call:
+        await maybe_await(hooks.after_llm_call(scope.ctx, response, state.step))
+    return response
+
+
+def step_end(scope: RunScope, call: ModelCall, response: ModelResponse) -> StepEndEvent:
+    """The ``step.end`` event of the current step."""
+    return StepEndEvent(
+        run_id=scope.run_id,
+        seq=scope.next_seq(),
+        step=scope.state.step,
+        model=call.model.key,
+        finish_reason=response.finish_reason,
+        usage=response.usage,
+    )
+
+
+def reject_incomplete(
+    scope: RunScope, call: ModelCall, response: ModelResponse
+) -> list[AgentEvent]:
+    """Fail the run on tool calls the stream never closed; none of them is executed."""
+    events: list[AgentEvent] = [
+        ToolCallIncompleteEvent(
+            run_id=scope.run_id,
+            seq=scope.next_seq(),
+            tool_call_id=incomplete.id,
+            tool_name=incomplete.name,
+        )
+        for incomplete in response.incomplete_tool_calls
+    ]
+    events.append(step_end(scope, call, response))
+    names = ", ".join(repr(c.name) for c in response.incomplete_tool_calls)
+    scope.state.fail(
+        "incomplete_tool_call",
+        f"The model's stream ended inside tool call(s) {names}; they were not executed.",
+    )
+    return events
+
+
+async def roundtrip_complete(scope: RunScope) -> None:
+    """Ask ``on_roundtrip_complete`` whether to stop (status ``stopped``, reason ``hook``)."""
+    agent = scope.agent
+    hooks = agent.loop_hooks
+    if hooks is None or not agent.hook_flags.on_roundtrip_complete:
+        return
+    state = scope.state
+    if await maybe_await(hooks.on_roundtrip_complete(scope.ctx, state.step, state.usage)):
+        state.status = "stopped"
+        state.stop_reason = "hook"
+        state.output = state.last_text() if agent.output_schema is None else None
+
+
+def stop_at_max_steps(scope: RunScope) -> None:
+    """End a run that used ``max_steps`` model calls while the model still asked for tools."""
+    agent = scope.agent
+    state = scope.state
+    if agent.on_max_steps == "return":
+        state.status = "stopped"
+        state.stop_reason = "max_steps"
+        state.output = state.last_text() if agent.output_schema is None else None
+        return
+    state.fail(
+        "stop_condition",
+        f"The run reached max_steps={agent.max_steps} while the model still asked for tools. "
+        "Raise max_steps, or pass on_max_steps='return' to end with the last answer.",
+    )
