@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
 
 from bastion.core import (
     AgentEvent,
@@ -84,11 +83,14 @@ async def run_loop(
             calls = response.message.tool_calls
             if calls:
                 batch = start_batch(scope, calls)
+                tool_events = batch.events()
                 try:
-                    async with aclosing(batch.events()) as tool_events:
-                        async for event in tool_events:
-                            yield event
-                            scope.check_abort()
+                    async for event in tool_events:
+                        yield event
+                        scope.check_abort()
+                except BaseException:
+                    await tool_events.aclose()  # cancels calls still running
+                    raise
                 finally:
                     record_outcomes(scope, batch, calls)
                 yield step_end(scope, call, response)

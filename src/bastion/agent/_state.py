@@ -53,9 +53,16 @@ class RunState:
 
     def add_usage(self, model: str, usage: Usage) -> None:
         """Count a model call's usage in the total and against its model."""
-        self.usage = self.usage + usage
-        previous = self.usage_by_model.get(model)
-        self.usage_by_model[model] = usage if previous is None else previous + usage
+        by_model = self.usage_by_model
+        total = self.usage
+        previous = by_model.get(model)
+        if not by_model:  # the first call: total and per-model usage are this call's
+            self.usage = by_model[model] = usage
+        elif previous is total:  # every call so far went to this model: one sum serves both
+            self.usage = by_model[model] = total + usage
+        else:
+            self.usage = total + usage
+            by_model[model] = usage if previous is None else previous + usage
 
     def fail(self, code: str, message: str, exception: BaseException | None = None) -> None:
         """Mark the run failed."""

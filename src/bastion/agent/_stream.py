@@ -135,9 +135,9 @@ class AgentStream(Generic[OutputT]):
         self._inside = True
         try:
             async with aclosing(gen):
-                async for event in gen:
-                    if isinstance(event, AgentEndEvent):
-                        self._result = self._scope.state.result()
+                async for _ in gen:
+                    pass
+            self._result = self._scope.state.result()
         finally:
             self._inside = False
             self._finish()

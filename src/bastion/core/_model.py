@@ -226,25 +226,32 @@ class ResponseAssembler:
 
     def response(self) -> ModelResponse:
         """Return the assembled response; unended tool calls are reported as incomplete."""
-        complete = [c for i, c in self._calls.items() if i in self._ended]
-        incomplete = [c for i, c in self._calls.items() if i not in self._ended]
+        calls = self._calls
+        if not calls:
+            complete: list[ToolCall] = []
+            incomplete: list[ToolCall] = []
+        elif len(self._ended) == len(calls):
+            complete, incomplete = list(calls.values()), []
+        else:
+            ended = self._ended
+            complete = [c for i, c in calls.items() if i in ended]
+            incomplete = [c for i, c in calls.items() if i not in ended]
         for call in complete:
-            if not call.arguments.strip():
+            if not call.arguments:
                 call.arguments = "{}"
         finish = self.finish_reason or "stop"
         if complete and finish == "stop":
             finish = "tool_calls"
-        message = AssistantMessage(
-            parts=self._parts,
-            tool_calls=complete,
-            model=self.model,
-            provider_details=self.provider_details,
-        )
         usage = self.usage
         if usage.requests == 0:
             usage = usage + Usage(requests=1)
         return ModelResponse(
-            message=message,
+            message=AssistantMessage(
+                parts=self._parts,
+                tool_calls=complete,
+                model=self.model,
+                provider_details=self.provider_details,
+            ),
             usage=usage,
             finish_reason=finish,
             model=self.model,
