@@ -6,6 +6,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Generator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -122,25 +124,48 @@ def test_version():
     assert result.stdout == f"bastion {bastion.__version__}\n"
 
 
+@contextmanager
+def _sigint_handled() -> Generator[None, None, None]:
+    """Let children see SIGINT as a terminal would.
+
+    A background job (as CI runs) starts with SIGINT ignored, and an ignored signal stays
+    ignored across exec; a handled one is reset to the default. So handle it while the
+    child is spawned.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_stops_the_run_and_exits_130():
     bastion_script = shutil.which("bastion", path=str(Path(sys.executable).parent))
     assert bastion_script is not None
-    with subprocess.Popen(
-        [bastion_script, "run", f"{AGENTS}:stuck", "Hi.", "--plain"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        assert process.stdout is not None
-        assert process.stderr is not None
-        seen: list[str] = []
-        for line in process.stdout:
-            seen.append(line)
-            if line.startswith("step 1"):  # the model now waits forever
-                break
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 130
-        assert process.stderr.read() == "error: interrupted\n"
+    with (
+        _sigint_handled(),
+        subprocess.Popen(
+            [bastion_script, "run", f"{AGENTS}:stuck", "Hi.", "--plain"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        ) as process,
+    ):
+        try:
+            assert process.stdout is not None
+            assert process.stderr is not None
+            seen: list[str] = []
+            for line in process.stdout:
+                seen.append(line)
+                if line.startswith("step 1"):  # the model now waits forever
+                    break
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=30) == 130
+            assert process.stderr.read() == "error: interrupted\n"
+        finally:
+            if process.poll() is None:  # never leave a stuck child behind
+                process.kill()
+                process.wait()
     assert seen == ["● stuck · test:function\n", "step 1 · test:function\n"]
 
 
