@@ -27,8 +27,9 @@ from .steps._dispatch_tools import record_outcomes, start_batch
 from .steps._end import end_run
 from .steps._finalize import finalize
 from .steps._guardrails import check_input
-from .steps._prepare import open_run
+from .steps._prepare import before_llm_call, open_run
 from .steps._respond import (
+    after_llm_call,
     begin_step,
     reject_incomplete,
     roundtrip_complete,
@@ -68,14 +69,19 @@ async def run_loop(
             if state.step >= agent.max_steps:
                 stop_at_max_steps(scope)
                 break
-            request = await begin_step(scope)
+            request = begin_step(scope)
+            flags = agent.hook_flags
+            if flags.before_llm_call:
+                await before_llm_call(scope, request)
             yield StepStartEvent(
                 run_id=scope.run_id, seq=scope.next_seq(), step=state.step, model=agent.model.key
             )
             call = ModelCall(scope, request)
             async for event in call.events():
                 yield event
-            response = await take_response(scope, call)
+            response = take_response(scope, call)
+            if flags.after_llm_call:
+                await after_llm_call(scope, response)
             if response.incomplete_tool_calls:
                 for event in reject_incomplete(scope, call, response):
                     yield event
@@ -94,7 +100,8 @@ async def run_loop(
                 finally:
                     record_outcomes(scope, batch, calls)
                 yield step_end(scope, call, response)
-                await roundtrip_complete(scope)
+                if flags.on_roundtrip_complete:
+                    await roundtrip_complete(scope)
                 continue
             yield step_end(scope, call, response)
             for event in await finalize(scope, response):

@@ -12,7 +12,15 @@ Called by the agent loop's dispatch step (``bastion.agent.steps``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -307,14 +315,14 @@ class ToolBatch:
             call=call, content=content, duration=clock.monotonic() - started, metadata=metadata
         )
 
-    async def _invoke(self, tool: Tool, p: _Prepared, queue: ProgressQueue | None) -> Any:
+    def _invoke(self, tool: Tool, p: _Prepared, queue: ProgressQueue | None) -> Awaitable[Any]:
         args = p.args
         sink: ProgressSink | None = None
         if tool.takes_ctx or tool.kind == "async_gen":
             sink = ProgressSink(queue, self._ctx.run_id, p.call.id)
             if tool.takes_ctx:
                 args = (self._ctx.for_tool_call(p.call.id, tool.name, sink), *args)
-        return await invoke(tool, args, p.kwargs, sink, self._executor.clock)
+        return invoke(tool, args, p.kwargs, sink, self._executor.clock)
 
 
 def _failed(tool: Tool, call: ToolCall, exc: BaseException, duration: float) -> ToolOutcome:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable
 from typing import Any
 
 from bastion.core import (
@@ -87,21 +88,21 @@ class ProgressSink:
             self._loop.call_soon_threadsafe(queue.put_nowait, event)
 
 
-async def invoke(
+def invoke(
     tool: Tool,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     sink: ProgressSink | None,
     clock: Clock,
-) -> Any:
+) -> Awaitable[Any]:
     """Call the tool's function, within its ``timeout`` when it has one.
 
-    Raises:
-        DeadlineExceeded: The timeout expired; the call was cancelled.
+    Returns the awaitable of the call itself (no wrapping coroutine frame on the hot path).
+    Awaiting it raises :class:`DeadlineExceeded` when the timeout expired.
     """
     if tool.timeout is None:
-        return await _call(tool, args, kwargs, sink)
-    return await _within(clock, tool.timeout, _call(tool, args, kwargs, sink))
+        return _call(tool, args, kwargs, sink)
+    return _within(clock, tool.timeout, _call(tool, args, kwargs, sink))
 
 
 async def _within(clock: Clock, seconds: float, call: Any) -> Any:

@@ -11,11 +11,11 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
-from bastion.agent._hooks import LoopHooks, maybe_await
+from bastion.agent._hooks import maybe_await
 from bastion.agent._scope import RunScope
 from bastion.core import Message, ModelRequest, SystemMessage, TextPart, UserMessage, UserPart
 
-__all__ = ["open_run", "prepare_request", "replace_input_text"]
+__all__ = ["before_llm_call", "build_request", "open_run", "replace_input_text"]
 
 
 async def open_run(
@@ -54,18 +54,22 @@ def replace_input_text(message: UserMessage, text: str) -> None:
     message.content = [TextPart(text=text), *others]
 
 
-async def prepare_request(scope: RunScope) -> ModelRequest:
+def build_request(scope: RunScope) -> ModelRequest:
     """Build the model request of the current step."""
     agent = scope.agent
-    messages: list[Message] = list(scope.state.messages)
-    if agent.hook_flags.before_llm_call:
-        hooks: LoopHooks = agent.loop_hooks  # type: ignore[assignment]  # flag implies hooks
-        replaced = await maybe_await(hooks.before_llm_call(scope.ctx, messages, scope.state.step))
-        if replaced is not None:
-            messages = list(replaced)
     return ModelRequest(
-        messages=messages,
+        messages=list(scope.state.messages),
         tools=agent.tool_definitions,
         output=agent.output_schema.spec if agent.output_schema is not None else None,
         settings=agent.model_settings,
     )
+
+
+async def before_llm_call(scope: RunScope, request: ModelRequest) -> None:
+    """Let ``LoopHooks.before_llm_call`` replace the messages of this call only."""
+    hooks = scope.agent.loop_hooks
+    assert hooks is not None  # only called when the hook is overridden
+    messages = list(request.messages)
+    replaced = await maybe_await(hooks.before_llm_call(scope.ctx, messages, scope.state.step))
+    if replaced is not None:
+        request.messages = list(replaced)

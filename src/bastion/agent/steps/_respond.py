@@ -19,9 +19,10 @@ from bastion.core import (
 )
 
 from ._call_model import ModelCall
-from ._prepare import prepare_request
+from ._prepare import build_request
 
 __all__ = [
+    "after_llm_call",
     "begin_step",
     "reject_incomplete",
     "roundtrip_complete",
@@ -31,15 +32,15 @@ __all__ = [
 ]
 
 
-async def begin_step(scope: RunScope) -> ModelRequest:
-    """Number the next step and build its request."""
+def begin_step(scope: RunScope) -> ModelRequest:
+    """Number the next step and build its request (``before_llm_call`` comes after)."""
     state = scope.state
     state.step += 1
     scope.ctx.step = state.step
-    return await prepare_request(scope)
+    return build_request(scope)
 
 
-async def take_response(scope: RunScope, call: ModelCall) -> ModelResponse:
+def take_response(scope: RunScope, call: ModelCall) -> ModelResponse:
     """Count the response's usage against its model and append it to the transcript."""
     response = call.response
     assert response is not None  # events() either set it or raised
@@ -47,10 +48,14 @@ async def take_response(scope: RunScope, call: ModelCall) -> ModelResponse:
     state.add_usage(call.model.key, response.usage)
     scope.ctx.usage = state.usage
     state.messages.append(response.message)
-    hooks = scope.agent.loop_hooks
-    if hooks is not None and scope.agent.hook_flags.after_llm_call:
-        await maybe_await(hooks.after_llm_call(scope.ctx, response, state.step))
     return response
+
+
+async def after_llm_call(scope: RunScope, response: ModelResponse) -> None:
+    """Run the ``after_llm_call`` hook."""
+    hooks = scope.agent.loop_hooks
+    assert hooks is not None  # only called when the hook is overridden
+    await maybe_await(hooks.after_llm_call(scope.ctx, response, scope.state.step))
 
 
 def step_end(scope: RunScope, call: ModelCall, response: ModelResponse) -> StepEndEvent:
@@ -91,8 +96,7 @@ async def roundtrip_complete(scope: RunScope) -> None:
     """Ask ``on_roundtrip_complete`` whether to stop (status ``stopped``, reason ``hook``)."""
     agent = scope.agent
     hooks = agent.loop_hooks
-    if hooks is None or not agent.hook_flags.on_roundtrip_complete:
-        return
+    assert hooks is not None  # only called when the hook is overridden
     state = scope.state
     if await maybe_await(hooks.on_roundtrip_complete(scope.ctx, state.step, state.usage)):
         state.status = "stopped"
