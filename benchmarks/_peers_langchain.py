@@ -75,7 +75,7 @@ def _ai_message(answer: Reply) -> AIMessage:
 
 
 class FakeChatModel(BaseChatModel):
-    """A chat model answering from the shared script; async only."""
+    """A chat model answering from the shared script (the benchmark drives it async)."""
 
     scenario: Scenario
 
@@ -99,7 +99,8 @@ class FakeChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        raise NotImplementedError("the benchmark drives the model asynchronously only")
+        answer = reply(self.scenario, _seen(messages))
+        return ChatResult(generations=[ChatGeneration(message=_ai_message(answer))])
 
     async def _agenerate(
         self,

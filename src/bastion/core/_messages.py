@@ -13,7 +13,7 @@ import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Self, TypeAlias
 
 __all__ = [
     "AssistantMessage",
@@ -45,6 +45,11 @@ class _InlineData:
     data: str | None
     url: str | None
 
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str) -> Self:
+        """Make a part from raw bytes."""
+        return cls(data=base64.b64encode(data).decode("ascii"), media_type=media_type)  # pyright: ignore[reportCallIssue]
+
     def to_bytes(self) -> bytes:
         """Decode ``data``.
 
@@ -73,11 +78,6 @@ class ImagePart(_InlineData):
     media_type: str | None = None
     type: Literal["image"] = "image"
 
-    @classmethod
-    def from_bytes(cls, data: bytes, media_type: str) -> ImagePart:
-        """Make a part from raw bytes."""
-        return cls(data=base64.b64encode(data).decode("ascii"), media_type=media_type)
-
 
 @dataclass(kw_only=True, slots=True)
 class AudioPart(_InlineData):
@@ -87,11 +87,6 @@ class AudioPart(_InlineData):
     url: str | None = None
     media_type: str | None = None
     type: Literal["audio"] = "audio"
-
-    @classmethod
-    def from_bytes(cls, data: bytes, media_type: str) -> AudioPart:
-        """Make a part from raw bytes."""
-        return cls(data=base64.b64encode(data).decode("ascii"), media_type=media_type)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -105,7 +100,7 @@ class FilePart(_InlineData):
     type: Literal["file"] = "file"
 
     @classmethod
-    def from_bytes(cls, data: bytes, media_type: str, filename: str | None = None) -> FilePart:
+    def from_bytes(cls, data: bytes, media_type: str, filename: str | None = None) -> Self:
         """Make a part from raw bytes."""
         return cls(
             data=base64.b64encode(data).decode("ascii"), media_type=media_type, filename=filename

@@ -133,7 +133,31 @@ def _turn_chunks(turn: Turn, request: ModelRequest, request_index: int) -> list[
     return chunks
 
 
-class ScriptedModel(Model):
+class _TestModel(Model):
+    """What both test models share: counting, recording and yielding on each request."""
+
+    def __init__(
+        self, *, name: str, provider: str, yield_to_loop: bool, record_requests: bool
+    ) -> None:
+        self.name = name
+        self.provider = provider
+        self._yield = yield_to_loop
+        self._record = record_requests
+        self._count = 0
+        self.requests: list[ModelRequest] = []
+
+    async def _receive(self, request: ModelRequest) -> int:
+        """Count (and record) a request, yield to the loop as I/O would; its 0-based index."""
+        index = self._count
+        self._count += 1
+        if self._record:
+            self.requests.append(request)
+        if self._yield:
+            await asyncio.sleep(0)
+        return index
+
+
+class ScriptedModel(_TestModel):
     """A model that answers from a script, one turn per request.
 
     Example::
@@ -157,13 +181,13 @@ class ScriptedModel(Model):
         yield_to_loop: bool = True,
         record_requests: bool = True,
     ) -> None:
-        self.name = name
-        self.provider = provider
+        super().__init__(
+            name=name,
+            provider=provider,
+            yield_to_loop=yield_to_loop,
+            record_requests=record_requests,
+        )
         self._script = [_as_turn(t) for t in script]
-        self._yield = yield_to_loop
-        self._record = record_requests
-        self._count = 0
-        self.requests: list[ModelRequest] = []
 
     @property
     def remaining(self) -> int:
@@ -172,12 +196,7 @@ class ScriptedModel(Model):
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
         """Answer ``request`` with the next scripted turn."""
-        index = self._count
-        self._count += 1
-        if self._record:
-            self.requests.append(request)
-        if self._yield:
-            await asyncio.sleep(0)
+        index = await self._receive(request)
         if index >= len(self._script):
             raise ScriptExhausted(
                 f"{self.key} was asked for turn {index + 1} but its script has "
@@ -196,7 +215,7 @@ TurnFunction: TypeAlias = Callable[[ModelRequest], "TurnLike | Awaitable[TurnLik
 StreamFunction: TypeAlias = Callable[[ModelRequest], AsyncIterator["str | StreamChunk"]]
 
 
-class FunctionModel(Model):
+class FunctionModel(_TestModel):
     """A model whose answers a function computes from each request.
 
     Give ``function`` (returns a :class:`Turn` or a string, sync or async) or
@@ -218,23 +237,18 @@ class FunctionModel(Model):
     ) -> None:
         if (function is None) == (stream_function is None):
             raise UserError("FunctionModel needs exactly one of function or stream_function.")
-        self.name = name
-        self.provider = provider
+        super().__init__(
+            name=name,
+            provider=provider,
+            yield_to_loop=yield_to_loop,
+            record_requests=record_requests,
+        )
         self._function = function
         self._stream_function = stream_function
-        self._yield = yield_to_loop
-        self._record = record_requests
-        self._count = 0
-        self.requests: list[ModelRequest] = []
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
         """Answer ``request`` with what the function returns."""
-        index = self._count
-        self._count += 1
-        if self._record:
-            self.requests.append(request)
-        if self._yield:
-            await asyncio.sleep(0)
+        index = await self._receive(request)
         if self._function is not None:
             result = self._function(request)
             if inspect.isawaitable(result):

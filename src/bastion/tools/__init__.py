@@ -1,6 +1,6 @@
 """Tools: the ``@tool`` factory, schemas, and the executor that runs a step's calls."""
 
-from ._executor import SkipTool, ToolBatch, ToolCallHooks, ToolExecutor, ToolOutcome
+from ._executor import SkipTool, ToolBatch, ToolCallHooks, ToolExecutor, ToolOutcome, end_event
 from ._result import render_output
 from ._schema import (
     ArgsValidator,
@@ -43,6 +43,7 @@ __all__ = [
     "ToolResult",
     "ToolTrustClass",
     "TruncationStrategy",
+    "end_event",
     "function_schema",
     "render_output",
     "tool",

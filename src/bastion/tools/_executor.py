@@ -40,7 +40,7 @@ from ._result import render_output
 from ._schema import ToolArgumentsError
 from ._tool import Tool, ToolResult
 
-__all__ = ["SkipTool", "ToolBatch", "ToolCallHooks", "ToolExecutor", "ToolOutcome"]
+__all__ = ["SkipTool", "ToolBatch", "ToolCallHooks", "ToolExecutor", "ToolOutcome", "end_event"]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -255,25 +255,7 @@ class ToolBatch:
         return [(p.call, self.outcomes[p.index]) for p in self._prepared[self.emitted :]]
 
     def _end_event(self, outcome: ToolOutcome) -> AgentEvent:
-        call = outcome.call
-        if outcome.is_error:
-            return ToolExecuteErrorEvent(
-                run_id=self._ctx.run_id,
-                seq=self._next_seq(),
-                tool_call_id=call.id,
-                tool_name=call.name,
-                kind=outcome.error_kind or "execution_failed",
-                message=outcome.content,
-                duration=outcome.duration,
-            )
-        return ToolExecuteEndEvent(
-            run_id=self._ctx.run_id,
-            seq=self._next_seq(),
-            tool_call_id=call.id,
-            tool_name=call.name,
-            result=outcome.content,
-            duration=outcome.duration,
-        )
+        return end_event(outcome, self._ctx.run_id, self._next_seq())
 
     async def _execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
         tool = p.tool
@@ -323,6 +305,29 @@ class ToolBatch:
             if tool.takes_ctx:
                 args = (self._ctx.for_tool_call(p.call.id, tool.name, sink), *args)
         return invoke(tool, args, p.kwargs, sink, self._executor.clock)
+
+
+def end_event(outcome: ToolOutcome, run_id: str, seq: int) -> AgentEvent:
+    """The ``tool.execute.end`` (or ``tool.execute.error``) event of an outcome."""
+    call = outcome.call
+    if outcome.is_error:
+        return ToolExecuteErrorEvent(
+            run_id=run_id,
+            seq=seq,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            kind=outcome.error_kind or "execution_failed",
+            message=outcome.content,
+            duration=outcome.duration,
+        )
+    return ToolExecuteEndEvent(
+        run_id=run_id,
+        seq=seq,
+        tool_call_id=call.id,
+        tool_name=call.name,
+        result=outcome.content,
+        duration=outcome.duration,
+    )
 
 
 def _failed(tool: Tool, call: ToolCall, exc: BaseException, duration: float) -> ToolOutcome:

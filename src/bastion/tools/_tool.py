@@ -204,10 +204,6 @@ def _check_metadata(
 
 
 @overload
-def tool(function: Callable[..., Any], /) -> Tool: ...
-
-
-@overload
 def tool(
     function: None = None,
     /,

@@ -15,11 +15,9 @@ from bastion.agent._scope import RunScope
 from bastion.core import (
     AgentEvent,
     ToolCall,
-    ToolExecuteEndEvent,
-    ToolExecuteErrorEvent,
     ToolMessage,
 )
-from bastion.tools import SkipTool, Tool, ToolBatch, ToolOutcome
+from bastion.tools import SkipTool, Tool, ToolBatch, ToolOutcome, end_event
 
 __all__ = ["ABORTED_RESULT", "record_outcomes", "start_batch", "unreported_events"]
 
@@ -103,28 +101,6 @@ def unreported_events(scope: RunScope) -> list[AgentEvent]:
         aborted = ToolOutcome(
             call=call, content=ABORTED_RESULT, is_error=True, error_kind="aborted"
         )
-        events.append(_end_event(scope, outcome or aborted))
+        events.append(end_event(outcome or aborted, scope.run_id, scope.next_seq()))
     scope.unreported = []
     return events
-
-
-def _end_event(scope: RunScope, outcome: ToolOutcome) -> AgentEvent:
-    call = outcome.call
-    if outcome.is_error:
-        return ToolExecuteErrorEvent(
-            run_id=scope.run_id,
-            seq=scope.next_seq(),
-            tool_call_id=call.id,
-            tool_name=call.name,
-            kind=outcome.error_kind or "execution_failed",
-            message=outcome.content,
-            duration=outcome.duration,
-        )
-    return ToolExecuteEndEvent(
-        run_id=scope.run_id,
-        seq=scope.next_seq(),
-        tool_call_id=call.id,
-        tool_name=call.name,
-        result=outcome.content,
-        duration=outcome.duration,
-    )
