@@ -182,3 +182,27 @@ async def test_context_manager_closes_an_abandoned_run() -> None:
                 break
     assert run.result.status == "aborted"
     assert agent.runs_in_flight == 0
+
+
+async def test_an_abort_while_the_run_is_closing_is_ignored() -> None:
+    # covers G-60: an abort that comes too late must not leak a cancellation to the caller
+    from typing import Any
+
+    from bastion import AgentHooks, RunContext, RunResult
+
+    in_hook = asyncio.Event()
+    release = asyncio.Event()
+
+    class SlowAfterRun(AgentHooks):
+        async def after_run(self, ctx: RunContext[Any], result: RunResult[Any]) -> None:
+            in_hook.set()
+            await release.wait()
+
+    agent = Agent("a", model=ScriptedModel(["done"]), hooks=SlowAfterRun())
+    task = asyncio.create_task(agent.run("go"))
+    await in_hook.wait()
+    assert agent.abort() == 1
+    release.set()
+    result = await task
+    assert result.status == "completed"
+    assert result.output == "done"

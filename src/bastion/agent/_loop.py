@@ -117,6 +117,7 @@ async def run_loop(
         state.status = "aborted"
     except Exception as exc:  # the run fails; the caller gets a result, not an exception
         state.fail(_failure_code(exc), f"{type(exc).__name__}: {exc}", exc)
+    scope.ending = True  # from here on nothing could undo an abort's cancellation
     for event in await end_run(scope):
         yield event
 

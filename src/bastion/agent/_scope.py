@@ -38,6 +38,7 @@ class RunScope:
         "cancel_sent",
         "clock",
         "ctx",
+        "ending",
         "next_seq",
         "run_id",
         "state",
@@ -55,6 +56,7 @@ class RunScope:
         self.next_seq = itertools.count(1).__next__
         self.abort: AbortRequest | None = None
         self.cancel_sent = False
+        self.ending = False
         self.unreported: list[tuple[ToolCall, ToolOutcome | None]] = []
 
     def check_abort(self) -> None:

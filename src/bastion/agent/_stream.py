@@ -162,8 +162,8 @@ class AgentStream(Generic[OutputT]):
                 f"on_pending_approvals={on_pending_approvals!r}: use 'deny', 'hold' or 'fail'."
             )
         scope = self._scope
-        if self._result is not None:
-            return
+        if self._result is not None or scope.ending:
+            return  # too late: the run is already closing
         current = scope.abort
         if current is not None and not current.drain:
             return
