@@ -179,3 +179,68 @@ async def _until_tool_started(run: AgentStream[Any]) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("the run never started")
+
+
+async def test_event_bus_sees_every_event_of_stream_and_run() -> None:
+    # covers A-36, C1
+    from bastion import EventBus
+
+    seen: list[str] = []
+    bus = EventBus().on("*", lambda e: seen.append(e.type))
+    agent = Agent("a", model=ScriptedModel(["one", "two"]), event_bus=bus)
+    events = [e.type async for e in agent.stream("go")]
+    assert seen == events
+    seen.clear()
+    await agent.run("again")
+    assert seen == events
+
+
+async def test_lazy_dependencies_are_made_once_per_run() -> None:
+    # covers C15 (lazy deps resolved once per run), A-05
+    from bastion import Lazy
+
+    made: list[int] = []
+
+    async def connect() -> str:
+        made.append(1)
+        return f"conn{len(made)}"
+
+    @tool(side_effect_class="read_only")
+    def use(ctx: RunContext[dict[str, Any]]) -> str:
+        """Use the connection."""
+        return f"{ctx.deps['db']} {ctx.dependencies['region']}"
+
+    model = ScriptedModel([Turn(tool_calls=[Call("use"), Call("use")]), "ok", "x"])
+    agent: Agent[dict[str, Any], str] = Agent("a", model=model, tools=[use])
+    result = await agent.run("go", deps={"db": Lazy(connect), "region": "eu"})
+    assert [c.result for c in result.tool_calls] == ["conn1 eu", "conn1 eu"]
+    assert made == [1]
+
+
+async def test_a_thread_tool_sees_the_cancel_token_of_a_hard_abort() -> None:
+    # covers C15 (cancel token), G-60: a sync tool in a thread cannot be cancelled; it can poll
+    import threading
+
+    started = threading.Event()
+    stop_seen = threading.Event()
+
+    @tool(side_effect_class="read_only")
+    def crunch(ctx: RunContext[None]) -> str:
+        """Work until cancelled."""
+        started.set()
+        assert ctx.cancel_token.wait()  # blocks this worker thread until the abort
+        assert ctx.cancelled
+        stop_seen.set()
+        return "stopped early"
+
+    agent = Agent(
+        "a", model=ScriptedModel([Turn(tool_calls=[Call("crunch")]), "x"]), tools=[crunch]
+    )
+    run = agent.stream("go")
+    consumer = asyncio.create_task(_drain(run))
+    await asyncio.to_thread(started.wait)
+    run.abort()
+    await consumer
+    await asyncio.to_thread(stop_seen.wait)
+    assert run.result.status == "aborted"
+    assert stop_seen.is_set()

@@ -83,3 +83,30 @@ def test_deps_are_typed_and_passed_through():
     ctx: RunContext[dict[str, str]] = RunContext(run_id="r", agent_name="a", deps={"db": "x"})
     assert ctx.deps == {"db": "x"}
     assert ctx.for_tool_call("c", "t", None).deps is ctx.deps
+
+
+def test_cancel_token_wakes_a_waiting_thread_and_keeps_the_first_reason() -> None:
+    # covers C15 (cancel token)
+    import threading
+
+    from bastion.core import CancelToken
+
+    token = CancelToken()
+    assert not token.cancelled
+    assert token.wait(0) is False
+    woke = threading.Event()
+
+    def waiter() -> None:
+        if token.wait():
+            woke.set()
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    token.cancel("aborted")
+    token.cancel("second reason")
+    thread.join()
+    assert woke.is_set()
+    assert (token.cancelled, token.reason) == (True, "aborted")
+    late = CancelToken()
+    late.cancel("early")
+    assert late.wait() is True  # cancelled before anyone waited

@@ -14,6 +14,7 @@ from typing import Any, Generic, Literal
 
 from bastion.core import (
     Clock,
+    EventBus,
     Message,
     Model,
     ModelSettings,
@@ -117,10 +118,12 @@ class Agent(Generic[DepsT, OutputT]):
             (status ``stopped`` with the last answer).
         max_parallel_tools: How many tool calls of one step may run at once.
         model_settings: Sampling settings for every call.
-        deps: Default dependencies, given to tools as ``ctx.deps``.
+        deps: Default dependencies, given to tools as ``ctx.deps`` (``Lazy`` values are
+            made once per run).
         description: What the agent does, for humans and for other agents.
         clock: The clock (``bastion.testing.VirtualClock`` in tests).
         max_concurrent_runs: Limit on runs in flight at once (``None``: unlimited).
+        event_bus: Observers fed every event of every run (``EventBus``).
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -148,6 +151,7 @@ class Agent(Generic[DepsT, OutputT]):
         description: str = "",
         clock: Clock | None = None,
         max_concurrent_runs: int | None = None,
+        event_bus: EventBus | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -196,6 +200,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.deps = deps
         self.clock: Clock = clock or SystemClock()
         self.max_concurrent_runs = max_concurrent_runs
+        self.event_bus = event_bus
         self.executor = ToolExecutor(self.tools, max_parallel=max_parallel_tools, clock=self.clock)
         self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
 
@@ -219,7 +224,8 @@ class Agent(Generic[DepsT, OutputT]):
             input: The user's message: text, or content parts. ``None`` continues
                 ``message_history`` as it is.
             message_history: Earlier messages of the conversation.
-            deps: Dependencies for this run (default: the agent's ``deps``).
+            deps: Dependencies for this run (default: the agent's ``deps``); ``Lazy``
+                values (or a ``Lazy`` whole) are made when the run starts.
             session_id: Conversation id (default: a new one).
             user_id: End user the run acts for.
             tenant_id: Tenant the run belongs to.
@@ -242,6 +248,7 @@ class Agent(Generic[DepsT, OutputT]):
             metadata=dict(metadata) if metadata else {},
             messages=state.messages,
             clock=self.clock,
+            event_bus=self.event_bus,
         )
         scope = RunScope(self, state, ctx, self.clock)
         return AgentStream[OutputT](

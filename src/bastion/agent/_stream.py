@@ -115,6 +115,9 @@ class AgentStream(Generic[OutputT]):
             raise
         finally:
             self._inside = False
+        bus = self._scope.ctx.event_bus
+        if bus is not None:
+            bus.emit(event.type, event)
         if isinstance(event, AgentEndEvent):
             self._result = self._scope.state.result()
         return event
@@ -133,10 +136,15 @@ class AgentStream(Generic[OutputT]):
         gen = self._gen = self._factory()
         self._owner = asyncio.current_task()
         self._inside = True
+        bus = self._scope.ctx.event_bus
         try:
             async with aclosing(gen):
-                async for _ in gen:
-                    pass
+                if bus is None:
+                    async for _ in gen:
+                        pass
+                else:
+                    async for event in gen:
+                        bus.emit(event.type, event)
             self._result = self._scope.state.result()
         finally:
             self._inside = False
@@ -168,6 +176,8 @@ class AgentStream(Generic[OutputT]):
         if current is not None and not current.drain:
             return
         scope.abort = AbortRequest(drain=drain, on_pending_approvals=on_pending_approvals)
+        if not drain:
+            scope.ctx.cancel_token.cancel("aborted")
         owner = self._owner
         if (
             not drain

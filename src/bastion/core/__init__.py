@@ -3,8 +3,9 @@
 Imports nothing else of Bastion and no third-party package at import time.
 """
 
+from ._bus import EventBus, Listener, ListenerWarning
 from ._clock import Clock, SystemClock
-from ._context import RunContext, ToolProgressSink
+from ._context import CancelToken, Lazy, RunContext, ToolProgressSink
 from ._errors import (
     AuthenticationFailed,
     BadRequest,
@@ -112,17 +113,22 @@ __all__ = [
     "AuthenticationFailed",
     "BadRequest",
     "BastionError",
+    "CancelToken",
     "Clock",
     "ConcurrentRunError",
     "ConnectionFailed",
     "ContentFiltered",
     "ContextCompactedEvent",
     "ContextLengthExceeded",
+    "EventBus",
     "FilePart",
     "FinishChunk",
     "FinishReason",
     "GuardrailTrippedEvent",
     "ImagePart",
+    "Lazy",
+    "Listener",
+    "ListenerWarning",
     "Message",
     "Model",
     "ModelError",

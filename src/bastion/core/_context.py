@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import inspect
+import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Protocol
+from typing import TypeVar as _TypeVar
 
+from ._bus import EventBus
 from ._clock import Clock, SystemClock
 from ._messages import Message
 from ._usage import Usage
 
-__all__ = ["DepsT", "RunContext", "ToolProgressSink"]
+__all__ = ["CancelToken", "DepsT", "Lazy", "RunContext", "ToolProgressSink"]
 
 if TYPE_CHECKING:  # PEP 696 defaults for type checkers; typing_extensions costs 40 ms to import
     from typing_extensions import TypeVar
@@ -19,6 +24,74 @@ else:
     from typing import TypeVar
 
     DepsT = TypeVar("DepsT")
+
+T = _TypeVar("T")
+
+
+class CancelToken:
+    """Tells work in progress that its run was aborted.
+
+    Async code is cancelled directly; a sync tool running in a worker thread cannot be, so
+    it should check ``ctx.cancelled`` between chunks of work, or block in :meth:`wait`.
+    """
+
+    __slots__ = ("_event", "_reason")
+
+    def __init__(self) -> None:
+        self._reason: str | None = None
+        self._event: threading.Event | None = None  # made only when a thread waits
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the run was asked to stop."""
+        return self._reason is not None
+
+    @property
+    def reason(self) -> str | None:
+        """Why, once cancelled."""
+        return self._reason
+
+    def cancel(self, reason: str) -> None:
+        """Mark as cancelled (the first reason is kept) and wake threads in :meth:`wait`."""
+        if self._reason is None:
+            self._reason = reason
+        if self._event is not None:
+            self._event.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block the calling thread until cancelled or ``timeout``; True when cancelled.
+
+        For sync tools in worker threads, never for async code (it would block the loop).
+        """
+        event = self._event
+        if event is None:
+            event = self._event = threading.Event()
+            if self._reason is not None:  # cancelled before the event existed
+                event.set()
+        return event.wait(timeout)
+
+
+class Lazy(Generic[T]):
+    """A dependency made on demand, once per run: ``deps={"db": Lazy(connect)}``.
+
+    The factory (sync or async, no arguments) runs when the run starts; tools see its
+    result in ``ctx.deps``. Wrap the whole ``deps`` value or values of a ``deps`` dict.
+    """
+
+    __slots__ = ("factory",)
+
+    def __init__(self, factory: Callable[[], T | Awaitable[T]]) -> None:
+        self.factory = factory
+
+    async def resolve(self) -> T:
+        """Run the factory."""
+        value = self.factory()
+        if inspect.isawaitable(value):
+            return await value
+        return value
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.factory!r})"
 
 
 class ToolProgressSink(Protocol):
@@ -52,6 +125,8 @@ class RunContext(Generic[DepsT]):
         step: Number of the current step (1-based; 0 before the first model call).
         messages: The conversation so far (read it; the loop owns it).
         clock: The clock the run uses.
+        event_bus: The agent's event bus, when it has one (tools may emit custom events).
+        cancel_token: Set when the run is aborted; see :attr:`cancelled`.
         tool_call_id: Inside a tool, the id of the call being executed.
         tool_name: Inside a tool, the name of the tool being executed.
     """
@@ -68,9 +143,31 @@ class RunContext(Generic[DepsT]):
     step: int = 0
     messages: list[Message] = field(default_factory=list)
     clock: Clock = field(default_factory=SystemClock)
+    event_bus: EventBus | None = None
+    cancel_token: CancelToken = field(default_factory=CancelToken)
     tool_call_id: str | None = None
     tool_name: str | None = None
     _sink: ToolProgressSink | None = field(default=None, repr=False)
+
+    @property
+    def agent_id(self) -> str:
+        """Alias of ``agent_name`` (Graphorin's name)."""
+        return self.agent_name
+
+    @property
+    def step_number(self) -> int:
+        """Alias of ``step``."""
+        return self.step
+
+    @property
+    def dependencies(self) -> DepsT:
+        """Alias of ``deps`` (agentium's name)."""
+        return self.deps
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the run was aborted: long-running sync tools should stop early."""
+        return self.cancel_token.cancelled
 
     def get_state(self, key: str, default: Any = None) -> Any:
         """Return ``session_state[key]``, or ``default`` when absent."""

@@ -13,9 +13,24 @@ from typing import Any
 
 from bastion.agent._hooks import maybe_await
 from bastion.agent._scope import RunScope
-from bastion.core import Message, ModelRequest, SystemMessage, TextPart, UserMessage, UserPart
+from bastion.core import (
+    Lazy,
+    Message,
+    ModelRequest,
+    RunContext,
+    SystemMessage,
+    TextPart,
+    UserMessage,
+    UserPart,
+)
 
-__all__ = ["before_llm_call", "build_request", "open_run", "replace_input_text"]
+__all__ = [
+    "before_llm_call",
+    "build_request",
+    "open_run",
+    "replace_input_text",
+    "resolve_deps",
+]
 
 
 async def open_run(
@@ -23,7 +38,8 @@ async def open_run(
     user_input: str | Sequence[UserPart] | None,
     history: Sequence[Message] | None,
 ) -> None:
-    """Fill the run's messages: instructions, history, then the new user message."""
+    """Make lazy dependencies, then fill the messages: instructions, history, user message."""
+    await resolve_deps(scope.ctx)
     agent = scope.agent
     instructions: Any = agent.instructions
     if callable(instructions):
@@ -43,6 +59,18 @@ async def open_run(
             user_input if isinstance(user_input, str) else list(user_input)
         )
         messages.append(UserMessage(content=content))
+
+
+async def resolve_deps(ctx: RunContext[Any]) -> None:
+    """Replace ``Lazy`` dependencies (the whole value, or values of a dict) by their results."""
+    deps: Any = ctx.deps
+    if isinstance(deps, Lazy):
+        ctx.deps = await deps.resolve()  # pyright: ignore[reportUnknownMemberType]
+    elif isinstance(deps, dict) and any(isinstance(v, Lazy) for v in deps.values()):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        resolved: dict[Any, Any] = {}
+        for key, value in deps.items():  # pyright: ignore[reportUnknownVariableType]
+            resolved[key] = await value.resolve() if isinstance(value, Lazy) else value  # pyright: ignore[reportUnknownMemberType]
+        ctx.deps = resolved
 
 
 def replace_input_text(message: UserMessage, text: str) -> None:
