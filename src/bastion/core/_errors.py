@@ -16,6 +16,7 @@ mapped at the adapter boundary so that retry and fallback can decide on them::
         │   ├── BadRequest
         │   ├── ModelTimeout         (retryable)
         │   ├── ConnectionFailed     (retryable)
+        │   ├── MalformedResponse    (retryable: garbage, truncated or out-of-order stream)
         │   └── ContentFiltered
         ├── ScriptExhausted          (a scripted test model ran out of turns)
         └── RunFailed                (raised by ``RunResult.raise_for_status``)
@@ -36,6 +37,7 @@ __all__ = [
     "ConnectionFailed",
     "ContentFiltered",
     "ContextLengthExceeded",
+    "MalformedResponse",
     "ModelError",
     "ModelTimeout",
     "Overloaded",
@@ -140,6 +142,12 @@ class ModelTimeout(ModelError):
 
 class ConnectionFailed(ModelError):
     """The connection to the vendor could not be made or broke (reset, DNS, refused)."""
+
+    retryable = True
+
+
+class MalformedResponse(ModelError):
+    """The vendor's answer could not be parsed (garbage, truncated or out-of-order stream)."""
 
     retryable = True
 

@@ -6,6 +6,7 @@ Adapters register a factory under a prefix (``openai``, ``anthropic``, …);
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 
 from bastion.core import Model, UserError
@@ -14,6 +15,16 @@ __all__ = ["ModelFactory", "register_provider", "registered_providers", "resolve
 
 ModelFactory = Callable[[str], Model]
 _factories: dict[str, ModelFactory] = {}
+
+# Built-in protocols, imported only when a model string names them.
+_BUILTIN: dict[str, str] = {
+    "anthropic": "bastion.providers.anthropic:anthropic_model",
+    "gemini": "bastion.providers.gemini:gemini_model",
+    "ollama": "bastion.providers.ollama:ollama_model",
+    "openai": "bastion.providers.openai:openai_chat_model",
+    "openai-compatible": "bastion.providers.openai:openai_compatible_model",
+    "openai-responses": "bastion.providers.openai_responses:openai_responses_model",
+}
 
 
 def register_provider(prefix: str, factory: ModelFactory, *, replace: bool = False) -> None:
@@ -30,8 +41,8 @@ def register_provider(prefix: str, factory: ModelFactory, *, replace: bool = Fal
 
 
 def registered_providers() -> list[str]:
-    """The registered prefixes, sorted."""
-    return sorted(_factories)
+    """The registered prefixes (built-in and added), sorted."""
+    return sorted({*_factories, *_BUILTIN})
 
 
 def resolve_model(spec: str) -> Model:
@@ -45,10 +56,19 @@ def resolve_model(spec: str) -> Model:
         raise UserError(
             f"Model {spec!r} is not of the form 'provider:model' (e.g. 'openai:gpt-4.1')."
         )
-    factory = _factories.get(prefix)
+    factory = _factories.get(prefix) or _builtin(prefix)
     if factory is None:
         known = ", ".join(repr(p) for p in registered_providers()) or "none yet"
         raise UserError(
             f"Unknown model provider {prefix!r} in {spec!r}. Registered providers: {known}."
         )
     return factory(name)
+
+
+def _builtin(prefix: str) -> ModelFactory | None:
+    target = _BUILTIN.get(prefix)
+    if target is None:
+        return None
+    module_name, _, attribute = target.partition(":")
+    factory: ModelFactory = getattr(importlib.import_module(module_name), attribute)
+    return factory

@@ -1,0 +1,109 @@
+"""HTTP failures → Bastion's model-error taxonomy (what retry and fallback decide on).
+
+Adapters call :func:`error_from_status` and may first recognise vendor codes (a 400 that
+is really "context length exceeded") with ``vendor_error``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import Mapping
+from typing import Any, cast
+
+from bastion.core import (
+    AuthenticationFailed,
+    BadRequest,
+    ContentFiltered,
+    ContextLengthExceeded,
+    ModelError,
+    ModelTimeout,
+    Overloaded,
+    RateLimited,
+)
+
+__all__ = ["as_object", "error_from_status", "json_error_fields", "retry_after_seconds"]
+
+_CONTEXT_WORDS = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "context window",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+    "exceeds the maximum",
+)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if (ms := lowered.get("retry-after-ms")) is not None:
+        try:
+            return max(0.0, float(ms) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def json_error_fields(body: str) -> tuple[str, str | None]:
+    """``(message, code)`` from the usual JSON error bodies (``{"error": {...}}`` shapes)."""
+    try:
+        data: object = json.loads(body)
+    except ValueError:
+        return body.strip()[:500], None
+    outer = as_object(data)
+    error: object = outer.get("error", outer) if outer is not None else data
+    if isinstance(error, str):
+        return error, None
+    fields = as_object(error)
+    if fields is None:
+        return body.strip()[:500], None
+    message = str(fields.get("message") or fields.get("detail") or body[:500])
+    code = fields.get("code") or fields.get("type") or fields.get("status")
+    return message, None if code is None else str(code)
+
+
+def as_object(value: object) -> dict[str, Any] | None:
+    """``value`` as a JSON object, or None when it is not one."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def error_from_status(
+    status: int, body: str, headers: Mapping[str, str], *, vendor: str
+) -> ModelError:
+    """Map an HTTP error response to the taxonomy, keeping status, body and vendor code."""
+    message, code = json_error_fields(body)
+    text = f"{vendor} answered HTTP {status}: {message}"
+    kwargs: dict[str, Any] = {
+        "status": status,
+        "body": body,
+        "vendor_code": code,
+        "headers": headers,
+        "retry_after": retry_after_seconds(headers),
+    }
+    lowered = f"{message} {code or ''}".lower()
+    if status == 429:
+        return RateLimited(text, **kwargs)
+    if status in (401, 403):
+        return AuthenticationFailed(text, **kwargs)
+    if status == 413 or (status in (400, 422) and any(w in lowered for w in _CONTEXT_WORDS)):
+        return ContextLengthExceeded(text, **kwargs)
+    if status in (400, 422) and ("content_filter" in lowered or "content policy" in lowered):
+        return ContentFiltered(text, **kwargs)
+    if status in (408, 504):
+        return ModelTimeout(text, **kwargs)
+    if status >= 500:
+        return Overloaded(text, **kwargs)  # 500, 502, 503, 529 (Anthropic "overloaded")
+    return BadRequest(text, **kwargs)

@@ -1,0 +1,212 @@
+"""``HttpModel``: a :class:`~bastion.core.Model` spoken over HTTP, one wire protocol each.
+
+A protocol (``openai/``, ``anthropic/``, …) implements :class:`WireProtocol`: where to
+POST, the headers, the JSON body for a :class:`~bastion.core.ModelRequest`, the framing of
+the streamed answer (SSE or NDJSON), a :class:`StreamParser` that turns each decoded item
+into stream chunks, and its vendor's error codes. ``HttpModel`` does the rest once for all:
+httpx, streaming, error mapping, tool-name mapping, cost from the model profile.
+
+httpx is used directly rather than the vendors' SDKs: the SDKs build a pydantic object per
+streamed chunk and cost a second to import, and one HTTP path gives every protocol the same
+error mapping and the same transcript tests (httpx ``MockTransport``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from bastion.core import (
+    ConnectionFailed,
+    FinishChunk,
+    MalformedResponse,
+    Model,
+    ModelError,
+    ModelRequest,
+    ModelTimeout,
+    StreamChunk,
+    UserError,
+)
+
+from ._errors import error_from_status
+from ._framing import NDJSONDecoder, SSEDecoder, SSEEvent
+from ._names import ToolNameMap
+from ._profiles import ModelProfile, profile_for, with_cost
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpModel", "StreamParser", "WireProtocol", "sse_json"]
+
+Sensitivity = Literal["public", "internal", "secret"]
+
+
+class StreamParser(Protocol):
+    """Turns the decoded items of one streamed answer into stream chunks."""
+
+    def feed(self, item: Any) -> list[StreamChunk]:
+        """One SSE event (:class:`SSEEvent`) or NDJSON value → zero or more chunks.
+
+        Raises:
+            ModelError: The stream reported an error, or an item is malformed
+                (:class:`~bastion.core.MalformedResponse`).
+        """
+        ...
+
+    def finish(self) -> list[StreamChunk]:
+        """The stream ended: the last chunks, ending with a :class:`FinishChunk`.
+
+        Raises:
+            MalformedResponse: The stream ended before the vendor said it was complete.
+        """
+        ...
+
+
+class WireProtocol(Protocol):
+    """One vendor wire protocol: request building, response parsing, error codes."""
+
+    vendor: str
+    framing: Literal["sse", "ndjson"]
+    default_base_url: str
+    api_key_env: str | None
+
+    def path(self, model: str) -> str:
+        """The path (after the base URL) to POST a streaming request to."""
+        ...
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """Authentication and protocol headers."""
+        ...
+
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+        """The JSON body for ``request`` (tool names already mapped through ``names``)."""
+        ...
+
+    def parser(self, names: ToolNameMap) -> StreamParser:
+        """A parser for one streamed answer (maps wire tool names back through ``names``)."""
+        ...
+
+    def name_map(self, request: ModelRequest) -> ToolNameMap:
+        """The tool-name mapping this protocol needs for ``request``."""
+        ...
+
+    def error(self, status: int, body: str, headers: Mapping[str, str]) -> ModelError:
+        """Map an HTTP error response (vendor codes first, then the status)."""
+        ...
+
+
+class HttpModel(Model):
+    """A model reached over HTTP through one :class:`WireProtocol`.
+
+    Args:
+        name: The vendor's model name (``"gpt-4.1-mini"``).
+        protocol: The wire protocol.
+        provider: The provider part of the model key (``"openai"``, ``"groq"``…).
+        base_url: API base URL (default: the protocol's, or ``<PROVIDER>_BASE_URL``).
+        api_key: API key (default: the protocol's environment variable).
+        headers: Extra headers on every request.
+        timeout: Seconds for connect and for each read of the stream.
+        http_client: An ``httpx.AsyncClient`` to use (tests pass one with a MockTransport).
+        profile: Model facts and prices (default: looked up by provider and name).
+        accepts_sensitivity: Data tiers this provider may receive (SPEC G-08).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        protocol: WireProtocol,
+        provider: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 600.0,
+        http_client: httpx.AsyncClient | None = None,
+        profile: ModelProfile | None = None,
+        accepts_sensitivity: tuple[Sensitivity, ...] = ("public", "internal", "secret"),
+    ) -> None:
+        if not name:
+            raise UserError("A model needs a name, e.g. 'gpt-4.1-mini'.")
+        self.name = name
+        self.provider = provider or protocol.vendor
+        self.protocol = protocol
+        env_base = os.environ.get(f"{self.provider.upper().replace('-', '_')}_BASE_URL")
+        self.base_url = (base_url or env_base or protocol.default_base_url).rstrip("/")
+        if api_key is None and protocol.api_key_env:
+            api_key = os.environ.get(protocol.api_key_env)
+        self._api_key = api_key
+        self._extra_headers = dict(headers or {})
+        self.timeout = timeout
+        self._client = http_client
+        self.profile = profile or profile_for(self.provider, name)
+        self.accepts_sensitivity = accepts_sensitivity
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0))
+            )
+        return self._client
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
+        """POST the request and stream the answer as chunks.
+
+        Raises:
+            ModelError: The mapped failure (HTTP status, transport or malformed stream).
+        """
+        import httpx
+
+        protocol = self.protocol
+        names = protocol.name_map(request)
+        body = protocol.payload(request, self.name, names)
+        headers = {**protocol.headers(self._api_key), **self._extra_headers}
+        url = f"{self.base_url}{protocol.path(self.name)}"
+        client = self._http()
+        try:
+            async with client.stream("POST", url, json=body, headers=headers) as response:
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    raise protocol.error(response.status_code, text, response.headers)
+                async for chunk in self._decode(response, protocol.parser(names)):
+                    yield chunk
+        except httpx.TimeoutException as exc:
+            raise ModelTimeout(f"{protocol.vendor} did not answer in time: {exc!r}") from exc
+        except httpx.TransportError as exc:
+            raise ConnectionFailed(f"Could not reach {protocol.vendor} at {url}: {exc!r}") from exc
+
+    async def _decode(
+        self, response: httpx.Response, parser: StreamParser
+    ) -> AsyncGenerator[StreamChunk, None]:
+        decoder = SSEDecoder() if self.protocol.framing == "sse" else NDJSONDecoder()
+        async for raw in response.aiter_raw():
+            for item in decoder.feed(raw):
+                for chunk in parser.feed(item):
+                    yield self._priced(chunk)
+        for item in decoder.close():
+            for chunk in parser.feed(item):
+                yield self._priced(chunk)
+        for chunk in parser.finish():
+            yield self._priced(chunk)
+
+    def _priced(self, chunk: StreamChunk) -> StreamChunk:
+        if isinstance(chunk, FinishChunk) and chunk.usage.cost_usd is None:
+            chunk.usage = with_cost(chunk.usage, self.profile)
+        return chunk
+
+    def default_error(self, status: int, body: str, headers: Mapping[str, str]) -> ModelError:
+        """The status-based mapping, for protocols without vendor codes."""
+        return error_from_status(status, body, headers, vendor=self.protocol.vendor)
+
+
+def sse_json(item: Any) -> Any:
+    """The JSON data of an SSE event item.
+
+    Raises:
+        MalformedResponse: The item is not an SSE event, or its data is not JSON.
+    """
+    if not isinstance(item, SSEEvent):
+        raise MalformedResponse(f"Expected a server-sent event, got {item!r}")
+    return item.json()
