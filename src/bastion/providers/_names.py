@@ -32,9 +32,16 @@ class ToolNameMap:
     ) -> None:
         self._to_wire: dict[str, str] = {}
         self._to_local: dict[str, str] = {}
-        for name in names:
-            wire = name if pattern.match(name) else _sanitize(name, max_length)
-            while wire in self._to_local:  # two local names sanitized to one wire name
+        pending: list[str] = []
+        for name in names:  # names the protocol accepts keep their name, whatever the order
+            if pattern.match(name):
+                self._to_wire[name] = name
+                self._to_local[name] = name
+            else:
+                pending.append(name)
+        for name in pending:
+            wire = _sanitize(name, max_length)
+            while wire in self._to_local:  # taken by a valid name or another sanitised one
                 wire = _with_hash(wire + "_", max_length, name)
             self._to_wire[name] = wire
             self._to_local[wire] = name

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bastion import Agent, RetryConfig
 from bastion.core import (
     AuthenticationFailed,
     BadRequest,
+    ConnectionFailed,
+    ContentFiltered,
     ContextLengthExceeded,
+    MalformedResponse,
+    ModelError,
+    ModelTimeout,
     Overloaded,
     RateLimited,
 )
@@ -136,3 +143,41 @@ async def test_a_stream_that_already_emitted_is_not_restarted() -> None:
     ]
     assert clock.sleeps == []
     assert backup.requests == []
+
+
+@pytest.mark.parametrize(
+    ("error", "retried", "falls_back"),
+    [
+        (RateLimited("429", status=429), True, True),
+        (Overloaded("529", status=529), True, True),
+        (ModelTimeout("slow"), True, False),
+        (ConnectionFailed("reset"), True, False),
+        (MalformedResponse("garbage"), True, False),
+        (ContextLengthExceeded("too long", status=400), False, True),
+        (AuthenticationFailed("401", status=401), False, False),
+        (BadRequest("400", status=400), False, False),
+        (ContentFiltered("policy", status=400), False, False),
+    ],
+)
+async def test_each_error_class_drives_retry_and_fallback(
+    error: ModelError, retried: bool, falls_back: bool
+) -> None:
+    # covers issue 3 (the taxonomy drives retry and fallback), A-27, G-65, C11
+    clock = VirtualClock()
+    primary = ScriptedModel([Turn(error=error)] * 2, name="primary")
+    backup = ScriptedModel(["backup answered"], name="backup")
+    agent = Agent(
+        "a",
+        model=primary,
+        fallback_models=[backup],
+        retry=RetryConfig(max_retries=1, jitter=0.0),
+        clock=clock,
+    )
+    result = await agent.run("go")
+    assert len(primary.requests) == (2 if retried else 1)
+    assert len(clock.sleeps) == (1 if retried else 0)
+    if falls_back:
+        assert result.output == "backup answered"
+    else:
+        assert result.status == "failed"
+        assert backup.requests == []
