@@ -47,6 +47,7 @@ test-fast: install  ## The suite without lint and type checks
 
 bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks
+	$(BIN)/python -m benchmarks.providers
 
 demo: install  ## The demo agent app, offline, on the embedded defaults
 	$(BIN)/bastion demo

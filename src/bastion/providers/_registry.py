@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import Any
 
 from bastion.core import Model, UserError
 
 __all__ = ["ModelFactory", "register_provider", "registered_providers", "resolve_model"]
 
-ModelFactory = Callable[[str], Model]
+ModelFactory = Callable[..., Model]
 _factories: dict[str, ModelFactory] = {}
 
 # Built-in protocols, imported only when a model string names them.
@@ -28,7 +29,7 @@ _BUILTIN: dict[str, str] = {
 
 
 def register_provider(prefix: str, factory: ModelFactory, *, replace: bool = False) -> None:
-    """Make ``"<prefix>:<model>"`` strings resolve through ``factory(model)``.
+    """Make ``"<prefix>:<model>"`` strings resolve through ``factory(model, **options)``.
 
     Raises:
         UserError: The prefix is taken (pass ``replace=True`` to override) or malformed.
@@ -45,8 +46,11 @@ def registered_providers() -> list[str]:
     return sorted({*_factories, *_BUILTIN})
 
 
-def resolve_model(spec: str) -> Model:
+def resolve_model(spec: str, **options: Any) -> Model:
     """Return the model a ``"provider:model"`` string names.
+
+    ``options`` go to the provider's factory (e.g. ``api_key=``, ``base_url=``,
+    ``http_client=``).
 
     Raises:
         UserError: The string is malformed or names no registered provider.
@@ -62,7 +66,7 @@ def resolve_model(spec: str) -> Model:
         raise UserError(
             f"Unknown model provider {prefix!r} in {spec!r}. Registered providers: {known}."
         )
-    return factory(name)
+    return factory(name, **options)
 
 
 def _builtin(prefix: str) -> ModelFactory | None:
