@@ -183,3 +183,21 @@ def test_public_names_are_pinned():
     import bastion.cli
 
     assert bastion.cli.__all__ == ["app", "main"]
+
+
+def test_model_option_runs_the_agent_on_another_model():
+    # covers issue 3 (`bastion run … --model provider:model`)
+    from bastion.providers import register_provider
+    from bastion.testing import ScriptedModel
+
+    register_provider(
+        "cli-test",
+        lambda name, **_: ScriptedModel([f"answered by {name}"], name=name),
+        replace=True,
+    )
+    result = bastion_cli("run", f"{AGENTS}:greeter", "Hi.", "--model", "cli-test:other")
+    assert result.exit_code == 0, result.output
+    assert "answered by other" in result.stdout
+    bad = bastion_cli("run", f"{AGENTS}:greeter", "Hi.", "--model", "nowhere:x")
+    assert bad.exit_code == 2
+    assert "Unknown model provider 'nowhere'" in bad.stderr

@@ -7,6 +7,7 @@ many concurrent runs (bounded by ``max_concurrent_runs`` when set).
 from __future__ import annotations
 
 import asyncio
+import copy
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -206,6 +207,18 @@ class Agent(Generic[DepsT, OutputT]):
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model.key!r}, tools={list(self.tools)!r})"
+
+    def with_model(self, model: Model | str) -> Agent[DepsT, OutputT]:
+        """A copy of this agent on another model (its fallback models are kept).
+
+        Raises:
+            UserError: ``model`` is not a Model or a known ``"provider:model"`` string.
+        """
+        clone = copy.copy(self)
+        clone.model = _resolve_model(model, "model")
+        clone.models = (clone.model, *self.models[1:])
+        clone._live = weakref.WeakSet()
+        return clone
 
     def stream(
         self,

@@ -45,6 +45,12 @@ _PLAIN = typer.Option(
     "--plain", help="Print each line once, without colors or animation (automatic in pipes)."
 )
 _JSON = typer.Option("--json", help="Print every event as one JSON line, for piping.")
+_MODEL = typer.Option(
+    "--model",
+    metavar="PROVIDER:MODEL",
+    help="Run on this model instead of the agent's own, e.g. openai:gpt-4.1-mini.",
+    show_default=False,
+)
 
 
 def _print_version(value: bool) -> None:
@@ -81,21 +87,24 @@ def run(
     ],
     json_lines: Annotated[bool, _JSON] = False,
     plain: Annotated[bool, _PLAIN] = False,
+    model: Annotated[str | None, _MODEL] = None,
 ) -> None:
     """Run an agent on a prompt and watch it work, live."""
-    agent = _or_exit(lambda: load_agent(spec))
+    agent = _on_model(_or_exit(lambda: load_agent(spec)), model)
     raise typer.Exit(_run(agent, prompt, "json" if json_lines else "plain" if plain else "auto"))
 
 
 @app.command()
-def demo(plain: Annotated[bool, _PLAIN] = False) -> None:
+def demo(
+    plain: Annotated[bool, _PLAIN] = False, model: Annotated[str | None, _MODEL] = None
+) -> None:
     """Run the demo app: an agent with real tools on this repository, offline by default.
 
     The model is a scripted stand-in unless BASTION_MODEL names a real one, e.g.
     BASTION_MODEL=openai:gpt-4o-mini.
     """
     path = _or_exit(find_demo)
-    agent = _or_exit(lambda: load_agent(f"{path}:agent"))
+    agent = _on_model(_or_exit(lambda: load_agent(f"{path}:agent")), model)
     prompt = _or_exit(lambda: load_object(f"{path}:PROMPT"))
     raise typer.Exit(_run(agent, str(prompt), "plain" if plain else "auto"))
 
@@ -141,6 +150,16 @@ def _console(*, plain: bool) -> Console:
     if plain:
         return Console(force_terminal=False, no_color=True, highlight=False, emoji=False)
     return Console(highlight=False, emoji=False)
+
+
+def _on_model(agent: Agent[object, object], model: str | None) -> Agent[object, object]:
+    if model is None:
+        return agent
+    try:
+        return agent.with_model(model)
+    except UserError as exc:
+        _error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 def _or_exit(load: Callable[[], _T]) -> _T:
