@@ -190,11 +190,10 @@ def test_model_option_runs_the_agent_on_another_model():
     from bastion.providers import register_provider
     from bastion.testing import ScriptedModel
 
-    register_provider(
-        "cli-test",
-        lambda name, **_: ScriptedModel([f"answered by {name}"], name=name),
-        replace=True,
-    )
+    def factory(name: str, **_: object) -> ScriptedModel:
+        return ScriptedModel([f"answered by {name}"], name=name)
+
+    register_provider("cli-test", factory, replace=True)
     result = bastion_cli("run", f"{AGENTS}:greeter", "Hi.", "--model", "cli-test:other")
     assert result.exit_code == 0, result.output
     assert "answered by other" in result.stdout
