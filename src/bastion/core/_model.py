@@ -237,7 +237,7 @@ class ResponseAssembler:
             complete = [c for i, c in calls.items() if i in ended]
             incomplete = [c for i, c in calls.items() if i not in ended]
         for call in complete:
-            if not call.arguments:
+            if not call.arguments or call.arguments.isspace():
                 call.arguments = "{}"
         finish = self.finish_reason or "stop"
         if complete and finish == "stop":
