@@ -70,7 +70,7 @@ def _anthropic(n: int) -> list[bytes]:
             "id": "msg_1",
             "type": "message",
             "role": "assistant",
-            "model": "claude-sonnet-4-20250514",
+            "model": "claude-sonnet-4-5-20250929",
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
@@ -310,7 +310,7 @@ async def _anthropic_sdk(body: list[bytes], content_type: str) -> int:
     client = _sdk_client(body, content_type)
     sdk = AsyncAnthropic(api_key="x", base_url="http://mock", http_client=client, max_retries=0)
     stream = await sdk.messages.create(
-        model="claude-sonnet-4-20250514",
+        model="claude-sonnet-4-5-20250929",
         max_tokens=4096,
         messages=[{"role": "user", "content": "go"}],
         stream=True,
@@ -352,7 +352,7 @@ CASES = (
     ),
     Case(
         "Anthropic Messages",
-        "anthropic:claude-sonnet-4-20250514",
+        "anthropic:claude-sonnet-4-5-20250929",
         _anthropic,
         "text/event-stream",
         _anthropic_sdk,

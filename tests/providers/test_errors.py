@@ -69,3 +69,20 @@ def test_retry_after_forms() -> None:
     assert 55 <= seconds <= 61
     assert retry_after_seconds({}) is None
     assert retry_after_seconds({"retry-after": "soon"}) is None
+
+
+def test_an_instance_may_say_retrying_will_not_help() -> None:
+    # covers issue 3 (insufficient_quota: a RateLimited that is not retried but may fall back)
+    error = RateLimited("quota spent", status=429, retryable=False)
+    assert (error.retryable, error.fallback_eligible) == (False, True)
+    assert RateLimited("slow down").retryable
+
+
+async def test_openai_insufficient_quota_is_not_retried() -> None:
+    from bastion.providers.openai._errors import http_error
+    from bastion.providers.openai_responses._errors import http_error as responses_error
+
+    body = '{"error": {"message": "You exceeded your quota", "code": "insufficient_quota"}}'
+    for error in (http_error(429, body, {}, vendor="openai"), responses_error(429, body, {})):
+        assert isinstance(error, RateLimited)
+        assert error.retryable is False

@@ -76,6 +76,7 @@ class ModelError(RunError):
         body: The response body, verbatim, when there was one.
         vendor_code: The vendor's own error code or type, when it gave one.
         retry_after: Seconds the vendor asked us to wait before trying again.
+        retryable: Whether retrying may help (per class; an instance may override it).
     """
 
     retryable: bool = False
@@ -90,8 +91,11 @@ class ModelError(RunError):
         vendor_code: str | None = None,
         retry_after: float | None = None,
         headers: Mapping[str, str] | None = None,
+        retryable: bool | None = None,
     ) -> None:
         super().__init__(message)
+        if retryable is not None:  # e.g. a 429 for an exhausted quota: waiting will not help
+            self.retryable = retryable
         self.message = message
         self.status = status
         self.body = body

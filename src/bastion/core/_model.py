@@ -91,10 +91,15 @@ class TextChunk:
 
 @dataclass(kw_only=True, slots=True)
 class ReasoningChunk:
-    """A piece of reasoning; ``signature``/``provider_details`` arrive on any chunk of the block."""
+    """A piece of reasoning; ``signature``/``provider_details`` arrive on any chunk of the block.
+
+    ``redacted`` marks a block the vendor encrypted (no text; its opaque data is in
+    ``provider_details``): it always becomes a reasoning part of its own.
+    """
 
     text: str = ""
     signature: str | None = None
+    redacted: bool = False
     provider_details: dict[str, Any] | None = None
     type: Literal["reasoning"] = "reasoning"
 
@@ -194,8 +199,13 @@ class ResponseAssembler:
                 parts.append(TextPart(text=chunk.text))
         elif chunk.type == "reasoning":
             last = parts[-1] if parts else None
-            if not isinstance(last, ReasoningPart) or (last.signature and chunk.text):
-                last = ReasoningPart()
+            if (
+                not isinstance(last, ReasoningPart)
+                or last.redacted
+                or chunk.redacted
+                or (last.signature and chunk.text)
+            ):
+                last = ReasoningPart(redacted=chunk.redacted)
                 parts.append(last)
             last.text += chunk.text
             if chunk.signature is not None:

@@ -181,14 +181,16 @@ class HttpModel(Model):
         self, response: httpx.Response, parser: StreamParser
     ) -> AsyncGenerator[StreamChunk, None]:
         decoder = SSEDecoder() if self.protocol.framing == "sse" else NDJSONDecoder()
-        async for raw in response.aiter_raw():
-            for item in decoder.feed(raw):
-                for chunk in parser.feed(item):
-                    yield self._priced(chunk)
+        decode = decoder.feed
+        feed = parser.feed
+        async for raw in response.aiter_bytes():  # decoded (gzip, br) like any body
+            for item in decode(raw):
+                for chunk in feed(item):
+                    yield chunk
         for item in decoder.close():
-            for chunk in parser.feed(item):
-                yield self._priced(chunk)
-        for chunk in parser.finish():
+            for chunk in feed(item):
+                yield chunk
+        for chunk in parser.finish():  # the FinishChunk comes from here (the contract)
             yield self._priced(chunk)
 
     def _priced(self, chunk: StreamChunk) -> StreamChunk:

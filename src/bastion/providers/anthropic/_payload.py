@@ -1,0 +1,256 @@
+"""Bastion requests → the JSON body of Anthropic's Messages API (``POST /v1/messages``).
+
+Owns the message mapping: leading system messages become the top-level ``system`` string,
+tool results become ``tool_result`` blocks of a user turn, and consecutive turns of one role
+are merged because the API requires alternating roles. Reasoning parts go back byte-exact
+(``thinking`` with its signature, or ``redacted_thinking`` with its opaque data) before the
+``tool_use`` blocks they led to.
+
+Structured output: this API version has no JSON-schema response mode, so an
+:class:`~bastion.core.OutputSpec` is advertised as one more tool named after the spec and
+the model is made to call it; ``_parser`` turns that call's input back into text.
+Called by ``_protocol.MessagesProtocol.payload``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from bastion.core import (
+    AssistantMessage,
+    FilePart,
+    ImagePart,
+    Message,
+    ModelRequest,
+    ModelSettings,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolMessage,
+    UserError,
+    UserMessage,
+    UserPart,
+)
+from bastion.providers._errors import as_object
+from bastion.providers._names import ToolNameMap
+
+__all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL_DESCRIPTION", "build_payload"]
+
+DEFAULT_MAX_TOKENS = 4096
+OUTPUT_TOOL_DESCRIPTION = "Give the final answer by calling this tool with the answer as input."
+
+Block = dict[str, Any]
+
+
+def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    """The streaming request body for ``request``.
+
+    Raises:
+        UserError: The conversation holds content this API cannot take (audio).
+    """
+    settings = request.settings
+    system, messages = _conversation(request.messages, names)
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
+    }
+    if system:
+        body["system"] = system
+    body["messages"] = messages
+    tools: list[Block] = [
+        {"name": names.wire(t.name), "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    output = request.output
+    if output is not None:
+        tools.append(
+            {
+                "name": names.wire(output.name),
+                "description": OUTPUT_TOOL_DESCRIPTION,
+                "input_schema": output.json_schema,
+            }
+        )
+    if tools:
+        body["tools"] = tools
+        choice = _tool_choice(request, names)
+        if choice is not None:
+            body["tool_choice"] = choice
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        body["top_p"] = settings.top_p
+    if settings.stop:
+        body["stop_sequences"] = list(settings.stop)
+    if settings.extra:
+        body.update(settings.extra)
+    body["stream"] = True
+    return body
+
+
+def _thinking_enabled(settings: ModelSettings) -> bool:
+    thinking = as_object((settings.extra or {}).get("thinking"))
+    return thinking is not None and thinking.get("type") == "enabled"
+
+
+def _tool_choice(request: ModelRequest, names: ToolNameMap) -> Block | None:
+    settings = request.settings
+    wanted = settings.tool_choice
+    choice: Block | None
+    if request.output is not None and wanted != "none":
+        # Extended thinking rejects forced tool use; then the output tool is only offered.
+        if _thinking_enabled(settings):
+            choice = {"type": "auto"}
+        elif request.tools:
+            choice = {"type": "any"}  # a real tool or the answer, never bare text
+        else:
+            choice = {"type": "tool", "name": names.wire(request.output.name)}
+    elif wanted is None:
+        choice = None
+    elif wanted == "auto":
+        choice = {"type": "auto"}
+    elif wanted == "required":
+        choice = {"type": "any"}
+    elif wanted == "none":
+        choice = {"type": "none"}
+    else:
+        choice = {"type": "tool", "name": names.wire(wanted)}
+    if settings.parallel_tool_calls is False and (choice is None or choice["type"] != "none"):
+        choice = {**(choice or {"type": "auto"}), "disable_parallel_tool_use": True}
+    return choice
+
+
+def _conversation(
+    messages: Sequence[Message], names: ToolNameMap
+) -> tuple[str, list[dict[str, Any]]]:
+    leading: list[str] = []
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            if not turns:
+                leading.append(message.content)
+                continue
+            role, blocks = "user", [_text(message.content)]
+        elif isinstance(message, UserMessage):
+            role, blocks = "user", _user_blocks(message.content)
+        elif isinstance(message, ToolMessage):
+            role, blocks = "user", [_tool_result(message)]
+        else:
+            role, blocks = "assistant", _assistant_blocks(message, names)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return "\n\n".join(leading), turns
+
+
+def _text(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def _user_blocks(content: str | Sequence[UserPart]) -> list[Block]:
+    if isinstance(content, str):
+        return [_text(content)] if content else []
+    return [block for part in content if (block := _user_part(part)) is not None]
+
+
+def _user_part(part: UserPart) -> Block | None:
+    if isinstance(part, TextPart):
+        return _text(part.text) if part.text else None
+    if isinstance(part, ImagePart):
+        return {"type": "image", "source": _source(part.data, part.url, part.media_type, "image")}
+    if isinstance(part, FilePart):
+        return _document(part)
+    raise UserError(
+        f"Anthropic's Messages API does not accept {part.type} input. Transcribe it first, "
+        "or use a model of another provider."
+    )
+
+
+def _source(data: str | None, url: str | None, media_type: str | None, what: str) -> Block:
+    if data is not None:
+        if not media_type:
+            raise UserError(f"An inline {what} needs a media_type (e.g. 'image/png'), got None.")
+        return {"type": "base64", "media_type": media_type, "data": data}
+    if url is not None:
+        return {"type": "url", "url": url}
+    raise UserError(f"An {what} part needs either data or url; both are None.")
+
+
+def _document(part: FilePart) -> Block:
+    if part.media_type == "text/plain" and part.data is not None:
+        try:
+            text = base64.b64decode(part.data, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise UserError(
+                f"A text/plain file part must hold base64 UTF-8 text: {part.filename!r}."
+            ) from exc
+        source: Block = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        source = _source(part.data, part.url, part.media_type, "file")
+    block: Block = {"type": "document", "source": source}
+    if part.filename:
+        block["title"] = part.filename
+    return block
+
+
+def _reasoning_block(part: ReasoningPart) -> Block | None:
+    details = part.provider_details or {}
+    if part.redacted or details.get("redacted") is True:
+        data = details.get("data")
+        return {"type": "redacted_thinking", "data": data} if isinstance(data, str) else None
+    if part.signature is None:
+        return None  # reasoning from another vendor: Anthropic rejects unsigned thinking
+    return {"type": "thinking", "thinking": part.text, "signature": part.signature}
+
+
+def _assistant_blocks(message: AssistantMessage, names: ToolNameMap) -> list[Block]:
+    blocks: list[Block] = []
+    for part in message.parts:
+        if isinstance(part, ReasoningPart):
+            block = _reasoning_block(part)
+        elif isinstance(part, TextPart):
+            block = _text(part.text) if part.text else None
+        else:
+            raise UserError(
+                f"Anthropic's Messages API takes no {part.type} content in assistant turns; "
+                "send it in a user message instead."
+            )
+        if block is not None:
+            blocks.append(block)
+    blocks.extend(
+        {
+            "type": "tool_use",
+            "id": call.id,
+            "name": names.wire(call.name),
+            "input": _arguments(call.arguments),
+        }
+        for call in message.tool_calls
+    )
+    return blocks
+
+
+def _arguments(arguments: str) -> dict[str, Any]:
+    # A model may have produced malformed JSON; the API takes only an object, and the
+    # executor already told the model about the malformed call in the tool result.
+    try:
+        value: object = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {}
+    return as_object(value) or {}
+
+
+def _tool_result(message: ToolMessage) -> Block:
+    raw = message.content
+    content: str | list[Block] = raw if isinstance(raw, str) else _user_blocks(raw)
+    return {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id,
+        "content": content,
+        "is_error": message.is_error,
+    }

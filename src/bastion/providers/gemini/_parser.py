@@ -1,0 +1,210 @@
+"""Gemini's streamed ``GenerateContentResponse`` objects → Bastion stream chunks.
+
+Called by ``HttpModel`` through ``GeminiProtocol.parser``: one :class:`GeminiStreamParser`
+per answer, fed one SSE event at a time.
+
+Gemini sends whole function calls (no ids, no argument deltas), so each call gets an id
+``call_<n>`` and its start, arguments and end at once. A ``thoughtSignature`` on a thought
+part rides on that part's :class:`ReasoningChunk`; on a function call it goes into the
+call's ``provider_details``; on an answer part it becomes a text-less
+:class:`ReasoningChunk` right after that part's text, so it can be put back on the same
+part (see ``_payload``).
+
+Usage: Gemini counts thinking tokens (``thoughtsTokenCount``) apart from
+``candidatesTokenCount``; Bastion's ``completion_tokens`` includes reasoning (``Usage``
+docstring), so the two are added. ``toolUsePromptTokenCount`` is added to the prompt. The
+last ``usageMetadata`` of the stream wins; the raw object is kept in ``provider_metrics``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Required
+
+from pydantic import TypeAdapter, ValidationError
+from typing_extensions import TypedDict
+
+from bastion.core import (
+    ContentFiltered,
+    FinishChunk,
+    FinishReason,
+    MalformedResponse,
+    ReasoningChunk,
+    StreamChunk,
+    TextChunk,
+    ToolCallDeltaChunk,
+    ToolCallEndChunk,
+    ToolCallStartChunk,
+    Usage,
+)
+from bastion.providers._http import sse_json
+from bastion.providers._names import ToolNameMap
+
+from ._errors import error_from_body
+from ._payload import SIGNATURE_KEY, VENDOR_MARK
+
+__all__ = ["GeminiStreamParser"]
+
+_FILTERED = frozenset(
+    {
+        "SAFETY",
+        "RECITATION",
+        "BLOCKLIST",
+        "PROHIBITED_CONTENT",
+        "SPII",
+        "IMAGE_SAFETY",
+    }
+)
+
+
+class _FunctionCall(TypedDict, total=False):
+    name: Required[str]
+    args: dict[str, Any]
+
+
+class _Part(TypedDict, total=False):
+    text: str
+    thought: bool
+    thoughtSignature: str
+    functionCall: _FunctionCall
+
+
+class _Content(TypedDict, total=False):
+    parts: list[_Part]
+
+
+class _Candidate(TypedDict, total=False):
+    content: _Content
+    finishReason: str
+
+
+class _UsageMetadata(TypedDict, total=False):
+    promptTokenCount: int
+    candidatesTokenCount: int
+    thoughtsTokenCount: int
+    cachedContentTokenCount: int
+    toolUsePromptTokenCount: int
+
+
+class _PromptFeedback(TypedDict, total=False):
+    blockReason: str
+
+
+class _Response(TypedDict, total=False):
+    candidates: list[_Candidate]
+    usageMetadata: _UsageMetadata
+    promptFeedback: _PromptFeedback
+    modelVersion: str
+    responseId: str
+    error: dict[str, Any]
+
+
+_RESPONSE = TypeAdapter(_Response)
+_RAW = TypeAdapter(dict[str, Any])
+
+
+class GeminiStreamParser:
+    """Parses one streamed answer of ``streamGenerateContent``."""
+
+    __slots__ = ("_calls", "_details", "_finish", "_names", "_usage")
+
+    def __init__(self, names: ToolNameMap) -> None:
+        self._names = names
+        self._calls = 0
+        self._finish: str | None = None
+        self._usage = Usage()
+        self._details: dict[str, Any] = {}
+
+    def feed(self, item: object) -> list[StreamChunk]:
+        """One SSE event → chunks.
+
+        Raises:
+            ModelError: The event is an error, a blocked prompt, or malformed.
+        """
+        raw = sse_json(item)
+        try:
+            data = _RESPONSE.validate_python(raw)
+        except ValidationError as exc:
+            text = json.dumps(raw)[:500]
+            raise MalformedResponse(f"Unexpected Gemini stream event: {text}", body=text) from exc
+        if "error" in data:
+            raise error_from_body(200, json.dumps(raw), {})
+        if (block := data.get("promptFeedback", {}).get("blockReason")) is not None:
+            raise ContentFiltered(
+                f"Gemini blocked the prompt: blockReason {block!r}.", vendor_code=block
+            )
+        for key, field in (("modelVersion", "model_version"), ("responseId", "response_id")):
+            if (value := data.get(key)) is not None:
+                self._details[field] = value
+        if "usageMetadata" in data:
+            self._usage = _usage(data["usageMetadata"], _RAW.validate_python(raw)["usageMetadata"])
+        chunks: list[StreamChunk] = []
+        candidates = data.get("candidates") or []
+        if candidates:
+            candidate = candidates[0]
+            for part in candidate.get("content", {}).get("parts", []):
+                chunks.extend(self._part(part))
+            if (reason := candidate.get("finishReason")) is not None:
+                self._finish = reason
+        return chunks
+
+    def _part(self, part: _Part) -> list[StreamChunk]:
+        signature = part.get(SIGNATURE_KEY)
+        call = part.get("functionCall")
+        if call is not None:
+            self._calls += 1
+            call_id = f"call_{self._calls}"
+            details = {SIGNATURE_KEY: signature} if signature is not None else None
+            return [
+                ToolCallStartChunk(id=call_id, name=self._names.local(call["name"])),
+                ToolCallDeltaChunk(id=call_id, arguments_delta=json.dumps(call.get("args", {}))),
+                ToolCallEndChunk(id=call_id, provider_details=details),
+            ]
+        text = part.get("text", "")
+        if part.get("thought"):
+            return [
+                ReasoningChunk(text=text, signature=signature, provider_details=dict(VENDOR_MARK))
+            ]
+        chunks: list[StreamChunk] = [TextChunk(text=text)] if text else []
+        if signature is not None:
+            chunks.append(ReasoningChunk(signature=signature, provider_details=dict(VENDOR_MARK)))
+        return chunks
+
+    def finish(self) -> list[StreamChunk]:
+        """The stream ended: the :class:`FinishChunk`.
+
+        Raises:
+            MalformedResponse: No ``finishReason`` arrived (the stream was cut short).
+        """
+        if self._finish is None:
+            raise MalformedResponse(
+                "Gemini's stream ended before a finishReason: truncated answer."
+            )
+        return [
+            FinishChunk(
+                finish_reason=self._reason(self._finish),
+                usage=self._usage,
+                provider_details={**self._details, "finish_reason": self._finish},
+            )
+        ]
+
+    def _reason(self, reason: str) -> FinishReason:
+        if reason == "STOP":
+            return "tool_calls" if self._calls else "stop"
+        if reason == "MAX_TOKENS":
+            return "length"
+        if reason in _FILTERED:
+            return "content_filter"
+        return "error"  # OTHER, MALFORMED_FUNCTION_CALL, LANGUAGE, …: kept in provider_details
+
+
+def _usage(usage: _UsageMetadata, raw: object) -> Usage:
+    thoughts = usage.get("thoughtsTokenCount", 0)
+    return Usage(
+        prompt_tokens=usage.get("promptTokenCount", 0) + usage.get("toolUsePromptTokenCount", 0),
+        completion_tokens=usage.get("candidatesTokenCount", 0) + thoughts,
+        reasoning_tokens=thoughts,
+        cached_read_tokens=usage.get("cachedContentTokenCount", 0),
+        requests=1,
+        provider_metrics={"usageMetadata": raw},
+    )

@@ -1,0 +1,202 @@
+"""Bastion messages and settings → the JSON body of Gemini's ``streamGenerateContent``.
+
+Called by ``GeminiProtocol.payload``. System messages become ``systemInstruction``; user
+and tool messages become ``user`` turns (consecutive tool results share one turn, since
+Gemini matches ``functionResponse`` parts to calls by name and order); assistant messages
+become ``model`` turns.
+
+Thought signatures go back byte-exact on the part they came on: a reasoning part with text
+is a ``thought`` part carrying its signature; a signature that arrived on an answer part
+(a :class:`ReasoningPart` with a signature and no text, marked ``{"vendor": "gemini"}``) is
+put back on the wire part before it (or the one after, when it came first); a tool call's
+signature rides in ``ToolCall.provider_details["thoughtSignature"]``. Signatures from other
+vendors are never sent.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from collections.abc import Sequence
+from typing import Any
+
+from bastion.core import (
+    AssistantMessage,
+    AudioPart,
+    FilePart,
+    ImagePart,
+    Message,
+    ModelRequest,
+    ModelSettings,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolMessage,
+    UserError,
+    UserMessage,
+    text_of,
+)
+from bastion.providers._errors import as_object
+from bastion.providers._names import ToolNameMap
+
+from ._schema import gemini_schema
+
+__all__ = ["SIGNATURE_KEY", "VENDOR_MARK", "build_payload"]
+
+SIGNATURE_KEY = "thoughtSignature"
+VENDOR_MARK: dict[str, Any] = {"vendor": "gemini"}
+
+_TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+
+Json = dict[str, Any]
+
+
+def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
+    """The request body for ``request``, tool names mapped through ``names``."""
+    body: Json = {}
+    system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
+    body["contents"] = _contents(request.messages, names)
+    if request.tools:
+        body["tools"] = [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": names.wire(t.name),
+                        "description": t.description,
+                        "parameters": gemini_schema(t.parameters),
+                    }
+                    for t in request.tools
+                ]
+            }
+        ]
+    settings = request.settings
+    if (tool_config := _tool_config(settings, names)) is not None:
+        body["toolConfig"] = tool_config
+    config = _generation_config(settings)
+    if request.output is not None:
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = request.output.json_schema
+    if settings.extra:
+        config.update(settings.extra)
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[Json]:
+    contents: list[Json] = []
+    results: list[Json] | None = None  # the open turn of consecutive tool results
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if results is None:
+                results = []
+                contents.append({"role": "user", "parts": results})
+            key = "error" if message.is_error else "result"
+            results.append(
+                {
+                    "functionResponse": {
+                        "name": names.wire(message.tool_name),
+                        "response": {key: text_of(message.content)},
+                    }
+                }
+            )
+            continue
+        results = None
+        if isinstance(message, UserMessage):
+            contents.append({"role": "user", "parts": _user_parts(message.content)})
+        elif isinstance(message, AssistantMessage):
+            contents.append({"role": "model", "parts": _model_parts(message, names)})
+    return contents
+
+
+def _user_parts(content: str | Sequence[TextPart | ImagePart | AudioPart | FilePart]) -> list[Json]:
+    if isinstance(content, str):
+        return [{"text": content}]
+    return [
+        _media(part) if not isinstance(part, TextPart) else {"text": part.text} for part in content
+    ]
+
+
+def _media(part: ImagePart | AudioPart | FilePart) -> Json:
+    mime = part.media_type or (mimetypes.guess_type(part.url)[0] if part.url else None)
+    if mime is None:
+        raise UserError(
+            f"Gemini needs the media type of every {part.type} part, got none for "
+            f"url={part.url!r}; pass media_type='image/png' (or the right type)."
+        )
+    if part.data is not None:
+        return {"inlineData": {"mimeType": mime, "data": part.data}}
+    return {"fileData": {"mimeType": mime, "fileUri": part.url}}
+
+
+def _model_parts(message: AssistantMessage, names: ToolNameMap) -> list[Json]:
+    parts: list[Json] = []
+    pending: str | None = None  # a signature that arrived before any part to carry it
+    for part in message.parts:
+        if isinstance(part, ReasoningPart):
+            ours = (part.provider_details or {}).get("vendor") == "gemini"
+            signature = part.signature if ours else None
+            if part.text and not part.redacted:
+                wire: Json = {"text": part.text, "thought": True}
+                if signature:
+                    wire[SIGNATURE_KEY] = signature
+                parts.append(wire)
+            elif signature:
+                if parts and SIGNATURE_KEY not in parts[-1]:
+                    parts[-1][SIGNATURE_KEY] = signature
+                else:
+                    pending = signature
+            continue
+        wire = {"text": part.text} if isinstance(part, TextPart) else _media(part)
+        if pending is not None:
+            wire[SIGNATURE_KEY] = pending
+            pending = None
+        parts.append(wire)
+    for call in message.tool_calls:
+        wire = {"functionCall": {"name": names.wire(call.name), "args": _args(call.arguments)}}
+        signature = (call.provider_details or {}).get(SIGNATURE_KEY)
+        if isinstance(signature, str):
+            wire[SIGNATURE_KEY] = signature
+        elif pending is not None:
+            wire[SIGNATURE_KEY] = pending
+            pending = None
+        parts.append(wire)
+    if pending is not None:
+        parts.append({"text": "", SIGNATURE_KEY: pending})
+    return parts
+
+
+def _args(arguments: str) -> Json:
+    # Malformed arguments were already reported to the model as a tool error; Gemini only
+    # takes an object here, so such a call is sent back with empty arguments.
+    try:
+        return as_object(json.loads(arguments)) or {}
+    except ValueError:
+        return {}
+
+
+def _tool_config(settings: ModelSettings, names: ToolNameMap) -> Json | None:
+    choice = settings.tool_choice
+    if choice is None:
+        return None
+    mode = _TOOL_CHOICE.get(choice)
+    if mode is not None:
+        return {"functionCallingConfig": {"mode": mode}}
+    return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [names.wire(choice)]}}
+
+
+def _generation_config(settings: ModelSettings) -> Json:
+    config: Json = {}
+    if settings.temperature is not None:
+        config["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        config["topP"] = settings.top_p
+    if settings.max_tokens is not None:
+        config["maxOutputTokens"] = settings.max_tokens
+    if settings.stop:
+        config["stopSequences"] = list(settings.stop)
+    if settings.seed is not None:
+        config["seed"] = settings.seed
+    return config

@@ -1,0 +1,176 @@
+"""Request bodies for Ollama's ``/api/chat``: messages, tools, options, format.
+
+Called by ``_protocol.OllamaChatProtocol.payload``. Ollama differs from OpenAI's chat format
+in three ways that matter here: images are raw base64 strings in an ``images`` list (it
+cannot fetch URLs), tool-call arguments are JSON objects rather than strings, and tool
+results name the tool (``tool_name``) rather than a call id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from bastion.core import (
+    AssistantMessage,
+    ImagePart,
+    Message,
+    ModelRequest,
+    ModelSettings,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolDefinition,
+    UserError,
+    UserMessage,
+    UserPart,
+)
+from bastion.providers._errors import as_object
+from bastion.providers._names import ToolNameMap
+
+__all__ = ["build_payload"]
+
+
+def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    """The JSON body of a streaming ``/api/chat`` call for ``request``.
+
+    ``settings.extra`` keys are merged into the body last (``{"think": True}``,
+    ``{"keep_alive": "5m"}``); an ``options`` mapping in it is merged into the options.
+
+    Raises:
+        UserError: The conversation holds content Ollama cannot take (an image by URL,
+            audio, a file).
+    """
+    settings = request.settings
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [_message(m, names) for m in request.messages],
+    }
+    tools = _tools(request.tools, settings, names)
+    if tools:
+        body["tools"] = tools
+    options = _options(settings)
+    if request.output is not None:
+        body["format"] = request.output.json_schema
+    extra = dict(settings.extra or {})
+    extra_options = as_object(extra.pop("options", None))
+    if extra_options:
+        options.update(extra_options)
+    if options:
+        body["options"] = options
+    body.update(extra)
+    body["stream"] = True
+    return body
+
+
+def _options(settings: ModelSettings) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if settings.temperature is not None:
+        options["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        options["top_p"] = settings.top_p
+    if settings.max_tokens is not None:
+        options["num_predict"] = settings.max_tokens
+    if settings.stop:
+        options["stop"] = list(settings.stop)
+    if settings.seed is not None:
+        options["seed"] = settings.seed
+    return options
+
+
+def _tools(
+    tools: Sequence[ToolDefinition], settings: ModelSettings, names: ToolNameMap
+) -> list[dict[str, Any]]:
+    # Ollama has no tool_choice: "none" withholds the tools, a tool name offers only that
+    # tool; "auto" and "required" send them all.
+    choice = settings.tool_choice
+    if choice == "none":
+        return []
+    if choice not in (None, "auto", "required") and any(t.name == choice for t in tools):
+        tools = [t for t in tools if t.name == choice]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": names.wire(t.name),
+                "description": t.description,
+                "parameters": t.parameters,
+            },
+        }
+        for t in tools
+    ]
+
+
+def _message(message: Message, names: ToolNameMap) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    if isinstance(message, UserMessage):
+        return _with_parts({"role": "user"}, message.content)
+    if isinstance(message, AssistantMessage):
+        return _assistant(message, names)
+    return _with_parts(
+        {"role": "tool", "tool_name": names.wire(message.tool_name)}, message.content
+    )
+
+
+def _with_parts(out: dict[str, Any], content: str | list[UserPart]) -> dict[str, Any]:
+    if isinstance(content, str):
+        out["content"] = content
+        return out
+    texts: list[str] = []
+    images: list[str] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, ImagePart):
+            images.append(_image_base64(part))
+        else:
+            raise UserError(
+                f"Ollama's chat API takes text and images only, not a {part.type!r} part. "
+                "Convert it to text, or use a provider that accepts it."
+            )
+    out["content"] = "".join(texts)
+    if images:
+        out["images"] = images
+    return out
+
+
+def _image_base64(part: ImagePart) -> str:
+    if part.data is not None:
+        return part.data
+    url = part.url or ""
+    if url.startswith("data:") and ";base64," in url:
+        return url.partition(";base64,")[2]
+    raise UserError(
+        f"Ollama cannot fetch images by URL ({url[:100]!r}). Download the image and pass "
+        "its bytes: ImagePart.from_bytes(data, media_type)."
+    )
+
+
+def _assistant(message: AssistantMessage, names: ToolNameMap) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(p.text for p in message.parts if isinstance(p, TextPart)),
+    }
+    thinking = "".join(p.text for p in message.parts if isinstance(p, ReasoningPart))
+    if thinking:
+        out["thinking"] = thinking
+    if message.tool_calls:
+        out["tool_calls"] = [_tool_call(c, names) for c in message.tool_calls]
+    return out
+
+
+def _tool_call(call: ToolCall, names: ToolNameMap) -> dict[str, Any]:
+    return {"function": {"name": names.wire(call.name), "arguments": _arguments(call.arguments)}}
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    # Ollama requires an object. A model's malformed arguments were already answered with a
+    # tool error, so an empty object keeps the history valid without inventing values.
+    try:
+        parsed: object = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return as_object(parsed) or {}

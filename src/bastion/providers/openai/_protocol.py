@@ -1,0 +1,77 @@
+"""The OpenAI Chat Completions wire protocol (``POST {base}/chat/completions``, SSE).
+
+Implements :class:`~bastion.providers.WireProtocol` for ``HttpModel``. The same class
+serves every OpenAI-compatible vendor (Groq, OpenRouter, DeepSeek, vLLM, …): they differ
+only in base URL, key variable and vendor name, which are constructor arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from bastion.core import ModelError, ModelRequest
+from bastion.providers._names import ToolNameMap
+
+from ._errors import http_error
+from ._parser import ChatCompletionsParser
+from ._payload import build_payload, tool_names
+
+__all__ = ["ChatCompletionsProtocol"]
+
+
+class ChatCompletionsProtocol:
+    """OpenAI Chat Completions over SSE.
+
+    Args:
+        vendor: The vendor name used in error messages (``"openai"``, ``"groq"``…).
+        default_base_url: The API base URL, up to and including ``/v1``.
+        api_key_env: The environment variable holding the API key (``None``: no key).
+    """
+
+    framing: Literal["sse", "ndjson"] = "sse"
+
+    def __init__(
+        self,
+        *,
+        vendor: str = "openai",
+        default_base_url: str = "https://api.openai.com/v1",
+        api_key_env: str | None = "OPENAI_API_KEY",
+    ) -> None:
+        self.vendor = vendor
+        self.default_base_url = default_base_url
+        self.api_key_env = api_key_env
+
+    def path(self, model: str) -> str:
+        """``/chat/completions`` (the model is named in the body)."""
+        return "/chat/completions"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """Bearer authentication when a key is set."""
+        headers = {"Accept": "text/event-stream"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        return headers
+
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+        """The JSON body (see ``_payload``).
+
+        Raises:
+            UserError: A message holds a part Chat Completions cannot carry.
+        """
+        return build_payload(request, model, names)
+
+    def parser(self, names: ToolNameMap) -> ChatCompletionsParser:
+        """A parser for one streamed answer."""
+        return ChatCompletionsParser(names, vendor=self.vendor)
+
+    def name_map(self, request: ModelRequest) -> ToolNameMap:
+        """Wire names for the request's tools and the tool calls in its history."""
+        return tool_names(request)
+
+    def error(self, status: int, body: str, headers: Mapping[str, str]) -> ModelError:
+        """Map an HTTP error: OpenAI error codes first, then the status."""
+        return http_error(status, body, headers, vendor=self.vendor)
+
+    def __repr__(self) -> str:
+        return f"ChatCompletionsProtocol(vendor={self.vendor!r}, base={self.default_base_url!r})"

@@ -1,0 +1,242 @@
+"""Responses-API SSE events → Bastion stream chunks.
+
+Text and reasoning summaries stream as deltas; a function call is announced by
+``response.output_item.added`` (its ``call_id`` and name), its arguments stream keyed by the
+item id, and it ends with ``response.function_call_arguments.done`` or the item's
+``response.output_item.done``. A finished reasoning item yields its ``id``, ``summary`` and
+``encrypted_content`` as ``provider_details`` so the next request can send it back. The
+stream must end with ``response.completed``, ``response.incomplete`` or ``response.failed``.
+Created by ``_protocol.ResponsesProtocol.parser``; driven by ``HttpModel``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bastion.core import (
+    FinishChunk,
+    FinishReason,
+    MalformedResponse,
+    ModelError,
+    ReasoningChunk,
+    StreamChunk,
+    TextChunk,
+    ToolCallDeltaChunk,
+    ToolCallEndChunk,
+    ToolCallStartChunk,
+    Usage,
+)
+from bastion.providers._http import sse_json
+from bastion.providers._names import ToolNameMap
+
+from ._errors import stream_error
+from ._wire import obj, opt_int, opt_list, opt_obj, opt_str, req_str
+
+__all__ = ["ResponsesParser", "usage_of"]
+
+_INCOMPLETE: dict[str, FinishReason] = {
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+}
+
+
+class ResponsesParser:
+    """Parses one streamed Responses-API answer (a :class:`~bastion.providers.StreamParser`)."""
+
+    __slots__ = (
+        "_call_ids",
+        "_called",
+        "_ended",
+        "_finish",
+        "_names",
+        "_response_id",
+        "_streamed",
+        "_summary_index",
+        "_usage",
+    )
+
+    def __init__(self, names: ToolNameMap) -> None:
+        self._names = names
+        self._call_ids: dict[str, str] = {}  # function-call item id → call_id
+        self._ended: set[str] = set()  # call_ids whose end was emitted
+        self._streamed: set[str] = set()  # item ids that streamed deltas
+        self._summary_index: dict[str, int] = {}  # reasoning item id → last summary index
+        self._called = False
+        self._finish: FinishReason | None = None
+        self._usage = Usage()
+        self._response_id: str | None = None
+
+    def feed(self, item: Any) -> list[StreamChunk]:
+        """One SSE event → zero or more chunks.
+
+        Raises:
+            ModelError: The stream reported a failure, or the event is malformed.
+        """
+        if self._finish is not None:
+            return []  # nothing counts after the terminal event
+        data = obj(sse_json(item), "a stream event")
+        kind = opt_str(data, "type") or getattr(item, "event", None)
+        if kind in {"response.output_text.delta", "response.refusal.delta"}:
+            return self._text(data)
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            return self._reasoning_delta(data)
+        if kind == "response.output_item.added":
+            return self._item_added(obj(data.get("item"), "'item'"))
+        if kind == "response.function_call_arguments.delta":
+            return self._arguments_delta(data)
+        if kind == "response.function_call_arguments.done":
+            return self._arguments_done(req_str(data, "item_id"), opt_str(data, "arguments"))
+        if kind == "response.output_item.done":
+            return self._item_done(obj(data.get("item"), "'item'"))
+        if kind in ("response.completed", "response.incomplete"):
+            return self._terminal(obj(data.get("response"), "'response'"))
+        if kind == "response.failed":
+            response = obj(data.get("response"), "'response'")
+            raise self._failure(opt_obj(response, "error") or {}, data)
+        if kind == "error":
+            raise self._failure(opt_obj(data, "error") or data, data)
+        return []  # lifecycle and content-part events carry nothing new
+
+    def finish(self) -> list[StreamChunk]:
+        """The stream ended: the closing :class:`FinishChunk`.
+
+        Raises:
+            MalformedResponse: The stream ended before a terminal event.
+        """
+        if self._finish is None:
+            raise MalformedResponse(
+                "The OpenAI Responses stream ended before 'response.completed' (truncated)."
+            )
+        finish = self._finish
+        if finish == "stop" and self._called:
+            finish = "tool_calls"
+        details = {"response_id": self._response_id} if self._response_id else None
+        return [FinishChunk(finish_reason=finish, usage=self._usage, provider_details=details)]
+
+    def _text(self, data: dict[str, Any]) -> list[StreamChunk]:
+        delta = req_str(data, "delta")
+        if item_id := opt_str(data, "item_id"):
+            self._streamed.add(item_id)
+        return [TextChunk(text=delta)] if delta else []
+
+    def _reasoning_delta(self, data: dict[str, Any]) -> list[StreamChunk]:
+        delta = req_str(data, "delta")
+        item_id = opt_str(data, "item_id") or ""
+        index = opt_int(data, "summary_index")
+        previous = self._summary_index.get(item_id)
+        self._summary_index[item_id] = index
+        self._streamed.add(item_id)
+        if previous is not None and index != previous:
+            delta = "\n\n" + delta  # a new summary part of the same item
+        return [ReasoningChunk(text=delta)] if delta else []
+
+    def _item_added(self, item: dict[str, Any]) -> list[StreamChunk]:
+        if opt_str(item, "type") != "function_call":
+            return []
+        item_id = req_str(item, "id")
+        call_id = req_str(item, "call_id")
+        self._call_ids[item_id] = call_id
+        self._called = True
+        chunks: list[StreamChunk] = [
+            ToolCallStartChunk(id=call_id, name=self._names.local(req_str(item, "name")))
+        ]
+        if arguments := opt_str(item, "arguments"):
+            self._streamed.add(item_id)
+            chunks.append(ToolCallDeltaChunk(id=call_id, arguments_delta=arguments))
+        return chunks
+
+    def _call_id(self, item_id: str) -> str:
+        call_id = self._call_ids.get(item_id)
+        if call_id is None:
+            raise MalformedResponse(
+                f"Function-call arguments for item {item_id!r} arrived before the item was added."
+            )
+        return call_id
+
+    def _arguments_delta(self, data: dict[str, Any]) -> list[StreamChunk]:
+        item_id = req_str(data, "item_id")
+        call_id = self._call_id(item_id)
+        delta = req_str(data, "delta")
+        self._streamed.add(item_id)
+        return [ToolCallDeltaChunk(id=call_id, arguments_delta=delta)] if delta else []
+
+    def _arguments_done(self, item_id: str, arguments: str | None) -> list[StreamChunk]:
+        call_id = self._call_id(item_id)
+        if call_id in self._ended:
+            return []
+        self._ended.add(call_id)
+        chunks: list[StreamChunk] = []
+        if arguments and item_id not in self._streamed:
+            chunks.append(ToolCallDeltaChunk(id=call_id, arguments_delta=arguments))
+        chunks.append(ToolCallEndChunk(id=call_id, provider_details={"id": item_id}))
+        return chunks
+
+    def _item_done(self, item: dict[str, Any]) -> list[StreamChunk]:
+        kind = opt_str(item, "type")
+        if kind == "function_call":
+            return self._arguments_done(req_str(item, "id"), opt_str(item, "arguments"))
+        if kind == "reasoning":
+            return [self._reasoning_done(item)]
+        if kind == "message" and (item_id := opt_str(item, "id")) not in self._streamed:
+            # The text was not streamed as deltas: take it from the finished item.
+            self._streamed.add(item_id or "")
+            text = "".join(_texts(opt_list(item, "content"), "output_text"))
+            return [TextChunk(text=text)] if text else []
+        return []
+
+    def _reasoning_done(self, item: dict[str, Any]) -> ReasoningChunk:
+        item_id = req_str(item, "id")
+        summary = opt_list(item, "summary")
+        details: dict[str, Any] = {"id": item_id}
+        if summary is not None:
+            details["summary"] = summary
+        encrypted = opt_str(item, "encrypted_content")
+        if encrypted is not None:
+            details["encrypted_content"] = encrypted
+        text = "" if item_id in self._streamed else "\n\n".join(_texts(summary, "summary_text"))
+        return ReasoningChunk(text=text, provider_details=details)
+
+    def _terminal(self, response: dict[str, Any]) -> list[StreamChunk]:
+        self._response_id = opt_str(response, "id")
+        self._usage = usage_of(opt_obj(response, "usage"))
+        if opt_str(response, "status") == "incomplete":
+            details = opt_obj(response, "incomplete_details") or {}
+            self._finish = _INCOMPLETE.get(opt_str(details, "reason") or "", "length")
+        else:
+            self._finish = "stop"
+        return []
+
+    @staticmethod
+    def _failure(error: dict[str, Any], event: dict[str, Any]) -> ModelError:
+        message = opt_str(error, "message") or "no message"
+        code = error.get("code")
+        return stream_error(None if code is None else str(code), message, json.dumps(event))
+
+
+def usage_of(usage: dict[str, Any] | None) -> Usage:
+    """Bastion usage from a Responses ``usage`` object (cached and reasoning tokens included).
+
+    Raises:
+        MalformedResponse: A count is not an integer.
+    """
+    return Usage(
+        prompt_tokens=opt_int(usage, "input_tokens"),
+        completion_tokens=opt_int(usage, "output_tokens"),
+        cached_read_tokens=opt_int(_details(usage, "input_tokens_details"), "cached_tokens"),
+        reasoning_tokens=opt_int(_details(usage, "output_tokens_details"), "reasoning_tokens"),
+        requests=1,
+    )
+
+
+def _details(usage: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    return None if usage is None else opt_obj(usage, key)
+
+
+def _texts(parts: list[object] | None, kind: str) -> list[str]:
+    texts: list[str] = []
+    for part in parts or ():
+        fields = obj(part, "a content part")
+        if opt_str(fields, "type") == kind:
+            texts.append(req_str(fields, "text"))
+    return texts

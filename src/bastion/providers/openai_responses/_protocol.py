@@ -1,0 +1,116 @@
+"""The OpenAI Responses wire protocol (``POST /responses``) and its model factory.
+
+Connection and auth live here; message mapping in ``_request``, stream parsing in
+``_parser``. Imported by the registry for ``"openai-responses:<model>"`` strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from bastion.core import ModelError, ModelRequest
+from bastion.providers._http import HttpModel
+from bastion.providers._names import ToolNameMap
+from bastion.providers._profiles import ModelProfile, profile_for
+
+from ._errors import VENDOR, http_error
+from ._parser import ResponsesParser
+from ._request import build_payload
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["PROVIDER", "ResponsesProtocol", "openai_responses_model"]
+
+PROVIDER = "openai-responses"
+
+
+class ResponsesProtocol:
+    """OpenAI's Responses API, stateless: ``store: false``, reasoning sent back encrypted.
+
+    Args:
+        encrypted_reasoning: Request reasoning items' ``encrypted_content`` so they can be
+            sent back on the next step. ``None`` (default) asks for it when the model's
+            profile says it reasons or ``settings.extra`` configures ``reasoning``; models
+            that do not reason reject the request for it.
+    """
+
+    vendor = VENDOR
+    framing: Literal["sse", "ndjson"] = "sse"
+    default_base_url = "https://api.openai.com/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+
+    def __init__(self, *, encrypted_reasoning: bool | None = None) -> None:
+        self.encrypted_reasoning = encrypted_reasoning
+
+    def path(self, model: str) -> str:
+        """``/responses``, whatever the model."""
+        return "/responses"
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """Bearer authentication, and SSE accepted."""
+        headers = {"Accept": "text/event-stream"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        return headers
+
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+        """The JSON body for ``request``.
+
+        Raises:
+            UserError: A message holds content the Responses API cannot take.
+        """
+        encrypted = self.encrypted_reasoning
+        if encrypted is None:
+            extra = request.settings.extra or {}
+            encrypted = profile_for(PROVIDER, model).reasoning or "reasoning" in extra
+        return build_payload(request, model, names, encrypted_reasoning=encrypted)
+
+    def parser(self, names: ToolNameMap) -> ResponsesParser:
+        """A parser for one streamed answer."""
+        return ResponsesParser(names)
+
+    def name_map(self, request: ModelRequest) -> ToolNameMap:
+        """Wire names matching OpenAI's ``^[a-zA-Z0-9_-]{1,64}$``."""
+        return ToolNameMap(t.name for t in request.tools)
+
+    def error(self, status: int, body: str, headers: Mapping[str, str]) -> ModelError:
+        """Map an HTTP error: OpenAI's ``error.code`` first, then the status."""
+        return http_error(status, body, headers)
+
+
+def openai_responses_model(
+    name: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float = 600.0,
+    http_client: httpx.AsyncClient | None = None,
+    profile: ModelProfile | None = None,
+    encrypted_reasoning: bool | None = None,
+) -> HttpModel:
+    """Return an OpenAI model spoken to through the Responses API (``"openai-responses:<name>"``).
+
+    Args:
+        name: The model name (``"o4-mini"``, ``"gpt-4.1"``).
+        base_url: API base URL (default ``https://api.openai.com/v1``).
+        api_key: API key (default: ``OPENAI_API_KEY``).
+        headers: Extra headers on every request.
+        timeout: Seconds for connect and for each read of the stream.
+        http_client: An ``httpx.AsyncClient`` to use.
+        profile: Model facts and prices (default: looked up by name).
+        encrypted_reasoning: See :class:`ResponsesProtocol`.
+    """
+    return HttpModel(
+        name,
+        protocol=ResponsesProtocol(encrypted_reasoning=encrypted_reasoning),
+        provider=PROVIDER,
+        base_url=base_url,
+        api_key=api_key,
+        headers=headers,
+        timeout=timeout,
+        http_client=http_client,
+        profile=profile,
+    )

@@ -1,0 +1,215 @@
+"""Bastion request → Responses-API JSON body (``POST /responses``).
+
+Owns the mapping of messages to ``input`` items, of tools, settings and structured output.
+Reasoning items come back from ``_parser`` with their ``id``, ``summary`` and
+``encrypted_content`` in ``ReasoningPart.provider_details`` and are sent back unchanged, which
+is what lets a stateless (``store: false``) conversation keep the model's reasoning.
+Called by ``_protocol.ResponsesProtocol.payload``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from bastion.core import (
+    AssistantMessage,
+    FilePart,
+    ImagePart,
+    Message,
+    ModelRequest,
+    ModelSettings,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolMessage,
+    UserError,
+    UserMessage,
+    UserPart,
+    text_of,
+)
+from bastion.providers._names import ToolNameMap
+
+__all__ = ["ENCRYPTED_REASONING", "build_payload", "input_items"]
+
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+def build_payload(
+    request: ModelRequest, model: str, names: ToolNameMap, *, encrypted_reasoning: bool
+) -> dict[str, Any]:
+    """The JSON body for ``request``.
+
+    Args:
+        request: What to send.
+        model: The vendor's model name.
+        names: Local ↔ wire tool names.
+        encrypted_reasoning: Ask for reasoning items' ``encrypted_content`` (reasoning models
+            only: other models reject the ``include``).
+
+    Raises:
+        UserError: A message holds content the Responses API cannot take (audio input).
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "input": input_items(request.messages, names),
+        "stream": True,
+        "store": False,
+    }
+    if encrypted_reasoning:
+        body["include"] = [ENCRYPTED_REASONING]
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": names.wire(t.name),
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": t.strict,
+            }
+            for t in request.tools
+        ]
+    if request.output is not None:
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": request.output.name,
+                "schema": request.output.json_schema,
+                "strict": request.output.strict,
+            }
+        }
+    _apply_settings(body, request.settings, names)
+    return body
+
+
+def _apply_settings(body: dict[str, Any], settings: ModelSettings, names: ToolNameMap) -> None:
+    # The Responses API has no ``stop`` or ``seed`` parameter: they are left out.
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        body["top_p"] = settings.top_p
+    if settings.max_tokens is not None:
+        body["max_output_tokens"] = settings.max_tokens
+    if settings.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = settings.parallel_tool_calls
+    choice = settings.tool_choice
+    if choice is not None:
+        if choice in ("auto", "required", "none"):
+            body["tool_choice"] = choice
+        else:
+            body["tool_choice"] = {"type": "function", "name": names.wire(choice)}
+    for key, value in (settings.extra or {}).items():
+        if key == "include" and isinstance(value, list):
+            # Merged, so asking for more includes keeps the encrypted reasoning.
+            ours: list[object] = body.get("include", [])
+            body["include"] = list(dict.fromkeys([*ours, *cast("list[object]", value)]))
+        else:
+            body[key] = value
+
+
+def input_items(messages: Sequence[Message], names: ToolNameMap) -> list[dict[str, Any]]:
+    """The ``input`` items for a conversation, in order.
+
+    Raises:
+        UserError: A message holds content the Responses API cannot take.
+    """
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            items.append({"role": "system", "content": message.content})
+        elif isinstance(message, UserMessage):
+            items.append({"role": "user", "content": _user_content(message.content)})
+        elif isinstance(message, AssistantMessage):
+            items.extend(_assistant_items(message, names))
+        else:
+            items.append(_tool_output(message))
+    return items
+
+
+def _user_content(content: str | list[UserPart]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    return [_user_part(part) for part in content]
+
+
+def _user_part(part: UserPart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, ImagePart):
+        return {"type": "input_image", "image_url": _url_of(part, "image/png")}
+    if isinstance(part, FilePart):
+        if part.data is None:
+            return {"type": "input_file", "file_url": part.url}
+        item: dict[str, Any] = {"type": "input_file", "file_data": _url_of(part, part.media_type)}
+        item["filename"] = part.filename or "document"
+        return item
+    raise UserError(
+        "The OpenAI Responses API does not take audio input. Transcribe it first, or use the "
+        "'openai:' (Chat Completions) provider with an audio-capable model."
+    )
+
+
+def _url_of(part: ImagePart | FilePart, default_type: str) -> str:
+    if part.data is None:
+        if part.url is None:
+            raise UserError(f"{type(part).__name__} has neither data nor url; give one of them.")
+        return part.url
+    return f"data:{part.media_type or default_type};base64,{part.data}"
+
+
+def _assistant_items(message: AssistantMessage, names: ToolNameMap) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            texts.append({"type": "output_text", "text": part.text})
+            continue
+        if texts:
+            items.append({"role": "assistant", "content": texts})
+            texts = []
+        if isinstance(part, ReasoningPart) and (reasoning := _reasoning_item(part)):
+            items.append(reasoning)
+        # Other parts (images an assistant produced, reasoning of other vendors) have no
+        # Responses input form; they are left out.
+    if texts:
+        items.append({"role": "assistant", "content": texts})
+    items.extend(_function_call(call, names) for call in message.tool_calls)
+    return items
+
+
+def _reasoning_item(part: ReasoningPart) -> dict[str, Any] | None:
+    details = part.provider_details or {}
+    item_id = details.get("id")
+    if not isinstance(item_id, str) or not item_id.startswith("rs_"):
+        return None  # not an OpenAI reasoning item: the API would reject it
+    summary = details.get("summary")
+    if not isinstance(summary, list):
+        summary = [{"type": "summary_text", "text": part.text}] if part.text else []
+    item: dict[str, Any] = {"type": "reasoning", "id": item_id, "summary": summary}
+    encrypted = details.get("encrypted_content")
+    if isinstance(encrypted, str):
+        item["encrypted_content"] = encrypted
+    return item
+
+
+def _function_call(call: ToolCall, names: ToolNameMap) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "function_call",
+        "call_id": call.id,
+        "name": names.wire(call.name),
+        "arguments": call.arguments,
+    }
+    item_id = (call.provider_details or {}).get("id")
+    if isinstance(item_id, str) and item_id.startswith("fc_"):
+        item["id"] = item_id
+    return item
+
+
+def _tool_output(message: ToolMessage) -> dict[str, Any]:
+    # Only text is sent: non-text parts of a tool result have no place in a string output.
+    return {
+        "type": "function_call_output",
+        "call_id": message.tool_call_id,
+        "output": text_of(message.content),
+    }
