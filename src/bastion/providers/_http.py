@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from bastion.core import (
     ConnectionFailed,
@@ -37,9 +37,28 @@ from ._profiles import ModelProfile, profile_for, with_cost
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HttpModel", "StreamParser", "WireProtocol", "sse_json"]
+__all__ = [
+    "HttpModel",
+    "HttpModelOptions",
+    "Sensitivity",
+    "StreamParser",
+    "WireProtocol",
+    "sse_json",
+]
 
 Sensitivity = Literal["public", "internal", "secret"]
+
+
+class HttpModelOptions(TypedDict, total=False):
+    """The keyword options every provider factory passes on to :class:`HttpModel`."""
+
+    base_url: str | None
+    api_key: str | None
+    headers: Mapping[str, str] | None
+    timeout: float
+    http_client: httpx.AsyncClient | None
+    profile: ModelProfile | None
+    accepts_sensitivity: tuple[Sensitivity, ...]
 
 
 class StreamParser(Protocol):

@@ -8,21 +8,21 @@ answer's text, because this API version has no JSON-schema response mode.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Unpack
 
-from bastion.providers._http import HttpModel
+from bastion.providers._http import HttpModel, HttpModelOptions
 
 from ._protocol import MessagesProtocol
 
 __all__ = ["MessagesProtocol", "anthropic_model"]
 
 
-def anthropic_model(name: str, **kwargs: Any) -> HttpModel:
+def anthropic_model(name: str, **options: Unpack[HttpModelOptions]) -> HttpModel:
     """Return a model of Anthropic's Messages API, e.g. ``anthropic_model("claude-sonnet-4-0")``.
 
     Args:
         name: The Anthropic model name.
-        **kwargs: Passed on to :class:`~bastion.providers.HttpModel` (``api_key``,
+        **options: Passed on to :class:`~bastion.providers.HttpModel` (``api_key``,
             ``base_url``, ``http_client``, ``timeout``…).
     """
-    return HttpModel(name, protocol=MessagesProtocol(), provider="anthropic", **kwargs)
+    return HttpModel(name, protocol=MessagesProtocol(), provider="anthropic", **options)

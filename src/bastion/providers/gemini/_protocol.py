@@ -9,19 +9,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from bastion.core import AssistantMessage, ModelError, ModelRequest, ToolMessage
-from bastion.providers._http import HttpModel, Sensitivity
+from bastion.providers._http import HttpModel, HttpModelOptions
 from bastion.providers._names import ToolNameMap
-from bastion.providers._profiles import ModelProfile
 
 from ._errors import error_from_body
 from ._parser import GeminiStreamParser
 from ._payload import build_payload
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = ["GeminiProtocol", "gemini_model"]
 
@@ -68,33 +67,12 @@ class GeminiProtocol:
         return error_from_body(status, body, headers)
 
 
-def gemini_model(
-    name: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    timeout: float = 600.0,
-    http_client: httpx.AsyncClient | None = None,
-    profile: ModelProfile | None = None,
-    accepts_sensitivity: tuple[Sensitivity, ...] = ("public", "internal", "secret"),
-) -> HttpModel:
-    """A Gemini model (``"gemini:gemini-2.5-flash"``) over ``streamGenerateContent``.
+def gemini_model(name: str, **options: Unpack[HttpModelOptions]) -> HttpModel:
+    """Return a Gemini model (``"gemini:<name>"``).
 
     The key is ``api_key``, else ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``. The other
-    arguments are :class:`HttpModel`'s.
+    options are :class:`HttpModel`'s.
     """
-    if api_key is None and not os.environ.get("GEMINI_API_KEY"):
-        api_key = os.environ.get("GOOGLE_API_KEY")
-    return HttpModel(
-        name,
-        protocol=GeminiProtocol(),
-        provider="gemini",
-        base_url=base_url,
-        api_key=api_key,
-        headers=headers,
-        timeout=timeout,
-        http_client=http_client,
-        profile=profile,
-        accepts_sensitivity=accepts_sensitivity,
-    )
+    if options.get("api_key") is None and not os.environ.get("GEMINI_API_KEY"):
+        options["api_key"] = os.environ.get("GOOGLE_API_KEY")
+    return HttpModel(name, protocol=GeminiProtocol(), provider="gemini", **options)

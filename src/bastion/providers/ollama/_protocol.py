@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from bastion.core import ModelError, ModelRequest
-from bastion.providers._http import HttpModel, StreamParser
+from bastion.providers._http import HttpModel, HttpModelOptions, StreamParser
 from bastion.providers._names import ToolNameMap
 
 from ._errors import http_error
@@ -85,13 +85,13 @@ class OllamaChatProtocol:
         return http_error(status, body, headers)
 
 
-def ollama_model(name: str, **kwargs: Any) -> HttpModel:
+def ollama_model(name: str, **options: Unpack[HttpModelOptions]) -> HttpModel:
     """An Ollama model, e.g. ``ollama_model("qwen2.5:7b-instruct")``.
 
     Args:
         name: The Ollama model name, tag included.
-        **kwargs: :class:`~bastion.providers.HttpModel` arguments (``base_url``,
+        **options: :class:`~bastion.providers.HttpModel` arguments (``base_url``,
             ``api_key``, ``http_client``, ``timeout``…). ``base_url`` defaults to
             ``OLLAMA_BASE_URL``, then ``OLLAMA_HOST``, then ``http://localhost:11434``.
     """
-    return HttpModel(name, protocol=OllamaChatProtocol(), provider="ollama", **kwargs)
+    return HttpModel(name, protocol=OllamaChatProtocol(), provider="ollama", **options)

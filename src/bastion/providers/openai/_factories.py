@@ -8,18 +8,12 @@ vendors are configuration (a preset row), not code.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Literal, TypedDict
-
-from typing_extensions import Unpack
+from typing import Unpack
 
 from bastion.core import UserError
-from bastion.providers._http import HttpModel
-from bastion.providers._profiles import ModelProfile
+from bastion.providers._http import HttpModel, HttpModelOptions
 
 from ._protocol import ChatCompletionsProtocol
-
-if TYPE_CHECKING:
-    import httpx
 
 __all__ = ["PRESETS", "HttpModelOptions", "openai_chat_model", "openai_compatible_model"]
 
@@ -34,18 +28,6 @@ PRESETS: dict[str, tuple[str, str]] = {
     "llamacpp": ("http://localhost:8080/v1", "LLAMACPP_API_KEY"),
     "ollama": ("http://localhost:11434/v1", "OLLAMA_API_KEY"),
 }
-
-
-class HttpModelOptions(TypedDict, total=False):
-    """Keyword options passed through to :class:`~bastion.providers.HttpModel`."""
-
-    base_url: str | None
-    api_key: str | None
-    headers: dict[str, str] | None
-    timeout: float
-    http_client: httpx.AsyncClient | None
-    profile: ModelProfile | None
-    accepts_sensitivity: tuple[Literal["public", "internal", "secret"], ...]
 
 
 def openai_chat_model(name: str, **options: Unpack[HttpModelOptions]) -> HttpModel:

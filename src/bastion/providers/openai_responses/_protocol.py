@@ -7,19 +7,19 @@ Connection and auth live here; message mapping in ``_request``, stream parsing i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from bastion.core import ModelError, ModelRequest
-from bastion.providers._http import HttpModel
+from bastion.providers._http import HttpModel, HttpModelOptions
 from bastion.providers._names import ToolNameMap
-from bastion.providers._profiles import ModelProfile, profile_for
+from bastion.providers._profiles import profile_for
 
 from ._errors import VENDOR, http_error
 from ._parser import ResponsesParser
 from ._request import build_payload
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = ["PROVIDER", "ResponsesProtocol", "openai_responses_model"]
 
@@ -81,36 +81,19 @@ class ResponsesProtocol:
 
 
 def openai_responses_model(
-    name: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    timeout: float = 600.0,
-    http_client: httpx.AsyncClient | None = None,
-    profile: ModelProfile | None = None,
-    encrypted_reasoning: bool | None = None,
+    name: str, *, encrypted_reasoning: bool | None = None, **options: Unpack[HttpModelOptions]
 ) -> HttpModel:
     """Return an OpenAI model spoken to through the Responses API (``"openai-responses:<name>"``).
 
     Args:
         name: The model name (``"o4-mini"``, ``"gpt-4.1"``).
-        base_url: API base URL (default ``https://api.openai.com/v1``).
-        api_key: API key (default: ``OPENAI_API_KEY``).
-        headers: Extra headers on every request.
-        timeout: Seconds for connect and for each read of the stream.
-        http_client: An ``httpx.AsyncClient`` to use.
-        profile: Model facts and prices (default: looked up by name).
         encrypted_reasoning: See :class:`ResponsesProtocol`.
+        **options: :class:`HttpModel` options (``base_url`` default
+            ``https://api.openai.com/v1``, ``api_key`` default ``OPENAI_API_KEY``, …).
     """
     return HttpModel(
         name,
         protocol=ResponsesProtocol(encrypted_reasoning=encrypted_reasoning),
         provider=PROVIDER,
-        base_url=base_url,
-        api_key=api_key,
-        headers=headers,
-        timeout=timeout,
-        http_client=http_client,
-        profile=profile,
+        **options,
     )
