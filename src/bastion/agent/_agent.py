@@ -125,6 +125,8 @@ class Agent(Generic[DepsT, OutputT]):
         clock: The clock (``bastion.testing.VirtualClock`` in tests).
         max_concurrent_runs: Limit on runs in flight at once (``None``: unlimited).
         event_bus: Observers fed every event of every run (``EventBus``).
+        reasoning_retention: ``keep`` sends earlier reasoning (with its signatures) back
+            to the model on the next step, as tool-use loops need; ``strip`` leaves it out.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -153,6 +155,7 @@ class Agent(Generic[DepsT, OutputT]):
         clock: Clock | None = None,
         max_concurrent_runs: int | None = None,
         event_bus: EventBus | None = None,
+        reasoning_retention: Literal["keep", "strip"] = "keep",
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -202,6 +205,9 @@ class Agent(Generic[DepsT, OutputT]):
         self.clock: Clock = clock or SystemClock()
         self.max_concurrent_runs = max_concurrent_runs
         self.event_bus = event_bus
+        if reasoning_retention not in ("keep", "strip"):
+            raise UserError(f"Agent {name!r}: reasoning_retention must be 'keep' or 'strip'.")
+        self.reasoning_retention = reasoning_retention
         self.executor = ToolExecutor(self.tools, max_parallel=max_parallel_tools, clock=self.clock)
         self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
 

@@ -22,6 +22,7 @@ from ._errors import (
     RunError,
     RunFailed,
     ScriptExhausted,
+    SensitivityRefused,
     UserError,
 )
 from ._events import (
@@ -153,6 +154,7 @@ __all__ = [
     "RunFailed",
     "RunStatus",
     "ScriptExhausted",
+    "SensitivityRefused",
     "StepEndEvent",
     "StepStartEvent",
     "StreamChunk",

@@ -17,6 +17,7 @@ mapped at the adapter boundary so that retry and fallback can decide on them::
         │   ├── ModelTimeout         (retryable)
         │   ├── ConnectionFailed     (retryable)
         │   ├── MalformedResponse    (retryable: garbage, truncated or out-of-order stream)
+        │   ├── SensitivityRefused   (fallback-eligible: the model may not see this data)
         │   └── ContentFiltered
         ├── ScriptExhausted          (a scripted test model ran out of turns)
         └── RunFailed                (raised by ``RunResult.raise_for_status``)
@@ -45,6 +46,7 @@ __all__ = [
     "RunError",
     "RunFailed",
     "ScriptExhausted",
+    "SensitivityRefused",
     "UserError",
 ]
 
@@ -154,6 +156,15 @@ class MalformedResponse(ModelError):
     """The vendor's answer could not be parsed (garbage, truncated or out-of-order stream)."""
 
     retryable = True
+
+
+class SensitivityRefused(ModelError):
+    """The request carries data of a tier the model's provider does not accept (G-08).
+
+    Raised before anything is sent; a fallback model that accepts the tier may take over.
+    """
+
+    fallback_eligible = True
 
 
 class ContentFiltered(ModelError):

@@ -191,12 +191,17 @@ class AssistantMessage:
 
 @dataclass(kw_only=True, slots=True)
 class ToolMessage:
-    """The result of one tool call, as the model will read it."""
+    """The result of one tool call, as the model will read it.
+
+    ``sensitivity`` is the tier of the tool that produced it (SPEC G-10): a model that does
+    not accept that tier never receives the conversation (G-08).
+    """
 
     tool_call_id: str
     tool_name: str
     content: str | list[UserPart]
     is_error: bool = False
+    sensitivity: Literal["public", "internal", "secret"] = "public"
     role: Literal["tool"] = "tool"
 
     @property

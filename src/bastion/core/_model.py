@@ -274,11 +274,13 @@ class Model(ABC):
 
     Subclasses implement :meth:`stream`. ``provider`` and ``name`` form the model's key
     ``"<provider>:<name>"``, used for usage attribution and as the governance oracle key
-    ``llm:<provider>:<name>``.
+    ``llm:<provider>:<name>``. ``accepts_sensitivity`` lists the data tiers the provider
+    may receive (SPEC G-08); by default every tier.
     """
 
     provider: str = "unknown"
     name: str = "unknown"
+    accepts_sensitivity: tuple[str, ...] = ("public", "internal", "secret")
     _key_cache: tuple[str, str, str] | None = None
 
     @property

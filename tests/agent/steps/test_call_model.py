@@ -181,3 +181,71 @@ async def test_each_error_class_drives_retry_and_fallback(
     else:
         assert result.status == "failed"
         assert backup.requests == []
+
+
+async def test_secret_tool_output_never_reaches_a_model_that_refuses_secrets() -> None:
+    # covers G-08, G-10: the refusing model is not called; the step falls back to one that accepts
+    from bastion import tool
+    from bastion.testing import Call
+
+    @tool(side_effect_class="read_only", sensitivity="secret")
+    def read_vault() -> str:
+        """Read a secret."""
+        return "s3cr3t"
+
+    public_only = ScriptedModel(
+        [Turn(tool_calls=[Call("read_vault")]), "never sent"], name="public-only"
+    )
+    public_only.accepts_sensitivity = ("public", "internal")
+    trusted = ScriptedModel(["summarised without leaking"], name="trusted")
+    agent = Agent("a", model=public_only, fallback_models=[trusted], tools=[read_vault])
+    events = [e async for e in agent.stream("go")]
+    assert len(public_only.requests) == 1  # the first step only: no secret in it yet
+    assert "agent.model.fellback test:public-only -> test:trusted" in brief(events)
+    assert events[-1].type == "agent.end"
+    assert events[-1].output == "summarised without leaking"
+    assert trusted.requests[0].messages[-1].sensitivity == "secret"  # type: ignore[union-attr]
+
+
+async def test_without_an_accepting_model_the_run_fails_clearly() -> None:
+    # covers G-08
+    from bastion import tool
+    from bastion.testing import Call
+
+    @tool(side_effect_class="read_only", sensitivity="secret")
+    def read_vault() -> str:
+        """Read a secret."""
+        return "s3cr3t"
+
+    model = ScriptedModel([Turn(tool_calls=[Call("read_vault")]), "never sent"])
+    model.accepts_sensitivity = ("public",)
+    result = await Agent("a", model=model, tools=[read_vault]).run("go")
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "does not accept 'secret' data" in result.error.message
+    assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize(("retention", "kept"), [("keep", True), ("strip", False)])
+async def test_reasoning_retention_keeps_or_strips_reasoning_on_the_next_step(
+    retention: str, kept: bool
+) -> None:
+    # covers G-63, C16 (retention keep | strip)
+    from bastion import tool
+    from bastion.testing import Call
+
+    @tool(side_effect_class="pure")
+    def noop() -> str:
+        """Nothing."""
+        return ""
+
+    model = ScriptedModel(
+        [Turn(reasoning="plan", reasoning_signature="sig", tool_calls=[Call("noop")]), "done"]
+    )
+    agent = Agent("a", model=model, tools=[noop], reasoning_retention=retention)  # type: ignore[arg-type]
+    result = await agent.run("go")
+    previous = model.requests[1].messages[-2]
+    assert previous.role == "assistant"
+    assert any(p.type == "reasoning" for p in previous.parts) is kept  # type: ignore[union-attr]
+    first_answer = next(m for m in result.messages if m.role == "assistant")
+    assert any(p.type == "reasoning" for p in first_answer.parts)  # the transcript keeps it

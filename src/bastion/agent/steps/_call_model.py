@@ -22,6 +22,7 @@ from bastion.core import (
     ReasoningChunk,
     ReasoningDeltaEvent,
     ResponseAssembler,
+    SensitivityRefused,
     TextChunk,
     TextCompleteEvent,
     TextDeltaEvent,
@@ -31,6 +32,7 @@ from bastion.core import (
     ToolCallEndEvent,
     ToolCallStartChunk,
     ToolCallStartEvent,
+    ToolMessage,
 )
 
 __all__ = ["ModelCall"]
@@ -69,6 +71,8 @@ class ModelCall:
                 emitted = False
                 chunks = model.stream(self._request)
                 try:
+                    if len(model.accepts_sensitivity) < 3:
+                        _check_sensitivity(model, self._request)  # before anything is sent
                     try:
                         async for chunk in chunks:
                             add(chunk)
@@ -153,6 +157,24 @@ class ModelCall:
                         run_id=run_id, seq=next_seq(), text=response.message.text
                     )
                 return
+
+
+_TIERS = ("public", "internal", "secret")
+
+
+def _check_sensitivity(model: Model, request: ModelRequest) -> None:
+    """Refuse a model that may not see the most sensitive data in the request (G-08)."""
+    highest = 0
+    for message in request.messages:
+        if isinstance(message, ToolMessage):
+            highest = max(highest, _TIERS.index(message.sensitivity))
+    tier = _TIERS[highest]
+    if tier not in model.accepts_sensitivity:
+        accepted = ", ".join(repr(t) for t in model.accepts_sensitivity)
+        raise SensitivityRefused(
+            f"{model.key} does not accept {tier!r} data (it accepts {accepted}), and the "
+            f"conversation holds {tier!r} tool output. Add a fallback model that accepts it."
+        )
 
 
 def _describe(error: BaseException) -> str:

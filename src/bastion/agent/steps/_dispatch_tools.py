@@ -69,7 +69,9 @@ def record_outcomes(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]
     scope.unreported = batch.unreported()
     state = scope.state
     step = state.step
+    tools = scope.agent.tools
     for call, outcome in zip(calls, batch.outcomes, strict=True):
+        tool = tools.get(call.name)
         if outcome is None:
             content, is_error, kind, duration = ABORTED_RESULT, True, "aborted", 0.0
         else:
@@ -77,7 +79,11 @@ def record_outcomes(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]
             kind, duration = outcome.error_kind, outcome.duration
         state.messages.append(
             ToolMessage(
-                tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=content,
+                is_error=is_error,
+                sensitivity=tool.sensitivity if tool is not None else "public",
             )
         )
         state.tool_calls.append(

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from bastion.agent._hooks import maybe_await
 from bastion.agent._scope import RunScope
 from bastion.core import (
+    AssistantMessage,
     Lazy,
     Message,
     ModelRequest,
+    ReasoningPart,
     RunContext,
     SystemMessage,
     TextPart,
@@ -83,14 +86,34 @@ def replace_input_text(message: UserMessage, text: str) -> None:
 
 
 def build_request(scope: RunScope) -> ModelRequest:
-    """Build the model request of the current step."""
+    """Build the model request of the current step.
+
+    With ``reasoning_retention="strip"`` earlier reasoning is left out of the request (the
+    transcript keeps it).
+    """
     agent = scope.agent
+    messages = scope.state.messages
     return ModelRequest(
-        messages=list(scope.state.messages),
+        messages=_without_reasoning(messages)
+        if agent.reasoning_retention == "strip"
+        else list(messages),
         tools=agent.tool_definitions,
         output=agent.output_schema.spec if agent.output_schema is not None else None,
         settings=agent.model_settings,
     )
+
+
+def _without_reasoning(messages: list[Message]) -> list[Message]:
+    stripped: list[Message] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage) and any(
+            isinstance(p, ReasoningPart) for p in message.parts
+        ):
+            parts = [p for p in message.parts if not isinstance(p, ReasoningPart)]
+            stripped.append(replace(message, parts=parts))
+        else:
+            stripped.append(message)
+    return stripped
 
 
 async def before_llm_call(scope: RunScope, request: ModelRequest) -> None:
