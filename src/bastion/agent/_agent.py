@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal
 
@@ -38,6 +38,7 @@ from ._retry import RetryConfig
 from ._scope import RunScope
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
+from ._tiers import TierResolver
 
 __all__ = ["Agent", "HookFlags"]
 
@@ -53,6 +54,7 @@ class HookFlags:
     after_run: bool = False
     on_tool_call: bool = False
     on_error: bool = False
+    prepare_step: bool = False
     before_llm_call: bool = False
     after_llm_call: bool = False
     before_tool_exec: bool = False
@@ -69,6 +71,7 @@ class HookFlags:
         """Inspect hook objects."""
         agent_names = ("before_run", "after_run", "on_tool_call", "on_error")
         loop_names = (
+            "prepare_step",
             "before_llm_call",
             "after_llm_call",
             "before_tool_exec",
@@ -127,6 +130,10 @@ class Agent(Generic[DepsT, OutputT]):
         event_bus: Observers fed every event of every run (``EventBus``).
         reasoning_retention: ``keep`` sends earlier reasoning (with its signatures) back
             to the model on the next step, as tool-use loops need; ``strip`` leaves it out.
+        model_tier_map: Models for the tiers ``fast``, ``balanced`` and ``smart`` that
+            tools (``tool(preferred_model=...)``) and the agent may prefer.
+        preferred_model: A tier or ``"provider:model"`` the agent prefers over ``model``
+            when no tool hint applies (SPEC G-85 precedence).
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -156,6 +163,8 @@ class Agent(Generic[DepsT, OutputT]):
         max_concurrent_runs: int | None = None,
         event_bus: EventBus | None = None,
         reasoning_retention: Literal["keep", "strip"] = "keep",
+        model_tier_map: Mapping[str, Model | str] | None = None,
+        preferred_model: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -208,6 +217,13 @@ class Agent(Generic[DepsT, OutputT]):
         if reasoning_retention not in ("keep", "strip"):
             raise UserError(f"Agent {name!r}: reasoning_retention must be 'keep' or 'strip'.")
         self.reasoning_retention = reasoning_retention
+        self.preferred_model = preferred_model
+        hints = [(f"Tool {t.name!r}", t.preferred_model) for t in self.tools.values()]
+        hints.append((f"Agent {name!r}", preferred_model))
+        wanted = [(owner, hint) for owner, hint in hints if hint is not None]
+        self.tiers = (
+            TierResolver(model_tier_map or {}, wanted) if wanted or model_tier_map else None
+        )
         self.executor = ToolExecutor(self.tools, max_parallel=max_parallel_tools, clock=self.clock)
         self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
 

@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bastion.core import Message, ModelResponse, RunContext, Usage
+from bastion.core import Message, Model, ModelResponse, RunContext, Usage
 from bastion.tools import SkipTool
 
 if TYPE_CHECKING:
@@ -41,6 +41,14 @@ class AgentHooks:
 
 class LoopHooks:
     """Decision points inside the model → tools → model loop."""
+
+    def prepare_step(
+        self, ctx: RunContext[Any], step: int
+    ) -> Awaitable[Model | str | None] | Model | str | None:
+        """Return a model (or ``"provider:model"``) for this step, or None for the usual choice.
+
+        Beats every other model preference (SPEC G-85); fallback models still apply.
+        """
 
     def before_llm_call(
         self, ctx: RunContext[Any], messages: list[Message], step: int

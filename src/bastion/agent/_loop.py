@@ -31,11 +31,13 @@ from .steps._prepare import before_llm_call, open_run
 from .steps._respond import (
     after_llm_call,
     begin_step,
+    choose_model,
     reject_incomplete,
     roundtrip_complete,
     step_end,
     stop_at_max_steps,
     take_response,
+    tool_hint,
 )
 
 __all__ = ["run_loop"]
@@ -73,10 +75,11 @@ async def run_loop(
             flags = agent.hook_flags
             if flags.before_llm_call:
                 await before_llm_call(scope, request)
+            model = await choose_model(scope) if agent.tiers or flags.prepare_step else agent.model
             yield StepStartEvent(
-                run_id=scope.run_id, seq=scope.next_seq(), step=state.step, model=agent.model.key
+                run_id=scope.run_id, seq=scope.next_seq(), step=state.step, model=model.key
             )
-            call = ModelCall(scope, request)
+            call = ModelCall(scope, request, model)
             async for event in call.events():
                 yield event
             response = take_response(scope, call)
@@ -99,6 +102,8 @@ async def run_loop(
                     raise
                 finally:
                     record_outcomes(scope, batch, calls)
+                if agent.tiers is not None:
+                    scope.model_hint = tool_hint(scope, calls)
                 yield step_end(scope, call, response)
                 if flags.on_roundtrip_complete:
                     await roundtrip_complete(scope)

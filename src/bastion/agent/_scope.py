@@ -39,6 +39,7 @@ class RunScope:
         "clock",
         "ctx",
         "ending",
+        "model_hint",
         "next_seq",
         "run_id",
         "state",
@@ -57,6 +58,7 @@ class RunScope:
         self.abort: AbortRequest | None = None
         self.cancel_sent = False
         self.ending = False
+        self.model_hint: str | None = None  # set by the tools a step ran (G-83)
         self.unreported: list[tuple[ToolCall, ToolOutcome | None]] = []
 
     def check_abort(self) -> None:

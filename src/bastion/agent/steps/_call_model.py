@@ -41,13 +41,19 @@ __all__ = ["ModelCall"]
 class ModelCall:
     """One step's model call. Iterate :meth:`events`, then read :attr:`response`."""
 
-    __slots__ = ("_request", "_scope", "model", "response")
+    __slots__ = ("_models", "_request", "_scope", "model", "response")
 
-    def __init__(self, scope: RunScope, request: ModelRequest) -> None:
+    def __init__(self, scope: RunScope, request: ModelRequest, model: Model) -> None:
         self._scope = scope
         self._request = request
         self.response: ModelResponse | None = None
-        self.model: Model = scope.agent.model
+        self.model = model
+        agent = scope.agent
+        self._models = (
+            agent.models
+            if model is agent.model
+            else (model, *(m for m in agent.models[1:] if m is not model))
+        )
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """Stream the call, retrying and falling back as configured.
@@ -60,7 +66,7 @@ class ModelCall:
         next_seq = scope.next_seq
         check_abort = scope.check_abort
         retry = scope.agent.retry
-        models = scope.agent.models
+        models = self._models
         for index, model in enumerate(models):
             self.model = model
             attempt = 0

@@ -8,15 +8,20 @@ loop yields their events itself, so no event crosses an extra frame.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bastion.agent._hooks import maybe_await
 from bastion.agent._scope import RunScope
 from bastion.core import (
     AgentEvent,
+    Model,
     ModelRequest,
     ModelResponse,
     StepEndEvent,
+    ToolCall,
     ToolCallIncompleteEvent,
 )
+from bastion.providers import resolve_model
 
 from ._call_model import ModelCall
 from ._prepare import build_request
@@ -24,11 +29,13 @@ from ._prepare import build_request
 __all__ = [
     "after_llm_call",
     "begin_step",
+    "choose_model",
     "reject_incomplete",
     "roundtrip_complete",
     "step_end",
     "stop_at_max_steps",
     "take_response",
+    "tool_hint",
 ]
 
 
@@ -38,6 +45,37 @@ def begin_step(scope: RunScope) -> ModelRequest:
     state.step += 1
     scope.ctx.step = state.step
     return build_request(scope)
+
+
+async def choose_model(scope: RunScope) -> Model:
+    """The model of this step, by the precedence of SPEC G-85 (see ``_tiers``)."""
+    agent = scope.agent
+    hooks = agent.loop_hooks
+    if hooks is not None and agent.hook_flags.prepare_step:
+        override = await maybe_await(hooks.prepare_step(scope.ctx, scope.state.step))
+        if override is not None:
+            return override if isinstance(override, Model) else resolve_model(override)
+    tiers = agent.tiers
+    if tiers is not None:
+        hint, scope.model_hint = scope.model_hint, None
+        if hint is not None:
+            return tiers.model(hint)
+        if agent.preferred_model is not None:
+            return tiers.model(agent.preferred_model)
+    return agent.model
+
+
+def tool_hint(scope: RunScope, calls: Sequence[ToolCall]) -> str | None:
+    """The model preference of the tools a step called, for the next step (G-83, T-25)."""
+    tiers = scope.agent.tiers
+    assert tiers is not None  # only called when the agent has tier hints
+    tools = scope.agent.tools
+    hints = [
+        tool.preferred_model
+        for call in calls
+        if (tool := tools.get(call.name)) is not None and tool.preferred_model is not None
+    ]
+    return tiers.strongest(hints)
 
 
 def take_response(scope: RunScope, call: ModelCall) -> ModelResponse:

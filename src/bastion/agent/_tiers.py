@@ -1,0 +1,66 @@
+"""Which model a step uses: the precedence ladder of SPEC G-83..G-85.
+
+From the highest: a ``LoopHooks.prepare_step`` override; the hints of the tools the previous
+step ran (an explicit ``"provider:model"`` spec beats a tier; among tiers the strongest
+wins); the agent's own ``preferred_model``; the agent's ``model``. Tiers (``"fast"``,
+``"balanced"``, ``"smart"``) resolve through the agent's ``model_tier_map``. The fallback
+models follow whichever model was chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from bastion.core import Model, UserError
+
+__all__ = ["TIERS", "TierResolver"]
+
+TIERS = ("fast", "balanced", "smart")
+
+
+class TierResolver:
+    """Resolves tier names and model specs, validated when the agent is built."""
+
+    __slots__ = ("_resolve", "_specs", "_tiers")
+
+    def __init__(
+        self,
+        tier_map: Mapping[str, Model | str],
+        hints: Iterable[tuple[str, str]],
+    ) -> None:
+        from bastion.providers import resolve_model
+
+        def as_model(value: Model | str) -> Model:
+            return value if isinstance(value, Model) else resolve_model(value)
+
+        self._resolve = as_model
+        unknown = sorted(set(tier_map) - set(TIERS))
+        if unknown:
+            raise UserError(
+                f"model_tier_map has unknown tier(s) {unknown}; use {', '.join(TIERS)}."
+            )
+        self._tiers = {tier: as_model(model) for tier, model in tier_map.items()}
+        self._specs: dict[str, Model] = {}
+        for owner, hint in hints:
+            if hint in TIERS:
+                if hint not in self._tiers:
+                    raise UserError(
+                        f"{owner} prefers the {hint!r} tier, but model_tier_map has no "
+                        f"{hint!r} entry. Add one, e.g. model_tier_map={{{hint!r}: '...'}}."
+                    )
+            elif hint not in self._specs:
+                self._specs[hint] = as_model(hint)  # a "provider:model" spec; checked now
+
+    def model(self, hint: str) -> Model:
+        """The model a tier or spec (validated at construction) names."""
+        return self._tiers[hint] if hint in TIERS else self._specs[hint]
+
+    def strongest(self, hints: Iterable[str]) -> str | None:
+        """The hint that wins among several: an explicit spec first, else the strongest tier."""
+        best: str | None = None
+        for hint in hints:
+            if hint not in TIERS:
+                return hint
+            if best is None or TIERS.index(hint) > TIERS.index(best):
+                best = hint
+        return best
