@@ -1,0 +1,74 @@
+"""The live tier: every adapter against a real server, opt-in (``pytest --live``).
+
+Set, for each protocol to test, ``BASTION_LIVE_<PROTOCOL>_MODEL`` (e.g. ``gpt-4.1-mini``),
+and optionally ``BASTION_LIVE_<PROTOCOL>_BASE_URL`` / ``BASTION_LIVE_<PROTOCOL>_API_KEY``
+(else the adapter's usual variables, e.g. ``OPENAI_API_KEY``). ``<PROTOCOL>`` is one of
+OPENAI, OPENAI_RESPONSES, ANTHROPIC, OLLAMA, GEMINI. With ``--live`` and none of them set,
+the tier fails rather than passing on nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from bastion import Agent, tool
+from bastion.core import Model
+from bastion.providers import resolve_model
+
+PROTOCOLS = {
+    "OPENAI": "openai",
+    "OPENAI_RESPONSES": "openai-responses",
+    "ANTHROPIC": "anthropic",
+    "OLLAMA": "ollama",
+    "GEMINI": "gemini",
+}
+
+
+def configured() -> list[str]:
+    return [name for name in PROTOCOLS if os.environ.get(f"BASTION_LIVE_{name}_MODEL")]
+
+
+def live_model(name: str) -> Model:
+    options: dict[str, str] = {}
+    for option in ("base_url", "api_key"):
+        value = os.environ.get(f"BASTION_LIVE_{name}_{option.upper()}")
+        if value:
+            options[option] = value
+    return resolve_model(f"{PROTOCOLS[name]}:{os.environ[f'BASTION_LIVE_{name}_MODEL']}", **options)
+
+
+@tool(side_effect_class="pure")
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first integer.
+        b: The second integer.
+    """
+    return a + b
+
+
+pytestmark = pytest.mark.live
+
+
+def test_the_live_tier_has_something_to_test() -> None:
+    assert configured(), "pytest --live needs at least one BASTION_LIVE_<PROTOCOL>_MODEL"
+
+
+@pytest.mark.parametrize("name", configured())
+async def test_a_real_server_answers_and_calls_a_tool(name: str) -> None:
+    # covers issue 3 live tier: text, streamed tool call, tool result, final answer, usage
+    agent = Agent(
+        "live",
+        model=live_model(name),
+        instructions="Use the add tool for arithmetic, then answer with the number only.",
+        tools=[add],
+        max_steps=4,
+    )
+    result = await agent.run("What is 19 + 23?")
+    assert result.status == "completed", result.error
+    assert any(call.name == "add" and not call.is_error for call in result.tool_calls)
+    assert "42" in result.text
+    assert result.usage.prompt_tokens > 0
