@@ -64,3 +64,17 @@ def test_importing_providers_imports_no_adapter_and_no_http_library() -> None:
             ]
         )
     )
+
+
+def test_base_urls_come_from_the_conventional_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    # covers issue 3 (keys and base URLs from arguments or the conventional variables)
+    from bastion.providers import HttpModel
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://proxy.local/v1/")
+    for spec in ("openai:gpt-4.1-mini", "openai-responses:gpt-4.1-mini"):
+        model = resolve_model(spec)
+        assert isinstance(model, HttpModel)
+        assert model.base_url == "http://proxy.local/v1"
+    explicit = resolve_model("openai:gpt-4.1-mini", base_url="http://other/v1")
+    assert isinstance(explicit, HttpModel)
+    assert explicit.base_url == "http://other/v1"

@@ -122,7 +122,8 @@ class HttpModel(Model):
         name: The vendor's model name (``"gpt-4.1-mini"``).
         protocol: The wire protocol.
         provider: The provider part of the model key (``"openai"``, ``"groq"``…).
-        base_url: API base URL (default: the protocol's, or ``<PROVIDER>_BASE_URL``).
+        base_url: API base URL (default: the protocol's ``base_url_env`` variable if it
+            has one, else ``<PROVIDER>_BASE_URL``, else the protocol's default).
         api_key: API key (default: the protocol's environment variable).
         headers: Extra headers on every request.
         timeout: Seconds for connect and for each read of the stream.
@@ -150,7 +151,11 @@ class HttpModel(Model):
         self.name = name
         self.provider = provider or protocol.vendor
         self.protocol = protocol
-        env_base = os.environ.get(f"{self.provider.upper().replace('-', '_')}_BASE_URL")
+        # The protocol may name its conventional variable (OpenAI Responses: OPENAI_BASE_URL).
+        base_env = getattr(protocol, "base_url_env", None) or (
+            f"{self.provider.upper().replace('-', '_')}_BASE_URL"
+        )
+        env_base = os.environ.get(base_env)
         self.base_url = (base_url or env_base or protocol.default_base_url).rstrip("/")
         if api_key is None and protocol.api_key_env:
             api_key = os.environ.get(protocol.api_key_env)

@@ -40,6 +40,7 @@ class ResponsesProtocol:
     framing: Literal["sse", "ndjson"] = "sse"
     default_base_url = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
+    base_url_env: str = "OPENAI_BASE_URL"
 
     def __init__(self, *, encrypted_reasoning: bool | None = None) -> None:
         self.encrypted_reasoning = encrypted_reasoning
