@@ -29,7 +29,6 @@ from bastion.core import (
     UserError,
 )
 
-from ._errors import error_from_status
 from ._framing import NDJSONDecoder, SSEDecoder, SSEEvent
 from ._names import ToolNameMap
 from ._profiles import ModelProfile, profile_for, with_cost
@@ -221,10 +220,6 @@ class HttpModel(Model):
         if isinstance(chunk, FinishChunk) and chunk.usage.cost_usd is None:
             chunk.usage = with_cost(chunk.usage, self.profile)
         return chunk
-
-    def default_error(self, status: int, body: str, headers: Mapping[str, str]) -> ModelError:
-        """The status-based mapping, for protocols without vendor codes."""
-        return error_from_status(status, body, headers, vendor=self.protocol.vendor)
 
 
 def sse_json(item: Any) -> Any:
