@@ -3,10 +3,10 @@
 Usage: ``python _worker.py STORE_URL WORKDIR start|resume``. The run id goes to
 ``WORKDIR/run_id`` before the run starts; the result (JSON) to stdout. With
 ``BASTION_CRASH=after:N`` (or ``before:N``) the process SIGKILLs itself right after (before)
-the N-th journal append it makes. The model logs each invocation to ``WORKDIR/model_calls``;
-``write_line`` (side-effecting, no idempotency key) appends to ``WORKDIR/effects``;
-``charge`` (idempotency key) appends its key to ``WORKDIR/charges`` unless already there, as
-an idempotent API would.
+the journal append that stores entry N (appends are batched: see ``RunJournal``). The model
+logs each invocation to ``WORKDIR/model_calls``; ``write_line`` (side-effecting, no
+idempotency key) appends to ``WORKDIR/effects``; ``charge`` (idempotency key) appends its
+key to ``WORKDIR/charges`` unless already there, as an idempotent API would.
 """
 
 from __future__ import annotations
@@ -30,14 +30,17 @@ OUTCOME_UNKNOWN = "Outcome unknown after crash"
 
 
 class CrashingJournal:
-    """A journal that kills the process at one append (``BASTION_CRASH``)."""
+    """A journal that kills the process at one entry (``BASTION_CRASH``).
+
+    ``before:N`` kills right before the append that would store entry N (with the rest of
+    its batch), ``after:N`` right after the append that stored it.
+    """
 
     def __init__(self, inner: JournalStore, spec: str) -> None:
         self._inner = inner
         when, _, number = spec.partition(":")
         self._when = when
         self._at = int(number) if number else 0
-        self._count = 0
 
     async def append(
         self,
@@ -48,13 +51,13 @@ class CrashingJournal:
         agent: str = "",
         status: RunStatus | None = None,
     ) -> list[JournalEntry]:
-        self._count += 1
-        if self._when == "before" and self._count == self._at:
+        hit = expected_seq < self._at <= expected_seq + len(entries)
+        if self._when == "before" and hit:
             os.kill(os.getpid(), signal.SIGKILL)
         stored = await self._inner.append(
             run_id, entries, expected_seq=expected_seq, agent=agent, status=status
         )
-        if self._when == "after" and self._count == self._at:
+        if self._when == "after" and hit:
             os.kill(os.getpid(), signal.SIGKILL)
         return stored
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bastion.stores import NewEntry, open_store
+from bastion.stores import JournalConflict, NewEntry, open_store
 from bastion.stores._sqlite_db import MIGRATIONS
 from bastion.testing import ProcessStoreConformance, StoreConformance
 
@@ -76,3 +76,23 @@ async def test_closed_store_says_how_to_open_it(store_url: str) -> None:
 
 class TestSqliteGovernedProcesses(GovernedProcesses):
     pass
+
+
+async def test_a_cancelled_call_completes_in_the_store_and_later_calls_still_work(
+    store_url: str, tmp_path: Path
+) -> None:
+    async with open_store(store_url) as stores:
+        await stores.counters.add("k", 1)
+        blocker = sqlite3.connect(tmp_path / "nested" / "bastion.db", isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the append below queues behind this lock
+        append = asyncio.ensure_future(
+            stores.journal.append("r", [NewEntry(kind="run_started")], expected_seq=0)
+        )
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(append, timeout=0.05)  # the caller gives up
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        # The write was already with the database: it lands whole, and the store serves on.
+        assert [e.kind for e in await stores.journal.read("r")] == ["run_started"]
+        with pytest.raises(JournalConflict, match="is at seq 1"):
+            await stores.journal.append("r", [NewEntry(kind="run_started")], expected_seq=0)

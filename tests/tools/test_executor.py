@@ -25,6 +25,7 @@ from bastion.core import (
 )
 from bastion.testing import VirtualClock
 from bastion.tools import (
+    ApprovalRequest,
     Progress,
     SkipTool,
     Tool,
@@ -507,6 +508,7 @@ class RecordingHooks:
         self.rewrite = rewrite
         self.before_calls: list[tuple[str, dict[str, Any]]] = []
         self.after_calls: list[tuple[str, str]] = []
+        self.asked: list[str] = []
 
     async def before(self, tool: Tool, call: ToolCall, args: Mapping[str, Any]) -> SkipTool | None:
         self.before_calls.append((tool.name, dict(args)))
@@ -517,6 +519,9 @@ class RecordingHooks:
     async def after(self, tool: Tool, call: ToolCall, content: str) -> str:
         self.after_calls.append((call.id, content))
         return self.rewrite if self.rewrite is not None else content
+
+    async def before_approval(self, request: ApprovalRequest) -> None:
+        self.asked.append(request.tool_call_id)
 
 
 async def test_skip_tool_from_before_skips_the_tool_and_uses_the_given_result():

@@ -6,6 +6,17 @@ then the loop does no journal work at all. The loop calls :meth:`RunJournal.star
 :meth:`finish`; the executor's hook bridge calls :meth:`tool_call_started` right before a
 tool runs. ``_replay.py`` reads the entries back into a ``RunState``.
 
+Write-behind with barriers: an entry is queued, and a writer task commits what is queued
+as one append per batch (group commit) at the next barrier or within ``COMMIT_DELAY``
+seconds, whichever comes first; so the loop does not wait for the disk after every entry,
+and an entry is durable a few milliseconds after it was made even while the run waits for a
+slow model. The loop waits (:meth:`RunJournal.flush`) only where
+durability must come first: right before a tool runs (its ``tool_call_started`` entry is
+the side-effect ledger), before a human is asked for a decision, and before the run's end
+(``agent.end`` goes out, the caller gets the result). A crash between barriers loses at
+most the entries written since the last one, and only ones whose loss a resume repairs: a
+model call whose answer was not yet durable is sent again; no tool ran since.
+
 Sequence numbers: the store numbers a run's entries densely (1, 2, 3, …) and checks them
 (``expected_seq``), while events are numbered more finely (many text deltas per model call).
 Every entry therefore carries ``event_seq``, the ``seq`` of the event it corresponds to
@@ -43,10 +54,19 @@ from ._state import RunState
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-__all__ = ["JOURNAL_SCHEMA_VERSION", "RunJournal", "state_from_payload", "state_payload"]
+__all__ = [
+    "COMMIT_DELAY",
+    "JOURNAL_SCHEMA_VERSION",
+    "RunJournal",
+    "state_from_payload",
+    "state_payload",
+]
 
 JOURNAL_SCHEMA_VERSION = 1
 """The ``schema_version`` of the entries this Bastion writes."""
+
+COMMIT_DELAY = 0.002
+"""Seconds an accepted entry may wait for more entries to share its commit."""
 
 _TERMINAL: frozenset[str] = frozenset({"completed", "failed", "aborted", "stopped"})
 
@@ -132,9 +152,13 @@ class RunJournal:
     """
 
     __slots__ = (
-        "_lock",
         "_opened",
+        "_queue",
         "_ready",
+        "_status",
+        "_surfaced",
+        "_timer",
+        "_writer",
         "agent",
         "decided",
         "failure",
@@ -157,10 +181,14 @@ class RunJournal:
         self.run_id = run_id
         self.agent = agent
         self._ready = ready
-        self.seq = seq
+        self.seq = seq  # the last seq known to be in the store
         self._opened = False
-        self._lock = asyncio.Lock()
+        self._queue: list[NewEntry] = []  # accepted, not yet handed to the store
+        self._status: RunStatus | None = None  # the run status the queued entries set
+        self._writer: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the commit within COMMIT_DELAY
         self.failure: Exception | None = None  # an append failed: nothing more is written
+        self._surfaced = False  # the failure was raised into the run
         # The directive a resumed run was given, journaled as interrupt_decided first.
         self.decided: Directive | None = None
         # seq of each call's tool.execute.start event, for its tool_call_started entry
@@ -170,30 +198,77 @@ class RunJournal:
         # prompt) go into the next model_response entry as ``inserted``.
         self.mark = 0
 
-    async def append(
+    def append(
         self, kind: EntryKind, payload: Mapping[str, Any], status: RunStatus | None = None
     ) -> None:
-        """Append one entry after the last one this writer wrote.
+        """Queue one entry after the ones accepted before; the writer commits it soon.
 
         Raises:
-            JournalConflict: Another writer appended to the run first.
+            JournalConflict: An earlier append failed because another writer appended to
+                the run first (any earlier store error likewise).
         """
-        async with self._lock:
-            if self.failure is not None:  # the run cannot be journaled any more
-                raise self.failure
-            seq = await self._open()
-            entry = NewEntry(kind=kind, payload=payload, schema_version=JOURNAL_SCHEMA_VERSION)
-            try:
-                await self.stores.journal.append(
-                    self.run_id, [entry], expected_seq=seq, agent=self.agent, status=status
-                )
-            except Exception as exc:
-                self.failure = exc
-                raise
-            self.seq = seq + 1
+        self._check()
+        self._queue.append(
+            NewEntry(kind=kind, payload=payload, schema_version=JOURNAL_SCHEMA_VERSION)
+        )
+        if status is not None:
+            self._status = status
+        if self._writer is None and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(COMMIT_DELAY, self._commit)
+
+    def _commit(self) -> None:
+        """Start the writer on what is queued (at a barrier, or when the delay is up)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._writer is None and self._queue:
+            self._writer = asyncio.get_running_loop().create_task(
+                self._drain(), name=f"bastion-journal-{self.run_id}"
+            )
+
+    async def flush(self) -> None:
+        """Wait until every accepted entry is in the store (a barrier).
+
+        Raises:
+            JournalConflict: Another writer appended to the run first (or the store's error).
+        """
+        self._commit()
+        writer = self._writer
+        if writer is not None:
+            await asyncio.shield(writer)  # a cancelled run never cuts a commit in half
+        self._check()
+
+    def _check(self) -> None:
+        if self.failure is not None:  # the run cannot be journaled any more
+            self._surfaced = True
+            raise self.failure
+
+    @property
+    def begun(self) -> bool:
+        """Whether the run has (or will have) entries: ``run_started`` was accepted."""
+        return self.seq != 0 or bool(self._queue) or self._writer is not None
+
+    async def _drain(self) -> None:
+        """The writer: commit the queue, one append per batch, until it is empty."""
+        try:
+            while self._queue and self.failure is None:
+                seq = await self._open()
+                entries, self._queue = self._queue, []
+                status, self._status = self._status, None
+                try:
+                    await self.stores.journal.append(
+                        self.run_id, entries, expected_seq=seq, agent=self.agent, status=status
+                    )
+                except Exception as exc:  # kept for the next barrier; nothing more is written
+                    self.failure = exc
+                    self._queue.clear()
+                    return
+                self.seq = seq + len(entries)
+        finally:
+            self._writer = None
 
     async def _open(self) -> int:
-        """Open the store once, and learn the journal's last seq if unknown (lock held)."""
+        """Open the store once, and learn the journal's last seq if unknown."""
         if not self._opened:
             await self._ready()
             self._opened = True
@@ -202,8 +277,13 @@ class RunJournal:
         return self.seq
 
     async def started(self, state: RunState, event_seq: int) -> None:
-        """``run_started``: the opened run (instructions, history, input, ids, metadata)."""
-        await self.append("run_started", {"event_seq": event_seq, "state": state_payload(state)})
+        """``run_started``: the opened run (instructions, history, input, ids, metadata).
+
+        Opens the store first, so a store that cannot be reached fails the run before its
+        first model call.
+        """
+        await self._open()
+        self.append("run_started", {"event_seq": event_seq, "state": state_payload(state)})
         self.mark = len(state.messages)
 
     async def decided_directive(self, state: RunState, event_seq: int) -> None:
@@ -212,13 +292,9 @@ class RunJournal:
         self.mark = len(state.messages)
         if directive is None:
             return
-        if self.seq is None:
-            async with self._lock:
-                await self._open()
-        if self.seq == 0:  # a state kept by the caller, never journaled: start from it
-            await self.append(
-                "run_started", {"event_seq": event_seq, "state": state_payload(state)}
-            )
+        await self._open()
+        if not self.begun:  # a state kept by the caller, never journaled: start from it
+            self.append("run_started", {"event_seq": event_seq, "state": state_payload(state)})
         self.decided = None
         approvals = [
             {
@@ -234,13 +310,13 @@ class RunJournal:
             {"interrupt_id": r.interrupt_id, "decision": _jsonable(r.decision)}
             for r in directive.interrupts
         ]
-        await self.append(
+        self.append(
             "interrupt_decided",
             {"event_seq": event_seq, "approvals": approvals, "interrupts": interrupts},
             status="running",
         )
 
-    async def model_response(
+    def model_response(
         self, state: RunState, model: str, response: ModelResponse, event_seq: int
     ) -> None:
         """``model_response``: the assembled answer, its usage and finish reason.
@@ -261,15 +337,15 @@ class RunJournal:
             payload["inserted"] = messages_payload(inserted)
         if response.incomplete_tool_calls:
             payload["incomplete"] = True
-        await self.append("model_response", payload)
+        self.append("model_response", payload)
         self.mark = len(messages)
 
     async def tool_call_started(
         self, tool: Tool, call: ToolCall, args: Mapping[str, Any], step: int
     ) -> None:
-        """``tool_call_started``: written right before the tool runs (the side-effect ledger)."""
+        """``tool_call_started``, durable before the tool runs (the side-effect ledger)."""
         key = tool.idempotency_key
-        await self.append(
+        self.append(
             "tool_call_started",
             {
                 "event_seq": self.started_seqs.pop(call.id, 0),
@@ -281,40 +357,45 @@ class RunJournal:
                 "idempotency_key": key(dict(args)) if key is not None else None,
             },
         )
+        await self.flush()
 
-    async def tool_event(self, event: AgentEvent, batch: ToolBatch, step: int) -> None:
+    def tool_event(self, event: AgentEvent, batch: ToolBatch, step: int) -> None:
         """Journal what a tool lifecycle event passing through the loop records."""
         if isinstance(event, ToolExecuteStartEvent):
             self.started_seqs[event.tool_call_id] = event.seq
         elif isinstance(event, (ToolExecuteEndEvent, ToolExecuteErrorEvent)):
             outcome = _outcome_of(batch, event.tool_call_id)
             if outcome is not None:
-                await self.append("tool_result", result_payload(outcome, step, event.seq))
+                self.append("tool_result", result_payload(outcome, step, event.seq))
 
     async def finish(self, state: RunState) -> None:
         """``interrupt_raised`` (a suspended run) or ``run_ended``, with the whole state.
 
-        A run that failed before ``run_started`` was written gets it now. Nothing is written
-        once an append failed (the store is unreachable or another writer took the run).
+        A run that failed before ``run_started`` was written gets it now. Waits until the
+        journal is in the store. Nothing is written once an append failed (the store is
+        unreachable or another writer took the run); a failure the run has not seen yet is
+        raised here.
         """
-        if self.failure is not None:
+        if self.failure is None:
+            if not self.begun:  # the run failed before it was opened
+                await self.started(state, 1)
+            payload: dict[str, Any] = {"event_seq": state.last_seq, "state": state_payload(state)}
+            if state.status == "awaiting_approval":
+                payload["pending"] = [
+                    {
+                        "tool_call_id": p.call.id,
+                        "tool_name": p.call.name,
+                        "reason": p.request.reason if p.request is not None else None,
+                    }
+                    for p in state.pending_approvals
+                ]
+                payload["interrupts"] = [str(i.get("id")) for i in state.interrupts]
+                self.append("interrupt_raised", payload, status="awaiting_approval")
+            elif state.status in _TERMINAL:
+                self.append("run_ended", payload, status=state.status)
+        if self._surfaced:
             return
-        if self.seq == 0:  # the run failed before it was opened
-            await self.started(state, 1)
-        payload: dict[str, Any] = {"event_seq": state.last_seq, "state": state_payload(state)}
-        if state.status == "awaiting_approval":
-            payload["pending"] = [
-                {
-                    "tool_call_id": p.call.id,
-                    "tool_name": p.call.name,
-                    "reason": p.request.reason if p.request is not None else None,
-                }
-                for p in state.pending_approvals
-            ]
-            payload["interrupts"] = [str(i.get("id")) for i in state.interrupts]
-            await self.append("interrupt_raised", payload, status="awaiting_approval")
-        elif state.status in _TERMINAL:
-            await self.append("run_ended", payload, status=state.status)
+        await self.flush()
 
 
 def result_payload(outcome: ToolOutcome, step: int, event_seq: int) -> dict[str, Any]:

@@ -125,7 +125,7 @@ async def run_loop(
                 yield event
             response = take_response(scope, call)
             if journal is not None:  # entry seq: the model call's last event (or step.start)
-                await journal.model_response(state, call.model.key, response, event.seq)
+                journal.model_response(state, call.model.key, response, event.seq)
             if flags.after_llm_call:
                 await after_llm_call(scope, response)
             if response.incomplete_tool_calls:
@@ -146,7 +146,7 @@ async def run_loop(
                 try:
                     async for event in tool_events:
                         if journal is not None:
-                            await journal.tool_event(event, batch, state.step)
+                            journal.tool_event(event, batch, state.step)
                         if governance is not None and governance.signals:
                             for governed_event in governance.drain(scope.run_id, scope.next_seq):
                                 yield governed_event

@@ -8,13 +8,15 @@ a read-check-write sequence is atomic across processes; ``busy_timeout`` makes t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import queue
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ._types import StoreError
 
@@ -57,35 +59,93 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 
 
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]]
+
+
+class _Worker:
+    """One thread running submitted calls in order, answering on the caller's event loop.
+
+    Lighter than ``run_in_executor`` (no ``concurrent.futures`` future to wrap): a store
+    call costs one queue put and one ``call_soon_threadsafe``. The thread is a daemon, so a
+    store nobody closed cannot hold the interpreter at exit; SQLite's commits are atomic
+    even if the process stops mid-write.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="bastion-sqlite", daemon=True)
+        self._thread.start()
+
+    def submit(self, call: Callable[[], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((loop, future, call))
+        return future
+
+    def stop(self) -> None:
+        """Let the thread end after the calls already submitted."""
+        self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            loop, future, call = job
+            try:
+                result = call()
+            except BaseException as exc:  # handed to the caller, whatever it is
+                _answer(loop, _fail, future, exc)
+            else:
+                _answer(loop, _settle, future, result)
+
+
+def _answer(
+    loop: asyncio.AbstractEventLoop,
+    how: Callable[[asyncio.Future[Any], Any], None],
+    future: asyncio.Future[Any],
+    value: Any,
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the caller's loop closed: nobody waits
+        loop.call_soon_threadsafe(how, future, value)
+
+
+def _settle(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():  # the caller may have been cancelled meanwhile
+        future.set_result(result)
+
+
+def _fail(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
 class SqliteDatabase:
     """One SQLite connection owned by a single worker thread."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._executor: ThreadPoolExecutor | None = None
+        self._worker: _Worker | None = None
         self._conn: sqlite3.Connection | None = None
 
     async def open(self) -> None:
         """Start the worker thread, connect, enable WAL and migrate; idempotent."""
-        if self._executor is not None:
+        if self._worker is not None:
             return
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bastion-sqlite")
+        self._worker = _Worker()
         try:
             self._conn = await self._submit(self._connect)
         except BaseException:
-            self._executor.shutdown(wait=False)
-            self._executor = None
+            self._worker.stop()
+            self._worker = None
             raise
 
     async def close(self) -> None:
         """Close the connection and stop the thread; idempotent."""
-        executor, conn = self._executor, self._conn
-        self._executor = self._conn = None
-        if executor is None:
+        worker, conn = self._worker, self._conn
+        self._worker = self._conn = None
+        if worker is None:
             return
         if conn is not None:
-            await asyncio.get_running_loop().run_in_executor(executor, conn.close)
-        executor.shutdown(wait=False)
+            await worker.submit(conn.close)
+        worker.stop()
 
     async def run(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -100,8 +160,8 @@ class SqliteDatabase:
         return await self._submit(partial(fn, conn, *args, **kwargs))
 
     async def _submit(self, call: Callable[[], T]) -> T:
-        assert self._executor is not None
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        assert self._worker is not None
+        return await self._worker.submit(call)
 
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:":

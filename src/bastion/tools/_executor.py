@@ -98,6 +98,10 @@ class ToolCallHooks(Protocol):
         """Called with the rendered result; returns the (possibly replaced) result."""
         ...
 
+    async def before_approval(self, request: ApprovalRequest) -> None:
+        """Called before ``on_approval`` is asked (a human may take hours to answer)."""
+        ...
+
 
 @dataclass(slots=True)
 class _Prepared:
@@ -436,6 +440,8 @@ class ToolBatch:
             p.pending = request
             self.pending.append(request)
             return
+        if self._hooks is not None:
+            await self._hooks.before_approval(request)
         decided, timed_out = await self._ask(request)
         for event in self._apply_decision(p, decided, timed_out=timed_out):
             yield event

@@ -108,7 +108,7 @@ async def resume_step(
     try:
         async for event in events:
             if journal is not None:
-                await journal.tool_event(event, batch, state.step)
+                journal.tool_event(event, batch, state.step)
             yield event
             scope.check_abort()
     except BaseException:

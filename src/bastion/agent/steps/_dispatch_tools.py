@@ -23,6 +23,7 @@ from bastion.core import (
 from bastion.tools import (
     PROMOTE_TOOLS,
     ApprovalDecision,
+    ApprovalRequest,
     SkipTool,
     Tool,
     ToolBatch,
@@ -64,6 +65,11 @@ class _HookBridge:
             loop: LoopHooks = agent.loop_hooks  # type: ignore[assignment]
             return await maybe_await(loop.before_tool_exec(ctx, tool.name, args))
         return None
+
+    async def before_approval(self, request: ApprovalRequest) -> None:
+        journal = self._scope.journal
+        if journal is not None:  # what the run did so far is durable before a human waits
+            await journal.flush()
 
     async def after(self, tool: Tool, call: ToolCall, content: str) -> str:
         agent = self._scope.agent
