@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
+
+import pytest
 
 from bastion import Agent, tool
 from bastion.agent import run_state_from_json, run_state_to_json
-from bastion.core import AgentEvent, GovernanceEvent, RunContext, ToolMessage, Usage
+from bastion.core import AgentEvent, GovernanceEvent, RunContext, ToolMessage, Usage, UserError
 from bastion.governance import (
     Budget,
     CounterView,
@@ -77,6 +79,54 @@ async def counters(agent: Agent[Any, Any], key: str) -> list[CounterView]:
 # -- a daily cost limit of $10, raisable by the CFO up to $50 --------------------------------
 
 
+@pytest.mark.parametrize(
+    ("events", "expected"),
+    [
+        (
+            "decisions",  # the default: what a human would want to see in a UI
+            [
+                "oracle.exceeded",
+                "oracle.interrupt.in",
+                "oracle.mutation.llm",
+                "oracle.interrupt.out",
+            ],
+        ),
+        ("none", []),
+    ],
+)
+async def test_the_stream_carries_governance_decisions_by_default(
+    events: Literal["decisions", "none"], expected: list[str]
+) -> None:
+    # covers L-30, L-34 (signals to subscribers; decisions on the stream)
+    def approver(interrupt: Interrupt, ctx: InterruptContext) -> MutateDecision:
+        return MutateDecision(oracle="llm", limit_type="cost", max=20, approver=CFO)
+
+    agent = Agent(
+        "analyst",
+        model=ScriptedModel(costly(6, 6)),
+        tools=[lookup_tool([])],
+        budget=daily_budget(),
+        handle_interrupt=approver,
+        clock=VirtualClock(),
+        governance_events=events,
+    )
+    observed: list[str] = []
+    assert agent.governance is not None
+    agent.governance.governor.subscribe(lambda signal: observed.append(signal.name))
+    streamed = [e async for e in agent.stream("research")]
+    assert streamed[-1].type == "agent.end"
+    assert streamed[-1].status == "completed"
+    assert [line.split()[0] for line in governance(streamed)] == expected
+    # An observer of the governor still sees every signal, routine ones included.
+    assert observed.count("oracle.policy.llm") == 3
+    assert "oracle.exceeded" in observed
+
+
+def test_an_unknown_governance_events_setting_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="governance_events must be one of"):
+        Agent("a", model=ScriptedModel(["x"]), budget=daily_budget(), governance_events="some")  # type: ignore[arg-type]
+
+
 async def test_daily_budget_interrupt_raise_to_20_retries_the_same_call_and_completes() -> None:
     asked: list[Interrupt] = []
 
@@ -93,6 +143,7 @@ async def test_daily_budget_interrupt_raise_to_20_retries_the_same_call_and_comp
         budget=daily_budget(),
         handle_interrupt=approver,
         clock=VirtualClock(),
+        governance_events="all",
     )
     events = [e async for e in agent.stream("research")]
     result = events[-1]
@@ -628,6 +679,7 @@ async def test_ctx_call_is_rate_limited_by_a_user_oracle_and_resets_with_the_clo
         oracles={"api:market:alpaca": [Limit(type="calls", max=2, window="minute")]},
         clock=clock,
         max_parallel_tools=1,
+        governance_events="all",
     )
     stream = agent.stream("quote three")
     events = [e async for e in stream]

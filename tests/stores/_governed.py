@@ -59,6 +59,16 @@ class GovernedProcesses:
             total = await governor.store.get("llm|calls|day", now=now, seconds=86_400.0)
         assert total == 12.0
 
+    async def test_two_processes_begin_exactly_the_rounds_limit(self, store_url: str) -> None:
+        """Each begins 10 tool-call rounds against a shared limit of 12 a day: 12 in all."""
+        admitted = await _run_together(*(["rounds", store_url, "12", "10"] for _ in range(2)))
+        assert sum(int(n) for n in admitted) == 12
+        async with open_store(store_url) as stores:
+            governor = Governor(store=StoreCounters(stores.counters))
+            now = governor.clock.now()
+            total = await governor.store.get("llm|rounds|day", now=now, seconds=86_400.0)
+        assert total == 12.0
+
     async def test_two_processes_stay_within_the_cost_bound(self, store_url: str) -> None:
         """A shared $1 budget, $0.15 a call: spend reaches it, past it by at most one call
         in flight per process (cost is known only once a call is done)."""

@@ -3,6 +3,8 @@
 ``calls URL LIMIT N``: make up to N calls against a ``calls`` limit of LIMIT per day and
 print how many were admitted. ``cost URL MAX PER_CALL N``: make up to N calls costing
 PER_CALL each against a daily cost budget of MAX; print what this process spent.
+``rounds URL LIMIT N``: begin up to N tool-call rounds against a ``rounds`` limit of LIMIT
+per day and print how many were admitted.
 Prints ``ready`` once the store is open and starts on ``go``.
 """
 
@@ -18,9 +20,9 @@ from bastion.stores import StoreCounters, open_store
 
 async def _main(mode: str, url: str, limit: str, *rest: str) -> None:
     async with open_store(url) as stores:
-        if mode == "calls":
+        if mode in {"calls", "rounds"}:
             governor = Governor(
-                oracles={"llm": [Limit(type="calls", max=float(limit), window="day")]},
+                oracles={"llm": [Limit(type=mode, max=float(limit), window="day")]},
                 store=StoreCounters(stores.counters),
             )
             per_call, count = 0.0, int(rest[0])
@@ -40,12 +42,15 @@ async def _main(mode: str, url: str, limit: str, *rest: str) -> None:
         admitted, spent = 0, 0.0
         for _ in range(count):
             try:
-                await governor.exec("llm", call)
+                if mode == "rounds":
+                    await governor.begin_round("llm")
+                else:
+                    await governor.exec("llm", call)
             except PolicyExceeded:
                 continue
             admitted += 1
             spent += per_call
-        print(admitted if mode == "calls" else repr(spent), flush=True)
+        print(repr(spent) if mode == "cost" else admitted, flush=True)
 
 
 if __name__ == "__main__":

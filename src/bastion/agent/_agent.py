@@ -59,7 +59,7 @@ from bastion.tools import (
     add_tool_search,
 )
 
-from ._governance import AgentGovernance
+from ._governance import GOVERNANCE_EVENTS, AgentGovernance
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink, overridden
 from ._journal import RunJournal
@@ -221,6 +221,11 @@ class Agent(Generic[DepsT, OutputT]):
             ``Directive(interrupts=[...])`` resumes it.
         governor: A governor to share (between agents, with your own actions); exclusive
             with the four arguments above. By default one is built on the agent's clock.
+        governance_events: Which governance signals the run's stream carries as
+            ``governance.signal`` events: ``"decisions"`` (default: denials, breaches,
+            interrupts, mutations), ``"all"`` (also the routine ``oracle.exec.in/out`` and
+            ``oracle.policy.<oracle>`` signals of every allowed action) or ``"none"``.
+            Observers of the governor (``governor.subscribe``) get every signal regardless.
         store: Where runs are journaled (``bastion.stores``: a ``Stores``, or a URL such
             as ``"sqlite:///runs.db"``). Every model response, tool start and tool result
             is appended before the run goes on, so :meth:`resume` continues the run in any
@@ -277,6 +282,7 @@ class Agent(Generic[DepsT, OutputT]):
         budget: Budget | Sequence[Budget] | None = None,
         handle_interrupt: InterruptHandler | None = None,
         governor: Governor | None = None,
+        governance_events: Literal["decisions", "all", "none"] = "decisions",
         store: Stores | str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -409,7 +415,11 @@ class Agent(Generic[DepsT, OutputT]):
         if self.code_mode is not None:
             self.code_mode.bind(self.executor)
         self.governance = _governance(
-            name, self.clock, governor, policies, oracles, budget, handle_interrupt
+            name,
+            self.clock,
+            governor,
+            (policies, oracles, budget, handle_interrupt),
+            governance_events,
         )
         if self.governance is not None:  # stage 0 of the tool gate
             self.executor.gate.governor = self.governance
@@ -837,15 +847,27 @@ def _code_mode(
     return mode
 
 
-def _governance(  # noqa: PLR0917 - private helper, one call site
+_GovernanceConfig = tuple[
+    Sequence[Policy],
+    Mapping[str, Oracle | Sequence[Policy]] | None,
+    Budget | Sequence[Budget] | None,
+    InterruptHandler | None,
+]
+
+
+def _governance(
     name: str,
     clock: Clock,
     governor: Governor | None,
-    policies: Sequence[Policy],
-    oracles: Mapping[str, Oracle | Sequence[Policy]] | None,
-    budget: Budget | Sequence[Budget] | None,
-    handle_interrupt: InterruptHandler | None,
+    config: _GovernanceConfig,
+    events: str,
 ) -> AgentGovernance | None:
+    if events not in GOVERNANCE_EVENTS:
+        raise UserError(
+            f"Agent {name!r}: governance_events must be one of {', '.join(GOVERNANCE_EVENTS)}, "
+            f"got {events!r}."
+        )
+    policies, oracles, budget, handle_interrupt = config
     configured = bool(policies or oracles or budget or handle_interrupt)
     if governor is not None:
         if configured:
@@ -853,7 +875,7 @@ def _governance(  # noqa: PLR0917 - private helper, one call site
                 f"Agent {name!r}: pass governor= or policies/oracles/budget/handle_interrupt, "
                 "not both; configure the shared Governor itself."
             )
-        return AgentGovernance(governor, name)
+        return AgentGovernance(governor, name, events=events)
     if not configured:
         return None  # no governance: the loop and the gate skip it entirely
     built = Governor(
@@ -863,7 +885,7 @@ def _governance(  # noqa: PLR0917 - private helper, one call site
         handle_interrupt=handle_interrupt,
         clock=clock,
     )
-    return AgentGovernance(built, name)
+    return AgentGovernance(built, name, events=events)
 
 
 def _store(store: Stores | str | None, name: str) -> Stores | None:

@@ -34,7 +34,17 @@ from bastion.tools import Ask, Deny, Mock, Tool, ToolCallDecision
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
-__all__ = ["AgentGovernance", "RunGovernance", "held_calls", "model_key", "signal_data"]
+__all__ = [
+    "GOVERNANCE_EVENTS",
+    "AgentGovernance",
+    "RunGovernance",
+    "held_calls",
+    "model_key",
+    "signal_data",
+]
+
+GOVERNANCE_EVENTS = ("decisions", "all", "none")
+"""What ``Agent(governance_events=...)`` accepts."""
 
 _Signal = tuple[str, dict[str, Any]]  # a signal's name and data, as the governor gave it
 _SINK: ContextVar[tuple[AgentGovernance, list[_Signal]] | None] = ContextVar(
@@ -57,14 +67,15 @@ class AgentGovernance:
 
     __slots__ = ("__weakref__", "_extracts", "_last", "governor", "node", "runs")
 
-    def __init__(self, governor: Governor, node: str) -> None:
+    def __init__(self, governor: Governor, node: str, *, events: str = "decisions") -> None:
         self.governor = governor
         self.node = node
         self._extracts: dict[str, bool] = {}  # tool key -> has a limit with an extract
         # The run that got the last signal (signals come in runs of the same run).
         self._last: tuple[str, Callable[[], RunGovernance | None]] = ("", _nobody)
         self.runs: weakref.WeakValueDictionary[str, RunGovernance] = weakref.WeakValueDictionary()
-        governor.subscribe_data(self._collect)
+        if events != "none":  # "decisions": the governor skips the routine signals
+            governor.subscribe_data(self._collect, routine=events == "all")
 
     def _collect(self, name: str, data: dict[str, Any]) -> None:
         signal = (name, data)

@@ -93,9 +93,12 @@ class Governor(Interrupting, StateMixin):
         self.handle_interrupt = handle_interrupt
         self.interrupt_timeout = interrupt_timeout
         self._listeners: list[SignalListener] = []
+        # The listeners that also take the routine signals (every action's exec in/out and
+        # every limit's accumulation); the others get decisions only.
+        self._routine: list[SignalListener] = []
         # Data listeners, by the typed listener that wraps each in ``_listeners``.
         self._data_listeners: dict[SignalListener, DataListener] = {}
-        # Every listener takes data: hot-path signals skip the typed object.
+        # Every routine listener takes data: hot-path signals skip the typed object.
         self._data_only: tuple[DataListener, ...] | None = None
         self._ids = itertools.count(1)
         self._plans: dict[tuple[str, str, str], Plan] = {}
@@ -177,53 +180,66 @@ class Governor(Interrupting, StateMixin):
 
     # -- signals ------------------------------------------------------------------------
 
-    def subscribe(self, listener: SignalListener) -> Callable[[], None]:
-        """Call ``listener`` with every signal from now on; return a function that stops it."""
-        self._listeners.append(listener)
-        self._data_only = None
+    def subscribe(self, listener: SignalListener, *, routine: bool = True) -> Callable[[], None]:
+        """Call ``listener`` with every signal from now on; return a function that stops it.
+
+        With ``routine=False`` it gets the decisions only: denials, breaches, interrupts and
+        mutations, not the routine ``oracle.exec.in/out`` and ``oracle.policy.<oracle>``
+        signals every allowed action produces.
+        """
+        self._add_listener(listener, routine=routine)
 
         def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-                self._refresh_listeners()
+            self._remove_listener(listener)
 
         return unsubscribe
 
-    def subscribe_data(self, listener: DataListener) -> Callable[[], None]:
+    def subscribe_data(self, listener: DataListener, *, routine: bool = True) -> Callable[[], None]:
         """Call ``listener(name, data)`` with every signal from now on, as JSON-ready data.
 
         ``data`` is what :func:`signal_data` returns for the typed signal; treat it as
         read-only (it may be shared by several data listeners). Cheaper than
-        :meth:`subscribe` when nobody needs the typed objects. Return a function that
-        stops it.
+        :meth:`subscribe` when nobody needs the typed objects. ``routine`` as for
+        :meth:`subscribe`. Return a function that stops it.
         """
 
         def typed(signal: GovernanceSignal) -> None:
             listener(signal.name, signal_data(signal))
 
-        self._listeners.append(typed)
         self._data_listeners[typed] = listener
-        self._refresh_listeners()
+        self._add_listener(typed, routine=routine)
 
         def unsubscribe() -> None:
-            if typed in self._listeners:
-                self._listeners.remove(typed)
-                del self._data_listeners[typed]
-                self._refresh_listeners()
+            self._remove_listener(typed)
+            self._data_listeners.pop(typed, None)
+            self._refresh_listeners()
 
         return unsubscribe
 
+    def _add_listener(self, listener: SignalListener, *, routine: bool) -> None:
+        self._listeners.append(listener)
+        if routine:
+            self._routine.append(listener)
+        self._refresh_listeners()
+
+    def _remove_listener(self, listener: SignalListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        if listener in self._routine:
+            self._routine.remove(listener)
+        self._refresh_listeners()
+
     def _refresh_listeners(self) -> None:
         data = self._data_listeners
-        listeners = self._listeners
+        routine = self._routine
         self._data_only = (
-            tuple(data[listener] for listener in listeners)
-            if listeners and all(listener in data for listener in listeners)
+            tuple(data[listener] for listener in routine)
+            if routine and all(listener in data for listener in routine)
             else None
         )
 
-    def _emit(self, signal: GovernanceSignal) -> None:
-        listeners = self._listeners
+    def _emit(self, signal: GovernanceSignal, routine: bool = False) -> None:
+        listeners = self._routine if routine else self._listeners
         if len(listeners) == 1:  # the usual case (one agent): no copy of the list
             listener = listeners[0]
             try:
@@ -310,7 +326,8 @@ class Governor(Interrupting, StateMixin):
             plan, plan.counted, approved=approved, scope=scope, tokens=tokens
         )
         if substitute is None and calls and self._atomic is not None:
-            return await self._reserve_calls(self._atomic, plan, float(calls), scope)
+            counted = tuple(bound for bound in plan.counted if bound.type == "calls")
+            return await self._reserve(self._atomic, plan, counted, float(calls), scope)
         if substitute is None and calls:
             now = self.clock.now()
             for bound in plan.counted:
@@ -327,10 +344,17 @@ class Governor(Interrupting, StateMixin):
                     )
         return substitute
 
-    async def _reserve_calls(
-        self, store: AtomicCounterStore, plan: Plan, amount: float, scope: tuple[Any, ...]
+    async def _reserve(
+        self,
+        store: AtomicCounterStore,
+        plan: Plan,
+        bounds: tuple[BoundLimit, ...],
+        amount: float,
+        scope: tuple[Any, ...],
     ) -> Substitute | None:
-        """Count admitted calls with one atomic check-and-add per ``calls`` limit.
+        """Count an admitted action with one atomic check-and-add per limit in ``bounds``.
+
+        ``bounds`` are its ``calls`` limits, or its ``rounds`` limits when a round begins.
 
         When another process took the last calls since the check, the limit is checked
         again (it raises, or interrupts when mutable) and the count retried; a limit still
@@ -341,9 +365,7 @@ class Governor(Interrupting, StateMixin):
         now = self.clock.now()
         reserved: list[tuple[str, float | None]] = []
         try:
-            for bound in plan.counted:
-                if bound.type != "calls":
-                    continue
+            for bound in bounds:
                 counter = bound.id
                 if bound.scope is not None:
                     scope_id = graph if bound.scope == "graph" else invocation
@@ -374,7 +396,7 @@ class Governor(Interrupting, StateMixin):
                     if not added:  # an interrupt on the mutable limit approved the call
                         total = await store.add(counter, amount, now=now, seconds=bound.seconds)
                 reserved.append((counter, bound.seconds))
-                if self._listeners:
+                if self._routine:
                     self._emit_policy(
                         bound, amount, total, now, graph, invocation, plan.key, node, None
                     )
@@ -411,7 +433,7 @@ class Governor(Interrupting, StateMixin):
                 counter = f"{bound.id}|{scope_id}"
                 self._scoped.setdefault(f"{scope}:{scope_id}", set()).add(counter)
             total = memory.bump(counter, float(calls), now, bound.seconds)
-            if self._listeners:
+            if self._routine:
                 self._emit_policy(
                     bound, float(calls), total, now, graph, invocation, plan.key, node, None
                 )
@@ -430,6 +452,11 @@ class Governor(Interrupting, StateMixin):
         if not rounds:
             return
         now = self.clock.now()
+        atomic = self._atomic
+        if atomic is not None:  # shared counters: check-and-add in one step per limit
+            scope = (node, graph, invocation, "", (), (), None, None)
+            await self._reserve(atomic, plan, rounds, 1.0, scope)
+            return
         if self._memory is None or self._breach_now(rounds, now, graph, invocation, 0.0):
             await self._guard(
                 plan,
@@ -776,7 +803,7 @@ class Governor(Interrupting, StateMixin):
                 continue
             if memory is not None and bound.scope is None:  # the common case, inline
                 total = memory.bump(bound.id, amount, now, bound.seconds)
-                if self._listeners:
+                if self._routine:
                     self._emit_policy(
                         bound, amount, total, now, graph, invocation, key, node, breakdown
                     )
@@ -815,7 +842,7 @@ class Governor(Interrupting, StateMixin):
             total = memory.bump(counter, amount, now, bound.seconds)
         else:
             total = await self.store.add(counter, amount, now=now, seconds=bound.seconds)
-        if self._listeners:
+        if self._routine:
             self._emit_policy(bound, amount, total, now, graph, invocation, key, node, breakdown)
 
     def _emit_policy(  # noqa: PLR0917 - hot path: positional arguments parse fastest
@@ -876,7 +903,8 @@ class Governor(Interrupting, StateMixin):
                 accumulated=total,
                 max=maximum,
                 breakdown=dict(breakdown) if breakdown else _NO_BREAKDOWN,
-            )
+            ),
+            routine=True,
         )
 
     # -- the whole action ---------------------------------------------------------------
@@ -932,14 +960,15 @@ class Governor(Interrupting, StateMixin):
         )
         if substitute is not None:
             return substitute.value
-        listening = bool(self._listeners)
+        listening = bool(self._routine)
         action_id = f"act_{next(self._ids)}" if listening else ""
         scope = (node, graph, invocation, node_id, ancestry, history, target, input)
         if listening:
             self._emit(
                 ExecInSignal(
                     **self._scope_fields(key, scope, self.clock.now()), action_id=action_id
-                )
+                ),
+                routine=True,
             )
         started = self.clock.monotonic()
         attempts = 1
@@ -960,7 +989,7 @@ class Governor(Interrupting, StateMixin):
             await self.record(
                 key, result, calls=calls, node=node, graph=graph, invocation=invocation
             )
-        if self._listeners:
+        if listening:
             self._emit(
                 ExecOutSignal(
                     **self._scope_fields(key, scope, self.clock.now()),
@@ -968,7 +997,8 @@ class Governor(Interrupting, StateMixin):
                     duration=self.clock.monotonic() - started,
                     attempts=attempts,
                     error=None if failure is None else type(failure).__name__,
-                )
+                ),
+                routine=True,
             )
         if failure is not None:
             raise failure
