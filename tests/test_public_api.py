@@ -118,6 +118,7 @@ def test_top_level_exports_are_pinned() -> None:
         "StepEndEvent",
         "StepStartEvent",
         "StreamChunk",
+        "SubagentEvent",
         "SystemClock",
         "SystemMessage",
         "TextChunk",

@@ -22,6 +22,7 @@ from bastion.core import (
     ReasoningDeltaEvent,
     StepEndEvent,
     StepStartEvent,
+    SubagentEvent,
     TextCompleteEvent,
     TextDeltaEvent,
     ToolApprovalRequestedEvent,
@@ -180,6 +181,13 @@ def one_of_each_event() -> list[AgentEvent]:
             run_id=RUN, seq=next(seq), tool_call_id="c1", current=2, total=4, message="half"
         ),
         ToolExecutePartialEvent(run_id=RUN, seq=next(seq), tool_call_id="c1", content="piece"),
+        SubagentEvent(  # plain mode shows a sub-agent's run through its call's result line
+            run_id=RUN,
+            seq=next(seq),
+            tool_call_id="c1",
+            agent_name="helper",
+            event=TextCompleteEvent(run_id="run_child", seq=4, text="child text"),
+        ),
         ToolExecuteEndEvent(
             run_id=RUN, seq=next(seq), tool_call_id="c1", tool_name="t", result="ok", duration=0.001
         ),
@@ -266,6 +274,32 @@ Hi
 ✗ guardrail_blocked: Output blocked by 'pii'.
 ✗ failed · 1 step · 2 tool calls · 0 tokens · 250 ms
 """)
+
+
+def test_live_sub_agent_call_shows_what_the_sub_agent_does_in_its_row():
+    seq = itertools.count(1)
+
+    def sub(event: AgentEvent) -> SubagentEvent:
+        return SubagentEvent(
+            run_id=RUN, seq=next(seq), tool_call_id="c1", agent_name="researcher", event=event
+        )
+
+    child = "run_child"
+    events: list[AgentEvent] = [
+        AgentStartEvent(run_id=RUN, seq=next(seq), agent_name="boss", model=MODEL),
+        ToolExecuteStartEvent(
+            run_id=RUN, seq=next(seq), tool_call_id="c1", tool_name="researcher", arguments="{}"
+        ),
+        sub(
+            ToolExecuteStartEvent(
+                run_id=child, seq=2, tool_call_id="k1", tool_name="search", arguments='{"q":"x"}'
+            )
+        ),
+        sub(TextCompleteEvent(run_id=child, seq=5, text="found it\nthe answer is 42")),
+    ]
+    output = render(events, live=True)
+    assert 'researcher → search(q="x")' in output
+    assert "researcher: the answer is 42" in output
 
 
 def test_structured_output_is_shown_when_no_text_was_streamed():

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from bastion.core import RunContext, SystemClock, Usage
+from bastion.core import AgentEvent, RunContext, SystemClock, TextDeltaEvent, Usage
 
 
 class RecordingSink:
@@ -14,6 +14,9 @@ class RecordingSink:
 
     def partial(self, content: str) -> None:
         self.reports.append(("partial", content))
+
+    def subagent(self, agent_name: str, event: AgentEvent) -> None:
+        self.reports.append(("subagent", (agent_name, event)))
 
 
 def make_ctx() -> RunContext[None]:
@@ -54,6 +57,7 @@ def test_progress_and_streaming_are_ignored_outside_a_tool():
     ctx = make_ctx()
     ctx.report_progress(1, 2, "half")
     ctx.stream_content("piece")
+    ctx.forward_event(TextDeltaEvent(run_id="child", seq=1, delta="x"), agent_name="helper")
     assert ctx.session_state == {}
 
 
@@ -68,10 +72,13 @@ def test_a_tool_bound_copy_reports_to_its_sink_and_shares_session_state():
     bound.report_progress(1, 4, "page 1")
     bound.report_progress(2)
     bound.stream_content("hello")
+    delta = TextDeltaEvent(run_id="child", seq=3, delta="hi")
+    bound.forward_event(delta, agent_name="helper")
     assert sink.reports == [
         ("progress", (1, 4, "page 1")),
         ("progress", (2, None, None)),
         ("partial", "hello"),
+        ("subagent", ("helper", delta)),
     ]
     # State a tool sets is the run's state: the session persists it.
     bound.set_state("seen", True)

@@ -68,6 +68,15 @@ json_values: st.SearchStrategy[Any] = st.recursive(
 )
 
 
+_unions_in_progress: dict[Any, st.SearchStrategy[Any] | None] = {}
+
+
+def _built(hint: Any) -> st.SearchStrategy[Any]:
+    built = _unions_in_progress[hint]
+    assert built is not None  # deferred strategies are drawn from after the build
+    return built
+
+
 def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
     """Return a strategy producing values of a protocol field's type."""
     origin = get_origin(hint)
@@ -77,7 +86,12 @@ def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
     if origin is Literal:
         return st.sampled_from(args)
     if origin in (Union, types.UnionType):
-        return st.one_of(*(strategy_for(a) for a in args))
+        if hint in _unions_in_progress:  # a recursive type (subagent.event wraps an event)
+            return st.deferred(lambda: _built(hint))
+        _unions_in_progress[hint] = None
+        built = st.one_of(*(strategy_for(a) for a in args))
+        _unions_in_progress[hint] = built
+        return built
     if origin is list:
         return st.lists(strategy_for(args[0]), max_size=3)
     if origin is dict:

@@ -164,6 +164,25 @@ async def test_a_raising_tool_is_an_execution_failed_error_with_the_exception_te
     assert outcome.content == error.message
 
 
+async def test_a_tool_error_reaches_the_model_as_worded_with_its_kind_and_metadata():
+    # covers T-05, G-21
+    from bastion.tools import ToolError
+
+    @tool(side_effect_class="pure")
+    async def strict() -> str:
+        raise ToolError(
+            "Give a date as YYYY-MM-DD.", kind="invalid_input", metadata={"asked": "date"}
+        )
+
+    events, batch = await run(make_executor(strict), calls(("strict", "{}")))
+    error = events[-1]
+    assert isinstance(error, ToolExecuteErrorEvent)
+    assert (error.kind, error.message) == ("invalid_input", "Give a date as YYYY-MM-DD.")
+    outcome = batch.outcomes[0]
+    assert outcome is not None
+    assert outcome.metadata == {"asked": "date"}
+
+
 async def test_a_tool_that_overruns_its_timeout_is_a_timeout_error():
     # covers T-05, C19
     never = asyncio.Event()

@@ -50,6 +50,7 @@ from bastion.tools import (
     ResultLimiter,
     ResultProcessor,
     ResultReader,
+    SideEffectClass,
     SpillStore,
     Tool,
     ToolCache,
@@ -59,6 +60,7 @@ from bastion.tools import (
     add_tool_search,
 )
 
+from ._as_tool import check_subagents, subagent_tool
 from ._governance import GOVERNANCE_EVENTS, AgentGovernance
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink, overridden
@@ -72,6 +74,7 @@ from ._retry import RetryConfig
 from ._scope import RunScope
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
+from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
 from ._tiers import TierResolver
 from .steps._approvals import check_directive
 
@@ -423,6 +426,7 @@ class Agent(Generic[DepsT, OutputT]):
         )
         if self.governance is not None:  # stage 0 of the tool gate
             self.executor.gate.governor = self.governance
+        check_subagents(name, self.tools, self.governance)
         self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
         self.store = _store(store, name)
         self._owns_store = isinstance(store, str)
@@ -463,6 +467,54 @@ class Agent(Generic[DepsT, OutputT]):
         clone._live = weakref.WeakSet()
         clone.progress = Progress(clone._artifact_stores, self.name)
         return clone
+
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        expose_turns: ExposeTurns = "final",
+        forward_events: ForwardEvents = "all",
+        input_filter: InputFilter | None = None,
+        side_effect_class: SideEffectClass | None = None,
+    ) -> Tool:
+        """This agent as a tool another agent's model can call: a sub-agent (SPEC S-28).
+
+        The model calls it with ``{"input": "<task>"}``. The sub-agent runs on that input
+        alone (no parent history unless ``input_filter`` builds some), with the parent
+        run's deps, session id, user and tenant, and none of its other state (no session
+        state, no metadata, no secrets). Its events reach the parent's stream live as
+        ``subagent.event``; its usage adds to the parent run's; under a governed parent
+        the call is an action on ``agent:<name>`` and the sub-agent's own calls are
+        governed by the parent's governor below it. See ``docs/multi-agent.md``.
+
+        Args:
+            name: The tool's name (default: the agent's name).
+            description: What the parent's model reads about it (default: the agent's
+                ``description``).
+            expose_turns: What the parent's model gets back: ``final`` (the answer),
+                ``all`` (the text of every turn, in order) or ``none`` (only that it
+                finished).
+            forward_events: Which of the sub-agent's events join the parent's stream:
+                ``all``, ``lifecycle`` (not the text, reasoning and argument pieces) or
+                ``none``.
+            input_filter: Builds the sub-agent's history from the parent's finished
+                turns (a function of the message list, sync or async).
+            side_effect_class: Overrides the derived class (``read_only`` when every
+                tool of the agent is ``pure`` or ``read_only``, else ``side_effecting``).
+
+        Raises:
+            UserError: An option is invalid.
+        """
+        return subagent_tool(
+            self,
+            name=name,
+            description=description,
+            expose_turns=expose_turns,
+            forward_events=forward_events,
+            input_filter=input_filter,
+            side_effect_class=side_effect_class,
+        )
 
     def stream(
         self,
@@ -712,9 +764,15 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> RunScope:
         # The run's governance; None (no cost) when the agent has no policies or budget.
         # ``governed=False``: a scope that runs nothing (a resumed run's, until it is loaded).
-        governance = (
-            None if self.governance is None or not governed else self.governance.open(state.run_id)
-        )
+        governance = None
+        if self.governance is not None and governed:
+            # A sub-agent's run acts below its parents, in its root run's invocation.
+            metadata = state.metadata
+            governance = self.governance.open(
+                state.run_id,
+                invocation=metadata.get(INVOCATION),
+                ancestry=metadata.get(ANCESTRY) or (),
+            )
         ctx: RunContext[Any] = RunContext(
             run_id=state.run_id,
             agent_name=self.name,

@@ -65,15 +65,26 @@ def _nobody() -> None:
 class AgentGovernance:
     """The agent's governor, its signal routing, and the tool gate's governance check."""
 
-    __slots__ = ("__weakref__", "_extracts", "_last", "governor", "node", "runs")
+    __slots__ = (
+        "__weakref__",
+        "_children",
+        "_extracts",
+        "_last",
+        "events",
+        "governor",
+        "node",
+        "runs",
+    )
 
     def __init__(self, governor: Governor, node: str, *, events: str = "decisions") -> None:
         self.governor = governor
         self.node = node
+        self.events = events
         self._extracts: dict[str, bool] = {}  # tool key -> has a limit with an extract
         # The run that got the last signal (signals come in runs of the same run).
         self._last: tuple[str, Callable[[], RunGovernance | None]] = ("", _nobody)
         self.runs: weakref.WeakValueDictionary[str, RunGovernance] = weakref.WeakValueDictionary()
+        self._children: dict[str, AgentGovernance] = {}  # sub-agents' governance (as_tool)
         if events != "none":  # "decisions": the governor skips the routine signals
             governor.subscribe_data(self._collect, routine=events == "all")
 
@@ -93,9 +104,15 @@ class AgentGovernance:
         if sink is not None and sink[0] is self:
             sink[1].append(signal)
 
-    def open(self, run_id: str) -> RunGovernance:
-        """The governance of one run (held by its scope)."""
-        run = RunGovernance(self, run_id)
+    def open(
+        self, run_id: str, *, invocation: str | None = None, ancestry: Sequence[str] = ()
+    ) -> RunGovernance:
+        """The governance of one run (held by its scope).
+
+        A sub-agent's run acts in its root run's ``invocation`` (so ``invocation`` windows
+        cover the whole tree), below the agents of ``ancestry`` (root first).
+        """
+        run = RunGovernance(self, run_id, invocation=invocation, ancestry=ancestry)
         self.runs[run_id] = run
         return run
 
@@ -104,18 +121,30 @@ class AgentGovernance:
     async def check(
         self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any], ctx: RunContext[Any]
     ) -> ToolCallDecision | None:
-        """Check a call on ``tool:<name>``: deny, rate-limit, substitute or interrupt it."""
+        """Check a call on its oracle key: deny, rate-limit, substitute or interrupt it.
+
+        The key is ``tool:<name>``, or the tool's ``oracle_key`` (``agent:<name>`` for a
+        sub-agent, whose name is then the action's ``target``).
+        """
         run_id = ctx.run_id
-        key = f"tool:{tool.name}"
+        key = tool.oracle_key or f"tool:{tool.name}"
         governor = self.governor
+        run = self.runs.get(run_id)
+        invocation, ancestry = (run_id, ()) if run is None else (run.invocation, run.ancestry)
+        target = key[6:] if tool.oracle_key is not None and key.startswith("agent:") else None
         try:
             # Counted when admitted, not when done: the calls of one step are all admitted
             # before any runs, and each must see the ones before it.
             substitute = await governor.check(
-                key, input=dict(arguments), node=self.node, invocation=run_id, calls=1
+                key,
+                input=dict(arguments),
+                node=self.node,
+                invocation=invocation,
+                ancestry=ancestry,
+                target=target,
+                calls=1,
             )
         except InterruptRequired as exc:
-            run = self.runs.get(run_id)
             if run is not None:
                 run.interrupted.append(
                     {**exc.interrupt.to_dict(), "on": "tool", "tool_call_ids": [call.id]}
@@ -130,13 +159,25 @@ class AgentGovernance:
         return None
 
     async def record(self, tool: Tool, call: ToolCall, result: str, ctx: RunContext[Any]) -> None:
-        """Feed a finished call's result to the ``extract`` limits of ``tool:<name>``."""
-        key = f"tool:{tool.name}"
+        """Feed a finished call's result to the ``extract`` limits of its oracle key."""
+        key = tool.oracle_key or f"tool:{tool.name}"
         extracts = self._extracts.get(key)
         if extracts is None:
             extracts = self._extracts[key] = self.governor.counts_results(key, node=self.node)
         if extracts:
-            await self.governor.record(key, result, calls=0, node=self.node, invocation=ctx.run_id)
+            run = self.runs.get(ctx.run_id)
+            invocation = ctx.run_id if run is None else run.invocation
+            await self.governor.record(key, result, calls=0, node=self.node, invocation=invocation)
+
+    def for_child(self, name: str) -> AgentGovernance:
+        """The governance of sub-agent ``name`` on this governor (made once, then kept).
+
+        Its runs act as node ``name``; the parent passes their invocation and ancestry.
+        """
+        child = self._children.get(name)
+        if child is None:
+            child = self._children[name] = AgentGovernance(self.governor, name, events=self.events)
+        return child
 
 
 class RunGovernance:
@@ -146,8 +187,10 @@ class RunGovernance:
         "__weakref__",
         "_key",
         "_model",
+        "ancestry",
         "governor",
         "interrupted",
+        "invocation",
         "node",
         "owner",
         "ref",
@@ -155,11 +198,21 @@ class RunGovernance:
         "signals",
     )
 
-    def __init__(self, owner: AgentGovernance, run_id: str) -> None:
+    def __init__(
+        self,
+        owner: AgentGovernance,
+        run_id: str,
+        *,
+        invocation: str | None = None,
+        ancestry: Sequence[str] = (),
+    ) -> None:
         self.owner = owner
         self.governor = owner.governor
         self.node = owner.node
         self.run_id = run_id
+        # The invocation the run's actions count in: its own id, or its root run's.
+        self.invocation = invocation or run_id
+        self.ancestry = tuple(ancestry)  # agents above this run, root first
         self.signals: list[_Signal] = []
         # Interrupts raised by tool calls in the current step, moved to the state on suspend.
         self.interrupted: list[dict[str, Any]] = []
@@ -202,7 +255,8 @@ class RunGovernance:
             self._model_key(model),
             input=request,
             node=self.node,
-            invocation=self.run_id,
+            invocation=self.invocation,
+            ancestry=self.ancestry,
             calls=1 if governor.counts_on_check else 0,  # shared stores: count when admitted
         )
 
@@ -214,18 +268,20 @@ class RunGovernance:
             usage=usage,
             calls=0 if governor.counts_on_check else 1,
             node=self.node,
-            invocation=self.run_id,
+            invocation=self.invocation,
         )
 
     def begin_round(self, model: Model) -> Awaitable[None]:
         """Count one tool-call round against the model's ``rounds`` limits."""
         return self.governor.begin_round(
-            self._model_key(model), node=self.node, invocation=self.run_id
+            self._model_key(model), node=self.node, invocation=self.invocation
         )
 
     async def call(self, key: str, work: Callable[[], Any]) -> Any:
         """Run a tool's ``ctx.call(key, fn)`` work through the governor, for this run."""
-        return await self.governor.exec(key, work, node=self.node, invocation=self.run_id)
+        return await self.governor.exec(
+            key, work, node=self.node, invocation=self.invocation, ancestry=self.ancestry
+        )
 
     def take_interrupted(self) -> list[dict[str, Any]]:
         """The interrupts the step's tool calls raised (and forget them)."""

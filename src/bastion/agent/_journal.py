@@ -47,7 +47,7 @@ from bastion.core import (
     Usage,
 )
 from bastion.stores import EntryKind, NewEntry, Stores
-from bastion.tools import PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
+from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
 
 from ._state import RunState
 
@@ -422,6 +422,13 @@ def result_payload(outcome: ToolOutcome, step: int, event_seq: int) -> dict[str,
         if isinstance(summary, Usage):
             payload["summary_usage"] = usage_payload(summary)
             payload["summary_model"] = str(metadata.get("bastion.summary_model"))
+        nested = metadata.get(NESTED_USAGE)
+        if isinstance(nested, dict):
+            payload["nested_usage"] = {
+                str(model): usage_payload(usage)  # pyright: ignore[reportUnknownArgumentType]
+                for model, usage in nested.items()  # pyright: ignore[reportUnknownVariableType]
+                if isinstance(usage, Usage)
+            }
     return payload
 
 
@@ -433,6 +440,9 @@ def outcome_from_payload(payload: Mapping[str, Any]) -> ToolOutcome:
     if "summary_usage" in payload:
         metadata["bastion.summary_usage"] = usage_from_payload(payload["summary_usage"])
         metadata["bastion.summary_model"] = payload.get("summary_model")
+    if "nested_usage" in payload:
+        nested = payload["nested_usage"]
+        metadata[NESTED_USAGE] = {str(m): usage_from_payload(u) for m, u in nested.items()}
     call = ToolCall(
         id=str(payload["tool_call_id"]),
         name=str(payload["tool_name"]),

@@ -141,15 +141,19 @@ async def run_loop(
                     if not governed:  # a rounds interrupt suspended the run
                         yield step_end(scope, call, response)
                         break
-                batch = start_batch(scope, calls)
+                # Governed: the loop numbers the tool events, after the signals they follow
+                # (admissions, a sub-agent's calls), so ``seq`` stays in stream order.
+                batch = start_batch(scope, calls, numbered=governance is None)
                 tool_events = batch.events()
                 try:
                     async for event in tool_events:
+                        if governance is not None:
+                            if governance.signals:
+                                for signal in governance.drain(scope.run_id, scope.next_seq):
+                                    yield signal
+                            event.seq = scope.next_seq()
                         if journal is not None:
                             journal.tool_event(event, batch, state.step)
-                        if governance is not None and governance.signals:
-                            for governed_event in governance.drain(scope.run_id, scope.next_seq):
-                                yield governed_event
                         yield event
                         scope.check_abort()
                 except BaseException:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -16,7 +18,16 @@ if TYPE_CHECKING:
     from ._governance import RunGovernance
     from ._journal import RunJournal
 
-__all__ = ["AbortRequest", "RunAborted", "RunScope"]
+__all__ = ["AbortRequest", "RunAborted", "RunScope", "live_scope"]
+
+# Runs in flight by id, for tools that act within their run (``Agent.as_tool`` finds its
+# parent's governance, approvals, store and abort requests here).
+_LIVE: weakref.WeakValueDictionary[str, RunScope] = weakref.WeakValueDictionary()
+
+
+def live_scope(run_id: str) -> RunScope | None:
+    """The scope of the run ``run_id`` while it is in flight, else ``None``."""
+    return _LIVE.get(run_id)
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -35,7 +46,9 @@ class RunScope:
     """The run's agent, state, context and event numbering."""
 
     __slots__ = (
+        "__weakref__",
         "abort",
+        "abort_listeners",
         "agent",
         "cancel_sent",
         "clock",
@@ -75,6 +88,9 @@ class RunScope:
         self.unreported: list[tuple[ToolCall, ToolOutcome | None]] = []
         # Writes the run's journal when the agent has a store; None costs nothing.
         self.journal = journal
+        # Told of each abort request (a sub-agent's run follows its parent's abort).
+        self.abort_listeners: list[Callable[[AbortRequest], None]] = []
+        _LIVE[state.run_id] = self
 
     def check_abort(self) -> None:
         """Raise :class:`RunAborted` if a hard abort is pending."""

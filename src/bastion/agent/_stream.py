@@ -179,7 +179,10 @@ class AgentStream(Generic[OutputT]):
         current = scope.abort
         if current is not None and not current.drain:
             return
-        scope.abort = AbortRequest(drain=drain, on_pending_approvals=on_pending_approvals)
+        request = AbortRequest(drain=drain, on_pending_approvals=on_pending_approvals)
+        scope.abort = request
+        for listener in tuple(scope.abort_listeners):
+            listener(request)
         if not drain:
             scope.ctx.cancel_token.cancel("aborted")
         owner = self._owner

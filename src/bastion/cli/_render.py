@@ -39,6 +39,7 @@ from bastion.core import (
     RunStatus,
     StepEndEvent,
     StepStartEvent,
+    SubagentEvent,
     TextCompleteEvent,
     TextDeltaEvent,
     ToolApprovalRequestedEvent,
@@ -197,6 +198,8 @@ class Renderer:
                 self._line(notice(event))
             case AgentEndEvent():
                 self._end(event)
+            case SubagentEvent():
+                self._subagent(event)
             case _:
                 assert_never(event)
 
@@ -253,6 +256,25 @@ class Renderer:
         if self._animate and event.content.strip():
             self._row(event.tool_call_id).detail = preview(event.content.splitlines()[-1])
             self._refresh_batch()
+
+    def _subagent(self, event: SubagentEvent) -> None:
+        # A sub-agent's run shows in its tool call's row: its latest text, or the tool
+        # it runs. Plain mode waits for the call's result line, like streamed output.
+        if not self._animate:
+            return
+        inner: AgentEvent = event.event
+        agent = event.agent_name
+        while isinstance(inner, SubagentEvent):
+            agent, inner = inner.agent_name, inner.event
+        row = self._row(event.tool_call_id)
+        match inner:
+            case TextCompleteEvent() if inner.text.strip():
+                row.detail = preview(f"{agent}: {inner.text.splitlines()[-1]}")
+            case ToolExecuteStartEvent():
+                row.detail = preview(f"{agent} → {format_call(inner.tool_name, inner.arguments)}")
+            case _:
+                return
+        self._refresh_batch()
 
     def _finish_tool(
         self,

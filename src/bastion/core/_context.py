@@ -12,6 +12,7 @@ from typing import TypeVar as _TypeVar
 
 from ._bus import EventBus
 from ._clock import Clock, SystemClock
+from ._events import AgentEvent
 from ._messages import Message
 from ._usage import Usage
 
@@ -107,6 +108,10 @@ class ToolProgressSink(Protocol):
         """A piece of streamed output."""
         ...
 
+    def subagent(self, agent_name: str, event: AgentEvent) -> None:
+        """An event of an agent run the tool started, to forward as ``subagent.event``."""
+        ...
+
 
 @dataclass(kw_only=True, slots=True)
 class RunContext(Generic[DepsT]):
@@ -200,6 +205,15 @@ class RunContext(Generic[DepsT]):
         """
         if self._sink is not None:
             self._sink.partial(text)
+
+    def forward_event(self, event: AgentEvent, *, agent_name: str) -> None:
+        """From inside a tool: forward an event of an agent run the tool started.
+
+        It joins the run's stream as a ``subagent.event`` of this tool call, live (what
+        ``Agent.as_tool`` does with its sub-agent's events). Ignored elsewhere.
+        """
+        if self._sink is not None:
+            self._sink.subagent(agent_name, event)
 
     @overload
     async def call(

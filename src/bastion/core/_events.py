@@ -33,6 +33,7 @@ __all__ = [
     "RunStatus",
     "StepEndEvent",
     "StepStartEvent",
+    "SubagentEvent",
     "TextCompleteEvent",
     "TextDeltaEvent",
     "ToolApprovalRequestedEvent",
@@ -383,6 +384,23 @@ class AgentEndEvent:
     type: Literal["agent.end"] = "agent.end"
 
 
+@dataclass(kw_only=True, slots=True)
+class SubagentEvent:
+    """An event of a sub-agent's run, forwarded live into its parent's stream.
+
+    A parent's tool call that runs another agent (``Agent.as_tool``) wraps each event of
+    the child run: ``event`` keeps the child's own ``run_id`` and ``seq``, while ``run_id``
+    and ``seq`` here are the parent's. Nested sub-agents nest the wrappers.
+    """
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    agent_name: str
+    event: AgentEvent
+    type: Literal["subagent.event"] = "subagent.event"
+
+
 AgentEvent: TypeAlias = (
     AgentStartEvent
     | StepStartEvent
@@ -409,4 +427,5 @@ AgentEvent: TypeAlias = (
     | AgentCancellingEvent
     | AgentErrorEvent
     | AgentEndEvent
+    | SubagentEvent
 )

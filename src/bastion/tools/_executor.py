@@ -19,13 +19,13 @@ import asyncio
 import json
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterator,
     Awaitable,
     Callable,
     Coroutine,
     Mapping,
     Sequence,
 )
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -64,8 +64,8 @@ from ._invoke import (
     invoke,
     within,
 )
-from ._outcome import SkipTool, ToolOutcome, end_event, error_outcome, failed_outcome
-from ._pipeline import ResultEnvelope, ResultProcessor
+from ._outcome import SkipTool, ToolError, ToolOutcome, end_event, error_outcome, failed_outcome
+from ._pipeline import UNTRUSTED, ResultEnvelope, ResultProcessor
 from ._result import render_output
 from ._schema import ToolArgumentsError
 from ._tool import Tool, ToolResult
@@ -326,8 +326,11 @@ class ToolBatch:
                 yield self._end_event(self.outcomes[index])  # type: ignore[arg-type]  # all set above
                 self.emitted += 1
             return
-        async for event in self._run_concurrently(runnable):
-            yield event
+        # Closed with this generator: an abort cancels the calls (within the grace window)
+        # before the run goes on, not whenever the event loop finalizes the generator.
+        async with aclosing(self._run_concurrently(runnable)) as live:
+            async for event in live:
+                yield event
 
     def _approval_stages(self) -> bool:
         """Whether any call may meet hooks, a repair or an approval (stages 2 to 5)."""
@@ -539,7 +542,9 @@ class ToolBatch:
         # cancellation is given the grace window, then closed (see ``_Inline``).
         return await InlineCall(self.execute(p, None), self._executor.cancel_grace)
 
-    async def _run_concurrently(self, runnable: list[_Prepared]) -> AsyncIterator[AgentEvent]:
+    async def _run_concurrently(
+        self, runnable: list[_Prepared]
+    ) -> AsyncGenerator[AgentEvent, None]:
         counters = self._executor.audit.counters
         queue = ProgressQueue(
             self._executor.event_queue_depth,
@@ -667,6 +672,16 @@ class ToolBatch:
             if not outcome.is_error:  # only successes are cached
                 executor.cache.put(cache_key, content, kept)
             return outcome
+        except ToolError as exc:  # the tool's own error result, told as it is
+            return ToolOutcome(
+                call=call,
+                content=exc.message,
+                is_error=True,
+                error_kind=exc.kind,
+                duration=clock.monotonic() - started,
+                metadata=exc.metadata,
+                untrusted=bool(exc.metadata.get(UNTRUSTED)),
+            )
         except DeadlineExceeded:
             return error_outcome(
                 call,
@@ -691,11 +706,19 @@ class ToolBatch:
         if self._hooks is not None:
             content = await self._hooks.after(tool, call, content)
         chain = self._executor.chain(tool)
+        # A tool may mark its result untrusted (a sub-agent that read untrusted content).
+        untrusted = bool(metadata) and bool(metadata.get(UNTRUSTED))
         if chain and _needed(chain, tool, content):
-            envelope = ResultEnvelope(tool=tool, call=call, content=content, metadata=metadata)
+            envelope = ResultEnvelope(
+                tool=tool, call=call, content=content, metadata=metadata, untrusted=untrusted
+            )
             return await _process(chain, envelope, self._ctx, clock.monotonic() - started)
         return ToolOutcome(
-            call=call, content=content, duration=clock.monotonic() - started, metadata=metadata
+            call=call,
+            content=content,
+            duration=clock.monotonic() - started,
+            metadata=metadata,
+            untrusted=untrusted,
         )
 
     def _invoke(

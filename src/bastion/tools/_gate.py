@@ -300,6 +300,16 @@ class ToolGate:
             governor=self._governor,
         )
 
+    def with_approval(self, approval: ApprovalConfig, governor: ToolGovernor | None) -> ToolGate:
+        """A copy of this gate with another approval configuration and governor."""
+        return ToolGate(
+            deny_tools=self._deny,
+            before_tool_call=self.before_tool_call,
+            repair=self.repair,
+            approval=approval,
+            governor=governor,
+        )
+
     def denied(self, name: str) -> bool:
         """True when ``name`` matches a ``deny_tools`` pattern."""
         deny = self._deny

@@ -74,7 +74,7 @@ class InboundSanitizer:
         """Scan and rewrite the result; a fail-closed hit turns it into an error."""
         tool = envelope.tool
         policy = self.policy_for(tool)
-        envelope.untrusted = tool.trust_class not in FIRST_PARTY_TRUST_CLASSES
+        envelope.untrusted = envelope.untrusted or tool.trust_class not in FIRST_PARTY_TRUST_CLASSES
         envelope.sanitization_policy = policy
         scan = sanitize_inbound(envelope.content, policy=policy, fail_closed=tool.fail_closed)
         envelope.sanitization_hits = len(scan.hits)

@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 from bastion.core import (
+    AgentEvent,
     Clock,
+    SubagentEvent,
     SystemClock,
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
@@ -33,18 +35,19 @@ __all__ = [
 DEFAULT_EVENT_QUEUE_DEPTH = 256
 """Default bound on the live progress/partial events a batch holds for a slow consumer."""
 
-LiveEvent: TypeAlias = ToolExecuteProgressEvent | ToolExecutePartialEvent
+LiveEvent: TypeAlias = ToolExecuteProgressEvent | ToolExecutePartialEvent | SubagentEvent
 
 
 class ProgressQueue:
     """The live events of one batch, bounded (SPEC T-22, D6), and its completion markers.
 
-    Holds at most ``depth`` live events (``tool.execute.progress`` / ``partial``). When a
-    tool reports faster than the consumer reads, the OLDEST queued live event is dropped
-    to make room (``on_drop`` is told); the newest state is what a UI wants. Completion
-    markers (the ``int`` index of a finished call) are never dropped and do not count
-    toward the depth, so end events always follow. Dropping loses nothing of the result:
-    :class:`ProgressSink` keeps every streamed piece for the assembled output.
+    Holds at most ``depth`` live events (``tool.execute.progress`` / ``partial``,
+    ``subagent.event``). When a tool reports faster than the consumer reads, the OLDEST
+    queued live event is dropped to make room (``on_drop`` is told); the newest state is
+    what a UI wants. Completion markers (the ``int`` index of a finished call) are never
+    dropped and do not count toward the depth, so end events always follow. Dropping
+    loses nothing of the result: :class:`ProgressSink` keeps every streamed piece for the
+    assembled output.
 
     Used on the event loop only (worker threads go through ``call_soon_threadsafe``).
     """
@@ -147,6 +150,18 @@ class ProgressSink:
             )
         )
 
+    def subagent(self, agent_name: str, event: AgentEvent) -> None:
+        """Queue a ``subagent.event`` wrapping an event of a run the tool started."""
+        self._put(
+            SubagentEvent(
+                run_id=self._run_id,
+                seq=0,
+                tool_call_id=self._call_id,
+                agent_name=agent_name,
+                event=event,
+            )
+        )
+
     @property
     def has_parts(self) -> bool:
         """True when the tool streamed any output."""
@@ -156,7 +171,7 @@ class ProgressSink:
         """The streamed pieces, joined."""
         return "".join(self._parts)
 
-    def _put(self, event: ToolExecuteProgressEvent | ToolExecutePartialEvent) -> None:
+    def _put(self, event: LiveEvent) -> None:
         queue = self._queue
         if queue is None:
             return

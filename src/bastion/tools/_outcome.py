@@ -16,7 +16,40 @@ from bastion.core import (
 if TYPE_CHECKING:
     from ._tool import Tool
 
-__all__ = ["SkipTool", "ToolOutcome", "end_event", "error_outcome", "failed_outcome"]
+__all__ = [
+    "SkipTool",
+    "ToolError",
+    "ToolOutcome",
+    "end_event",
+    "error_outcome",
+    "failed_outcome",
+]
+
+
+class ToolError(Exception):
+    """Raised by a tool to return an error result the model reads as it is.
+
+    Unlike any other exception (reported as ``"Tool 'x' failed: <type>: <message>"``),
+    ``message`` reaches the model unchanged, with its ``kind``; ``metadata`` is kept with
+    the result like ``ToolResult.metadata`` (e.g. the usage a sub-agent spent).
+
+    Args:
+        message: What the model reads.
+        kind: The error kind of the result (default ``execution_failed``).
+        metadata: Data for the application, not shown to the model.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ToolErrorKind = "execution_failed",
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind: ToolErrorKind = kind
+        self.metadata: dict[str, Any] = dict(metadata) if metadata else {}
 
 
 @dataclass(kw_only=True, slots=True)

@@ -17,10 +17,18 @@ from bastion.core import RunContext, ToolCall, ToolErrorKind
 if TYPE_CHECKING:
     from ._tool import Tool
 
-__all__ = ["PROMOTE_TOOLS", "ResultEnvelope", "ResultProcessor"]
+__all__ = ["NESTED_USAGE", "PROMOTE_TOOLS", "ResultEnvelope", "ResultProcessor", "UNTRUSTED"]
 
 PROMOTE_TOOLS = "bastion.promote_tools"
 """``ToolResult.metadata`` key: names of deferred tools to add to the catalogue next step."""
+
+NESTED_USAGE = "bastion.nested_usage"
+"""``ToolResult.metadata`` key: usage of model calls the tool made for the run, by
+``"provider:model"`` (a ``dict[str, Usage]``); the agent adds it to the run's usage."""
+
+UNTRUSTED = "bastion.untrusted"
+"""``ToolResult.metadata`` key: ``True`` when the result carries untrusted content (a
+sub-agent read some), so later requests of the run carry the inbound preamble."""
 
 
 @dataclass(kw_only=True, slots=True)

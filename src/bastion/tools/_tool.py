@@ -136,6 +136,9 @@ class Tool:
     fail_closed: bool = False
     source: str | None = None
     kind: FunctionKind = "sync"
+    oracle_key: str | None = None
+    """The governance key of the tool's calls; ``None``: ``tool:<name>`` (a sub-agent made
+    with ``Agent.as_tool`` is governed as ``agent:<agent name>``)."""
 
     @property
     def parameters(self) -> dict[str, Any]:

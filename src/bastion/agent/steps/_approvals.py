@@ -102,11 +102,17 @@ async def resume_step(
     assert suspended is not None  # checked by check_directive
     calls = [p.call for p in state.pending_approvals]
     state.status = "running"
-    batch = start_batch(scope, calls, decisions)
+    governance = scope.governance
+    batch = start_batch(scope, calls, decisions, numbered=governance is None)
     events = batch.events()
     journal = scope.journal
     try:
         async for event in events:
+            if governance is not None:  # numbered after the signals they follow
+                if governance.signals:
+                    for signal in governance.drain(scope.run_id, scope.next_seq):
+                        yield signal
+                event.seq = scope.next_seq()
             if journal is not None:
                 journal.tool_event(event, batch, state.step)
             yield event

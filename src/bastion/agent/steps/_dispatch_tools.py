@@ -21,6 +21,7 @@ from bastion.core import (
     Usage,
 )
 from bastion.tools import (
+    NESTED_USAGE,
     PROMOTE_TOOLS,
     ApprovalDecision,
     ApprovalRequest,
@@ -84,18 +85,29 @@ def start_batch(
     scope: RunScope,
     calls: Sequence[ToolCall],
     decisions: Mapping[str, ApprovalDecision] | None = None,
+    *,
+    numbered: bool = True,
 ) -> ToolBatch:
     """Validate the calls of a step and bind them to the executor; iterate ``events()``.
 
     ``decisions`` are human decisions on calls that waited for approval (a resumed run).
+    With ``numbered=False`` the events come with ``seq`` 0: the caller numbers them.
     """
     agent = scope.agent
     hooks = (
         _HookBridge(scope) if agent.hook_flags.any_tool_hook or scope.journal is not None else None
     )
     return agent.executor.batch(
-        calls, scope.ctx, next_seq=scope.next_seq, hooks=hooks, decisions=decisions
+        calls,
+        scope.ctx,
+        next_seq=scope.next_seq if numbered else _unnumbered,
+        hooks=hooks,
+        decisions=decisions,
     )
+
+
+def _unnumbered() -> int:
+    return 0
 
 
 def record_outcomes(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]) -> None:
@@ -114,6 +126,7 @@ def record_outcomes(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]
     for call, outcome in zip(calls, batch.outcomes, strict=True):
         if call.id not in pending:
             record_outcome(state, tools, call, outcome, target)
+    scope.ctx.usage = state.usage  # a sub-agent's usage may have joined it
 
 
 def record_outcome(
@@ -144,6 +157,11 @@ def record_outcome(
             summary = metadata.get("bastion.summary_usage")
             if isinstance(summary, Usage):  # a result summarised by a cheaper model
                 state.add_usage(str(metadata.get("bastion.summary_model")), summary)
+            nested = metadata.get(NESTED_USAGE)
+            if isinstance(nested, dict):  # a sub-agent's model calls (Agent.as_tool)
+                for model, usage in nested.items():  # pyright: ignore[reportUnknownVariableType]
+                    if isinstance(usage, Usage):
+                        state.add_usage(str(model), usage)  # pyright: ignore[reportUnknownArgumentType]
     target.append(
         ToolMessage(
             tool_call_id=call.id,

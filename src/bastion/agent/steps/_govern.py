@@ -164,7 +164,9 @@ async def _retry_round(scope: RunScope, item: dict[str, Any]) -> bool:
     key = str(item["action"])
     try:
         await governance.guard(
-            governance.governor.begin_round(key, node=governance.node, invocation=governance.run_id)
+            governance.governor.begin_round(
+                key, node=governance.node, invocation=governance.invocation
+            )
         )
     except InterruptRequired as exc:  # e.g. a plain retry while the limit is still used up
         scope.state.interrupts.append(

@@ -1,0 +1,305 @@
+"""Running a sub-agent inside its parent's tool call (``Agent.as_tool``; SPEC S-28, C14, D1).
+
+:class:`SubagentCall` is the function of the tool ``as_tool`` builds. When the parent's
+model calls it, the child runs with only the given input (plus the history an
+``input_filter`` builds from the parent's messages), with the parent's deps, session, user
+and tenant, but none of the parent's other state. What it inherits from the parent's
+*run* (found by run id, :func:`~bastion.agent._scope.live_scope`):
+
+- governance: under a governed parent the child's model and tool calls go through the
+  parent's governor as node ``<child name>``, below the parent in the ancestry, counted in
+  the root run's invocation (so ``invocation`` windows cover the whole tree);
+- approvals: the parent's ``on_approval`` when the child has none;
+- the store: the parent's, when the child has none (the child's run is journaled as its
+  own run, linked to the parent by ``metadata``);
+- aborts: the parent's abort requests (hard or drain) go to the child's run.
+
+The child's events reach the parent's stream live as ``subagent.event``; its usage joins
+the parent's (``NESTED_USAGE``); a child that read untrusted content taints the result.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from bastion.core import (
+    AgentEvent,
+    AssistantMessage,
+    Message,
+    RunContext,
+    SubagentEvent,
+    SystemMessage,
+    TextCompleteEvent,
+    ToolMessage,
+    UserMessage,
+)
+from bastion.tools import NESTED_USAGE, UNTRUSTED, ToolError, ToolResult, render_output
+
+from ._governance import held_calls
+from ._scope import AbortRequest, RunScope, live_scope
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+    from ._result import RunResult
+    from ._stream import AgentStream
+
+__all__ = [
+    "ANCESTRY",
+    "EXPOSE_TURNS",
+    "FORWARD_EVENTS",
+    "INVOCATION",
+    "PARENT_AGENT",
+    "PARENT_RUN_ID",
+    "PARENT_TOOL_CALL_ID",
+    "ExposeTurns",
+    "ForwardEvents",
+    "InputFilter",
+    "SubagentCall",
+]
+
+ExposeTurns: TypeAlias = Literal["final", "all", "none"]
+ForwardEvents: TypeAlias = Literal["all", "lifecycle", "none"]
+InputFilter: TypeAlias = Callable[
+    [list[Message]], "Sequence[Message] | Awaitable[Sequence[Message]]"
+]
+EXPOSE_TURNS: tuple[str, ...] = ("final", "all", "none")
+FORWARD_EVENTS: tuple[str, ...] = ("all", "lifecycle", "none")
+
+# Keys of a sub-agent run's ``metadata`` (journaled with the run).
+PARENT_RUN_ID = "bastion.parent_run_id"
+PARENT_TOOL_CALL_ID = "bastion.parent_tool_call_id"
+PARENT_AGENT = "bastion.parent_agent"
+ANCESTRY = "bastion.ancestry"  # agent names from the root run to the parent
+INVOCATION = "bastion.invocation_id"  # the root run, whose invocation windows count it
+
+# What ``forward_events="lifecycle"`` leaves out: the pieces, keeping the milestones.
+_PIECES = frozenset(
+    {
+        "text.delta",
+        "reasoning.delta",
+        "tool.call.delta",
+        "tool.execute.progress",
+        "tool.execute.partial",
+    }
+)
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
+
+
+class SubagentCall:
+    """The function of a tool made by ``Agent.as_tool``: runs the child for one call."""
+
+    __slots__ = ("agent", "expose_turns", "forward_events", "input_filter")
+
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        *,
+        expose_turns: ExposeTurns,
+        forward_events: ForwardEvents,
+        input_filter: InputFilter | None,
+    ) -> None:
+        self.agent = agent
+        self.expose_turns = expose_turns
+        self.forward_events = forward_events
+        self.input_filter = input_filter
+
+    def __repr__(self) -> str:
+        return f"SubagentCall({self.agent.name!r})"
+
+    async def __call__(self, ctx: RunContext[Any], input: str) -> ToolResult:
+        """Run the child on ``input`` and return what the parent's model reads.
+
+        Raises:
+            ToolError: The child failed, was aborted, or stopped for a decision nobody
+                could make inside a sub-agent run (the parent's model reads why).
+        """
+        parent = live_scope(ctx.run_id)
+        child = self.agent_for(parent)
+        history = await self._history(ctx) if self.input_filter is not None else None
+        stream = child.stream(
+            input,
+            message_history=history,
+            deps=ctx.deps,
+            session_id=ctx.session_id,
+            user_id=ctx.user_id,
+            tenant_id=ctx.tenant_id,
+            metadata=_metadata(ctx, parent),
+        )
+
+        def follow(request: AbortRequest) -> None:
+            stream.abort(drain=request.drain)
+
+        texts: list[str] = []
+        if parent is not None:
+            if parent.abort is not None:  # asked to stop before this call began
+                follow(parent.abort)
+            parent.abort_listeners.append(follow)
+        try:
+            if self.forward_events == "none" and self.expose_turns != "all":
+                result = await stream.drain()  # nobody needs the events: no per-event cost
+            else:
+                result = await self._relay(stream, ctx, texts, child.name)
+        finally:
+            if parent is not None:
+                parent.abort_listeners.remove(follow)
+        await _account(parent, child.name, result)
+        return self._shaped(result, texts)
+
+    async def _relay(
+        self, stream: AgentStream[Any], ctx: RunContext[Any], texts: list[str], name: str
+    ) -> RunResult[Any]:
+        """Iterate the child's run: forward its events, keep the text of each turn."""
+        forwarding = self.forward_events
+        async for event in stream:
+            if isinstance(event, TextCompleteEvent) and event.text:
+                texts.append(event.text)
+            if forwarding == "all" or (forwarding == "lifecycle" and _milestone(event)):
+                ctx.forward_event(event, agent_name=name)
+        return stream.result
+
+    def agent_for(self, parent: RunScope | None) -> Agent[Any, Any]:
+        """The child as it runs under ``parent``'s run (a copy when something differs)."""
+        child = self.agent
+        if parent is None:
+            return child
+        host = parent.agent
+        governance = child.governance
+        run_governance = parent.governance
+        if run_governance is not None and (
+            governance is None or governance.governor is not run_governance.governor
+        ):
+            governance = run_governance.owner.for_child(child.name)
+        gate = child.executor.gate
+        approval = gate.approval
+        asker = host.executor.gate.approval
+        if approval.on_approval is None and asker.on_approval is not None:
+            approval = replace(
+                approval,
+                on_approval=asker.on_approval,
+                timeout=asker.timeout,
+                timeout_action=asker.timeout_action,
+            )
+        store = child.store if child.store is not None else host.store
+        if governance is child.governance and approval is gate.approval and store is child.store:
+            return child
+        variant = copy.copy(child)  # shares the child's runs in flight (and their limit)
+        variant.governance = governance
+        variant.store = store
+        variant.executor = copy.copy(child.executor)
+        variant.executor.gate = gate.with_approval(approval, governance)
+        return variant
+
+    async def _history(self, ctx: RunContext[Any]) -> list[Message]:
+        """The messages ``input_filter`` picks from the parent's finished turns."""
+        messages = list(ctx.messages)
+        last = messages[-1] if messages else None
+        if isinstance(last, AssistantMessage) and last.tool_calls:
+            messages.pop()  # the turn making this call has no results yet
+        assert self.input_filter is not None  # checked by the caller
+        picked = self.input_filter(messages)
+        if inspect.isawaitable(picked):
+            picked = await picked
+        chosen = list(picked)
+        for message in chosen:
+            if not isinstance(message, _MESSAGE_TYPES):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ToolError(
+                    f"input_filter of sub-agent {self.agent.name!r} returned {message!r}, "
+                    "not a message; return a list of bastion.core messages."
+                )
+        return chosen
+
+    def _shaped(self, result: RunResult[Any], texts: list[str]) -> ToolResult:
+        """What the parent's model reads, per ``expose_turns``; an error for failed runs."""
+        name = self.agent.name
+        metadata: dict[str, Any] = {}
+        if result.usage_by_model:
+            metadata[NESTED_USAGE] = dict(result.usage_by_model)
+        state = result.state
+        if state is not None and state.untrusted_seen:
+            metadata[UNTRUSTED] = True
+        status = result.status
+        if status == "failed":
+            error = result.error
+            why = f"{error.code}: {error.message}" if error is not None else "unknown error"
+            raise ToolError(f"Sub-agent {name!r} failed ({why}).", metadata=metadata)
+        if status == "aborted":
+            raise ToolError(
+                f"Sub-agent {name!r} was aborted before it finished.",
+                kind="aborted",
+                metadata=metadata,
+            )
+        if status == "awaiting_approval":
+            raise ToolError(_suspended(name, result), metadata=metadata)
+        if self.expose_turns == "none":
+            text = f"Sub-agent {name!r} finished."
+        elif self.expose_turns == "all":
+            text = "\n\n".join(texts)
+        else:
+            text = result.text if result.output is None else render_output(result.output)
+        if status == "stopped":
+            text = f"{text}\n\n(Sub-agent {name!r} stopped early: {result.stop_reason}.)".lstrip()
+        return ToolResult(output=text, metadata=metadata)
+
+
+def _milestone(event: AgentEvent) -> bool:
+    while isinstance(event, SubagentEvent):
+        event = event.event
+    return event.type not in _PIECES
+
+
+def _metadata(ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
+    """The child run's links to its parent (journaled with it)."""
+    above: Sequence[str] = ()
+    if parent is not None:
+        above = parent.state.metadata.get(ANCESTRY) or ()
+    metadata: dict[str, Any] = {
+        PARENT_RUN_ID: ctx.run_id,
+        PARENT_AGENT: ctx.agent_name,
+        PARENT_TOOL_CALL_ID: ctx.tool_call_id,
+        ANCESTRY: [*above, ctx.agent_name],
+    }
+    if parent is not None and parent.governance is not None:
+        metadata[INVOCATION] = parent.governance.invocation
+    return metadata
+
+
+async def _account(parent: RunScope | None, name: str, result: RunResult[Any]) -> None:
+    """Count what the child spent against ``agent:<name>`` (its call was counted at admission)."""
+    governance = parent.governance if parent is not None else None
+    if governance is None:
+        return
+    await governance.governor.record(
+        f"agent:{name}",
+        usage=result.usage,
+        calls=0,
+        node=governance.node,
+        invocation=governance.invocation,
+    )
+
+
+def _suspended(name: str, result: RunResult[Any]) -> str:
+    """Why a child that stopped for a decision could not go on."""
+    state = result.state
+    interrupts = state.interrupts if state is not None else []
+    held = held_calls(interrupts)  # calls an interrupt holds wait for its decision
+    needs = [
+        f"approval for tool {p.tool_name!r}"
+        for p in result.pending_approvals
+        if p.tool_call_id not in held
+    ]
+    if state is not None:
+        needs += [
+            f"a decision on {item.get('action')!r} ({item.get('reason')})"
+            for item in state.interrupts
+        ]
+    what = ", ".join(needs) or "a human decision"
+    return (
+        f"Sub-agent {name!r} stopped: it needs {what}, and nobody can decide inside a "
+        "sub-agent run. Give the sub-agent or its parent an on_approval callback "
+        "(ApprovalConfig(on_approval=...)), or the governor a handle_interrupt. "
+        f"Its run {result.run_id} is left awaiting approval."
+    )

@@ -1,0 +1,626 @@
+"""``Agent.as_tool``: a sub-agent the parent's model calls like a tool (SPEC S-28, C14, D1).
+
+Every scenario runs a parent Agent whose ScriptedModel / FunctionModel calls the child's
+tool, and asserts what a user sees: the text the parent's model reads back, the parent's
+stream, usage, what the store holds.
+"""
+
+# covers S-28, C14, D1, G-22, G-56
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+
+from bastion import Agent, RunContext, tool
+from bastion.agent import AgentStream
+from bastion.core import (
+    AgentEvent,
+    AssistantMessage,
+    ContextLengthExceeded,
+    Message,
+    ModelRequest,
+    StreamChunk,
+    SubagentEvent,
+    TextDeltaEvent,
+    ToolMessage,
+    Usage,
+    UserError,
+    UserMessage,
+)
+from bastion.security import INBOUND_PREAMBLE
+from bastion.stores import NewEntry, Stores, open_store
+from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
+from bastion.tools import ApprovalConfig, ApprovalRequest, DuplicateToolNameError, Tool
+
+from .conftest import brief
+
+
+@tool(side_effect_class="read_only")
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+def ask(text: str, *, tool_name: str = "researcher", id: str = "c1") -> Turn:
+    """A parent turn that calls the sub-agent's tool."""
+    return Turn(tool_calls=[Call(tool_name, {"input": text}, id=id)])
+
+
+def child_agent(script: Sequence[Turn | str], **kwargs: Any) -> Agent[Any, Any]:
+    return Agent(
+        "researcher",
+        model=ScriptedModel(script, name="small"),
+        tools=[lookup],
+        description="Researches a question.",
+        **kwargs,
+    )
+
+
+def parent_agent(
+    script: Sequence[Turn | str], tools: Sequence[Tool], **kwargs: Any
+) -> tuple[Agent[Any, Any], ScriptedModel]:
+    model = ScriptedModel(script, name="big")
+    return Agent("boss", model=model, tools=tools, **kwargs), model
+
+
+def said(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    """Role and text of each message."""
+    return [
+        (m.role, m.text if isinstance(m, AssistantMessage) else str(m.content)) for m in messages
+    ]
+
+
+def tool_results(messages: Sequence[Message]) -> list[tuple[str, bool]]:
+    return [(str(m.content), m.is_error) for m in messages if isinstance(m, ToolMessage)]
+
+
+def forwarded(events: Sequence[AgentEvent]) -> list[AgentEvent]:
+    return [e.event for e in events if isinstance(e, SubagentEvent)]
+
+
+# -- the call: only the input goes in, the answer comes back --------------------------------
+
+
+async def test_sub_agent_gets_only_the_input_and_its_answer_is_the_tool_result() -> None:
+    child = child_agent(
+        [Turn(tool_calls=[Call("lookup", {"q": "tides"})]), "Tides follow the moon."],
+        instructions="You research.",
+    )
+    parent, parent_model = parent_agent(
+        [ask("Why are there tides?"), "The moon, says my researcher."], [child.as_tool()]
+    )
+    result = await parent.run("Explain tides; my name is Ada.")
+
+    assert result.output == "The moon, says my researcher."
+    assert tool_results(result.messages) == [("Tides follow the moon.", False)]
+    child_model = child.model
+    assert isinstance(child_model, ScriptedModel)
+    first = child_model.requests[0].messages
+    # No parent history: the child's instructions and the input string, nothing else.
+    assert said(first) == [
+        ("system", "You research."),
+        ("user", "Why are there tides?"),
+    ]
+    # The parent's model read the answer as the call's result.
+    assert said(parent_model.requests[1].messages)[-1] == ("tool", "Tides follow the moon.")
+
+
+async def test_the_tool_advertises_one_input_string_and_the_agents_description() -> None:
+    child = child_agent(["x"])
+    made = child.as_tool()
+    definition = made.definition()
+    assert (definition.name, definition.description) == ("researcher", "Researches a question.")
+    assert definition.parameters["required"] == ["input"]
+    assert definition.parameters["properties"]["input"]["type"] == "string"
+    assert made.oracle_key == "agent:researcher"
+    renamed = child.as_tool("ask_researcher", "Ask when unsure.")
+    assert (renamed.name, renamed.description) == ("ask_researcher", "Ask when unsure.")
+
+
+async def test_sub_agent_inherits_deps_session_and_user_but_not_metadata() -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    @tool(side_effect_class="read_only")
+    def whoami(ctx: RunContext[dict[str, str]]) -> str:
+        """Report the context."""
+        seen.append((ctx.deps, ctx.session_id, ctx.user_id, ctx.metadata.get("team")))
+        return "noted"
+
+    child = Agent(
+        "researcher",
+        model=ScriptedModel([Turn(tool_calls=[Call("whoami")]), "ok"]),
+        tools=[whoami],
+    )
+    parent, _ = parent_agent([ask("check"), "done"], [child.as_tool()])
+    result = await parent.run(
+        "go", deps={"db": "prod"}, session_id="s-1", user_id="ada", metadata={"team": "red"}
+    )
+    assert result.ok
+    assert seen == [({"db": "prod"}, "s-1", "ada", None)]
+
+
+async def test_input_filter_builds_the_sub_agents_history_from_the_parents_turns() -> None:
+    received: list[list[Message]] = []
+
+    def last_user_turns(messages: list[Message]) -> list[Message]:
+        received.append(messages)
+        return [m for m in messages if isinstance(m, UserMessage)]
+
+    child = child_agent(["Paris."])
+    parent, _ = parent_agent(
+        [ask("Which city did I mention?"), "Paris it is."],
+        [child.as_tool(input_filter=last_user_turns)],
+    )
+    result = await parent.run("I love Paris.")
+    assert result.ok
+    # The filter saw the parent's finished turns, not the turn making this call.
+    assert [m.role for m in received[0]] == ["user"]
+    child_model = child.model
+    assert isinstance(child_model, ScriptedModel)
+    assert said(child_model.requests[0].messages) == [
+        ("user", "I love Paris."),
+        ("user", "Which city did I mention?"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expose", "expected"),
+    [
+        ("final", "Answer: 42."),
+        ("all", "Let me look.\n\nAnswer: 42."),
+        ("none", "Sub-agent 'researcher' finished."),
+    ],
+)
+async def test_expose_turns_shapes_what_the_parent_reads(expose: Any, expected: str) -> None:
+    child = child_agent(
+        [Turn(text="Let me look.", tool_calls=[Call("lookup", {"q": "x"})]), "Answer: 42."]
+    )
+    parent, _ = parent_agent([ask("q"), "ok"], [child.as_tool(expose_turns=expose)])
+    result = await parent.run("go")
+    assert tool_results(result.messages) == [(expected, False)]
+
+
+async def test_structured_output_of_a_sub_agent_reaches_the_parent_as_json() -> None:
+    child = Agent("researcher", model=ScriptedModel(['{"answer": 42}']), output_type=dict[str, int])
+    parent, _ = parent_agent([ask("q"), "ok"], [child.as_tool()])
+    result = await parent.run("go")
+    assert tool_results(result.messages) == [('{"answer":42}', False)]
+
+
+# -- failures are tool errors, never empty successes ---------------------------------------
+
+
+async def test_a_failed_sub_run_is_a_tool_error_the_parent_model_reads() -> None:
+    child = child_agent([Turn(error=ContextLengthExceeded("prompt too long"))], retry=None)
+    parent, parent_model = parent_agent([ask("q"), "I could not research that."], [child.as_tool()])
+    events = [e async for e in parent.stream("go")]
+    result = events[-1]
+    assert result.type == "agent.end"
+    assert result.status == "completed"
+    assert "tool.execute.error researcher#c1 execution_failed" in brief(events)
+    last = parent_model.requests[1].messages[-1]
+    assert isinstance(last, ToolMessage)
+    assert last.is_error
+    content = str(last.content)
+    assert content.startswith("Sub-agent 'researcher' failed (model_error: ")
+    assert "prompt too long" in content
+
+
+async def test_a_sub_agent_stopped_at_max_steps_says_so_with_its_last_answer() -> None:
+    child = child_agent(
+        [Turn(text="Halfway.", tool_calls=[Call("lookup", {"q": "x"})])],
+        max_steps=1,
+        on_max_steps="return",
+    )
+    parent, _ = parent_agent([ask("q"), "ok"], [child.as_tool()])
+    result = await parent.run("go")
+    assert tool_results(result.messages) == [
+        ("Halfway.\n\n(Sub-agent 'researcher' stopped early: max_steps.)", False)
+    ]
+
+
+# -- usage folds into the parent ---------------------------------------------------------
+
+
+async def test_sub_agent_usage_adds_to_the_parents_usage_even_when_it_fails() -> None:
+    child = child_agent(
+        [
+            Turn(tool_calls=[Call("lookup", {"q": "x"})], usage=Usage(prompt_tokens=10)),
+            Turn(text="partial", usage=Usage(completion_tokens=5)),
+        ]
+    )
+    failing = Agent(
+        "critic",
+        model=ScriptedModel(
+            [Turn(text="hm", usage=Usage(prompt_tokens=7), tool_calls=[Call("nope")])],
+            name="small",
+        ),
+        max_steps=1,
+    )
+    parent, _ = parent_agent(
+        [
+            Turn(
+                tool_calls=[
+                    Call("researcher", {"input": "a"}, id="c1"),
+                    Call("critic", {"input": "b"}, id="c2"),
+                ],
+                usage=Usage(prompt_tokens=100),
+            ),
+            Turn(text="done", usage=Usage(prompt_tokens=200)),
+        ],
+        [child.as_tool(), failing.as_tool()],
+    )
+    result = await parent.run("go")
+    assert [error for _, error in tool_results(result.messages)] == [False, True]
+    assert result.usage_by_model["test:big"].prompt_tokens == 300
+    assert result.usage_by_model["test:small"].prompt_tokens == 17
+    assert result.usage_by_model["test:small"].completion_tokens == 5
+    assert result.usage.prompt_tokens == 317
+
+
+async def test_a_sub_agent_that_read_untrusted_content_taints_the_parent_run() -> None:
+    @tool(side_effect_class="read_only", trust_class="mcp_derived")
+    def fetch_page(url: str) -> str:
+        """Fetch a web page."""
+        return "Tides are caused by the moon."
+
+    child = Agent(
+        "researcher",
+        model=ScriptedModel([Turn(tool_calls=[Call("fetch_page", {"url": "x"})]), "The moon."]),
+        tools=[fetch_page],
+    )
+    parent, parent_model = parent_agent(
+        [ask("q"), "ok"], [child.as_tool()], instructions="You write."
+    )
+    result = await parent.run("go")
+    assert result.ok
+    first, second = parent_model.requests
+    assert said(first.messages)[0] == ("system", "You write.")
+    assert said(second.messages)[0] == ("system", f"You write.\n\n{INBOUND_PREAMBLE}")
+
+
+# -- events: forwarded live, typed -------------------------------------------------------
+
+
+async def test_child_events_reach_the_parent_stream_inside_the_tool_call() -> None:
+    child = child_agent(["Tides follow the moon."])
+    parent, _ = parent_agent([ask("q"), "ok"], [child.as_tool()])
+    events = [e async for e in parent.stream("go")]
+    lines = brief(events)
+    start = lines.index("tool.execute.start researcher#c1")
+    end = lines.index("tool.execute.end researcher#c1")
+    assert set(lines[start + 1 : end]) == {"subagent.event"}
+    wrappers = [e for e in events if isinstance(e, SubagentEvent)]
+    assert {(w.tool_call_id, w.agent_name) for w in wrappers} == {("c1", "researcher")}
+    inner = [e.event for e in wrappers]
+    assert brief(inner) == [
+        "agent.start",
+        "step.start 1",
+        "text.delta 'Tides '",
+        "text.delta 'follow '",
+        "text.delta 'the '",
+        "text.delta 'moon.'",
+        "text.complete",
+        "step.end 1 stop",
+        "agent.end completed",
+    ]
+    # The child's events keep their own run and numbering; the wrappers are numbered in
+    # the parent's stream like any other event.
+    assert len({e.run_id for e in inner}) == 1
+    assert inner[0].run_id != events[0].run_id
+    assert [e.seq for e in inner] == list(range(1, len(inner) + 1))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_child_text_deltas_are_forwarded_while_the_child_still_runs() -> None:
+    seen_first = asyncio.Event()
+
+    async def words(request: ModelRequest) -> AsyncIterator[str | StreamChunk]:
+        yield "first "
+        await seen_first.wait()  # the parent's consumer must see "first " before this ends
+        yield "second"
+
+    child = Agent("researcher", model=FunctionModel(stream_function=words))
+    parent, _ = parent_agent([ask("q"), "ok"], [child.as_tool()])
+    received: list[str] = []
+    async with asyncio.timeout(10):  # only reached if forwarding were not live
+        async for event in parent.stream("go"):
+            if isinstance(event, SubagentEvent) and isinstance(event.event, TextDeltaEvent):
+                received.append(event.event.delta)
+                seen_first.set()
+    assert received == ["first ", "second"]
+
+
+async def test_forward_events_lifecycle_leaves_out_the_pieces_and_none_everything() -> None:
+    script = [Turn(tool_calls=[Call("lookup", {"q": "x"})]), "Answer."]
+    lifecycle = child_agent(script)
+    parent, _ = parent_agent([ask("q"), "ok"], [lifecycle.as_tool(forward_events="lifecycle")])
+    inner = forwarded([e async for e in parent.stream("go")])
+    assert brief(inner) == [
+        "agent.start",
+        "step.start 1",
+        "tool.call.start lookup#call_0_0",
+        "tool.call.end lookup#call_0_0",
+        "tool.execute.start lookup#call_0_0",
+        "tool.execute.end lookup#call_0_0",
+        "step.end 1 tool_calls",
+        "step.start 2",
+        "text.complete",
+        "step.end 2 stop",
+        "agent.end completed",
+    ]
+    silent = child_agent(script)
+    parent, _ = parent_agent([ask("q"), "ok"], [silent.as_tool(forward_events="none")])
+    events = [e async for e in parent.stream("go")]
+    assert forwarded(events) == []
+    assert "tool.execute.end researcher#c1" in brief(events)
+
+
+async def test_nested_sub_agents_nest_their_wrappers() -> None:
+    leaf = Agent("fact_checker", model=ScriptedModel(["Checked."], name="small"))
+    middle = Agent(
+        "researcher",
+        model=ScriptedModel(
+            [Turn(tool_calls=[Call("fact_checker", {"input": "check"}, id="m1")]), "Verified."],
+            name="small",
+        ),
+        tools=[leaf.as_tool()],
+    )
+    parent, _ = parent_agent([ask("q"), "ok"], [middle.as_tool()])
+    events = [e async for e in parent.stream("go")]
+    result = events[-1]
+    assert result.type == "agent.end"
+    assert result.usage.requests == 5  # 2 parent + 2 middle + 1 leaf calls
+    leaf_events = [
+        e.event
+        for e in forwarded(events)
+        if isinstance(e, SubagentEvent) and e.agent_name == "fact_checker"
+    ]
+    assert brief(leaf_events) == [
+        "agent.start",
+        "step.start 1",
+        "text.delta 'Checked.'",
+        "text.complete",
+        "step.end 1 stop",
+        "agent.end completed",
+    ]
+    run_ids = {events[0].run_id, *(e.run_id for e in forwarded(events)), leaf_events[0].run_id}
+    assert len(run_ids) == 3  # parent, researcher and fact checker: three runs
+
+
+# -- approvals inside the child ------------------------------------------------------------
+
+
+def approval_child() -> Agent[Any, Any]:
+    @tool(side_effect_class="side_effecting", needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    return Agent(
+        "janitor",
+        model=ScriptedModel([Turn(tool_calls=[Call("delete", {"path": "/tmp/x"})]), "Cleaned."]),
+        tools=[delete],
+    )
+
+
+async def test_the_parents_on_approval_decides_the_childs_calls_when_it_has_none() -> None:
+    asked: list[tuple[str, str]] = []
+
+    def approve(request: ApprovalRequest, ctx: RunContext[Any]) -> bool:
+        asked.append((ctx.agent_name, request.tool_name))
+        return True
+
+    child = approval_child()
+    parent, _ = parent_agent(
+        [ask("clean", tool_name="janitor"), "done"],
+        [child.as_tool()],
+        approval=ApprovalConfig(on_approval=approve),
+    )
+    result = await parent.run("go")
+    assert asked == [("janitor", "delete")]
+    assert tool_results(result.messages) == [("Cleaned.", False)]
+
+
+async def test_a_child_needing_approval_with_nobody_to_ask_fails_the_parents_call() -> None:
+    child = approval_child()
+    parent, _ = parent_agent([ask("clean", tool_name="janitor"), "I could not."], [child.as_tool()])
+    result = await parent.run("go")
+    assert result.status == "completed"  # the parent goes on: its model read the error
+    [(content, is_error)] = tool_results(result.messages)
+    assert is_error
+    assert content.startswith(
+        "Sub-agent 'janitor' stopped: it needs approval for tool 'delete', and nobody can "
+        "decide inside a sub-agent run."
+    )
+    assert "ApprovalConfig(on_approval=...)" in content
+
+
+# -- aborts --------------------------------------------------------------------------------
+
+
+def blocking_child(started: asyncio.Event) -> Agent[Any, Any]:
+    async def hang(request: ModelRequest) -> AsyncIterator[str | StreamChunk]:
+        yield "working"
+        started.set()
+        await asyncio.Event().wait()  # never set: only an abort ends this
+        yield "never"
+
+    return Agent("researcher", model=FunctionModel(stream_function=hang))
+
+
+async def test_aborting_the_parent_aborts_the_sub_agent_run() -> None:
+    started = asyncio.Event()
+    async with open_store("memory://") as stores:
+        child = blocking_child(started).with_store(stores)
+        parent, _ = parent_agent([ask("q"), "ok"], [child.as_tool()])
+        stream: AgentStream[Any] = parent.stream("go")
+        events: list[AgentEvent] = []
+        async for event in stream:
+            events.append(event)
+            if isinstance(event, SubagentEvent) and event.event.type == "text.delta":
+                stream.abort()
+        assert stream.result.status == "aborted"
+        assert child.runs_in_flight == 0
+        runs = (await stores.journal.list_runs(agent="researcher")).runs
+        assert [r.status for r in runs] == ["aborted"]
+
+
+async def test_a_drain_abort_lets_the_sub_agent_stop_after_its_step() -> None:
+    child = child_agent(["Answer."])
+    stream_holder: list[AgentStream[Any]] = []
+
+    @tool(side_effect_class="read_only")
+    def stop_parent() -> str:
+        """Ask the parent run to stop after this step."""
+        stream_holder[0].abort(drain=True)
+        return "stopping"
+
+    parent, _ = parent_agent(
+        [
+            Turn(
+                tool_calls=[
+                    Call("stop_parent", id="c0"),
+                    Call("researcher", {"input": "q"}, id="c1"),
+                ]
+            )
+        ],
+        [stop_parent, child.as_tool()],
+        max_parallel_tools=1,
+    )
+    stream = parent.stream("go")
+    stream_holder.append(stream)
+    events = [e async for e in stream]
+    assert stream.result.status == "aborted"
+    assert "tool.execute.error researcher#c1 aborted" in brief(events)
+
+
+# -- journal and crash ledger ----------------------------------------------------------------
+
+
+async def test_with_a_store_the_child_run_is_journaled_and_linked_to_its_parent() -> None:
+    async with open_store("memory://") as stores:
+        child = child_agent([Turn(tool_calls=[Call("lookup", {"q": "x"})]), "Found."])
+        parent, _ = parent_agent([ask("q"), "ok"], [child.as_tool()], store=stores)
+        result = await parent.run("go")
+        assert result.ok
+        runs = {r.agent: r for r in (await stores.journal.list_runs()).runs}
+        assert set(runs) == {"boss", "researcher"}
+        assert runs["researcher"].status == "completed"
+        opened = (await stores.journal.read(runs["researcher"].run_id))[0]
+        payload: Any = opened.payload
+        metadata = payload["state"]["metadata"]
+        assert metadata["bastion.parent_run_id"] == result.run_id
+        assert metadata["bastion.parent_tool_call_id"] == "c1"
+        assert metadata["bastion.ancestry"] == ["boss"]
+        entries = await stores.journal.read(result.run_id)
+        started = next(e for e in entries if e.kind == "tool_call_started")
+        assert started.payload["side_effect_class"] == "read_only"
+        ended: Any = next(e for e in entries if e.kind == "tool_result").payload
+        assert ended["content"] == "Found."
+        assert set(ended["nested_usage"]) == {"test:small"}
+        # Replaying the parent's journal counts the child's usage again, exactly once.
+        resumed = await parent.resume(result.run_id)
+        assert resumed.usage == result.usage
+
+
+@pytest.mark.parametrize(("writes", "status"), [(False, "completed"), (True, "awaiting_approval")])
+async def test_a_sub_agent_call_cut_by_a_crash_runs_again_only_when_it_is_read_only(
+    writes: bool, status: str
+) -> None:
+    @tool(side_effect_class="side_effecting")
+    def send(to: str) -> str:
+        """Send a message."""
+        return f"sent to {to}"
+
+    def build(stores: Stores) -> Agent[Any, Any]:
+        child = Agent(
+            "researcher",
+            model=ScriptedModel(["Found."] * 2),
+            tools=[send] if writes else [lookup],
+        )
+
+        def boss(request: ModelRequest) -> Turn:
+            answered = any(m.role == "tool" for m in request.messages)
+            return Turn(text="ok") if answered else ask("q")
+
+        return Agent("boss", model=FunctionModel(boss), tools=[child.as_tool()], store=stores)
+
+    async with open_store("memory://") as stores:
+        result = await build(stores).run("go")
+        entries = await stores.journal.read(result.run_id)
+    # The process died right after the call was journaled as started.
+    cut = [e.kind for e in entries].index("tool_call_started") + 1
+    async with open_store("memory://") as crashed:
+        for entry in entries[:cut]:
+            new = NewEntry(
+                kind=entry.kind, payload=entry.payload, schema_version=entry.schema_version
+            )
+            await crashed.journal.append(
+                result.run_id, [new], expected_seq=entry.seq - 1, agent="boss"
+            )
+        resumed = await build(crashed).resume(result.run_id)
+    assert resumed.status == status
+    if writes:  # outcome unknown: a human decides whether the sub-agent runs again
+        assert [p.tool_name for p in resumed.pending_approvals] == ["researcher"]
+    else:
+        assert tool_results(resumed.messages) == [("Found.", False)]
+
+
+def test_side_effect_class_is_derived_from_the_childs_tools() -> None:
+    @tool(side_effect_class="side_effecting")
+    def send(to: str) -> str:
+        """Send."""
+        return to
+
+    readonly = Agent("a", model=ScriptedModel([]), tools=[lookup])
+    writer = Agent("b", model=ScriptedModel([]), tools=[lookup, send])
+    bare = Agent("c", model=ScriptedModel([]))
+    assert readonly.as_tool().side_effect_class == "read_only"
+    assert writer.as_tool().side_effect_class == "side_effecting"
+    assert bare.as_tool().side_effect_class == "read_only"
+    assert writer.as_tool(side_effect_class="read_only").side_effect_class == "read_only"
+    nested = Agent("d", model=ScriptedModel([]), tools=[writer.as_tool()])
+    assert nested.as_tool().side_effect_class == "side_effecting"
+
+
+# -- bad configuration -----------------------------------------------------------------------
+
+
+def test_bad_options_raise_user_error_at_once() -> None:
+    child = child_agent(["x"])
+    with pytest.raises(UserError, match="expose_turns must be one of 'final', 'all', 'none'"):
+        child.as_tool(expose_turns="last")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="forward_events must be one of"):
+        child.as_tool(forward_events="some")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="input_filter must be a function"):
+        child.as_tool(input_filter="last")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="side_effect_class must be one of"):
+        child.as_tool(side_effect_class="harmless")  # type: ignore[arg-type]
+    spaced = Agent("research team", model=ScriptedModel([]))
+    with pytest.raises(UserError, match=r"Pass as_tool\(name='...'\)"):
+        spaced.as_tool()
+    assert spaced.as_tool(name="research_team").name == "research_team"
+
+
+def test_an_agent_cannot_be_its_own_sub_agent() -> None:
+    child = child_agent(["x"])
+    with pytest.raises(UserError, match="cannot run itself as a sub-agent"):
+        Agent("researcher", model=ScriptedModel([]), tools=[child.as_tool(name="helper")])
+    middle = Agent("middle", model=ScriptedModel([]), tools=[child.as_tool()])
+    with pytest.raises(UserError, match="cannot run itself as a sub-agent"):
+        Agent("researcher", model=ScriptedModel([]), tools=[middle.as_tool()])
+
+
+def test_two_sub_agents_may_not_share_a_name_or_a_tool_name() -> None:
+    one, other = child_agent(["x"]), child_agent(["y"])
+    with pytest.raises(UserError, match="two different sub-agents named 'researcher'"):
+        Agent("boss", model=ScriptedModel([]), tools=[one.as_tool("a"), other.as_tool("b")])
+    # The same sub-agent under two tool names is fine.
+    Agent("boss", model=ScriptedModel([]), tools=[one.as_tool("a"), one.as_tool("b")])
+    with pytest.raises(DuplicateToolNameError):
+        Agent("boss", model=ScriptedModel([]), tools=[one.as_tool(), one.as_tool()])
