@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Mapping
 
 from bastion import Agent, tool
-from bastion.sessions import MessageAdded, SentMessage, Session, TextDelta, TurnAborted
+from bastion.sessions import MessageAdded, SentMessage, Session, StepDone, TextDelta, TurnAborted
+from bastion.stores import JsonObject, SessionEntry, SessionInfo, SessionStore, open_store
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import Tool, ToolCallRequest
 
@@ -162,3 +165,115 @@ async def test_aborting_a_steering_message_that_joined_aborts_its_turn() -> None
     assert go.status == "aborted"
     assert texts(session.messages) == ["user:go", "assistant:calls", "tool:c1", "user:faster"]
     assert len(model.requests) == 1  # the model was not called again
+
+
+async def test_an_abort_inside_a_step_listener_still_answers_every_call() -> None:
+    stepped, never = asyncio.Event(), asyncio.Event()
+    log: list[str] = []
+    model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "next"])
+    session: Session = Agent("helper", model=model, tools=tools(log)).session()
+    lines = record(session)
+
+    async def slow_step(event: StepDone) -> None:
+        if not stepped.is_set():
+            stepped.set()
+            await never.wait()  # cancelled by the abort
+
+    session.on("step", slow_step)
+    session.send("go")
+    await stepped.wait()
+    assert session.abort()
+    await session.wait_for_idle()
+    assert log == []
+    assert answered(session.messages)
+    assert texts(session.messages) == ["user:go", "assistant:calls", "tool:c1!"]
+    assert lines[-3:] == [
+        "tool_result look#c1 'Tool call not run: the turn was aborted.' True",
+        "error TurnAborted",
+        "turn_end 3 ''",
+    ]
+    session.send("again")
+    await session.wait_for_idle()
+    assert texts(session.messages)[-1] == "assistant:next"
+
+
+class _SlowSessions:
+    """A session store whose next assistant message waits until released."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def append(
+        self,
+        session_id: str,
+        *,
+        kind: str,
+        payload: Mapping[str, object],
+        parent_id: str | None = None,
+        entry_id: str | None = None,
+    ) -> SessionEntry:
+        assistant = '"role": "assistant"' in json.dumps(payload.get("message"))
+        if assistant and not self.holding.is_set():
+            self.holding.set()
+            await self.release.wait()
+        return await self.inner.append(
+            session_id, kind=kind, payload=payload, parent_id=parent_id, entry_id=entry_id
+        )
+
+    async def entries(self, session_id: str) -> list[SessionEntry]:
+        return await self.inner.entries(session_id)
+
+    async def get_state(self, session_id: str) -> JsonObject | None:
+        return await self.inner.get_state(session_id)
+
+    async def put_state(self, session_id: str, state: Mapping[str, object]) -> None:
+        await self.inner.put_state(session_id, state)
+
+    async def list_sessions(self, *, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
+        return await self.inner.list_sessions(limit=limit, offset=offset)
+
+
+async def test_an_abort_during_a_store_write_lets_the_write_finish() -> None:
+    stores = open_store("memory://")
+    slow = _SlowSessions(stores.sessions)
+    stores.sessions = slow
+    log: list[str] = []
+    model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "next"])
+    session: Session = Agent("helper", model=model, tools=tools(log), store=stores).session("s")
+    sent = session.send("go")
+    await slow.holding.wait()  # the run's assistant message is being stored
+    assert session.abort()
+    slow.release.set()
+    await session.wait_for_idle()
+    assert sent.status == "aborted"
+    assert log == []
+    assert texts(session.messages) == ["user:go", "assistant:calls", "tool:c1!"]
+    reopened = await Agent("helper", model=model, store=stores).resume_session("s")
+    assert texts(reopened.messages) == texts(session.messages)  # the store holds it all
+    entries = await stores.sessions.entries("s")
+    assert [e.parent_id for e in entries[1:]] == [e.entry_id for e in entries[:-1]]
+
+
+async def test_a_stored_turn_cut_short_gets_its_calls_answered_on_the_next_send() -> None:
+    # A process that died mid-turn leaves a call without a result in the store.
+    model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "seen"])
+    first: Session = Agent("helper", model=model, tools=tools([])).session("cut")
+    first.send("go")
+    await first.wait_for_idle()
+    lines = (await first.export_jsonl()).splitlines(keepends=True)
+    cut = "".join(lines[:-2])  # header, user, assistant(calls): the result was never stored
+
+    later = ScriptedModel(["carrying on"])
+    session = await Session.import_jsonl(Agent("helper", model=later, tools=tools([])), cut)
+    assert texts(session.messages) == ["user:go", "assistant:calls"]
+    session.send("still there?")
+    await session.wait_for_idle()
+    assert texts(list(later.requests[0].messages)) == [
+        "user:go",
+        "assistant:calls",
+        "tool:c1!",
+        "user:still there?",
+    ]
+    assert answered(session.messages)

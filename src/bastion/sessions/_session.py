@@ -1,8 +1,10 @@
 """The :class:`Session`: send, steer, queue, approvals, aborts, a persisted transcript.
 
 One loop task per busy session runs its turns, one agent run each (a suspended turn's run is
-resumed with a ``Directive``). Listeners and their events are in ``_listeners.py``, the
-transcript's persistence in ``_transcript.py``, JSON lines in ``_jsonl.py``.
+resumed with a ``Directive``). Listeners are in ``_listeners.py`` and their values in
+``_events.py``; the transcript's persistence in ``_transcript.py``; a waiting turn's
+decisions in ``_suspension.py``; what the agent is asked for, and the link its loop calls,
+in ``_link.py``; JSON lines in ``_jsonl.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from bastion.core import (
     AssistantMessage,
     Message,
     ModelResponse,
+    ToolMessage,
     UserError,
     UserMessage,
     new_id,
@@ -58,6 +61,7 @@ STEERED = "steered"
 """The reason of tool calls denied because a steering message arrived."""
 ABORTED = "aborted"
 """The reason of pending approvals denied because their turn was aborted."""
+CUT_SHORT = "Tool call not run: the turn was aborted."
 
 SentStatus = Literal["pending", "running", "done", "aborted", "failed"]
 
@@ -325,6 +329,7 @@ class Session(Listeners):
         self._current = [sent]
         self._in_turn = True
         self._abort = False
+        await self._answer_cut_calls()  # a stored turn cut short by a crash
         await self._transcript.add(UserMessage(content=sent.text))
         self._transcript.follow()
         stream = self._agent.stream(None, message_history=list(self.messages), session_id=self.id)
@@ -375,6 +380,8 @@ class Session(Listeners):
             await self._suspend(result.state)
             return result.text
         aborted = result.status == "aborted"
+        if aborted:
+            await self._answer_cut_calls()
         for sent in self._current:
             sent.status = "aborted" if aborted else "done"
         self._current = []
@@ -383,6 +390,24 @@ class Session(Listeners):
         if aborted:
             await self._emit_error(TurnAborted(f"A turn of session {self.id!r} was aborted."))
         return result.text
+
+    async def _answer_cut_calls(self) -> None:
+        """Give a result to calls an abort left without one, so the transcript stays valid.
+
+        The run answers the calls of a step it stops in; only an abort landing between
+        the model's answer and its tool phase (in a ``step`` listener), or a process that
+        died mid-turn (seen when the stored session is continued), leaves calls open.
+        """
+        for call in self._transcript.unanswered():
+            await self._transcript.add(
+                ToolMessage(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=CUT_SHORT,
+                    is_error=True,
+                )
+            )
+            await self._emit("tool_result", ToolResult(call.id, call.name, CUT_SHORT, True))
 
     async def _suspend(self, state: RunState) -> None:
         self._suspended = Suspension(state)

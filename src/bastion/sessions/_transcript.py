@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from bastion.core import Message
+from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage
 from bastion.core._serde import message_adapter
 from bastion.stores import SessionEntry, SessionStore, branch
 
@@ -102,6 +102,18 @@ class Transcript:
             await self.sync()
         self._live = None
         self._synced = None
+
+    def unanswered(self) -> list[ToolCall]:
+        """Calls of the last assistant message that have no result (a run cut short)."""
+        answered: set[str] = set()
+        for message in reversed(self.messages):
+            if isinstance(message, ToolMessage):
+                answered.add(message.tool_call_id)
+            elif isinstance(message, AssistantMessage):
+                return [call for call in message.tool_calls if call.id not in answered]
+            else:
+                return []
+        return []
 
     async def add(self, message: Message) -> None:
         """Append ``message`` to the transcript and the store; announce it."""
