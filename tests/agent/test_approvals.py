@@ -1,6 +1,6 @@
 """Approvals: suspend, JSON round trip, resume elsewhere, callbacks (SPEC C4, G-53..G-55, T-07)."""
 
-# covers C4, G-53, G-54, G-55, T-07
+# covers C4, D2, G-53, G-54, G-55, T-07
 
 from __future__ import annotations
 
@@ -373,6 +373,23 @@ async def test_a_completed_run_state_round_trips_exactly() -> None:
     assert loaded.messages == result.messages
     assert loaded.metadata == {"k": [1]}
     assert loaded.last_seq == result.state.last_seq > 0
+
+
+async def test_agent_serialize_state_round_trips_and_checks_the_agent() -> None:
+    # covers D2: the agent methods beside run_state_to_json / run_state_from_json
+    ledger = Ledger()
+    bank = Agent("bank", model=ScriptedModel(suspending_script()), tools=ledger.tools())
+    suspended = await bank.run("pay bob 5")
+    assert suspended.state is not None
+    text = bank.serialize_state(suspended.state)
+    assert text == run_state_to_json(suspended.state)
+    later = Agent("bank", model=ScriptedModel(["Paid."]), tools=ledger.tools())
+    state = later.deserialize_state(text)
+    assert [p.call.id for p in state.pending_approvals] == ["c1"]
+    decided = Directive(approvals=[ApprovalDecision(tool_call_id="c1", granted=True)])
+    assert (await later.run(state, directive=decided)).text == "Paid."
+    with pytest.raises(UserError, match="belongs to agent 'bank', not 'shop'"):
+        Agent("shop", model=ScriptedModel([])).deserialize_state(text)
 
 
 async def test_abort_while_a_human_decides_ends_the_run_and_runs_nothing() -> None:

@@ -1,104 +1,88 @@
 """Sessions: send modes, listeners, persistence, JSONL (SPEC seed 004 S-02..S-20, C12)."""
 
-# covers S-02, S-03, S-04, S-05, S-06, S-07, S-09, S-10, S-11, S-12, S-14, S-16, S-17
-# covers S-19, S-20, C12
+# covers S-02, S-03, S-04, S-05, S-06, S-07, S-08, S-09, S-10, S-11, S-12, S-14, S-15
+# covers S-16, S-17, S-18, S-19, S-20, C12
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bastion import Agent, tool
-from bastion.core import (
-    AssistantMessage,
-    Message,
-    ModelError,
-    RunContext,
-    ToolMessage,
-    UserError,
-    UserMessage,
-)
-from bastion.sessions import Session, SessionError
+from bastion import Agent
+from bastion.core import ModelError, UserError
+from bastion.sessions import SentMessage, Session, SessionError
 from bastion.testing import Call, ScriptedModel, Turn
-from bastion.tools import Deny, Rewrite, Tool, ToolCallRequest
+from bastion.tools import Deny, Rewrite, ToolCallRequest
+
+from ._support import record, texts, tools
 
 
-def _tools(log: list[str]) -> list[Tool]:
-    @tool(side_effect_class="read_only")
-    def look(what: str) -> str:
-        """Look at something."""
-        log.append(what)
-        return f"saw {what}"
-
-    @tool(side_effect_class="read_only")
-    def remember(ctx: RunContext[Any], key: str) -> str:
-        """Remember a key in the session state."""
-        ctx.session_state[key] = ctx.session_state.get(key, 0) + 1
-        return "ok"
-
-    return [look, remember]
-
-
-def _record(session: Session) -> list[str]:
-    """One line per session event, in order."""
-    lines: list[str] = []
-
-    def describe(message: Message) -> str:
-        if isinstance(message, UserMessage):
-            return f"message user {message.content!r}"
-        assert isinstance(message, AssistantMessage)
-        return f"message assistant {len(message.tool_calls)} calls"
-
-    session.on("message", lambda e: lines.append(describe(e.message)))
-    session.on("text_delta", lambda e: lines.append(f"text_delta {e.delta!r}"))
-    session.on("tool_call", lambda r: lines.append(f"tool_call {r.call.name}#{r.call.id}"))
-    session.on(
-        "tool_result",
-        lambda e: lines.append(f"tool_result {e.name}#{e.call_id} {e.result!r} {e.is_error}"),
+async def test_idle_send_runs_a_tool_turn_in_the_canonical_order() -> None:
+    # covers S-12, S-15: step (usage, finish) comes before the step's tool calls
+    model = ScriptedModel(
+        [Turn(text="Let me look", tool_calls=[Call("look", {"what": "sky"}, id="c1")]), "Blue sky"]
     )
-    session.on("step", lambda e: lines.append(f"step {e.finish_reason}"))
-    session.on("turn_end", lambda e: lines.append(f"turn_end {len(e.messages)} {e.text!r}"))
-    session.on("error", lambda e: lines.append(f"error {e.error}"))
-    return lines
-
-
-def _texts(messages: list[Message]) -> list[str]:
-    out: list[str] = []
-    for m in messages:
-        if isinstance(m, UserMessage):
-            out.append(f"user:{m.content}")
-        elif isinstance(m, AssistantMessage):
-            out.append(f"assistant:{m.text}" if not m.tool_calls else "assistant:calls")
-        elif isinstance(m, ToolMessage):
-            out.append(f"tool:{m.tool_call_id}")
-    return out
-
-
-async def test_idle_send_runs_a_turn_in_canonical_order() -> None:
-    model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "sky"}, id="c1")]), "Blue sky"])
     log: list[str] = []
-    session: Session = Agent("helper", model=model, tools=_tools(log)).session("s1")
+    session: Session = Agent("helper", model=model, tools=tools(log)).session("s1")
     assert session.id == "s1"
     await session.wait_for_idle()  # idle: returns at once
-    lines = _record(session)
+    lines = record(session)
+    steps: list[int] = []
+    session.on("step", lambda e: steps.append(e.usage.completion_tokens))
     session.send("hi")
     await session.wait_for_idle()
     assert lines == [
         "message user 'hi'",
+        "text_delta 'Let '",
+        "text_delta 'me '",
+        "text_delta 'look'",
         "message assistant 1 calls",
+        "step tool_calls",
         "tool_call look#c1",
         "tool_result look#c1 'saw sky' False",
-        "step tool_calls",
         "text_delta 'Blue '",
         "text_delta 'sky'",
         "message assistant 0 calls",
         "step stop",
         "turn_end 4 'Blue sky'",
     ]
+    assert len(steps) == 2
+    assert all(tokens > 0 for tokens in steps)
     assert log == ["sky"]
+
+
+async def test_two_calls_are_all_decided_before_any_result() -> None:
+    # covers S-12, S-17, S-18, S-19
+    model = ScriptedModel(
+        [
+            Turn(
+                tool_calls=[
+                    Call("look", {"what": "a"}, id="c1"),
+                    Call("look", {"what": "b"}, id="c2"),
+                ]
+            ),
+            "done",
+        ]
+    )
+    session: Session = Agent("helper", model=model, tools=tools([])).session()
+    lines = record(session)
+    session.send("go")
+    await session.wait_for_idle()
+    assert lines == [
+        "message user 'go'",
+        "message assistant 2 calls",
+        "step tool_calls",
+        "tool_call look#c1",
+        "tool_call look#c2",
+        "tool_result look#c1 'saw a' False",
+        "tool_result look#c2 'saw b' False",
+        "text_delta 'done'",
+        "message assistant 0 calls",
+        "step stop",
+        "turn_end 5 'done'",
+    ]
 
 
 async def test_second_send_sees_the_history() -> None:
@@ -108,7 +92,7 @@ async def test_second_send_sees_the_history() -> None:
     await session.wait_for_idle()
     session.send("b")
     await session.wait_for_idle()
-    assert _texts(list(model.requests[1].messages)) == ["user:a", "assistant:one", "user:b"]
+    assert texts(list(model.requests[1].messages)) == ["user:a", "assistant:one", "user:b"]
 
 
 async def test_steer_injects_before_next_call_and_denies_undecided_calls() -> None:
@@ -124,8 +108,8 @@ async def test_steer_injects_before_next_call_and_denies_undecided_calls() -> No
         ]
     )
     log: list[str] = []
-    session: Session = Agent("helper", model=model, tools=_tools(log)).session()
-    lines = _record(session)
+    session: Session = Agent("helper", model=model, tools=tools(log)).session()
+    lines = record(session)
 
     def steer_on_first(request: ToolCallRequest) -> None:
         if request.call.id == "c1":
@@ -137,22 +121,22 @@ async def test_steer_injects_before_next_call_and_denies_undecided_calls() -> No
     assert lines == [
         "message user 'go'",
         "message assistant 2 calls",
-        "tool_call look#c1",
+        "step tool_calls",
+        "tool_call look#c1",  # the steering message arrives here: c2 is never surfaced
         "tool_result look#c1 'saw a' False",
         "tool_result look#c2 'steered' True",
-        "step tool_calls",
-        "message user 'stop that'",
+        "message user 'stop that'",  # after the tool results (S-19)
         "text_delta 'Stopped'",
         "message assistant 0 calls",
         "step stop",
         "turn_end 6 'Stopped'",
     ]
     assert log == ["a"]  # the second call never ran
-    assert _texts(list(model.requests[1].messages)) == [
+    assert texts(list(model.requests[1].messages)) == [
         "user:go",
         "assistant:calls",
         "tool:c1",
-        "tool:c2",
+        "tool:c2!",
         "user:stop that",
     ]
     assert len(model.requests) == 2  # the steering message joined the same run
@@ -163,17 +147,17 @@ async def test_queue_is_processed_after_the_turn_in_the_same_loop() -> None:
         [Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "First", "Second"]
     )
     log: list[str] = []
-    session: Session = Agent("helper", model=model, tools=_tools(log)).session(send_mode="steer")
-    lines = _record(session)
+    session: Session = Agent("helper", model=model, tools=tools(log)).session(send_mode="steer")
+    lines = record(session)
     session.on("tool_call", lambda r: session.send("later", mode="queue"))
     session.send("go")
     await session.wait_for_idle()
     assert lines == [
         "message user 'go'",
         "message assistant 1 calls",
+        "step tool_calls",
         "tool_call look#c1",
         "tool_result look#c1 'saw a' False",
-        "step tool_calls",
         "text_delta 'First'",
         "message assistant 0 calls",
         "step stop",
@@ -183,7 +167,7 @@ async def test_queue_is_processed_after_the_turn_in_the_same_loop() -> None:
         "step stop",
         "turn_end 6 'Second'",
     ]
-    assert _texts(list(model.requests[1].messages)) == ["user:go", "assistant:calls", "tool:c1"]
+    assert texts(list(model.requests[1].messages)) == ["user:go", "assistant:calls", "tool:c1"]
 
 
 async def test_tool_call_listeners_first_decision_wins() -> None:
@@ -200,7 +184,7 @@ async def test_tool_call_listeners_first_decision_wins() -> None:
     )
     log: list[str] = []
     consulted: list[str] = []
-    session: Session = Agent("helper", model=model, tools=_tools(log)).session()
+    session: Session = Agent("helper", model=model, tools=tools(log)).session()
     results: list[tuple[str, str, bool]] = []
     session.on("tool_result", lambda e: results.append((e.call_id, e.result, e.is_error)))
 
@@ -244,7 +228,7 @@ async def test_model_error_fires_error_and_wait_raises() -> None:
 async def test_persists_across_agents_on_one_sqlite_store(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     model = ScriptedModel([Turn(tool_calls=[Call("remember", {"key": "k"}, id="c1")]), "noted"])
-    agent = Agent("helper", model=model, tools=_tools([]), store=url)
+    agent = Agent("helper", model=model, tools=tools([]), store=url)
     session = agent.session("persisted")
     session.send("remember k")
     await session.wait_for_idle()
@@ -252,12 +236,12 @@ async def test_persists_across_agents_on_one_sqlite_store(tmp_path: Path) -> Non
     await agent.aclose()
 
     model2 = ScriptedModel([Turn(tool_calls=[Call("remember", {"key": "k"}, id="c2")]), "again"])
-    agent2 = Agent("helper", model=model2, tools=_tools([]), store=url)
+    agent2 = Agent("helper", model=model2, tools=tools([]), store=url)
     with pytest.raises(UserError, match="No session"):
         await agent2.resume_session("unknown")
     resumed: Session = await agent2.resume_session("persisted")
     assert resumed.session_state == {"k": 1}
-    assert _texts(resumed.messages) == [
+    assert texts(resumed.messages) == [
         "user:remember k",
         "assistant:calls",
         "tool:c1",
@@ -266,7 +250,7 @@ async def test_persists_across_agents_on_one_sqlite_store(tmp_path: Path) -> Non
     resumed.send("once more")
     await resumed.wait_for_idle()
     assert resumed.session_state == {"k": 2}
-    assert _texts(list(model2.requests[0].messages))[:4] == _texts(resumed.messages)[:4]
+    assert texts(list(model2.requests[0].messages))[:4] == texts(resumed.messages)[:4]
     entries = await (await agent2.stores()).sessions.entries("persisted")
     assert [e.parent_id for e in entries[1:]] == [e.entry_id for e in entries[:-1]]
     assert entries[0].parent_id is None
@@ -277,7 +261,7 @@ async def test_jsonl_round_trip_is_byte_equal() -> None:
     model = ScriptedModel(
         [Turn(tool_calls=[Call("remember", {"key": "x"}, id="c1")]), "ok ünïcode"]
     )
-    session: Session = Agent("helper", model=model, tools=_tools([])).session("exported")
+    session: Session = Agent("helper", model=model, tools=tools([])).session("exported")
     session.send("hi")
     await session.wait_for_idle()
     exported = await session.export_jsonl()
@@ -285,19 +269,20 @@ async def test_jsonl_round_trip_is_byte_equal() -> None:
     imported = await Session.import_jsonl(other, exported)
     assert await imported.export_jsonl() == exported
     assert imported.session_state == {"x": 1}
-    assert _texts(imported.messages) == _texts(session.messages)
+    assert texts(imported.messages) == texts(session.messages)
     with pytest.raises(UserError, match="already exists"):
         await Session.import_jsonl(other, exported)
     with pytest.raises(UserError, match="Not a session export"):
         await Session.import_jsonl(other, "{}\n")
     imported.send("continue")
     await imported.wait_for_idle()
-    assert _texts(imported.messages)[-2:] == ["user:continue", "assistant:next"]
+    assert texts(imported.messages)[-2:] == ["user:continue", "assistant:next"]
 
 
 async def test_per_call_mode_beats_the_session_default() -> None:
+    # covers S-08
     model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "Steered"])
-    session: Session = Agent("helper", model=model, tools=_tools([])).session(send_mode="queue")
+    session: Session = Agent("helper", model=model, tools=tools([])).session(send_mode="queue")
 
     async def steer(request: ToolCallRequest) -> None:
         session.send("now", mode="steer")
@@ -306,9 +291,73 @@ async def test_per_call_mode_beats_the_session_default() -> None:
     session.send("go")
     await session.wait_for_idle()
     assert len(model.requests) == 2
-    assert _texts(list(model.requests[1].messages))[-1] == "user:now"
-    with pytest.raises(UserError):
-        Agent("helper", model=model).session(send_mode="later")
+    assert texts(list(model.requests[1].messages))[-1] == "user:now"
+
+
+async def test_send_mode_defaults_from_agent_to_session_to_call() -> None:
+    # covers S-08: agent, session and per-call levels; bad modes fail before anything runs
+    model = ScriptedModel(
+        [Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "First", "Second"]
+    )
+    agent = Agent("helper", model=model, tools=tools([]), session_send_mode="queue")
+    assert Agent("helper", model=model).session().send_mode == "steer"
+    assert agent.session(send_mode="steer").send_mode == "steer"
+    session: Session = agent.session()
+    assert session.send_mode == "queue"
+    sent: list[SentMessage] = []
+    session.on("tool_call", lambda r: sent.append(session.send("later")))  # queued
+    session.send("go")
+    await session.wait_for_idle()
+    assert sent[0].mode == "queue"
+    assert texts(list(model.requests[1].messages)) == ["user:go", "assistant:calls", "tool:c1"]
+    assert texts(session.messages)[-2:] == ["user:later", "assistant:Second"]
+
+    with pytest.raises(UserError, match="session_send_mode must be 'steer' or 'queue'"):
+        Agent("helper", model=model, session_send_mode="later")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(UserError, match="send_mode must be 'steer' or 'queue'"):
+        agent.session(send_mode="later")
+    fresh: Session = agent.session()
+    with pytest.raises(UserError, match="mode must be 'steer' or 'queue', got 'now'"):
+        fresh.send("hi", mode="now")  # pyright: ignore[reportArgumentType]
+    assert not fresh.running
+    await fresh.wait_for_idle()
+    assert fresh.messages == []
+
+
+async def test_steering_during_the_answer_denies_every_call_of_the_step() -> None:
+    # covers S-14, S-17: no tool_call is surfaced; the message joins after the results
+    model = ScriptedModel(
+        [
+            Turn(
+                text="Checking",
+                tool_calls=[
+                    Call("look", {"what": "a"}, id="c1"),
+                    Call("look", {"what": "b"}, id="c2"),
+                ],
+            ),
+            "Ok",
+        ]
+    )
+    log: list[str] = []
+    session: Session = Agent("helper", model=model, tools=tools(log)).session()
+    lines = record(session)
+    session.on("text_delta", lambda e: e.delta == "Checking" and session.send("wait", mode="steer"))
+    session.send("go")
+    await session.wait_for_idle()
+    assert lines == [
+        "message user 'go'",
+        "text_delta 'Checking'",
+        "message assistant 2 calls",
+        "step tool_calls",
+        "tool_result look#c1 'steered' True",
+        "tool_result look#c2 'steered' True",
+        "message user 'wait'",
+        "text_delta 'Ok'",
+        "message assistant 0 calls",
+        "step stop",
+        "turn_end 6 'Ok'",
+    ]
+    assert log == []
 
 
 async def test_failed_loop_rejects_waiters_and_next_send_starts_fresh() -> None:
@@ -322,14 +371,14 @@ async def test_failed_loop_rejects_waiters_and_next_send_starts_fresh() -> None:
     assert [type(r) for r in results] == [RuntimeError, RuntimeError]
     session.send("three")
     await session.wait_for_idle()
-    assert _texts(session.messages)[-2:] == ["user:three", "assistant:recovered"]
+    assert texts(session.messages)[-2:] == ["user:three", "assistant:recovered"]
     assert not session.running
 
 
 async def test_off_removes_a_listener_and_the_agent_itself_is_untouched() -> None:
     model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "one", "plain"])
     log: list[str] = []
-    agent = Agent("helper", model=model, tools=_tools(log))
+    agent = Agent("helper", model=model, tools=tools(log))
     session: Session = agent.session()
     denials: list[str] = []
 

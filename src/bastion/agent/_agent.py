@@ -67,6 +67,7 @@ from ._hooks import AgentHooks, LoopHooks, SessionLink, overridden
 from ._journal import RunJournal
 from ._loop import run_loop
 from ._output import OutputSchema
+from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
 from ._replay import load_run
 from ._result import OutputT, RunResult
@@ -234,6 +235,9 @@ class Agent(Generic[DepsT, OutputT]):
             is appended before the run goes on, so :meth:`resume` continues the run in any
             process sharing the store without repeating a model call or a tool call.
             ``None`` (default): nothing is journaled.
+        session_send_mode: The default ``mode`` of ``send()`` in this agent's sessions
+            (:meth:`session`): ``steer`` or ``queue``; a session's ``send_mode`` and a
+            call's ``mode`` override it.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -287,6 +291,7 @@ class Agent(Generic[DepsT, OutputT]):
         governor: Governor | None = None,
         governance_events: Literal["decisions", "all", "none"] = "decisions",
         store: Stores | str | None = None,
+        session_send_mode: Literal["steer", "queue"] = "steer",
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -302,6 +307,11 @@ class Agent(Generic[DepsT, OutputT]):
             raise UserError(f"Agent {name!r}: output_retries must be >= 0, got {output_retries!r}.")
         if on_max_steps not in ("fail", "return"):
             raise UserError(f"Agent {name!r}: on_max_steps must be 'fail' or 'return'.")
+        if session_send_mode not in ("steer", "queue"):
+            raise UserError(
+                f"Agent {name!r}: session_send_mode must be 'steer' or 'queue', "
+                f"got {session_send_mode!r}."
+            )
         if not (isinstance(instructions, str) or callable(instructions)):
             raise UserError(f"Agent {name!r}: instructions must be a string or a function.")
         if inbound_sanitization is not None and inbound_sanitization not in INBOUND_POLICIES:
@@ -436,6 +446,8 @@ class Agent(Generic[DepsT, OutputT]):
         """Progress artifacts (G-06) in the agent's store (in memory when it has none)."""
         self.session_link: SessionLink | None = None
         """Set on a session's copy of the agent (``bastion.sessions``), else ``None``."""
+        self.session_send_mode: Literal["steer", "queue"] = session_send_mode
+        """The default ``mode`` of ``send()`` in this agent's sessions."""
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model.key!r}, tools={list(self.tools)!r})"
@@ -698,24 +710,48 @@ class Agent(Generic[DepsT, OutputT]):
             async for event in events:
                 yield event
 
-    def session(self, id: str | None = None, *, send_mode: str = "steer") -> Session:
+    def session(self, id: str | None = None, *, send_mode: str | None = None) -> Session:
         """Open a stateful conversation (:class:`bastion.sessions.Session`) on this agent.
 
         Its transcript and ``session_state`` live in the agent's store (in memory when it
-        has none). ``send_mode`` is the default of ``send()``: ``steer`` or ``queue``.
+        has none). ``send_mode`` is the default of ``send()``: ``steer`` or ``queue``
+        (default: the agent's ``session_send_mode``).
+
+        Raises:
+            UserError: ``send_mode`` is not ``steer`` or ``queue``.
         """
         # bastion.sessions sits beside the agent layer and builds on it: loaded on use.
         sessions = importlib.import_module("bastion.sessions")
         return sessions.Session(self, id, send_mode=send_mode)
 
-    async def resume_session(self, id: str, *, send_mode: str = "steer") -> Session:
+    async def resume_session(self, id: str, *, send_mode: str | None = None) -> Session:
         """Reopen a stored session (:class:`bastion.sessions.Session`) with its history.
 
+        A session whose turn waits for approvals is reopened waiting: decide them with
+        ``session.approve()`` / ``session.deny()``.
+
         Raises:
-            UserError: The store holds no session ``id``.
+            UserError: The store holds no session ``id``, or ``send_mode`` is invalid.
         """
         sessions = importlib.import_module("bastion.sessions")
         return await sessions.Session.resume(self, id, send_mode=send_mode)
+
+    def serialize_state(self, state: RunState) -> str:
+        """A run's state as JSON text (:func:`bastion.agent.run_state_to_json`)."""
+        return run_state_to_json(state)
+
+    def deserialize_state(self, text: str | bytes) -> RunState:
+        """Load a state written by :meth:`serialize_state` for a run of this agent.
+
+        Raises:
+            UserError: The text is not a run state, or the run belongs to another agent.
+        """
+        state = run_state_from_json(text)
+        if state.agent_name != self.name:
+            raise UserError(
+                f"Run {state.run_id} belongs to agent {state.agent_name!r}, not {self.name!r}."
+            )
+        return state
 
     def for_session(self, link: SessionLink, hook: BeforeToolCall) -> Agent[DepsT, OutputT]:
         """A copy of this agent whose runs belong to a session.

@@ -80,7 +80,9 @@ class SessionLink(Protocol):
     """What a session (``bastion.sessions``) plugs into the runs of its agent.
 
     ``state`` becomes ``ctx.session_state``; ``before_model_call`` runs before every model
-    call of the run and may append (steering) messages to the run's transcript.
+    call of the run and may append (steering) messages to the run's transcript;
+    ``after_model_call`` runs once the call's response (message, usage, finish reason) is in
+    the transcript, before its tool calls are decided.
     """
 
     @property
@@ -90,6 +92,10 @@ class SessionLink(Protocol):
 
     async def before_model_call(self, ctx: RunContext[Any], messages: list[Message]) -> None:
         """Called before each model call with the run's (mutable) transcript."""
+        ...
+
+    async def after_model_call(self, ctx: RunContext[Any], response: ModelResponse) -> None:
+        """Called after each model call, once its message joined ``ctx.messages``."""
         ...
 
 

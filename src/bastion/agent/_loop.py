@@ -111,6 +111,8 @@ async def run_loop(
                 break
             if agent.session_link is not None:  # steering messages join before the call
                 await agent.session_link.before_model_call(scope.ctx, state.messages)
+                if scope.abort is not None:  # the session aborted the turn meanwhile
+                    raise RunAborted
             request = begin_step(scope)
             flags = agent.hook_flags
             if flags.before_llm_call:
@@ -126,6 +128,8 @@ async def run_loop(
             response = take_response(scope, call)
             if journal is not None:  # entry seq: the model call's last event (or step.start)
                 journal.model_response(state, call.model.key, response, event.seq)
+            if agent.session_link is not None:  # a session's step ends here, before its tools
+                await agent.session_link.after_model_call(scope.ctx, response)
             if flags.after_llm_call:
                 await after_llm_call(scope, response)
             if response.incomplete_tool_calls:

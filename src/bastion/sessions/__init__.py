@@ -3,24 +3,30 @@
 ``agent.session()`` / ``await agent.resume_session(id)`` return a :class:`Session`.
 """
 
-from ._session import (
+from ._events import (
     EVENTS,
+    ApprovalRequested,
     MessageAdded,
     SendMode,
-    Session,
-    SessionAgent,
     SessionError,
     SessionEvent,
     StepDone,
     TextDelta,
     ToolResult,
+    TurnAborted,
     TurnEnd,
 )
+from ._link import SessionAgent
+from ._session import ABORTED, STEERED, SentMessage, Session
 
 __all__ = [
+    "ABORTED",
     "EVENTS",
+    "STEERED",
+    "ApprovalRequested",
     "MessageAdded",
     "SendMode",
+    "SentMessage",
     "Session",
     "SessionAgent",
     "SessionError",
@@ -28,5 +34,6 @@ __all__ = [
     "StepDone",
     "TextDelta",
     "ToolResult",
+    "TurnAborted",
     "TurnEnd",
 ]

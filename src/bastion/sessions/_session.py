@@ -1,190 +1,134 @@
-"""The :class:`Session`: send, steer, queue, listeners, a persisted transcript, JSONL."""
+"""The :class:`Session`: send, steer, queue, approvals, aborts, a persisted transcript.
+
+One loop task per busy session runs its turns, one agent run each (a suspended turn's run is
+resumed with a ``Directive``). Listeners are in ``_listeners.py`` and their values in
+``_events.py``; the transcript's persistence in ``_transcript.py``; a waiting turn's
+decisions in ``_suspension.py``; what the agent is asked for, and the link its loop calls,
+in ``_link.py``; JSON lines in ``_jsonl.py``.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, cast, overload
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.core import (
-    AgentEvent,
     AssistantMessage,
-    FinishReason,
     Message,
-    RunContext,
-    Usage,
+    ModelResponse,
+    ToolMessage,
     UserError,
     UserMessage,
     new_id,
 )
-from bastion.core._serde import message_adapter
-from bastion.stores import SessionStore, Stores, branch
-from bastion.tools import BeforeToolCall, Deny, Rewrite, ToolCallDecision, ToolCallRequest
-
-__all__ = [
-    "EVENTS",
-    "MessageAdded",
-    "SendMode",
-    "Session",
-    "SessionAgent",
-    "SessionError",
-    "SessionEvent",
-    "StepDone",
-    "TextDelta",
-    "ToolResult",
-    "TurnEnd",
-]
-
-SendMode: TypeAlias = Literal["steer", "queue"]
-SessionEvent: TypeAlias = Literal[
-    "text_delta", "message", "tool_call", "tool_result", "step", "turn_end", "error"
-]
-EVENTS: tuple[SessionEvent, ...] = (
-    "text_delta",
-    "message",
-    "tool_call",
-    "tool_result",
-    "step",
-    "turn_end",
-    "error",
+from bastion.stores import SessionEntry, SessionStore
+from bastion.tools import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Deny,
+    Directive,
+    ToolCallDecision,
+    ToolCallRequest,
 )
-Listener: TypeAlias = Callable[[Any], object]
 
+from ._events import (
+    ApprovalRequested,
+    MessageAdded,
+    SendMode,
+    SessionError,
+    StepDone,
+    TextDelta,
+    ToolResult,
+    TurnAborted,
+    TurnEnd,
+    check_mode,
+)
+from ._jsonl import dump_session, parse_export, store_rows
+from ._link import Link, SessionAgent
+from ._listeners import Listeners
+from ._suspension import Suspension
+from ._transcript import RESUMED, SUSPENDED, Transcript
 
-@dataclass(frozen=True, slots=True)
-class TextDelta:
-    """``text_delta``: a piece of the model's answer."""
+if TYPE_CHECKING:
+    from bastion.agent import AgentStream, RunState
 
-    delta: str
-
-
-@dataclass(frozen=True, slots=True)
-class MessageAdded:
-    """``message``: a user or assistant message joined the transcript."""
-
-    message: UserMessage | AssistantMessage
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """``tool_result``: a tool call's result (``is_error``: the model reads an error)."""
-
-    call_id: str
-    name: str
-    result: str
-    is_error: bool
-
-
-@dataclass(frozen=True, slots=True)
-class StepDone:
-    """``step``: a model step (and its tools) ended."""
-
-    usage: Usage
-    finish_reason: FinishReason
-
-
-@dataclass(frozen=True, slots=True)
-class TurnEnd:
-    """``turn_end``: the loop settled; the whole transcript and the last answer."""
-
-    messages: list[Message]
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class SessionError:
-    """``error``: the loop failed (``wait_for_idle`` raises it)."""
-
-    error: BaseException
-
+__all__ = ["ABORTED", "STEERED", "SentMessage", "Session"]
 
 STEERED = "steered"
-_FORMAT = "bastion-session/1"
+"""The reason of tool calls denied because a steering message arrived."""
+ABORTED = "aborted"
+"""The reason of pending approvals denied because their turn was aborted."""
+CUT_SHORT = "Tool call not run: the turn was aborted."
+
+SentStatus = Literal["pending", "running", "done", "aborted", "failed"]
 
 
-class _RunError(Protocol):
-    @property
-    def message(self) -> str: ...
+class SentMessage:
+    """What :meth:`Session.send` returns: the message, its progress, and its abort.
 
-
-class _RunResult(Protocol):
-    @property
-    def status(self) -> str: ...
-    @property
-    def error(self) -> _RunError | None: ...
-    @property
-    def text(self) -> str: ...
-
-
-class _RunStream(Protocol):
-    def __aiter__(self) -> AsyncIterator[AgentEvent]: ...
-    @property
-    def result(self) -> _RunResult: ...
-
-
-class SessionAgent(Protocol):
-    """What a session needs of its agent (``bastion.agent.Agent`` is one).
-
-    Sessions sit beside the agent layer, so they name the agent by this shape only.
+    ``status``: ``pending`` (waiting for a turn), ``running`` (in the turn in progress,
+    which may wait for approvals), ``done``, ``aborted`` or ``failed``.
     """
 
-    def stream(
-        self,
-        input: None = None,
-        *,
-        message_history: Sequence[Message] | None = None,
-        session_id: str | None = None,
-    ) -> _RunStream: ...
+    __slots__ = ("_session", "mode", "status", "text")
 
-    def for_session(self, link: _Link, hook: BeforeToolCall) -> SessionAgent: ...
+    def __init__(self, session: Session, text: str, mode: SendMode) -> None:
+        self._session = session
+        self.text = text
+        self.mode: SendMode = mode
+        self.status: SentStatus = "pending"
 
-    async def stores(self) -> Stores: ...
+    def abort(self) -> bool:
+        """Abort this message's work; other messages go on.
 
+        A message still waiting is dropped; one that joined the turn in progress aborts
+        that turn (see :meth:`Session.abort`). Returns False when its work is over.
+        """
+        return self._session._abort_sent(self)  # pyright: ignore[reportPrivateUsage]
 
-@dataclass(slots=True)
-class _Link:
-    """What the session plugs into its agent's runs (``bastion.agent.SessionLink``)."""
-
-    session: Session
-    state: dict[str, Any] = field(default_factory=dict[str, Any])
-
-    async def before_model_call(self, ctx: RunContext[Any], messages: list[Message]) -> None:
-        await self.session.drain_steering(messages)
+    def __repr__(self) -> str:
+        return f"SentMessage({self.text!r}, mode={self.mode!r}, status={self.status!r})"
 
 
-class Session:
+class Session(Listeners):
     """A conversation with an agent: ``send`` messages, listen, wait until it is idle.
 
     Events (``on(event, fn)``; listeners may be async): ``text_delta(delta)``,
-    ``message(message)`` (user and assistant), ``tool_call(request)`` (may return
-    ``Deny(reason)`` or ``Rewrite(arguments)``; the first decision wins), ``tool_result(
-    call_id, name, result, is_error)``, ``step(usage, finish_reason)``, ``turn_end(messages,
-    text)``, ``error(error)``.
+    ``message(message)`` (user and assistant), ``step(usage, finish_reason)`` (a model call
+    ended, before its tools run), ``tool_call(request)`` (may return ``Deny(reason)`` or
+    ``Rewrite(arguments)``; the first decision wins), ``tool_result(call_id, name, result,
+    is_error)``, ``approval_requested(request)``, ``turn_end(messages, text)``,
+    ``error(error)``.
     """
 
     def __init__(
-        self, agent: SessionAgent, id: str | None = None, *, send_mode: str = "steer"
+        self, agent: SessionAgent, id: str | None = None, *, send_mode: str | None = None
     ) -> None:
-        if send_mode not in {"steer", "queue"}:
-            raise UserError(f"send_mode must be 'steer' or 'queue', got {send_mode!r}.")
+        super().__init__()
+        mode = agent.session_send_mode if send_mode is None else send_mode
+        self.send_mode: SendMode = check_mode(mode, "send_mode")
         self.id = id or new_id("session")
-        self.send_mode: SendMode = "steer" if send_mode == "steer" else "queue"
-        self._link = _Link(self)
+        self._link = Link(self._drain, self._stepped)
         self._agent = agent.for_session(self._link, self._decide)
         self._base = agent
-        self._listeners: dict[str, list[Listener]] = {name: [] for name in EVENTS}
-        self.messages: list[Message] = []
-        self._leaf: str | None = None
-        self._steering: list[str] = []
-        self._queue: list[str] = []
+        self._transcript = Transcript(self.id, self._store, self._announce, self._written)
+        self._steering: list[SentMessage] = []
+        self._queue: list[SentMessage] = []
+        self._current: list[SentMessage] = []
         self._task: asyncio.Task[None] | None = None
         self._loaded = False
-        self._live: list[Message] | None = None
-        self._synced = 0
+        self._in_turn = False
+        self._abort = False
+        self._stream: AgentStream[Any] | None = None
+        self._suspended: Suspension | None = None
+
+    @property
+    def messages(self) -> list[Message]:
+        """The transcript: user, assistant and tool messages, oldest first."""
+        return self._transcript.messages
 
     @property
     def session_state(self) -> dict[str, Any]:
@@ -196,9 +140,19 @@ class Session:
         """True while the session's loop runs."""
         return self._task is not None and not self._task.done()
 
+    @property
+    def pending_approvals(self) -> list[ApprovalRequest]:
+        """Tool calls the waiting turn needs decisions on, not decided yet (call order)."""
+        return [] if self._suspended is None else self._suspended.pending_approvals()
+
+    @property
+    def pending_interrupts(self) -> list[dict[str, Any]]:
+        """Governance interrupts the waiting turn needs decisions on (``Interrupt.to_dict()``)."""
+        return [] if self._suspended is None else self._suspended.pending_interrupts()
+
     @classmethod
-    async def resume(cls, agent: SessionAgent, id: str, *, send_mode: str = "steer") -> Session:
-        """Reopen session ``id`` from the agent's store.
+    async def resume(cls, agent: SessionAgent, id: str, *, send_mode: str | None = None) -> Session:
+        """Reopen session ``id`` from the agent's store (waiting, if its turn was).
 
         Raises:
             UserError: The store holds no session ``id``.
@@ -212,124 +166,157 @@ class Session:
         session._load(entries, state)
         return session
 
-    def _load(self, entries: Sequence[Any], state: dict[str, Any] | None) -> None:
+    def _load(self, entries: Sequence[SessionEntry], state: Mapping[str, Any] | None) -> None:
         self._loaded = True
         if state is not None:
             self._link.state.clear()
             self._link.state.update(state)
-        if entries:
-            leaf = entries[-1].entry_id
-            adapter = message_adapter()
-            self.messages = [
-                adapter.validate_python(e.payload["message"])
-                for e in branch(entries, leaf)
-                if e.kind == "message"
-            ]
-            self._leaf = leaf
+        suspended = self._transcript.load(entries)
+        if suspended is not None:
+            run = self._base.deserialize_state(json.dumps(suspended["run"]))
+            self._suspended = Suspension(run)
 
     async def _store(self) -> SessionStore:
         return (await self._base.stores()).sessions
 
-    # listeners
-
-    @overload
-    def on(self, event: Literal["text_delta"], fn: Callable[[TextDelta], object]) -> Session: ...
-    @overload
-    def on(self, event: Literal["message"], fn: Callable[[MessageAdded], object]) -> Session: ...
-    @overload
-    def on(
-        self, event: Literal["tool_call"], fn: Callable[[ToolCallRequest], object]
-    ) -> Session: ...
-    @overload
-    def on(self, event: Literal["tool_result"], fn: Callable[[ToolResult], object]) -> Session: ...
-    @overload
-    def on(self, event: Literal["step"], fn: Callable[[StepDone], object]) -> Session: ...
-    @overload
-    def on(self, event: Literal["turn_end"], fn: Callable[[TurnEnd], object]) -> Session: ...
-    @overload
-    def on(self, event: Literal["error"], fn: Callable[[SessionError], object]) -> Session: ...
-    def on(self, event: SessionEvent, fn: Listener) -> Session:
-        """Add a listener (chainable); listeners run in registration order and may be async.
-
-        Only ``tool_call`` listeners decide: ``Deny(reason)`` or ``Rewrite(arguments)``;
-        the first decision wins and later listeners are skipped for that call.
-
-        Raises:
-            UserError: ``event`` is not one of :data:`EVENTS`.
-        """
-        self._check(event)
-        self._listeners[event].append(fn)
-        return self
-
-    def off(self, event: SessionEvent, fn: Callable[[Any], object]) -> Session:
-        """Remove a listener added with :meth:`on` (no error when absent)."""
-        self._check(event)
-        if fn in self._listeners[event]:
-            self._listeners[event].remove(fn)
-        return self
-
-    @staticmethod
-    def _check(event: str) -> None:
-        if event not in EVENTS:
-            raise UserError(f"Unknown session event {event!r}; expected one of {EVENTS}.")
-
-    async def _emit(self, event: SessionEvent, payload: object) -> None:
-        for fn in list(self._listeners[event]):
-            value = fn(payload)
-            if inspect.isawaitable(value):
-                await value
-
-    async def _decide(self, request: ToolCallRequest) -> ToolCallDecision | None:
-        await self._sync()  # the assistant message asking for the call goes out first
-        if self._steering:  # steering arrived: calls not yet decided are skipped
-            return Deny(STEERED)
-        for fn in list(self._listeners["tool_call"]):
-            value: Any = fn(request)
-            if inspect.isawaitable(value):
-                value = await value
-            if isinstance(value, (Deny, Rewrite)):
-                return value
-        return None
-
     # sending
 
-    def send(self, text: str, mode: SendMode | None = None) -> None:
-        """Send a user message; returns at once.
+    def send(self, text: str, mode: SendMode | None = None) -> SentMessage:
+        """Send a user message; returns at once with a handle to abort its work.
 
         Idle: starts the loop. Running and ``steer``: the message joins before the next
-        model call and tool calls not yet decided are denied (``steered``). Running and
-        ``queue``: the message is processed after the current turn, in the same loop.
+        model call and tool calls not yet decided are denied (``steered``); a turn waiting
+        for approvals has them denied and goes on. Running (or waiting) and ``queue``: the
+        message is processed after the current turn, in the same loop.
+
+        Raises:
+            UserError: ``mode`` is not ``steer`` or ``queue``.
         """
-        chosen = mode or self.send_mode
-        if chosen not in {"steer", "queue"}:
-            raise UserError(f"mode must be 'steer' or 'queue', got {chosen!r}.")
-        if self.running:
-            (self._steering if chosen == "steer" else self._queue).append(text)
-            return
-        self._queue.append(text)
-        self._task = asyncio.get_running_loop().create_task(self._loop())
+        chosen = self.send_mode if mode is None else check_mode(mode, "mode")
+        sent = SentMessage(self, text, chosen)
+        (self._steering if chosen == "steer" else self._queue).append(sent)
+        self._kick()
+        return sent
 
     async def wait_for_idle(self) -> None:
-        """Return when the loop settles (at once when idle); raise the loop's error."""
+        """Return when the loop settles or waits for approvals; raise the loop's error."""
         task = self._task
         if task is None:
             return
         await asyncio.shield(task)
 
+    # approvals
+
+    def approve(self, tool_call_id: str, *, arguments: Mapping[str, Any] | None = None) -> None:
+        """Approve a pending call (optionally with edited ``arguments``); see :meth:`decide`."""
+        edited = dict(arguments) if arguments is not None else None
+        decision = ApprovalDecision(tool_call_id=tool_call_id, granted=True, arguments=edited)
+        self.decide(Directive(approvals=[decision]))
+
+    def deny(self, tool_call_id: str, reason: str | None = None) -> None:
+        """Deny a pending call; the model reads ``reason``. See :meth:`decide`."""
+        decision = ApprovalDecision(tool_call_id=tool_call_id, granted=False, reason=reason)
+        self.decide(Directive(approvals=[decision]))
+
+    def decide(self, directive: Directive) -> None:
+        """Decide pending approvals (and governance interrupts); returns at once.
+
+        Once every pending call and interrupt is decided, the turn goes on where it stopped
+        (``wait_for_idle()`` to wait for it). Decisions are stored when the turn resumes.
+
+        Raises:
+            UserError: The session waits for no decision, or the directive names a call or
+                interrupt that is not pending.
+        """
+        if self._suspended is None:
+            raise UserError(f"Session {self.id!r} is not waiting for approvals.")
+        self._suspended.add(directive, self.id)
+        self._kick()
+
+    # aborting
+
+    def abort(self) -> bool:
+        """Abort the current turn and drop the messages waiting for a turn.
+
+        The run stops (tools are cancelled, calls waiting for approval are denied), every
+        tool call gets a result, listeners get ``error`` with :class:`TurnAborted`, and
+        the session takes the next ``send()``. Returns False when there was nothing to do.
+        """
+        dropped = [*self._steering, *self._queue]
+        for sent in dropped:
+            sent.status = "aborted"
+        self._steering.clear()
+        self._queue.clear()
+        return self._abort_turn() or bool(dropped)
+
+    def _abort_sent(self, sent: SentMessage) -> bool:
+        for waiting in (self._steering, self._queue):
+            if sent in waiting:
+                waiting.remove(sent)
+                sent.status = "aborted"
+                return True
+        if sent in self._current:
+            return self._abort_turn()
+        return False
+
+    def _abort_turn(self) -> bool:
+        if self._suspended is not None:
+            self._abort = True
+            self._kick()
+            return True
+        if not self._in_turn:
+            return False
+        self._abort = True
+        self._written()
+        return True
+
+    def _written(self) -> None:
+        """Pass a requested abort on to the run, once no store write can be cut short."""
+        stream = self._stream
+        if self._abort and stream is not None and not self._transcript.writing:
+            stream.abort()
+
+    # the loop
+
+    def _kick(self) -> None:
+        if self.running:
+            return  # the loop picks up new messages and decisions itself
+        if self._suspended is not None:
+            if not (self._suspended.decided() or self._steering or self._abort):
+                return
+        elif not (self._steering or self._queue):
+            return
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
     async def _loop(self) -> None:
+        text: str | None = None
         try:
             if not self._loaded:
                 store = await self._store()
                 self._load(await store.entries(self.id), await store.get_state(self.id))
-            text = ""
-            while self._queue or self._steering:
-                pending = self._queue or self._steering
-                first = pending.pop(0)
-                text = await self._turn(first)
-            await self._emit("turn_end", TurnEnd(list(self.messages), text))
+            while True:
+                suspended = self._suspended
+                if suspended is not None:
+                    if self._abort:
+                        suspended.deny_rest(ABORTED, interrupts=True)
+                    elif self._steering:
+                        suspended.deny_rest(STEERED, interrupts=False)
+                    if not suspended.decided():
+                        return  # waits for a human: approve(), deny(), decide()
+                    text = await self._resume(suspended)
+                elif self._steering or self._queue:  # steering left over goes first
+                    text = await self._turn((self._steering or self._queue).pop(0))
+                else:
+                    break
+            if text is not None:  # a turn ran (every message may have been dropped)
+                await self._emit("turn_end", TurnEnd(list(self.messages), text))
         except BaseException as exc:
+            for sent in (*self._current, *self._steering, *self._queue):
+                sent.status = "failed"
+            self._current.clear()
             self._queue.clear()
             self._steering.clear()
+            self._in_turn = False
             await self._emit_error(exc)
             raise
 
@@ -337,58 +324,125 @@ class Session:
         with contextlib.suppress(Exception):  # a failing listener must not hide ``exc``
             await self._emit("error", SessionError(exc))
 
-    async def _turn(self, text: str) -> str:
-        await self._add(UserMessage(content=text))
-        self._live = None
+    async def _turn(self, sent: SentMessage) -> str:
+        sent.status = "running"
+        self._current = [sent]
+        self._in_turn = True
+        self._abort = False
+        await self._answer_cut_calls()  # a stored turn cut short by a crash
+        await self._transcript.add(UserMessage(content=sent.text))
+        self._transcript.follow()
         stream = self._agent.stream(None, message_history=list(self.messages), session_id=self.id)
-        async for event in stream:
-            await self._sync()  # messages first: message(assistant) precedes its step
-            match event.type:
-                case "text.delta":
-                    await self._emit("text_delta", TextDelta(event.delta))
-                case "tool.execute.end":
-                    result = ToolResult(event.tool_call_id, event.tool_name, event.result, False)
-                    await self._emit("tool_result", result)
-                case "tool.execute.error":
-                    result = ToolResult(event.tool_call_id, event.tool_name, event.message, True)
-                    await self._emit("tool_result", result)
-                case "step.end":
-                    await self._emit("step", StepDone(event.usage, event.finish_reason))
-                case _:
-                    pass
-        await self._sync()
+        return await self._consume(stream)
+
+    async def _resume(self, suspended: Suspension) -> str:
+        stream = self._agent.stream(suspended.state, directive=suspended.directive())
+        if self._abort:  # the decided calls get their results, then the run stops
+            self._abort = False
+            stream.abort(drain=True)
+        self._in_turn = True
+        await self._transcript.mark(RESUMED, suspended.record())
+        self._suspended = None
+        self._transcript.follow(len(suspended.state.messages))
+        return await self._consume(stream)
+
+    async def _consume(self, stream: AgentStream[Any]) -> str:
+        """Run one agent run to its end, passing its events on; settle the turn."""
+        self._stream = stream
+        self._written()  # an abort asked for before the run existed
+        try:
+            async for event in stream:
+                await self._transcript.sync()  # messages first: they precede their events
+                match event.type:
+                    case "text.delta":
+                        await self._emit("text_delta", TextDelta(event.delta))
+                    case "tool.execute.end":
+                        await self._emit(
+                            "tool_result",
+                            ToolResult(event.tool_call_id, event.tool_name, event.result, False),
+                        )
+                    case "tool.execute.error":
+                        await self._emit(
+                            "tool_result",
+                            ToolResult(event.tool_call_id, event.tool_name, event.message, True),
+                        )
+                    case _:
+                        pass
+        finally:
+            self._stream = None
         result = stream.result
+        await self._transcript.settle(result.messages)
         if result.status == "failed":
             error = result.error
             raise RuntimeError(error.message if error is not None else "The run failed.")
         await (await self._store()).put_state(self.id, self._link.state)
+        if result.status == "awaiting_approval" and result.state is not None:
+            await self._suspend(result.state)
+            return result.text
+        aborted = result.status == "aborted"
+        if aborted:
+            await self._answer_cut_calls()
+        for sent in self._current:
+            sent.status = "aborted" if aborted else "done"
+        self._current = []
+        self._in_turn = False
+        self._abort = False
+        if aborted:
+            await self._emit_error(TurnAborted(f"A turn of session {self.id!r} was aborted."))
         return result.text
 
-    async def drain_steering(self, live: list[Message]) -> None:
+    async def _answer_cut_calls(self) -> None:
+        """Give a result to calls an abort left without one, so the transcript stays valid.
+
+        The run answers the calls of a step it stops in; only an abort landing between
+        the model's answer and its tool phase (in a ``step`` listener), or a process that
+        died mid-turn (seen when the stored session is continued), leaves calls open.
+        """
+        for call in self._transcript.unanswered():
+            await self._transcript.add(
+                ToolMessage(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=CUT_SHORT,
+                    is_error=True,
+                )
+            )
+            await self._emit("tool_result", ToolResult(call.id, call.name, CUT_SHORT, True))
+
+    async def _suspend(self, state: RunState) -> None:
+        self._suspended = Suspension(state)
+        self._in_turn = False
+        run = json.loads(self._agent.serialize_state(state))
+        await self._transcript.mark(SUSPENDED, {"run": run})
+        for request in self.pending_approvals:
+            await self._emit("approval_requested", ApprovalRequested(request))
+
+    # called from the agent's run (the link and the tool gate)
+
+    async def _drain(self, live: list[Message]) -> None:
         """Drain point before each model call: steering messages join the transcript."""
-        if self._live is not live:
-            self._live = live
-            self._synced = len(live)
+        self._transcript.bind(live)
         while self._steering:
-            live.append(UserMessage(content=self._steering.pop(0)))
-        await self._sync()
+            sent = self._steering.pop(0)
+            sent.status = "running"
+            self._current.append(sent)
+            live.append(UserMessage(content=sent.text))
+        await self._transcript.sync()
 
-    async def _sync(self) -> None:
-        live = self._live
-        if live is None:
-            return
-        while self._synced < len(live):
-            message = live[self._synced]
-            self._synced += 1
-            await self._add(message)
+    async def _stepped(self, live: list[Message], response: ModelResponse) -> None:
+        """A model call ended: its message, then its ``step``, before any tool call."""
+        self._transcript.bind(live)
+        await self._transcript.sync()
+        await self._emit("step", StepDone(response.usage, response.finish_reason))
 
-    async def _add(self, message: Message) -> None:
-        payload = {"message": message_adapter().dump_python(message, mode="json")}
-        entry = await (await self._store()).append(
-            self.id, kind="message", payload=payload, parent_id=self._leaf
-        )
-        self._leaf = entry.entry_id
-        self.messages.append(message)
+    async def _decide(self, request: ToolCallRequest) -> ToolCallDecision | None:
+        self._transcript.bind(request.ctx.messages)
+        await self._transcript.sync()
+        if self._steering:  # steering arrived: calls not yet decided are skipped
+            return Deny(STEERED)
+        return await self._ask(request)
+
+    async def _announce(self, message: Message) -> None:
         if isinstance(message, (UserMessage, AssistantMessage)):
             await self._emit("message", MessageAdded(message))
 
@@ -396,52 +450,20 @@ class Session:
 
     async def export_jsonl(self) -> str:
         """The session as JSON lines: a header (id, state), then one line per entry."""
-        store = await self._store()
-        state = await store.get_state(self.id)
-        lines = [_dump({"format": _FORMAT, "session_id": self.id, "state": state or {}})]
-        lines.extend(
-            _dump(
-                {
-                    "entry_id": e.entry_id,
-                    "parent_id": e.parent_id,
-                    "kind": e.kind,
-                    "payload": e.payload,
-                }
-            )
-            for e in await store.entries(self.id)
-        )
-        return "".join(line + "\n" for line in lines)
+        return await dump_session(await self._store(), self.id)
 
     @classmethod
     async def import_jsonl(
-        cls, agent: SessionAgent, text: str, *, send_mode: str = "steer"
+        cls, agent: SessionAgent, text: str, *, send_mode: str | None = None
     ) -> Session:
         """Store a session exported by :meth:`export_jsonl` in the agent's store; open it.
 
         Raises:
             UserError: The text is not a session export, or the session id is taken.
         """
-        rows: list[Any] = [json.loads(line) for line in text.splitlines() if line.strip()]
-        first: object = rows[0] if rows else None
-        header = cast("dict[str, Any]", first) if isinstance(first, dict) else {}
-        if header.get("format") != _FORMAT:
-            raise UserError(f"Not a session export: the first line must be a {_FORMAT} header.")
+        header, rows = parse_export(text)
         session = cls(agent, str(header["session_id"]), send_mode=send_mode)
         store = await session._store()
-        if await store.entries(session.id) or await store.get_state(session.id) is not None:
-            raise UserError(f"Session {session.id!r} already exists in the agent's store.")
-        for row in rows[1:]:
-            await store.append(
-                session.id,
-                kind=row["kind"],
-                payload=row["payload"],
-                parent_id=row["parent_id"],
-                entry_id=row["entry_id"],
-            )
-        await store.put_state(session.id, header["state"])
+        await store_rows(store, session.id, header, rows)
         session._load(await store.entries(session.id), await store.get_state(session.id))
         return session
-
-
-def _dump(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,0 +1,135 @@
+"""What session listeners receive: the event names, their typed values, send modes.
+
+Owned by :mod:`bastion.sessions`; ``_listeners.py`` dispatches these values and
+``_session.py`` produces them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from bastion.core import (
+    AssistantMessage,
+    FinishReason,
+    Message,
+    RunError,
+    Usage,
+    UserError,
+    UserMessage,
+)
+from bastion.tools import ApprovalRequest
+
+__all__ = [
+    "EVENTS",
+    "SEND_MODES",
+    "ApprovalRequested",
+    "MessageAdded",
+    "SendMode",
+    "SessionError",
+    "SessionEvent",
+    "StepDone",
+    "TextDelta",
+    "ToolResult",
+    "TurnAborted",
+    "TurnEnd",
+    "check_mode",
+]
+
+SendMode: TypeAlias = Literal["steer", "queue"]
+SEND_MODES: tuple[SendMode, ...] = ("steer", "queue")
+SessionEvent: TypeAlias = Literal[
+    "text_delta",
+    "message",
+    "tool_call",
+    "tool_result",
+    "step",
+    "approval_requested",
+    "turn_end",
+    "error",
+]
+EVENTS: tuple[SessionEvent, ...] = (
+    "text_delta",
+    "message",
+    "tool_call",
+    "tool_result",
+    "step",
+    "approval_requested",
+    "turn_end",
+    "error",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """``text_delta``: a piece of the model's answer."""
+
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAdded:
+    """``message``: a user or assistant message joined the transcript."""
+
+    message: UserMessage | AssistantMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """``tool_result``: a tool call's result (``is_error``: the model reads an error)."""
+
+    call_id: str
+    name: str
+    result: str
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StepDone:
+    """``step``: a model call ended (message, usage, finish reason), before its tools run."""
+
+    usage: Usage
+    finish_reason: FinishReason
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """``approval_requested``: the turn waits for a human decision on this call."""
+
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """``turn_end``: the loop settled; the whole transcript and the last answer."""
+
+    messages: list[Message]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionError:
+    """``error``: the loop failed (``wait_for_idle`` raises it), or a turn was aborted.
+
+    An aborted turn's ``error`` is a :class:`TurnAborted`; ``wait_for_idle`` does not raise
+    it, and the session goes on with the messages still queued.
+    """
+
+    error: BaseException
+
+
+class TurnAborted(RunError):
+    """A turn was aborted (``session.abort()`` or ``SentMessage.abort()``)."""
+
+
+def check_mode(mode: object, what: str) -> SendMode:
+    """``mode`` as a :data:`SendMode`.
+
+    Raises:
+        UserError: ``mode`` is not ``steer`` or ``queue``.
+    """
+    if mode == "steer":
+        return "steer"
+    if mode == "queue":
+        return "queue"
+    raise UserError(f"{what} must be 'steer' or 'queue', got {mode!r}.")

@@ -1,0 +1,61 @@
+"""What a session needs of its agent (``SessionAgent``) and plugs into its runs (``Link``).
+
+Sessions sit beside the agent layer: they name the agent by this shape only, and the
+agent's loop calls the link (``bastion.agent.SessionLink``) at its drain points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from bastion.core import Message, ModelResponse, RunContext
+from bastion.stores import Stores
+from bastion.tools import BeforeToolCall, Directive
+
+if TYPE_CHECKING:
+    from bastion.agent import AgentStream, RunState
+
+__all__ = ["Link", "SessionAgent"]
+
+
+class SessionAgent(Protocol):
+    """What a session needs of its agent (``bastion.agent.Agent`` is one)."""
+
+    @property
+    def session_send_mode(self) -> str:
+        """The default ``mode`` of ``send()``."""
+        ...
+
+    def stream(
+        self,
+        input: RunState | None = None,
+        *,
+        message_history: Sequence[Message] | None = None,
+        session_id: str | None = None,
+        directive: Directive | None = None,
+    ) -> AgentStream[Any]: ...
+
+    def for_session(self, link: Link, hook: BeforeToolCall) -> SessionAgent: ...
+
+    async def stores(self) -> Stores: ...
+
+    def serialize_state(self, state: RunState) -> str: ...
+
+    def deserialize_state(self, text: str) -> RunState: ...
+
+
+@dataclass(slots=True)
+class Link:
+    """The session's side of its runs: ``ctx.session_state`` and the two drain points."""
+
+    drain: Callable[[list[Message]], Awaitable[None]]
+    stepped: Callable[[list[Message], ModelResponse], Awaitable[None]]
+    state: dict[str, Any] = field(default_factory=dict[str, Any])
+
+    async def before_model_call(self, ctx: RunContext[Any], messages: list[Message]) -> None:
+        await self.drain(messages)
+
+    async def after_model_call(self, ctx: RunContext[Any], response: ModelResponse) -> None:
+        await self.stepped(ctx.messages, response)

@@ -1,0 +1,105 @@
+"""``Suspension``: a session turn waiting for human decisions, and the decisions so far.
+
+Owned by :class:`~bastion.sessions.Session`. The turn's run suspended with status
+``awaiting_approval`` (a call needing approval, or a governance interrupt); once every
+pending call and interrupt is decided, the session resumes the run with the
+:class:`~bastion.tools.Directive` built here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from bastion.core import UserError
+from bastion.governance import DenyDecision
+from bastion.tools import ApprovalDecision, ApprovalRequest, Directive, InterruptResolution
+
+if TYPE_CHECKING:
+    from bastion.agent import RunState
+
+__all__ = ["Suspension"]
+
+
+class Suspension:
+    """The suspended run of a turn and the decisions gathered for it."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        self._approvals: dict[str, ApprovalDecision] = {}
+        self._resolutions: dict[str, InterruptResolution] = {}
+
+    def pending_approvals(self) -> list[ApprovalRequest]:
+        """Calls not decided yet, in call order (calls an interrupt holds excepted)."""
+        state = self.state
+        held = {str(i) for item in state.interrupts for i in item.get("tool_call_ids", ())}
+        return [
+            p.request
+            or ApprovalRequest(
+                tool_call_id=p.call.id, tool_name=p.call.name, arguments={}, step=p.step
+            )
+            for p in state.pending_approvals
+            if p.call.id not in held and p.call.id not in self._approvals
+        ]
+
+    def pending_interrupts(self) -> list[dict[str, Any]]:
+        """Governance interrupts not decided yet (``Interrupt.to_dict()`` form)."""
+        return [i for i in self.state.interrupts if str(i["id"]) not in self._resolutions]
+
+    def add(self, directive: Directive, session_id: str) -> None:
+        """Take the directive's decisions.
+
+        Raises:
+            UserError: A decision names a call or interrupt that is not pending.
+        """
+        pending = [r.tool_call_id for r in self.pending_approvals()]
+        for decision in directive.approvals:
+            if decision.tool_call_id not in pending:
+                raise UserError(
+                    f"Call {decision.tool_call_id!r} is not pending in session {session_id!r}; "
+                    f"pending: {pending}."
+                )
+        interrupts = [str(i["id"]) for i in self.pending_interrupts()]
+        for resolution in directive.interrupts:
+            if resolution.interrupt_id not in interrupts:
+                raise UserError(
+                    f"Interrupt {resolution.interrupt_id!r} is not pending in session "
+                    f"{session_id!r}; pending: {interrupts}."
+                )
+        self._approvals.update((d.tool_call_id, d) for d in directive.approvals)
+        self._resolutions.update((r.interrupt_id, r) for r in directive.interrupts)
+
+    def decided(self) -> bool:
+        """True once every pending call and interrupt has a decision."""
+        return not self.pending_approvals() and not self.pending_interrupts()
+
+    def deny_rest(self, reason: str, *, interrupts: bool) -> None:
+        """Deny the calls still undecided, and with ``interrupts`` the interrupts too.
+
+        A steering message denies calls only: a budget's interrupt is a human's call, and
+        denying it would fail the run. An abort denies everything.
+        """
+        for request in self.pending_approvals():
+            self._approvals[request.tool_call_id] = ApprovalDecision(
+                tool_call_id=request.tool_call_id, granted=False, reason=reason
+            )
+        if not interrupts:
+            return
+        for item in self.pending_interrupts():
+            key = str(item["id"])
+            self._resolutions[key] = InterruptResolution(
+                interrupt_id=key, decision=DenyDecision(reason=reason)
+            )
+
+    def directive(self) -> Directive:
+        """The decisions, to resume the run with."""
+        return Directive(
+            approvals=list(self._approvals.values()), interrupts=list(self._resolutions.values())
+        )
+
+    def record(self) -> dict[str, Any]:
+        """The decisions as the JSON payload of the session's ``resumed`` entry."""
+        return {
+            "approvals": [asdict(d) for d in self._approvals.values()],
+            "interrupts": list(self._resolutions),
+        }

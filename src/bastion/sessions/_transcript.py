@@ -1,0 +1,136 @@
+"""``Transcript``: a session's messages, their entries in the store, and a run's live list.
+
+Owned by :class:`~bastion.sessions.Session`. The agent's loop appends to the run's message
+list (``ctx.messages``); the session follows that list at its drain points and events and
+takes each new message once, in order: appended as a ``message`` entry (``parent_id`` = the
+previous entry), added to :attr:`messages`, and announced. Entries of kind ``suspended``
+(the run state of a turn waiting for approvals) and ``resumed`` (the decisions) mark a
+suspension in the same chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage
+from bastion.core._serde import message_adapter
+from bastion.stores import SessionEntry, SessionStore, branch
+
+__all__ = ["RESUMED", "SUSPENDED", "Transcript"]
+
+SUSPENDED = "suspended"
+RESUMED = "resumed"
+
+
+class Transcript:
+    """The messages of one session, persisted as a chain of entries."""
+
+    def __init__(
+        self,
+        session_id: str,
+        store: Callable[[], Awaitable[SessionStore]],
+        announce: Callable[[Message], Awaitable[None]],
+        written: Callable[[], None],
+    ) -> None:
+        self.session_id = session_id
+        self.messages: list[Message] = []
+        self.leaf: str | None = None
+        self.writing = 0
+        """Store writes in flight: an abort waits for them (``written`` is called after)."""
+        self._store = store
+        self._announce = announce
+        self._written = written
+        self._live: list[Message] | None = None
+        self._synced: int | None = None
+
+    def load(self, entries: Sequence[SessionEntry]) -> Mapping[str, Any] | None:
+        """Rebuild from the stored entries (root to the last one).
+
+        Returns:
+            The payload of the ``suspended`` entry when the last turn still waits for
+            decisions, else ``None``.
+        """
+        self.messages = []
+        suspended: Mapping[str, Any] | None = None
+        if not entries:
+            return None
+        leaf = entries[-1].entry_id
+        adapter = message_adapter()
+        for entry in branch(entries, leaf):
+            if entry.kind == "message":
+                self.messages.append(adapter.validate_python(entry.payload["message"]))
+            elif entry.kind == SUSPENDED:
+                suspended = entry.payload
+            elif entry.kind == RESUMED:
+                suspended = None
+        self.leaf = leaf
+        return suspended
+
+    def follow(self, synced: int | None = None) -> None:
+        """A run starts; ``synced``: how many of its messages the session already holds.
+
+        ``None``: all it holds when it is first seen (a new run, whose history came from
+        the session).
+        """
+        self._live = None
+        self._synced = synced
+
+    def bind(self, live: list[Message]) -> None:
+        """Follow ``live``, the running run's transcript."""
+        if self._live is not live:
+            self._live = live
+            if self._synced is None:
+                self._synced = len(live)
+
+    async def sync(self) -> None:
+        """Take the messages the run appended since the last sync."""
+        live = self._live
+        synced = self._synced
+        if live is None or synced is None:
+            return
+        while synced < len(live):
+            message = live[synced]
+            synced += 1
+            self._synced = synced
+            await self.add(message)
+
+    async def settle(self, final: Sequence[Message]) -> None:
+        """The run ended with transcript ``final``: take what is left, stop following."""
+        if self._synced is not None:
+            self._live = list(final)
+            await self.sync()
+        self._live = None
+        self._synced = None
+
+    def unanswered(self) -> list[ToolCall]:
+        """Calls of the last assistant message that have no result (a run cut short)."""
+        answered: set[str] = set()
+        for message in reversed(self.messages):
+            if isinstance(message, ToolMessage):
+                answered.add(message.tool_call_id)
+            elif isinstance(message, AssistantMessage):
+                return [call for call in message.tool_calls if call.id not in answered]
+            else:
+                return []
+        return []
+
+    async def add(self, message: Message) -> None:
+        """Append ``message`` to the transcript and the store; announce it."""
+        payload = {"message": message_adapter().dump_python(message, mode="json")}
+        await self.mark("message", payload)
+        self.messages.append(message)
+        await self._announce(message)
+
+    async def mark(self, kind: str, payload: Mapping[str, object]) -> None:
+        """Append an entry of ``kind`` after the last one."""
+        self.writing += 1
+        try:
+            store = await self._store()
+            entry = await store.append(
+                self.session_id, kind=kind, payload=payload, parent_id=self.leaf
+            )
+        finally:
+            self.writing -= 1
+        self.leaf = entry.entry_id
+        self._written()
