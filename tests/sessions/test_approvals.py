@@ -197,6 +197,8 @@ async def test_the_suspension_survives_resume_session_in_a_new_agent(tmp_path: P
 
     model = ScriptedModel(["Paid later"])
     second = Agent("bank", model=model, tools=tools(log), store=url)
+    with pytest.raises(UserError, match=r"await agent.resume_session\('chat'\)"):
+        second.session("chat").approve("c1")  # not read from the store: says how to open it
     resumed = await second.resume_session("chat")
     assert [r.tool_call_id for r in resumed.pending_approvals] == ["c1"]
     assert texts(resumed.messages) == ["user:pay bob", "assistant:calls"]
