@@ -28,6 +28,11 @@ class SessionAgent(Protocol):
         """The default ``mode`` of ``send()``."""
         ...
 
+    @property
+    def store(self) -> Stores | None:
+        """The store the agent was given (``None``: sessions live in memory)."""
+        ...
+
     def stream(
         self,
         input: RunState | None = None,

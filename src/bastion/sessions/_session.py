@@ -229,7 +229,7 @@ class Session(Listeners):
                 interrupt that is not pending.
         """
         if self._suspended is None:
-            if not self._loaded and self._agent.store is not None:
+            if not self._loaded and self._base.store is not None:
                 raise UserError(
                     f"Session {self.id!r} has not been read from its store yet: open it with "
                     f"`await agent.resume_session({self.id!r})` to decide what it waits for."
