@@ -64,16 +64,28 @@ class SqliteDatabase:
         self.path = path
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
+        # Agents sharing an unopened store all open it on their first run: one connection,
+        # and no caller goes on before it is ready.
+        self._opening = asyncio.Lock()
 
     async def open(self) -> None:
-        """Start the worker thread, connect, enable WAL and migrate; idempotent."""
-        if self._executor is not None:
+        """Start the worker thread, connect, enable WAL and migrate; idempotent.
+
+        Concurrent callers wait for one opening.
+        """
+        if self._conn is not None:
             return
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bastion-sqlite")
+        async with self._opening:
+            if self._conn is None:
+                await self._open()
+
+    async def _open(self) -> None:
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bastion-sqlite")
+        self._executor = executor
         try:
             self._conn = await self._submit(self._connect)
         except BaseException:
-            self._executor.shutdown(wait=False)
+            executor.shutdown(wait=False)
             self._executor = None
             raise
 
@@ -81,6 +93,7 @@ class SqliteDatabase:
         """Close the connection and stop the thread; idempotent."""
         executor, conn = self._executor, self._conn
         self._executor = self._conn = None
+        self._opening = asyncio.Lock()  # bound to this loop once contended; a reopen may not be
         if executor is None:
             return
         if conn is not None:
