@@ -76,3 +76,12 @@ async def test_agents_sharing_an_unopened_store_open_one_pool(store_url: str) ->
         assert 1 <= await _connections(name) <= 10
     finally:
         await stores.close()
+
+
+async def test_max_connections_in_the_url_sizes_the_pool(store_url: str) -> None:
+    name = new_id("bastion_pool")
+    async with open_store(f"{store_url}&application_name={name}&max_connections=3") as stores:
+        await asyncio.gather(
+            *(stores.sessions.append(f"s{i}", kind="m", payload={}) for i in range(100))
+        )
+        assert 1 <= await _connections(name) <= 3

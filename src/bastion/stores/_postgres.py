@@ -47,7 +47,10 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PostgresStores"]
+__all__ = ["POOL_SIZE", "PostgresStores"]
+
+POOL_SIZE = 10
+"""Connections per opened store, unless the URL sets ``max_connections``."""
 
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
@@ -476,7 +479,12 @@ class PostgresStores(Stores):
     """The four stores in one PostgreSQL schema, over a connection pool."""
 
     def __init__(
-        self, dsn: str, *, schema: str = "bastion", display_url: str = "", max_size: int = 10
+        self,
+        dsn: str,
+        *,
+        schema: str = "bastion",
+        display_url: str = "",
+        max_size: int = POOL_SIZE,
     ) -> None:
         if not schema.replace("_", "a").isalnum() or not schema[0].isalpha():
             raise UserError(

@@ -44,7 +44,12 @@ from ._types import (
     stored_entry,
 )
 
-__all__ = ["RedisStores"]
+__all__ = ["POOL_SIZE", "POOL_TIMEOUT", "RedisStores"]
+
+POOL_SIZE = 50
+"""Connections per opened store, unless the URL sets ``max_connections``."""
+POOL_TIMEOUT = 30.0
+"""Seconds a command waits for a free connection before ``ConnectionError``."""
 
 
 def _split(raw: bytes) -> tuple[list[Any], str]:
@@ -397,17 +402,19 @@ class RedisCounterStore(_Base):
             await self._r.hdel(f"{self._p}counter:{key}", str(window_start))
 
 
-POOL_SIZE = 50
-"""Connections per opened store, unless the URL sets ``max_connections``."""
-POOL_TIMEOUT = 30.0
-"""Seconds a command waits for a free connection before ``ConnectionError``."""
-
-
 class RedisStores(Stores):
     """The four stores on one Redis server, under a key prefix."""
 
-    def __init__(self, url: str, *, prefix: str = "bastion:", display_url: str = "") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "bastion:",
+        display_url: str = "",
+        max_connections: int = POOL_SIZE,
+    ) -> None:
         self.url = display_url or "redis://"
+        self._max_connections = max_connections
         self.prefix = prefix
         self._client_url = url
         self._client: Any = None
@@ -457,7 +464,7 @@ class RedisStores(Stores):
         # Past ``max_connections`` a command waits its turn (up to POOL_TIMEOUT) instead of
         # failing at once with MaxConnectionsError, as it does with redis-py's default pool.
         pool: Any = FairConnectionPool.from_url(  # pyright: ignore[reportUnknownMemberType]
-            self._client_url, max_connections=POOL_SIZE, wait_timeout=POOL_TIMEOUT
+            self._client_url, max_connections=self._max_connections, wait_timeout=POOL_TIMEOUT
         )
         client: Any = Redis.from_pool(pool)  # pyright: ignore[reportUnknownMemberType]
         try:
