@@ -55,6 +55,7 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks.governance
 	$(BIN)/python -m benchmarks.stores
 	$(BIN)/python -m benchmarks.journal
+	$(BIN)/python -m benchmarks.sessions
 
 demo: install  ## The demo app, offline: a run suspends for approval, a new process resumes it
 	@rm -f .bastion/demo/next.sh

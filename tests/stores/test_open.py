@@ -54,6 +54,12 @@ def test_env_var_names_the_store(monkeypatch: pytest.MonkeyPatch) -> None:
         ("sqlite://", "SQLite store URL 'sqlite://' has no file path"),
         ("sqlite:///", "SQLite store URL 'sqlite:///' has no file path"),
         ("postgresql://h/db?schema=a;drop", "PostgreSQL schema name 'a;drop' is not a plain"),
+        (
+            "postgresql://h/db?max_connections=0",
+            "max_connections in store URL 'postgresql://h/db?max_connections=0' must be a "
+            "whole number of at least 1, got '0'.",
+        ),
+        ("redis://h?max_connections=many", "max_connections in store URL 'redis://h?max_co"),
     ],
 )
 def test_bad_urls_are_user_errors(url: str, message: str) -> None:

@@ -7,6 +7,7 @@ Each test gets its own schema, dropped afterwards. A missing server fails the te
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 
@@ -46,3 +47,41 @@ async def test_url_keeps_the_password_out_of_its_text() -> None:
 
 class TestPostgresGovernedProcesses(GovernedProcesses):
     pass
+
+
+async def _connections(application_name: str) -> int:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+            (application_name,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_agents_sharing_an_unopened_store_open_one_pool(store_url: str) -> None:
+    """200 concurrent first opens (agents sharing a store start this way) make one pool: at
+    most its 10 connections on the server. One pool each was a connection storm past the
+    server's max_connections (100): "pool initialization incomplete" after 10 s."""
+    name = new_id("bastion_pool")
+    stores = open_store(f"{store_url}&application_name={name}")
+    await asyncio.gather(*(stores.open() for _ in range(200)))
+    try:
+        await asyncio.gather(
+            *(stores.sessions.append(f"s{i}", kind="m", payload={}) for i in range(200))
+        )
+        assert 1 <= await _connections(name) <= 10
+    finally:
+        await stores.close()
+
+
+async def test_max_connections_in_the_url_sizes_the_pool(store_url: str) -> None:
+    name = new_id("bastion_pool")
+    async with open_store(f"{store_url}&application_name={name}&max_connections=3") as stores:
+        await asyncio.gather(
+            *(stores.sessions.append(f"s{i}", kind="m", payload={}) for i in range(100))
+        )
+        assert 1 <= await _connections(name) <= 3

@@ -7,6 +7,7 @@ Each test uses its own key prefix, deleted afterwards. A missing server fails th
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +15,8 @@ from typing import Any
 import pytest
 
 from bastion.core import new_id
+from bastion.stores import Stores, open_store
+from bastion.stores._redis import POOL_SIZE
 from bastion.testing import ProcessStoreConformance, StoreConformance
 
 from ._governed import GovernedProcesses
@@ -42,3 +45,40 @@ class TestRedisStores(StoreConformance, ProcessStoreConformance):
 
 class TestRedisGovernedProcesses(GovernedProcesses):
     pass
+
+
+async def _clients(name: str) -> int:
+    from redis.asyncio import Redis
+
+    client: Any = Redis.from_url(URL)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        listed: list[dict[str, Any]] = await client.client_list()
+    finally:
+        await client.aclose()
+    return sum(1 for c in listed if c.get("name") == name)
+
+
+async def _burst(stores: Stores, callers: int) -> None:
+    await asyncio.gather(
+        *(stores.sessions.append(f"s{i}", kind="m", payload={}) for i in range(callers))
+    )
+
+
+async def test_callers_beyond_the_pool_wait_and_connections_stay_bounded(store_url: str) -> None:
+    """400 callers at once on one store: none fails (redis-py's own pool raises
+    MaxConnectionsError past 100), and the server sees at most POOL_SIZE connections."""
+    name = new_id("bastion_pool")
+    stores = open_store(f"{store_url}&client_name={name}")
+    await asyncio.gather(*(stores.open() for _ in range(20)))  # one client, not 20
+    try:
+        await _burst(stores, 400)
+        assert 1 <= await _clients(name) <= POOL_SIZE
+    finally:
+        await stores.close()
+
+
+async def test_max_connections_in_the_url_sizes_the_pool(store_url: str) -> None:
+    name = new_id("bastion_pool")
+    async with open_store(f"{store_url}&client_name={name}&max_connections=3") as stores:
+        await _burst(stores, 100)
+        assert 1 <= await _clients(name) <= 3

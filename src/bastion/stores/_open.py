@@ -28,10 +28,12 @@ def open_store(url: str | None = None) -> Stores:
             ``postgresql://user@host:5432/db?schema=bastion`` (``postgres://`` too);
             ``redis://host:6379/0?prefix=bastion:`` (``rediss://`` too). ``None`` reads
             ``BASTION_STORE``, and without it uses ``sqlite:///.bastion/bastion.db`` (a file
-            under the current directory).
+            under the current directory). PostgreSQL and Redis also take
+            ``max_connections=N``: the most connections one opened store holds (default 10
+            and 50); callers beyond them wait their turn.
 
     Raises:
-        UserError: The URL has no supported scheme or lacks a path.
+        UserError: The URL has no supported scheme, lacks a path, or has a bad option.
     """
     url = url or os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
     scheme = url.partition("://")[0].lower()
@@ -50,16 +52,38 @@ def open_store(url: str | None = None) -> Stores:
 
         return SqliteStores(path)
     if scheme in {"postgresql", "postgres"}:
-        dsn, options, shown = _take_options(url, "schema")
-        from ._postgres import PostgresStores
+        dsn, options, shown = _take_options(url, "schema", "max_connections")
+        from ._postgres import POOL_SIZE, PostgresStores
 
-        return PostgresStores(dsn, schema=options.get("schema", "bastion"), display_url=shown)
+        return PostgresStores(
+            dsn,
+            schema=options.get("schema", "bastion"),
+            display_url=shown,
+            max_size=_pool_size(options, shown, POOL_SIZE),
+        )
     if scheme in {"redis", "rediss"}:
-        client_url, options, shown = _take_options(url, "prefix")
-        from ._redis import RedisStores
+        client_url, options, shown = _take_options(url, "prefix", "max_connections")
+        from ._redis import POOL_SIZE, RedisStores
 
-        return RedisStores(client_url, prefix=options.get("prefix", "bastion:"), display_url=shown)
+        return RedisStores(
+            client_url,
+            prefix=options.get("prefix", "bastion:"),
+            display_url=shown,
+            max_connections=_pool_size(options, shown, POOL_SIZE),
+        )
     raise UserError(f"Unsupported store URL {url!r}; use {_SCHEMES}.")
+
+
+def _pool_size(options: dict[str, str], shown: str, default: int) -> int:
+    value = options.get("max_connections")
+    if value is None:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise UserError(
+            f"max_connections in store URL {shown!r} must be a whole number of at least 1, "
+            f"got {value!r}."
+        )
+    return int(value)
 
 
 def _take_options(url: str, *names: str) -> tuple[str, dict[str, str], str]:

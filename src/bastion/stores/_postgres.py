@@ -8,6 +8,7 @@ psycopg is imported lazily: ``pip install 'bastion[postgres]'``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -46,7 +47,10 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PostgresStores"]
+__all__ = ["POOL_SIZE", "PostgresStores"]
+
+POOL_SIZE = 10
+"""Connections per opened store, unless the URL sets ``max_connections``."""
 
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
@@ -59,6 +63,54 @@ def _run(row: tuple[Any, ...]) -> RunRecord:
         created_at=from_timestamp(created),
         updated_at=from_timestamp(updated),
     )
+
+
+# A journal append is one statement: a data-modifying CTE claims the run (creates it, or
+# moves its last_seq from the expected value) and the batch is inserted only if the claim
+# succeeded. A concurrent writer's UPDATE waits on the row lock, then re-checks last_seq
+# against the committed value; a concurrent creator waits, then finds the run (ON CONFLICT
+# DO NOTHING). Either way the loser inserts nothing and learns so from the row count.
+_INSERT_CLAIMED_ENTRIES = (
+    "INSERT INTO journal (run_id, seq, kind, schema_version, payload, recorded_at) "
+    "SELECT %(run)s, u.seq, u.kind, u.version, u.payload, %(now)s FROM unnest("
+    "%(seqs)s::bigint[], %(kinds)s::text[], %(versions)s::integer[], %(payloads)s::text[]) "
+    "AS u(seq, kind, version, payload) WHERE EXISTS (SELECT 1 FROM claimed)"
+)
+_APPEND_NEW_RUN = (
+    "WITH claimed AS (INSERT INTO runs (run_id, agent, status, last_seq, created_at, "
+    "updated_at) VALUES (%(run)s, %(agent)s, %(status)s, %(last)s, %(now)s, %(now)s) "
+    "ON CONFLICT (run_id) DO NOTHING RETURNING run_id) " + _INSERT_CLAIMED_ENTRIES
+)
+_APPEND_TO_RUN = (
+    "WITH claimed AS (UPDATE runs SET last_seq = %(last)s, updated_at = %(now)s, "
+    "status = COALESCE(%(new_status)s, status) "
+    "WHERE run_id = %(run)s AND last_seq = %(expected)s RETURNING run_id) "
+    + _INSERT_CLAIMED_ENTRIES
+)
+
+
+# A session append is one statement. It checks the parent and the entry id, and only if
+# both are fine counts the entry on the session row (creating it; the row lock queues
+# concurrent appends to one session, so positions are dense) and inserts it. The checks see
+# the entries committed when the statement began: a parent is always appended, and its id
+# known, before a child names it. Two appends racing with one explicit entry id: the second
+# hits the primary key (unique_violation) and nothing of it is written.
+_APPEND_SESSION_ENTRY = (
+    "WITH checked AS (SELECT "
+    "(%(parent)s::text IS NULL OR EXISTS (SELECT 1 FROM session_entries "
+    "WHERE session_id = %(session)s AND entry_id = %(parent)s)) AS parent_ok, "
+    "EXISTS (SELECT 1 FROM session_entries "
+    "WHERE session_id = %(session)s AND entry_id = %(entry)s) AS taken), "
+    "counted AS (INSERT INTO sessions (session_id, entry_count, state, created_at, updated_at) "
+    "SELECT %(session)s, 1, NULL, %(now)s, %(now)s FROM checked WHERE parent_ok AND NOT taken "
+    "ON CONFLICT (session_id) DO UPDATE SET entry_count = sessions.entry_count + 1, "
+    "updated_at = EXCLUDED.updated_at RETURNING entry_count), "
+    "added AS (INSERT INTO session_entries (session_id, entry_id, parent_id, kind, payload, "
+    "position, created_at) SELECT %(session)s, %(entry)s, %(parent)s, %(kind)s, %(payload)s, "
+    "entry_count, %(now)s FROM counted RETURNING position) "
+    "SELECT parent_ok, taken, (SELECT position FROM added) FROM checked"
+)
+_UNIQUE_VIOLATION = "23505"
 
 
 class _Base:
@@ -92,40 +144,28 @@ class PostgresJournalStore(_Base):
             (run_id, expected_seq + i, e.kind, e.schema_version, text, now)
             for i, (e, text) in enumerate(zip(entries, encoded, strict=True), start=1)
         ]
-        async with self._pool.connection() as conn, conn.transaction():
-            if expected_seq == 0:
-                # Blocks behind a concurrent creator until it commits; then does nothing and
-                # the UPDATE below sees that run's last_seq and reports the conflict.
-                await conn.execute(
-                    "INSERT INTO runs (run_id, agent, status, last_seq, created_at, updated_at) "
-                    "VALUES (%s, %s, %s, 0, %s, %s) ON CONFLICT (run_id) DO NOTHING",
-                    (run_id, agent, status or "running", now, now),
-                )
-            cur = await conn.execute(
-                "UPDATE runs SET last_seq = %s, updated_at = %s, status = COALESCE(%s, status) "
-                "WHERE run_id = %s AND last_seq = %s RETURNING run_id",
-                (last, now, status, run_id, expected_seq),
-            )
-            if await cur.fetchone() is None:
+        # One statement (see _APPEND_*): one round trip, and its own transaction.
+        statement = _APPEND_NEW_RUN if expected_seq == 0 else _APPEND_TO_RUN
+        params = {
+            "run": run_id,
+            "agent": agent,
+            "status": status or "running",
+            "new_status": status,
+            "last": last,
+            "expected": expected_seq,
+            "now": now,
+            "seqs": [r[1] for r in rows],
+            "kinds": [r[2] for r in rows],
+            "versions": [r[3] for r in rows],
+            "payloads": [r[4] for r in rows],
+        }
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(statement, params)
+            if cur.rowcount != len(rows):
                 cur = await conn.execute("SELECT last_seq FROM runs WHERE run_id = %s", (run_id,))
                 found = await cur.fetchone()
                 actual = int(found[0]) if found is not None else 0
                 raise JournalConflict(run_id, expected_seq=expected_seq, actual_seq=actual)
-            # One statement for the whole batch: one round trip however many entries.
-            await conn.execute(
-                "INSERT INTO journal (run_id, seq, kind, schema_version, payload, recorded_at) "
-                "SELECT %s, u.seq, u.kind, u.version, u.payload, %s FROM unnest("
-                "%s::bigint[], %s::text[], %s::integer[], %s::text[]) "
-                "AS u(seq, kind, version, payload)",
-                (
-                    run_id,
-                    now,
-                    [r[1] for r in rows],
-                    [r[2] for r in rows],
-                    [r[3] for r in rows],
-                    [r[4] for r in rows],
-                ),
-            )
         return [
             stored_entry(seq, kind, version, text, now) for _, seq, kind, version, text, _ in rows
         ]
@@ -198,37 +238,32 @@ class PostgresSessionStore(_Base):
         text = encode_object(payload, "Session entry payload")
         entry_id = entry_id or new_id("entry")
         now = time.time()
-        async with self._pool.connection() as conn, conn.transaction():
-            # Creating or touching the session row locks it: appends to one session queue.
-            await _touch_session(conn, session_id, now)
-            cur = await conn.execute(
-                "SELECT entry_id FROM session_entries WHERE session_id = %s AND entry_id = ANY(%s)",
-                (session_id, [entry_id] + ([parent_id] if parent_id is not None else [])),
+        params = {
+            "session": session_id,
+            "entry": entry_id,
+            "parent": parent_id,
+            "kind": kind,
+            "payload": text,
+            "now": now,
+        }
+        try:
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(_APPEND_SESSION_ENTRY, params)
+                row = await cur.fetchone()
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) == _UNIQUE_VIOLATION:  # a concurrent twin won
+                raise _taken(session_id, entry_id) from exc
+            raise
+        assert row is not None
+        parent_ok, taken, position = row
+        if not parent_ok:
+            raise UserError(
+                f"Session {session_id!r} has no entry {parent_id!r}; parent_id must name an "
+                "entry of the same session, or be None for a root."
             )
-            present = {row[0] for row in await cur.fetchall()}
-            if parent_id is not None and parent_id not in present:
-                raise UserError(
-                    f"Session {session_id!r} has no entry {parent_id!r}; parent_id must name an "
-                    "entry of the same session, or be None for a root."
-                )
-            if entry_id in present:
-                raise UserError(
-                    f"Session {session_id!r} already has an entry {entry_id!r}; entry ids are "
-                    "unique."
-                )
-            cur = await conn.execute(
-                "UPDATE sessions SET entry_count = entry_count + 1 WHERE session_id = %s "
-                "RETURNING entry_count",
-                (session_id,),
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            position = int(row[0])
-            await conn.execute(
-                "INSERT INTO session_entries (session_id, entry_id, parent_id, kind, payload, "
-                "position, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (session_id, entry_id, parent_id, kind, text, position, now),
-            )
+        if taken:
+            raise _taken(session_id, entry_id)
+        position = int(position)
         return SessionEntry(
             session_id=session_id,
             entry_id=entry_id,
@@ -274,10 +309,13 @@ class PostgresSessionStore(_Base):
         """Replace the state object."""
         check_key(session_id, "session_id")
         text = encode_object(state, "Session state")
-        async with self._pool.connection() as conn, conn.transaction():
-            await _touch_session(conn, session_id, time.time())
+        now = time.time()
+        async with self._pool.connection() as conn:
             await conn.execute(
-                "UPDATE sessions SET state = %s WHERE session_id = %s", (text, session_id)
+                "INSERT INTO sessions (session_id, entry_count, state, created_at, updated_at) "
+                "VALUES (%s, 0, %s, %s, %s) ON CONFLICT (session_id) "
+                "DO UPDATE SET state = EXCLUDED.state, updated_at = EXCLUDED.updated_at",
+                (session_id, text, now, now),
             )
 
     async def list_sessions(self, *, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
@@ -301,14 +339,9 @@ class PostgresSessionStore(_Base):
         ]
 
 
-async def _touch_session(
-    conn: AsyncConnection[tuple[Any, ...]], session_id: str, now: float
-) -> None:
-    await conn.execute(
-        "INSERT INTO sessions (session_id, entry_count, state, created_at, updated_at) "
-        "VALUES (%s, 0, NULL, %s, %s) "
-        "ON CONFLICT (session_id) DO UPDATE SET updated_at = EXCLUDED.updated_at",
-        (session_id, now, now),
+def _taken(session_id: str, entry_id: str) -> UserError:
+    return UserError(
+        f"Session {session_id!r} already has an entry {entry_id!r}; entry ids are unique."
     )
 
 
@@ -446,7 +479,12 @@ class PostgresStores(Stores):
     """The four stores in one PostgreSQL schema, over a connection pool."""
 
     def __init__(
-        self, dsn: str, *, schema: str = "bastion", display_url: str = "", max_size: int = 10
+        self,
+        dsn: str,
+        *,
+        schema: str = "bastion",
+        display_url: str = "",
+        max_size: int = POOL_SIZE,
     ) -> None:
         if not schema.replace("_", "a").isalnum() or not schema[0].isalpha():
             raise UserError(
@@ -458,6 +496,8 @@ class PostgresStores(Stores):
         self._dsn = dsn
         self._max_size = max_size
         self._pool: AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]] | None = None
+        # Agents sharing an unopened store all open it on their first run: one pool, not many.
+        self._opening = asyncio.Lock()
         self.journal = PostgresJournalStore(self)
         self.sessions = PostgresSessionStore(self)
         self.artifacts = PostgresArtifactStore(self)
@@ -474,9 +514,17 @@ class PostgresStores(Stores):
         return self._pool
 
     async def open(self) -> None:
-        """Create the pool, the schema and its tables (migrations); idempotent."""
+        """Create the pool, the schema and its tables (migrations); idempotent.
+
+        Concurrent callers wait for one opening instead of each creating a pool.
+        """
         if self._pool is not None:
             return
+        async with self._opening:
+            if self._pool is None:
+                await self._open()
+
+    async def _open(self) -> None:
         try:
             from psycopg import sql
             from psycopg_pool import AsyncConnectionPool
@@ -509,5 +557,6 @@ class PostgresStores(Stores):
     async def close(self) -> None:
         """Close the pool; idempotent."""
         pool, self._pool = self._pool, None
+        self._opening = asyncio.Lock()  # bound to this loop once contended; a reopen may not be
         if pool is not None:
             await pool.close()

@@ -9,6 +9,7 @@ redis is imported lazily: ``pip install 'bastion[redis]'``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -43,7 +44,12 @@ from ._types import (
     stored_entry,
 )
 
-__all__ = ["RedisStores"]
+__all__ = ["POOL_SIZE", "POOL_TIMEOUT", "RedisStores"]
+
+POOL_SIZE = 50
+"""Connections per opened store, unless the URL sets ``max_connections``."""
+POOL_TIMEOUT = 30.0
+"""Seconds a command waits for a free connection before ``ConnectionError``."""
 
 
 def _split(raw: bytes) -> tuple[list[Any], str]:
@@ -399,12 +405,22 @@ class RedisCounterStore(_Base):
 class RedisStores(Stores):
     """The four stores on one Redis server, under a key prefix."""
 
-    def __init__(self, url: str, *, prefix: str = "bastion:", display_url: str = "") -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "bastion:",
+        display_url: str = "",
+        max_connections: int = POOL_SIZE,
+    ) -> None:
         self.url = display_url or "redis://"
+        self._max_connections = max_connections
         self.prefix = prefix
         self._client_url = url
         self._client: Any = None
         self._scripts: dict[str, Any] = {}
+        # Agents sharing an unopened store all open it on their first run: one client.
+        self._opening = asyncio.Lock()
         self.journal = RedisJournalStore(self)
         self.sessions = RedisSessionStore(self)
         self.artifacts = RedisArtifactStore(self)
@@ -428,14 +444,29 @@ class RedisStores(Stores):
         return registered
 
     async def open(self) -> None:
-        """Connect and check the server answers; idempotent."""
+        """Connect and check the server answers; idempotent.
+
+        Concurrent callers wait for one opening instead of each creating a client.
+        """
         if self._client is not None:
             return
+        async with self._opening:
+            if self._client is None:
+                await self._open()
+
+    async def _open(self) -> None:
         try:
             from redis.asyncio import Redis
+
+            from ._redis_pool import FairConnectionPool
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise UserError("The Redis store needs redis-py: pip install 'bastion[redis]'") from exc
-        client: Any = Redis.from_url(self._client_url)  # pyright: ignore[reportUnknownMemberType]
+        # Past ``max_connections`` a command waits its turn (up to POOL_TIMEOUT) instead of
+        # failing at once with MaxConnectionsError, as it does with redis-py's default pool.
+        pool: Any = FairConnectionPool.from_url(  # pyright: ignore[reportUnknownMemberType]
+            self._client_url, max_connections=self._max_connections, wait_timeout=POOL_TIMEOUT
+        )
+        client: Any = Redis.from_pool(pool)  # pyright: ignore[reportUnknownMemberType]
         try:
             await client.ping()
         except Exception as exc:
@@ -447,5 +478,6 @@ class RedisStores(Stores):
         """Close the client's connections; idempotent."""
         client, self._client = self._client, None
         self._scripts.clear()
+        self._opening = asyncio.Lock()  # bound to this loop once contended; a reopen may not be
         if client is not None:
             await client.aclose()

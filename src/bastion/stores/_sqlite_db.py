@@ -124,16 +124,28 @@ class SqliteDatabase:
         self.path = path
         self._worker: _Worker | None = None
         self._conn: sqlite3.Connection | None = None
+        # Agents sharing an unopened store all open it on their first run: one connection,
+        # and no caller goes on before it is ready.
+        self._opening = asyncio.Lock()
 
     async def open(self) -> None:
-        """Start the worker thread, connect, enable WAL and migrate; idempotent."""
-        if self._worker is not None:
+        """Start the worker thread, connect, enable WAL and migrate; idempotent.
+
+        Concurrent callers wait for one opening.
+        """
+        if self._conn is not None:
             return
-        self._worker = _Worker()
+        async with self._opening:
+            if self._conn is None:
+                await self._open()
+
+    async def _open(self) -> None:
+        worker = _Worker()
+        self._worker = worker
         try:
             self._conn = await self._submit(self._connect)
         except BaseException:
-            self._worker.stop()
+            worker.stop()
             self._worker = None
             raise
 
@@ -141,6 +153,7 @@ class SqliteDatabase:
         """Close the connection and stop the thread; idempotent."""
         worker, conn = self._worker, self._conn
         self._worker = self._conn = None
+        self._opening = asyncio.Lock()  # bound to this loop once contended; a reopen may not be
         if worker is None:
             return
         if conn is not None:

@@ -287,6 +287,68 @@ class StoreConformance:
         assert len(await s.list_sessions(limit=1, offset=1)) == 1
         assert await s.list_sessions(offset=2) == []
 
+    async def test_concurrent_appends_to_one_session_get_dense_positions(
+        self, stores: Stores, other: Stores
+    ) -> None:
+        """Appends racing on one session all land, at positions 1..n, each exactly once."""
+        handles = [stores, other]
+        root = await stores.sessions.append("s", kind="message", payload={"n": 0})
+        written = await asyncio.gather(
+            *(
+                handles[i % 2].sessions.append(
+                    "s", kind="message", payload={"n": i}, parent_id=root.entry_id
+                )
+                for i in range(1, 40)
+            )
+        )
+        assert sorted(e.position for e in written) == list(range(2, 41))
+        entries = await stores.sessions.entries("s")
+        assert [e.position for e in entries] == list(range(1, 41))
+        assert sorted(e.payload["n"] for e in entries) == list(range(40))  # pyright: ignore[reportArgumentType]
+        assert {e.entry_id: e.position for e in entries} == {
+            e.entry_id: e.position for e in [root, *written]
+        }
+        [info] = await stores.sessions.list_sessions()
+        assert info.entry_count == 40
+
+    # -- many callers on one store (agents and sessions sharing it) ------------------------
+
+    async def test_concurrent_first_opens_all_see_an_open_store(self, store_url: str) -> None:
+        """Many first opens at once (agents sharing a store) all go on with it open.
+
+        The store opens once (one pool, one client, one worker thread) and closes cleanly.
+        """
+        shared = open_store(store_url)
+
+        async def open_and_write(i: int) -> int:
+            await shared.open()
+            entry = await shared.sessions.append(f"s{i}", kind="message", payload={"i": i})
+            return entry.position
+
+        try:
+            assert await asyncio.gather(*(open_and_write(i) for i in range(50))) == [1] * 50
+        finally:
+            await shared.close()
+        if self.independent_handles:  # a second memory:// handle is another, empty store
+            async with open_store(store_url) as stores:
+                assert len(await stores.sessions.list_sessions(limit=100)) == 50
+
+    async def test_hundreds_of_concurrent_callers_share_the_connections(
+        self, stores: Stores
+    ) -> None:
+        """300 callers at once (more than any pool holds) wait their turn; none fails."""
+
+        async def caller(i: int) -> None:
+            await stores.journal.append(f"r{i}", [_entry("w", i)], expected_seq=0, agent="a")
+            await stores.sessions.append(f"s{i}", kind="message", payload={"i": i})
+            await stores.sessions.put_state(f"s{i}", {"i": i})
+
+        await asyncio.gather(*(caller(i) for i in range(300)))
+        page = await stores.journal.list_runs(limit=1000)
+        assert len(page.runs) == 300
+        assert len(await stores.sessions.list_sessions(limit=1000)) == 300
+        assert await stores.sessions.get_state("s299") == {"i": 299}
+
     # -- artifacts -----------------------------------------------------------------------
 
     async def test_artifacts_since_seq_role_and_max(self, stores: Stores) -> None:
