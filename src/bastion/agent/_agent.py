@@ -13,7 +13,6 @@ import os
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from bastion.core import (
@@ -35,11 +34,10 @@ from bastion.core._context import DepsT
 from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
 from bastion.observability import ToolAudit
 from bastion.security import INBOUND_POLICIES
-from bastion.stores import Stores, open_store
+from bastion.stores import Stores
 from bastion.tools import (
     ApprovalConfig,
     BeforeToolCall,
-    CodeMode,
     CodeModeConfig,
     CollisionStrategy,
     Directive,
@@ -61,9 +59,8 @@ from bastion.tools import (
 )
 
 from ._as_tool import check_subagents, subagent_tool
-from ._governance import GOVERNANCE_EVENTS, AgentGovernance
 from ._guardrails import InputGuardrail, OutputGuardrail
-from ._hooks import AgentHooks, LoopHooks, SessionLink, overridden
+from ._hooks import AgentHooks, LoopHooks, SessionLink
 from ._journal import RunJournal
 from ._loop import run_loop
 from ._output import OutputSchema
@@ -73,6 +70,14 @@ from ._replay import load_run
 from ._result import OutputT, RunResult
 from ._retry import RetryConfig
 from ._scope import RunScope
+from ._setup import (
+    HookFlags,
+    build_code_mode,
+    build_governance,
+    build_store,
+    check_positive,
+    resolve_model,
+)
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
@@ -86,53 +91,6 @@ __all__ = ["Agent", "HookFlags"]
 
 Instructions = str | Callable[[RunContext[Any]], "str | Awaitable[str]"]
 _DEFAULT_RETRY = RetryConfig()
-
-
-@dataclass(kw_only=True, slots=True, frozen=True)
-class HookFlags:
-    """Which hook methods are overridden; the loop skips the others at no cost."""
-
-    before_run: bool = False
-    after_run: bool = False
-    on_tool_call: bool = False
-    on_error: bool = False
-    prepare_step: bool = False
-    before_llm_call: bool = False
-    after_llm_call: bool = False
-    before_tool_exec: bool = False
-    after_tool_exec: bool = False
-    on_roundtrip_complete: bool = False
-
-    @property
-    def any_tool_hook(self) -> bool:
-        """True when any hook intercepts tool calls."""
-        return self.on_tool_call or self.before_tool_exec or self.after_tool_exec
-
-    @classmethod
-    def of(cls, hooks: AgentHooks | None, loop_hooks: LoopHooks | None) -> HookFlags:
-        """Inspect hook objects."""
-        agent_names = ("before_run", "after_run", "on_tool_call", "on_error")
-        loop_names = (
-            "prepare_step",
-            "before_llm_call",
-            "after_llm_call",
-            "before_tool_exec",
-            "after_tool_exec",
-            "on_roundtrip_complete",
-        )
-        flags = {n: overridden(hooks, AgentHooks, n) for n in agent_names}
-        flags.update({n: overridden(loop_hooks, LoopHooks, n) for n in loop_names})
-        return cls(**flags)
-
-
-def _resolve_model(model: Model | str, what: str) -> Model:
-    if isinstance(model, Model):
-        return model
-    if isinstance(model, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-        from bastion.providers import resolve_model
-
-        return resolve_model(model)
-    raise UserError(f"{what} must be a Model or a 'provider:model' string, got {model!r}.")
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -297,12 +255,12 @@ class Agent(Generic[DepsT, OutputT]):
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
         if model is None:  # pyright: ignore[reportUnnecessaryComparison]
             raise UserError(f"Agent {name!r} needs a model.")
-        _check_positive("max_steps", max_steps, name)
-        _check_positive("max_parallel_tools", max_parallel_tools, name)
-        _check_positive("tool_event_queue_depth", tool_event_queue_depth, name)
-        _check_positive("tool_cache_size", tool_cache_size, name)
+        check_positive("max_steps", max_steps, name)
+        check_positive("max_parallel_tools", max_parallel_tools, name)
+        check_positive("tool_event_queue_depth", tool_event_queue_depth, name)
+        check_positive("tool_cache_size", tool_cache_size, name)
         if max_concurrent_runs is not None:
-            _check_positive("max_concurrent_runs", max_concurrent_runs, name)
+            check_positive("max_concurrent_runs", max_concurrent_runs, name)
         if output_retries < 0:
             raise UserError(f"Agent {name!r}: output_retries must be >= 0, got {output_retries!r}.")
         if on_max_steps not in ("fail", "return"):
@@ -321,10 +279,10 @@ class Agent(Generic[DepsT, OutputT]):
             )
         self.name = name
         self.description = description
-        self.model = _resolve_model(model, "model")
+        self.model = resolve_model(model, "model")
         self.models: tuple[Model, ...] = (
             self.model,
-            *(_resolve_model(m, "fallback model") for m in fallback_models),
+            *(resolve_model(m, "fallback model") for m in fallback_models),
         )
         self.instructions = instructions
         self.audit = ToolAudit()
@@ -352,7 +310,7 @@ class Agent(Generic[DepsT, OutputT]):
             spill=SpillStore(spill_dir),
             summary_model=self.model
             if summarizer is None
-            else _resolve_model(summarizer, "summary_model"),
+            else resolve_model(summarizer, "summary_model"),
             result_readers=result_readers,
             owner=f"Agent {name!r}",
         )
@@ -369,7 +327,7 @@ class Agent(Generic[DepsT, OutputT]):
         )
         # Code mode (SPEC G-46): only code_execute and code_search are advertised; the
         # real tools stay in ``self.tools`` for the executor, reachable from scripts.
-        self.code_mode = _code_mode(tool_invocation, code_mode, self.tools, approval, name)
+        self.code_mode = build_code_mode(tool_invocation, code_mode, self.tools, approval, name)
         if self.code_mode is not None:
             self.tool_definitions = tuple(t.definition() for t in self.code_mode.tools)
         self.output_type = output_type
@@ -427,7 +385,7 @@ class Agent(Generic[DepsT, OutputT]):
         )
         if self.code_mode is not None:
             self.code_mode.bind(self.executor)
-        self.governance = _governance(
+        self.governance = build_governance(
             name,
             self.clock,
             governor,
@@ -438,7 +396,7 @@ class Agent(Generic[DepsT, OutputT]):
             self.executor.gate.governor = self.governance
         check_subagents(name, self.tools, self.governance)
         self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
-        self.store = _store(store, name)
+        self.store = build_store(store, name)
         self._owns_store = isinstance(store, str)
         self._store_ready = False
         self._progress_stores: Stores | None = None
@@ -459,7 +417,7 @@ class Agent(Generic[DepsT, OutputT]):
             UserError: ``model`` is not a Model or a known ``"provider:model"`` string.
         """
         clone = copy.copy(self)
-        clone.model = _resolve_model(model, "model")
+        clone.model = resolve_model(model, "model")
         clone.models = (clone.model, *self.models[1:])
         clone._live = weakref.WeakSet()
         return clone
@@ -473,7 +431,7 @@ class Agent(Generic[DepsT, OutputT]):
             UserError: ``store`` is not a Stores or a valid store URL.
         """
         clone = copy.copy(self)
-        clone.store = _store(store, self.name)
+        clone.store = build_store(store, self.name)
         clone._owns_store = isinstance(store, str)
         clone._store_ready = False
         clone._live = weakref.WeakSet()
@@ -920,79 +878,6 @@ class Agent(Generic[DepsT, OutputT]):
         self._live.discard(stream)
 
 
-def _code_mode(
-    invocation: str,
-    config: CodeModeConfig | None,
-    tools: dict[str, Tool],
-    approval: ApprovalConfig | None,
-    name: str,
-) -> CodeMode | None:
-    if invocation not in ("direct", "code-mode"):
-        raise UserError(
-            f"Agent {name!r}: tool_invocation must be 'direct' or 'code-mode', got {invocation!r}."
-        )
-    if invocation == "direct":
-        if config is not None:
-            raise UserError(f"Agent {name!r}: code_mode needs tool_invocation='code-mode'.")
-        return None
-    mode = CodeMode(tools, config=config, approval=approval)
-    for built in mode.tools:
-        tools[built.name] = built
-    return mode
-
-
-_GovernanceConfig = tuple[
-    Sequence[Policy],
-    Mapping[str, Oracle | Sequence[Policy]] | None,
-    Budget | Sequence[Budget] | None,
-    InterruptHandler | None,
-]
-
-
-def _governance(
-    name: str,
-    clock: Clock,
-    governor: Governor | None,
-    config: _GovernanceConfig,
-    events: str,
-) -> AgentGovernance | None:
-    if events not in GOVERNANCE_EVENTS:
-        raise UserError(
-            f"Agent {name!r}: governance_events must be one of {', '.join(GOVERNANCE_EVENTS)}, "
-            f"got {events!r}."
-        )
-    policies, oracles, budget, handle_interrupt = config
-    configured = bool(policies or oracles or budget or handle_interrupt)
-    if governor is not None:
-        if configured:
-            raise UserError(
-                f"Agent {name!r}: pass governor= or policies/oracles/budget/handle_interrupt, "
-                "not both; configure the shared Governor itself."
-            )
-        return AgentGovernance(governor, name, events=events)
-    if not configured:
-        return None  # no governance: the loop and the gate skip it entirely
-    built = Governor(
-        policies=policies,
-        oracles=oracles,
-        budget=budget,
-        handle_interrupt=handle_interrupt,
-        clock=clock,
-    )
-    return AgentGovernance(built, name, events=events)
-
-
-def _store(store: Stores | str | None, name: str) -> Stores | None:
-    if store is None or isinstance(store, Stores):
-        return store
-    if isinstance(store, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-        return open_store(store)  # parses only: connecting waits for the first run
-    raise UserError(
-        f"Agent {name!r}: store must be a Stores (bastion.stores.open_store) or a store URL "
-        f"such as 'sqlite:///runs.db', got {store!r}."
-    )
-
-
 def _end_event(state: RunState) -> AgentEndEvent:
     """The ``agent.end`` of an ended run, as its journal recorded it."""
     return AgentEndEvent(
@@ -1005,8 +890,3 @@ def _end_event(state: RunState) -> AgentEndEvent:
         steps=state.step,
         duration=state.finished_at - state.started_at,
     )
-
-
-def _check_positive(field: str, value: int, name: str) -> None:
-    if not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(f"Agent {name!r}: {field} must be an integer >= 1, got {value!r}.")

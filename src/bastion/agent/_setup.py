@@ -1,0 +1,153 @@
+"""Building an ``Agent``: hook flags, and the validated parts its constructor assembles.
+
+Every check here runs in ``Agent.__init__``, so a bad configuration raises ``UserError``
+before any run (or any side effect) can start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from bastion.core import Clock, Model, UserError
+from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
+from bastion.stores import Stores, open_store
+from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
+
+from ._governance import GOVERNANCE_EVENTS, AgentGovernance
+from ._hooks import AgentHooks, LoopHooks, overridden
+
+__all__ = [
+    "GovernanceConfig",
+    "HookFlags",
+    "build_code_mode",
+    "build_governance",
+    "build_store",
+    "check_positive",
+    "resolve_model",
+]
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class HookFlags:
+    """Which hook methods are overridden; the loop skips the others at no cost."""
+
+    before_run: bool = False
+    after_run: bool = False
+    on_tool_call: bool = False
+    on_error: bool = False
+    prepare_step: bool = False
+    before_llm_call: bool = False
+    after_llm_call: bool = False
+    before_tool_exec: bool = False
+    after_tool_exec: bool = False
+    on_roundtrip_complete: bool = False
+
+    @property
+    def any_tool_hook(self) -> bool:
+        """True when any hook intercepts tool calls."""
+        return self.on_tool_call or self.before_tool_exec or self.after_tool_exec
+
+    @classmethod
+    def of(cls, hooks: AgentHooks | None, loop_hooks: LoopHooks | None) -> HookFlags:
+        """Inspect hook objects."""
+        agent_names = ("before_run", "after_run", "on_tool_call", "on_error")
+        loop_names = (
+            "prepare_step",
+            "before_llm_call",
+            "after_llm_call",
+            "before_tool_exec",
+            "after_tool_exec",
+            "on_roundtrip_complete",
+        )
+        flags = {n: overridden(hooks, AgentHooks, n) for n in agent_names}
+        flags.update({n: overridden(loop_hooks, LoopHooks, n) for n in loop_names})
+        return cls(**flags)
+
+
+def resolve_model(model: Model | str, what: str) -> Model:
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        from bastion.providers import resolve_model
+
+        return resolve_model(model)
+    raise UserError(f"{what} must be a Model or a 'provider:model' string, got {model!r}.")
+
+
+def build_code_mode(
+    invocation: str,
+    config: CodeModeConfig | None,
+    tools: dict[str, Tool],
+    approval: ApprovalConfig | None,
+    name: str,
+) -> CodeMode | None:
+    if invocation not in ("direct", "code-mode"):
+        raise UserError(
+            f"Agent {name!r}: tool_invocation must be 'direct' or 'code-mode', got {invocation!r}."
+        )
+    if invocation == "direct":
+        if config is not None:
+            raise UserError(f"Agent {name!r}: code_mode needs tool_invocation='code-mode'.")
+        return None
+    mode = CodeMode(tools, config=config, approval=approval)
+    for built in mode.tools:
+        tools[built.name] = built
+    return mode
+
+
+GovernanceConfig = tuple[
+    Sequence[Policy],
+    Mapping[str, Oracle | Sequence[Policy]] | None,
+    Budget | Sequence[Budget] | None,
+    InterruptHandler | None,
+]
+
+
+def build_governance(
+    name: str,
+    clock: Clock,
+    governor: Governor | None,
+    config: GovernanceConfig,
+    events: str,
+) -> AgentGovernance | None:
+    if events not in GOVERNANCE_EVENTS:
+        raise UserError(
+            f"Agent {name!r}: governance_events must be one of {', '.join(GOVERNANCE_EVENTS)}, "
+            f"got {events!r}."
+        )
+    policies, oracles, budget, handle_interrupt = config
+    configured = bool(policies or oracles or budget or handle_interrupt)
+    if governor is not None:
+        if configured:
+            raise UserError(
+                f"Agent {name!r}: pass governor= or policies/oracles/budget/handle_interrupt, "
+                "not both; configure the shared Governor itself."
+            )
+        return AgentGovernance(governor, name, events=events)
+    if not configured:
+        return None  # no governance: the loop and the gate skip it entirely
+    built = Governor(
+        policies=policies,
+        oracles=oracles,
+        budget=budget,
+        handle_interrupt=handle_interrupt,
+        clock=clock,
+    )
+    return AgentGovernance(built, name, events=events)
+
+
+def build_store(store: Stores | str | None, name: str) -> Stores | None:
+    if store is None or isinstance(store, Stores):
+        return store
+    if isinstance(store, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return open_store(store)  # parses only: connecting waits for the first run
+    raise UserError(
+        f"Agent {name!r}: store must be a Stores (bastion.stores.open_store) or a store URL "
+        f"such as 'sqlite:///runs.db', got {store!r}."
+    )
+
+
+def check_positive(field: str, value: int, name: str) -> None:
+    if not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"Agent {name!r}: {field} must be an integer >= 1, got {value!r}.")
