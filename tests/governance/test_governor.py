@@ -612,12 +612,14 @@ def test_budget_is_a_cost_limit_on_llm() -> None:
 
 async def test_no_signal_objects_without_subscribers(monkeypatch: pytest.MonkeyPatch) -> None:
     import bastion.governance._governor as module
+    import bastion.governance._signalling as signalling
 
     def explode(*args: object, **kwargs: object) -> None:
         raise AssertionError("a signal was built with nobody listening")
 
-    for name in ("ExecInSignal", "ExecOutSignal", "PolicySignal", "DeniedSignal", "ExceededSignal"):
+    for name in ("ExecInSignal", "ExecOutSignal", "DeniedSignal", "ExceededSignal"):
         monkeypatch.setattr(module, name, explode)
+    monkeypatch.setattr(signalling, "PolicySignal", explode)
     gov = Governor(
         oracles={"llm": [Limit(type="calls", max=1)]},
         policies=[lambda a: None],

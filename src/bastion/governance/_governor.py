@@ -2,19 +2,18 @@
 
 ``exec(key, fn)`` = check (policies, then limits) → run (retries, timeout) → accumulate.
 ``check`` / ``record`` / ``begin_round`` are the same steps split apart, for callers that run
-the action themselves (the agent loop around a streamed model call). Interrupts, mutations and
-snapshots live in :mod:`._interrupting` and :mod:`._state`; this module wires them.
+the action themselves (the agent loop around a streamed model call). Interrupts, mutations,
+snapshots and signals live in :mod:`._interrupting`, :mod:`._state` and :mod:`._signalling`;
+this module wires them.
 """
 
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType
 from typing import Any
 
-from bastion.core import Clock, ListenerWarning, SystemClock, UserError
+from bastion.core import Clock, SystemClock, UserError
 
 from ._accumulate import amount_for, find_usage
 from ._interrupting import InterruptHandler, Interrupting, Substitute
@@ -22,24 +21,17 @@ from ._interrupts import Denied, Interrupt, PolicyExceeded
 from ._plan import BoundLimit, Plan, build_plan, key_ancestry, normalize_policies
 from ._policy import ALLOW, Budget, CustomPolicy, Oracle, Policy, PolicyAction, PolicyResult
 from ._run import run_action
+from ._signalling import Signalling
 from ._signals import (
-    DataListener,
     DeniedSignal,
     ExceededSignal,
     ExecInSignal,
     ExecOutSignal,
-    GovernanceSignal,
-    PolicySignal,
-    SignalListener,
-    signal_data,
 )
 from ._state import StateMixin
 from ._store import AtomicCounterStore, CounterStore, MemoryCounterStore
 
 __all__ = ["Governor"]
-
-# Shared by every signal without a breakdown: read-only, so listeners cannot alter it.
-_NO_BREAKDOWN: Mapping[str, float] = MappingProxyType({})
 
 
 class _Interrupted(Exception):
@@ -47,7 +39,7 @@ class _Interrupted(Exception):
         self.interrupt = interrupt
 
 
-class Governor(Interrupting, StateMixin):
+class Governor(Signalling, Interrupting, StateMixin):
     """Resolves policies, counts limits and raises interrupts for every action.
 
     Args:
@@ -92,14 +84,7 @@ class Governor(Interrupting, StateMixin):
         )
         self.handle_interrupt = handle_interrupt
         self.interrupt_timeout = interrupt_timeout
-        self._listeners: list[SignalListener] = []
-        # The listeners that also take the routine signals (every action's exec in/out and
-        # every limit's accumulation); the others get decisions only.
-        self._routine: list[SignalListener] = []
-        # Data listeners, by the typed listener that wraps each in ``_listeners``.
-        self._data_listeners: dict[SignalListener, DataListener] = {}
-        # Every routine listener takes data: hot-path signals skip the typed object.
-        self._data_only: tuple[DataListener, ...] | None = None
+        self._init_signalling()
         self._ids = itertools.count(1)
         self._plans: dict[tuple[str, str, str], Plan] = {}
         self._oracles: dict[str, Oracle] = {}
@@ -177,89 +162,6 @@ class Governor(Interrupting, StateMixin):
                 oracles=self._oracles,
             )
         return plan
-
-    # -- signals ------------------------------------------------------------------------
-
-    def subscribe(self, listener: SignalListener, *, routine: bool = True) -> Callable[[], None]:
-        """Call ``listener`` with every signal from now on; return a function that stops it.
-
-        With ``routine=False`` it gets the decisions only: denials, breaches, interrupts and
-        mutations, not the routine ``oracle.exec.in/out`` and ``oracle.policy.<oracle>``
-        signals every allowed action produces.
-        """
-        self._add_listener(listener, routine=routine)
-
-        def unsubscribe() -> None:
-            self._remove_listener(listener)
-
-        return unsubscribe
-
-    def subscribe_data(self, listener: DataListener, *, routine: bool = True) -> Callable[[], None]:
-        """Call ``listener(name, data)`` with every signal from now on, as JSON-ready data.
-
-        ``data`` is what :func:`signal_data` returns for the typed signal; treat it as
-        read-only (it may be shared by several data listeners). Cheaper than
-        :meth:`subscribe` when nobody needs the typed objects. ``routine`` as for
-        :meth:`subscribe`. Return a function that stops it.
-        """
-
-        def typed(signal: GovernanceSignal) -> None:
-            listener(signal.name, signal_data(signal))
-
-        self._data_listeners[typed] = listener
-        self._add_listener(typed, routine=routine)
-
-        def unsubscribe() -> None:
-            self._remove_listener(typed)
-            self._data_listeners.pop(typed, None)
-            self._refresh_listeners()
-
-        return unsubscribe
-
-    def _add_listener(self, listener: SignalListener, *, routine: bool) -> None:
-        self._listeners.append(listener)
-        if routine:
-            self._routine.append(listener)
-        self._refresh_listeners()
-
-    def _remove_listener(self, listener: SignalListener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
-        if listener in self._routine:
-            self._routine.remove(listener)
-        self._refresh_listeners()
-
-    def _refresh_listeners(self) -> None:
-        data = self._data_listeners
-        routine = self._routine
-        self._data_only = (
-            tuple(data[listener] for listener in routine)
-            if routine and all(listener in data for listener in routine)
-            else None
-        )
-
-    def _emit(self, signal: GovernanceSignal, routine: bool = False) -> None:
-        listeners = self._routine if routine else self._listeners
-        if len(listeners) == 1:  # the usual case (one agent): no copy of the list
-            listener = listeners[0]
-            try:
-                listener(signal)
-            except Exception as exc:
-                warnings.warn(
-                    f"Governance listener {listener!r} raised {exc!r} on {signal.name}.",
-                    ListenerWarning,
-                    stacklevel=2,
-                )
-            return
-        for listener in tuple(listeners):
-            try:
-                listener(signal)
-            except Exception as exc:
-                warnings.warn(
-                    f"Governance listener {listener!r} raised {exc!r} on {signal.name}.",
-                    ListenerWarning,
-                    stacklevel=2,
-                )
 
     # -- the gate -----------------------------------------------------------------------
 
@@ -845,68 +747,6 @@ class Governor(Interrupting, StateMixin):
         if self._routine:
             self._emit_policy(bound, amount, total, now, graph, invocation, key, node, breakdown)
 
-    def _emit_policy(  # noqa: PLR0917 - hot path: positional arguments parse fastest
-        self,
-        bound: BoundLimit,
-        amount: float,
-        total: float,
-        now: float,
-        graph: str,
-        invocation: str,
-        key: str,
-        node: str,
-        breakdown: Mapping[str, float] | None,
-    ) -> None:
-        """Emit ``oracle.policy.<oracle>``: as data only when every listener takes data."""
-        maximum = self._max(bound, now) if self._mutations else bound.max
-        direct = self._data_only
-        if direct is not None:
-            # The same fields, in the same order, as signal_data(PolicySignal(...)).
-            data: dict[str, Any] = {
-                "key": key,
-                "node": node,
-                "invocation_id": invocation,
-                "graph_id": graph,
-                "node_id": "",
-                "ancestry": [],
-                "timestamp": now,
-                "oracle": bound.oracle,
-                "limit_type": bound.type,
-                "window": bound.label,
-                "amount": amount,
-                "accumulated": total,
-                "max": maximum,
-                "breakdown": dict(breakdown) if breakdown else {},
-            }
-            name = bound.signal_name
-            for listener in direct:
-                try:
-                    listener(name, data)
-                except Exception as exc:
-                    warnings.warn(
-                        f"Governance listener {listener!r} raised {exc!r} on {name}.",
-                        ListenerWarning,
-                        stacklevel=2,
-                    )
-            return
-        self._emit(
-            PolicySignal(
-                key=key,
-                node=node,
-                invocation_id=invocation,
-                graph_id=graph,
-                timestamp=now,
-                oracle=bound.oracle,
-                limit_type=bound.type,
-                window=bound.label,
-                amount=amount,
-                accumulated=total,
-                max=maximum,
-                breakdown=dict(breakdown) if breakdown else _NO_BREAKDOWN,
-            ),
-            routine=True,
-        )
-
     # -- the whole action ---------------------------------------------------------------
 
     async def exec(
@@ -1003,15 +843,3 @@ class Governor(Interrupting, StateMixin):
         if failure is not None:
             raise failure
         return result
-
-    @staticmethod
-    def _scope_fields(key: str, scope: tuple[Any, ...], now: float) -> dict[str, Any]:
-        return {
-            "key": key,
-            "node": scope[0],
-            "graph_id": scope[1],
-            "invocation_id": scope[2],
-            "node_id": scope[3],
-            "ancestry": tuple(scope[4]),
-            "timestamp": now,
-        }
