@@ -16,7 +16,7 @@ from bastion import Agent, tool
 from bastion.core import ModelRequest, RunContext, RunStatus
 from bastion.stores import JournalEntry, JournalStore, NewEntry, Stores, open_store
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
-from bastion.tools import ApprovalConfig, ApprovalRequest
+from bastion.tools import ApprovalConfig, ApprovalDecision, ApprovalRequest, Directive
 
 
 class Watched:
@@ -172,3 +172,31 @@ async def test_a_store_failure_between_barriers_fails_the_run() -> None:
     assert result.error is not None
     assert "disk full" in result.error.message
     assert ran == [1]  # the second charge never ran: its barrier found the failure
+
+
+async def test_a_human_decision_is_durable_before_the_resumed_run_goes_on() -> None:
+    seen: list[list[str]] = []
+    run_ids: list[str] = []
+    stores = open_store("memory://")
+
+    @tool(side_effect_class="side_effecting", needs_approval=True)
+    def wire(amount: int) -> str:
+        """Wire money."""
+        return f"wired {amount}"
+
+    async def answer(request: ModelRequest) -> Turn | str:
+        if not any(m.role == "tool" for m in request.messages):
+            return Turn(tool_calls=[Call("wire", {"amount": 5}, id="c1")])
+        seen.append([e.kind for e in await stores.journal.read(run_ids[0])])
+        return "not wired"
+
+    async with stores:
+        agent = Agent("s", model=FunctionModel(answer), tools=[wire], store=stores)
+        suspended = await agent.run("go")
+        assert suspended.status == "awaiting_approval"
+        run_ids.append(suspended.run_id)
+        denied = Directive(approvals=[ApprovalDecision(tool_call_id="c1", granted=False)])
+        result = await agent.resume(suspended.run_id, directive=denied)
+    assert result.output == "not wired"
+    # The denial ran no tool, so no tool barrier made it durable; its own barrier did.
+    assert seen == [["run_started", "model_response", "interrupt_raised", "interrupt_decided"]]

@@ -12,7 +12,8 @@ seconds, whichever comes first; so the loop does not wait for the disk after eve
 and an entry is durable a few milliseconds after it was made even while the run waits for a
 slow model. The loop waits (:meth:`RunJournal.flush`) only where
 durability must come first: right before a tool runs (its ``tool_call_started`` entry is
-the side-effect ledger), before a human is asked for a decision, and before the run's end
+the side-effect ledger), before a human is asked for a decision, once a resumed run has
+journaled a human's decision (``interrupt_decided``), and before the run's end
 (``agent.end`` goes out, the caller gets the result). A crash between barriers loses at
 most the entries written since the last one, and only ones whose loss a resume repairs: a
 model call whose answer was not yet durable is sent again; no tool ran since.
@@ -287,7 +288,7 @@ class RunJournal:
         self.mark = len(state.messages)
 
     async def decided_directive(self, state: RunState, event_seq: int) -> None:
-        """``interrupt_decided``: the directive a suspended run resumes with."""
+        """``interrupt_decided``: the directive a suspended run resumes with, durable at once."""
         directive = self.decided
         self.mark = len(state.messages)
         if directive is None:
@@ -315,6 +316,7 @@ class RunJournal:
             {"event_seq": event_seq, "approvals": approvals, "interrupts": interrupts},
             status="running",
         )
+        await self.flush()  # a barrier: a human's decision is never lost to a crash
 
     def model_response(
         self, state: RunState, model: str, response: ModelResponse, event_seq: int
