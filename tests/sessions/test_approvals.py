@@ -11,7 +11,7 @@ import pytest
 from bastion import Agent
 from bastion.core import Usage, UserError
 from bastion.governance import Budget, MutateDecision, RetryDecision
-from bastion.sessions import ApprovalRequested, Session
+from bastion.sessions import ApprovalRequested, InterruptRequested, Session
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
 from bastion.tools import Directive, InterruptResolution
 
@@ -261,10 +261,15 @@ async def test_a_governance_interrupt_waits_for_session_decide() -> None:
         clock=VirtualClock(),
     )
     session: Session = agent.session()
+    requested: list[InterruptRequested] = []
+    session.on("interrupt_requested", requested.append)
     session.send("research")
     await session.wait_for_idle()
     assert session.pending_approvals == []
     [interrupt] = session.pending_interrupts
+    # Listeners hear of the wait: the interrupt, its id and why.
+    assert [(r.id, r.interrupt) for r in requested] == [(interrupt["id"], interrupt)]
+    assert "cost" in requested[0].reason
     assert (interrupt["oracle"], interrupt["limit_type"], interrupt["max"]) == ("llm", "cost", 10)
     with pytest.raises(UserError, match="Interrupt 'nope' is not pending"):
         session.decide(

@@ -6,6 +6,7 @@
 from ._events import (
     EVENTS,
     ApprovalRequested,
+    InterruptRequested,
     MessageAdded,
     SendMode,
     SessionError,
@@ -24,6 +25,7 @@ __all__ = [
     "EVENTS",
     "STEERED",
     "ApprovalRequested",
+    "InterruptRequested",
     "MessageAdded",
     "SendMode",
     "SentMessage",

@@ -7,7 +7,7 @@ Owned by :mod:`bastion.sessions`; ``_listeners.py`` dispatches these values and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from bastion.core import (
     AssistantMessage,
@@ -24,6 +24,7 @@ __all__ = [
     "EVENTS",
     "SEND_MODES",
     "ApprovalRequested",
+    "InterruptRequested",
     "MessageAdded",
     "SendMode",
     "SessionError",
@@ -45,6 +46,7 @@ SessionEvent: TypeAlias = Literal[
     "tool_result",
     "step",
     "approval_requested",
+    "interrupt_requested",
     "turn_end",
     "error",
 ]
@@ -55,6 +57,7 @@ EVENTS: tuple[SessionEvent, ...] = (
     "tool_result",
     "step",
     "approval_requested",
+    "interrupt_requested",
     "turn_end",
     "error",
 )
@@ -97,6 +100,28 @@ class ApprovalRequested:
     """``approval_requested``: the turn waits for a human decision on this call."""
 
     request: ApprovalRequest
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptRequested:
+    """``interrupt_requested``: the turn waits for a human to decide a governance interrupt.
+
+    ``interrupt`` is the interrupt as the run state holds it (``id``, ``reason``, and for a
+    limit its ``oracle``, ``limit_type``, ``current``, ``max``, ``approvers``); decide it
+    with ``session.decide(Directive(interrupts=[InterruptResolution(...)]))``.
+    """
+
+    interrupt: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        """The interrupt's id (``InterruptResolution.interrupt_id``)."""
+        return str(self.interrupt.get("id", ""))
+
+    @property
+    def reason(self) -> str:
+        """Why the run stopped, in words."""
+        return str(self.interrupt.get("reason", ""))
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from bastion.tools import Deny, Rewrite, ToolCallDecision, ToolCallRequest
 from ._events import (
     EVENTS,
     ApprovalRequested,
+    InterruptRequested,
     MessageAdded,
     SessionError,
     SessionEvent,
@@ -49,6 +50,10 @@ class Listeners:
     @overload
     def on(
         self, event: Literal["approval_requested"], fn: Callable[[ApprovalRequested], object]
+    ) -> Self: ...
+    @overload
+    def on(
+        self, event: Literal["interrupt_requested"], fn: Callable[[InterruptRequested], object]
     ) -> Self: ...
     @overload
     def on(self, event: Literal["turn_end"], fn: Callable[[TurnEnd], object]) -> Self: ...

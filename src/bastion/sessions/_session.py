@@ -36,6 +36,7 @@ from bastion.tools import (
 
 from ._events import (
     ApprovalRequested,
+    InterruptRequested,
     MessageAdded,
     SendMode,
     SessionError,
@@ -100,8 +101,8 @@ class Session(Listeners):
     ``message(message)`` (user and assistant), ``step(usage, finish_reason)`` (a model call
     ended, before its tools run), ``tool_call(request)`` (may return ``Deny(reason)`` or
     ``Rewrite(arguments)``; the first decision wins), ``tool_result(call_id, name, result,
-    is_error)``, ``approval_requested(request)``, ``turn_end(messages, text)``,
-    ``error(error)``.
+    is_error)``, ``approval_requested(request)``, ``interrupt_requested(interrupt)``,
+    ``turn_end(messages, text)``, ``error(error)``.
     """
 
     def __init__(
@@ -421,6 +422,8 @@ class Session(Listeners):
         await self._transcript.mark(SUSPENDED, {"run": run})
         for request in self.pending_approvals:
             await self._emit("approval_requested", ApprovalRequested(request))
+        for interrupt in self.pending_interrupts:
+            await self._emit("interrupt_requested", InterruptRequested(interrupt))
 
     # called from the agent's run (the link and the tool gate)
 
