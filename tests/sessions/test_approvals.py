@@ -226,6 +226,7 @@ async def test_the_suspension_survives_resume_session_in_a_new_agent(tmp_path: P
         "message",
         "message",
         "suspended",
+        "decided",
         "resumed",
         "message",
         "message",
@@ -290,3 +291,39 @@ async def test_a_governance_interrupt_waits_for_session_decide() -> None:
     assert texts(session.messages)[-3:] == ["tool:c2", "user:be quick", "assistant:done"]
     assert texts(list(model.requests[2].messages))[-1] == "user:be quick"
     assert answered(session.messages)
+
+
+async def test_a_decision_made_one_at_a_time_survives_a_new_process(tmp_path: Path) -> None:
+    # covers S-17, C12: no lost approval: each decide() is stored before the turn resumes
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    log: list[str] = []
+    two_payments: list[Turn | str] = [
+        Turn(
+            tool_calls=[
+                Call("pay", {"to": "bob", "amount": 5}, id="c1"),
+                Call("pay", {"to": "ann", "amount": 7}, id="c2"),
+            ]
+        ),
+        "Paid bob only",
+    ]
+    first = Agent("bank", model=ScriptedModel(two_payments), tools=tools(log), store=url)
+    session = first.session("chat")
+    session.send("pay bob and ann")
+    await session.wait_for_idle()
+    assert [r.tool_call_id for r in session.pending_approvals] == ["c1", "c2"]
+    session.approve("c1")  # the human decides one call, then the process goes away
+    await session.wait_for_idle()
+    assert [r.tool_call_id for r in session.pending_approvals] == ["c2"]
+    await first.aclose()
+
+    second = Agent("bank", model=ScriptedModel(["Paid bob only"]), tools=tools(log), store=url)
+    resumed = await second.resume_session("chat")
+    assert [r.tool_call_id for r in resumed.pending_approvals] == ["c2"]  # c1 stays decided
+    resumed.deny("c2", "not ann")
+    await resumed.wait_for_idle()
+    assert log == ["pay bob 5"]
+    assert texts(resumed.messages)[-3:] == ["tool:c1", "tool:c2!", "assistant:Paid bob only"]
+    kinds = [e.kind for e in await (await second.stores()).sessions.entries("chat")]
+    assert kinds[2:5] == ["suspended", "decided", "decided"]
+    assert kinds[5] == "resumed"
+    await second.aclose()

@@ -51,7 +51,7 @@ from ._jsonl import dump_session, parse_export, store_rows
 from ._link import Link, SessionAgent
 from ._listeners import Listeners
 from ._suspension import Suspension
-from ._transcript import RESUMED, SUSPENDED, Transcript
+from ._transcript import DECIDED, RESUMED, SUSPENDED, Transcript
 
 if TYPE_CHECKING:
     from bastion.agent import AgentStream, RunState
@@ -121,6 +121,7 @@ class Session(Listeners):
         self._current: list[SentMessage] = []
         self._task: asyncio.Task[None] | None = None
         self._loaded = False
+        self._records: set[asyncio.Task[None]] = set()  # decisions being stored
         self._in_turn = False
         self._abort = False
         self._stream: AgentStream[Any] | None = None
@@ -174,8 +175,11 @@ class Session(Listeners):
             self._link.state.update(state)
         suspended = self._transcript.load(entries)
         if suspended is not None:
-            run = self._base.deserialize_state(json.dumps(suspended["run"]))
+            stored, decided = suspended
+            run = self._base.deserialize_state(json.dumps(stored["run"]))
             self._suspended = Suspension(run)
+            for payload in decided:  # decisions made before the process went away
+                self._suspended.restore(payload)
 
     async def _store(self) -> SessionStore:
         return (await self._base.stores()).sessions
@@ -201,6 +205,8 @@ class Session(Listeners):
 
     async def wait_for_idle(self) -> None:
         """Return when the loop settles or waits for approvals; raise the loop's error."""
+        while self._records:  # decisions being stored
+            await asyncio.gather(*self._records)
         task = self._task
         if task is None:
             return
@@ -223,7 +229,8 @@ class Session(Listeners):
         """Decide pending approvals (and governance interrupts); returns at once.
 
         Once every pending call and interrupt is decided, the turn goes on where it stopped
-        (``wait_for_idle()`` to wait for it). Decisions are stored when the turn resumes.
+        (``wait_for_idle()`` to wait for it). Each decision is stored at once (a ``decided``
+        entry), so a session reopened in another process keeps it.
 
         Raises:
             UserError: The session waits for no decision, or the directive names a call or
@@ -237,7 +244,15 @@ class Session(Listeners):
                 )
             raise UserError(f"Session {self.id!r} is not waiting for approvals.")
         self._suspended.add(directive, self.id)
+        self._record(directive)
         self._kick()
+
+    def _record(self, directive: Directive) -> None:
+        """Store a decision at once (a ``decided`` entry), before the turn resumes."""
+        write = self._transcript.mark(DECIDED, Suspension.payload(directive))
+        task = asyncio.get_running_loop().create_task(write)
+        self._records.add(task)
+        task.add_done_callback(self._records.discard)
 
     # aborting
 

@@ -8,11 +8,12 @@ pending call and interrupt is decided, the session resumes the run with the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError
-from bastion.governance import DenyDecision
+from bastion.governance import DenyDecision, InterruptDecision
 from bastion.tools import ApprovalDecision, ApprovalRequest, Directive, InterruptResolution
 
 if TYPE_CHECKING:
@@ -69,6 +70,30 @@ class Suspension:
         self._approvals.update((d.tool_call_id, d) for d in directive.approvals)
         self._resolutions.update((r.interrupt_id, r) for r in directive.interrupts)
 
+    @staticmethod
+    def payload(directive: Directive) -> dict[str, Any]:
+        """A directive as the JSON payload of a ``decided`` entry (what :meth:`restore` reads)."""
+        return {
+            "approvals": [asdict(d) for d in directive.approvals],
+            "interrupts": [
+                {"interrupt_id": r.interrupt_id, "decision": _decision_json(r.decision)}
+                for r in directive.interrupts
+            ],
+        }
+
+    def restore(self, payload: Mapping[str, Any]) -> None:
+        """Take again the decisions of a stored ``decided`` entry (a reopened session)."""
+        self._approvals.update(
+            (str(d["tool_call_id"]), ApprovalDecision(**d)) for d in payload.get("approvals", ())
+        )
+        self._resolutions.update(
+            (
+                str(r["interrupt_id"]),
+                InterruptResolution(interrupt_id=str(r["interrupt_id"]), decision=r["decision"]),
+            )
+            for r in payload.get("interrupts", ())
+        )
+
     def decided(self) -> bool:
         """True once every pending call and interrupt has a decision."""
         return not self.pending_approvals() and not self.pending_interrupts()
@@ -103,3 +128,10 @@ class Suspension:
             "approvals": [asdict(d) for d in self._approvals.values()],
             "interrupts": list(self._resolutions),
         }
+
+
+def _decision_json(decision: InterruptDecision | Mapping[str, Any]) -> dict[str, Any]:
+    """A governance decision in the JSON form ``InterruptResolution`` also accepts."""
+    if isinstance(decision, Mapping):
+        return dict(decision)
+    return asdict(decision)

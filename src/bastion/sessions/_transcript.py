@@ -4,12 +4,14 @@ Owned by :class:`~bastion.sessions.Session`. The agent's loop appends to the run
 list (``ctx.messages``); the session follows that list at its drain points and events and
 takes each new message once, in order: appended as a ``message`` entry (``parent_id`` = the
 previous entry), added to :attr:`messages`, and announced. Entries of kind ``suspended``
-(the run state of a turn waiting for approvals) and ``resumed`` (the decisions) mark a
-suspension in the same chain.
+(the run state of a turn waiting for approvals), ``decided`` (decisions made while it
+waits, one entry per ``decide()``) and ``resumed`` (all the decisions) mark a suspension in
+the same chain. Writes are serialised, so the chain has no forks.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,10 +19,14 @@ from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage
 from bastion.core._serde import message_adapter
 from bastion.stores import SessionEntry, SessionStore, branch
 
-__all__ = ["RESUMED", "SUSPENDED", "Transcript"]
+__all__ = ["DECIDED", "RESUMED", "SUSPENDED", "Suspended", "Transcript"]
 
 SUSPENDED = "suspended"
+DECIDED = "decided"
 RESUMED = "resumed"
+
+Suspended = tuple[Mapping[str, Any], list[Mapping[str, Any]]]
+"""A stored suspension: the ``suspended`` payload and the ``decided`` payloads after it."""
 
 
 class Transcript:
@@ -43,16 +49,17 @@ class Transcript:
         self._written = written
         self._live: list[Message] | None = None
         self._synced: int | None = None
+        self._lock: asyncio.Lock | None = None  # made on first write, in the running loop
 
-    def load(self, entries: Sequence[SessionEntry]) -> Mapping[str, Any] | None:
+    def load(self, entries: Sequence[SessionEntry]) -> Suspended | None:
         """Rebuild from the stored entries (root to the last one).
 
         Returns:
-            The payload of the ``suspended`` entry when the last turn still waits for
-            decisions, else ``None``.
+            When the last turn still waits for decisions: the payload of its ``suspended``
+            entry and of the ``decided`` entries after it; else ``None``.
         """
         self.messages = []
-        suspended: Mapping[str, Any] | None = None
+        suspended: Suspended | None = None
         if not entries:
             return None
         leaf = entries[-1].entry_id
@@ -61,7 +68,9 @@ class Transcript:
             if entry.kind == "message":
                 self.messages.append(adapter.validate_python(entry.payload["message"]))
             elif entry.kind == SUSPENDED:
-                suspended = entry.payload
+                suspended = (entry.payload, [])
+            elif entry.kind == DECIDED and suspended is not None:
+                suspended[1].append(entry.payload)
             elif entry.kind == RESUMED:
                 suspended = None
         self.leaf = leaf
@@ -123,14 +132,17 @@ class Transcript:
         await self._announce(message)
 
     async def mark(self, kind: str, payload: Mapping[str, object]) -> None:
-        """Append an entry of ``kind`` after the last one."""
+        """Append an entry of ``kind`` after the last one (writes wait their turn, in order)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
         self.writing += 1
         try:
-            store = await self._store()
-            entry = await store.append(
-                self.session_id, kind=kind, payload=payload, parent_id=self.leaf
-            )
+            async with self._lock:
+                store = await self._store()
+                entry = await store.append(
+                    self.session_id, kind=kind, payload=payload, parent_id=self.leaf
+                )
+                self.leaf = entry.entry_id
         finally:
             self.writing -= 1
-        self.leaf = entry.entry_id
         self._written()
