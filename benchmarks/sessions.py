@@ -10,8 +10,8 @@ is one tool call, then an answer (2 model steps). It prints a Markdown table:
 * **steps/s**, **turns/s**: every step and turn of every session over the wall time from the
   first ``send`` to the last session idle;
 * **step p50 / p95 / p99**: from the step's start (the agent's ``prepare_step`` hook, just
-  before ``step.start``) to the session's ``step`` listener (after the step's journal entries
-  and transcript entries are stored);
+  before ``step.start``) to the session's ``step`` listener (the model's answer is complete
+  and in the session's transcript, before the step's tools run);
 * **turn p50 / p95**: from ``send`` to ``wait_for_idle`` returning;
 * **peak RSS** (``VmHWM``) and the RSS after the warm-up.
 
