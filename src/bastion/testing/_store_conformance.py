@@ -91,6 +91,27 @@ class StoreConformance:
         assert entry.payload == payload
         assert (entry.seq, entry.kind, entry.schema_version) == (1, "model_response", 1)
 
+    async def test_quotes_backslashes_and_delimiters_in_a_batch_round_trip(
+        self, stores: Stores
+    ) -> None:
+        """A batch of payloads full of what array and JSON encodings escape reads back equal."""
+        tricky = [
+            'say "hi"',
+            'back\\slash \\" mixed',
+            "{braces, commas}",
+            "NULL",
+            "",
+            "line\nbreak\ttab",
+            "\u00e9\u2603 \U0001f600",
+            "'single' and `tick`",
+        ]
+        entries = [
+            NewEntry(kind="tool_result", payload={"text": t, "i": i}) for i, t in enumerate(tricky)
+        ]
+        await stores.journal.append("run-tricky", entries, expected_seq=0)
+        read = await stores.journal.read("run-tricky")
+        assert [e.payload for e in read] == [{"text": t, "i": i} for i, t in enumerate(tricky)]
+
     async def test_ordering_metadata_and_after_seq(self, stores: Stores) -> None:
         """Entries keep their order, seqs, kinds and versions; run metadata follows."""
         kinds = ("run_started", "model_response", "tool_call_started")
