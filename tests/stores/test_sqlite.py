@@ -96,3 +96,46 @@ async def test_a_cancelled_call_completes_in_the_store_and_later_calls_still_wor
         assert [e.kind for e in await stores.journal.read("r")] == ["run_started"]
         with pytest.raises(JournalConflict, match="is at seq 1"):
             await stores.journal.append("r", [NewEntry(kind="run_started")], expected_seq=0)
+
+
+async def test_queued_writes_share_one_commit_and_a_failing_one_undoes_only_itself(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bastion.stores import _sqlite_db
+
+    groups: list[int] = []
+    run_group = _sqlite_db._run_group  # pyright: ignore[reportPrivateUsage]
+
+    def counted(conn: sqlite3.Connection, group: list[_sqlite_db._Job]) -> None:  # pyright: ignore[reportPrivateUsage]
+        groups.append(len(group))
+        run_group(conn, group)
+
+    monkeypatch.setattr(_sqlite_db, "_run_group", counted)
+    async with open_store(store_url) as stores:
+        await stores.journal.append("taken", [NewEntry(kind="run_started")], expected_seq=0)
+        blocker = sqlite3.connect(tmp_path / "nested" / "bastion.db", isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the writes below queue up behind this lock
+        first = asyncio.ensure_future(stores.counters.add("k", 1))
+        with pytest.raises(TimeoutError):  # the worker now waits for the lock, alone
+            await asyncio.wait_for(asyncio.shield(first), timeout=0.05)
+        appends = [
+            asyncio.ensure_future(
+                stores.journal.append(f"r{i}", [NewEntry(kind="run_started")], expected_seq=0)
+            )
+            for i in range(20)
+        ]
+        conflict = asyncio.ensure_future(
+            stores.journal.append("taken", [NewEntry(kind="model_response")], expected_seq=0)
+        )
+        await asyncio.sleep(0)  # let the 21 writes reach the worker's queue
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        await first
+        stored = await asyncio.gather(*appends)
+        with pytest.raises(JournalConflict):
+            await conflict
+        assert [s[0].seq for s in stored] == [1] * 20
+        for i in range(20):
+            assert [e.kind for e in await stores.journal.read(f"r{i}")] == ["run_started"]
+        assert [e.kind for e in await stores.journal.read("taken")] == ["run_started"]
+    assert groups == [21]  # the 20 appends and the conflicting one: one commit
