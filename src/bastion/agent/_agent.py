@@ -190,8 +190,9 @@ class Agent(Generic[DepsT, OutputT]):
             Observers of the governor (``governor.subscribe``) get every signal regardless.
         store: Where runs are journaled (``bastion.stores``: a ``Stores``, or a URL such
             as ``"sqlite:///runs.db"``). Every model response, tool start and tool result
-            is appended before the run goes on, so :meth:`resume` continues the run in any
-            process sharing the store without repeating a model call or a tool call.
+            is journaled (in batches; always before a tool runs, before a human is asked and
+            before the run ends), so :meth:`resume` continues the run in any process sharing
+            the store without repeating a journaled model call or tool call.
             ``None`` (default): nothing is journaled.
         session_send_mode: The default ``mode`` of ``send()`` in this agent's sessions
             (:meth:`session`): ``steer`` or ``queue``; a session's ``send_mode`` and a

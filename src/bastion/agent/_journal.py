@@ -1,4 +1,4 @@
-"""``RunJournal``: writes a run's journal entries to a store before the loop goes on.
+"""``RunJournal``: writes a run's journal entries to a store, behind the loop, with barriers.
 
 Owned by ``RunScope`` (``scope.journal``) when the agent has a store; ``None`` otherwise, and
 then the loop does no journal work at all. The loop calls :meth:`RunJournal.started`,

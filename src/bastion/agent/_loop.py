@@ -63,7 +63,8 @@ async def run_loop(
     With ``decisions`` the run resumes a suspended step: the decided calls run first.
     ``resolutions`` decide the governance interrupts it suspended on. ``recovery`` continues
     a run rebuilt from its journal after a crash. With a journal (``scope.journal``) each
-    model response, tool start and tool result is appended before the loop goes on.
+    model response, tool start and tool result is queued for it; it is committed before any
+    tool runs and before the run ends (see ``_journal.py``).
     """
     agent = scope.agent
     state = scope.state
