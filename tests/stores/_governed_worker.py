@@ -36,7 +36,7 @@ async def _main(mode: str, url: str, limit: str, *rest: str) -> None:
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
 
         async def call() -> Usage:
-            await asyncio.sleep(0.005)  # a call in flight while the other process checks
+            await asyncio.sleep(0)  # the call is in flight: the other process may check now
             return Usage(prompt_tokens=1, completion_tokens=1, cost_usd=per_call)
 
         admitted, spent = 0, 0.0

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from bastion.core import RunStatus, UserError, new_id
+from bastion.core import RunStatus, UserError
 
 from ._protocols import Stores
 from ._types import (
@@ -28,6 +28,7 @@ from ._types import (
     check_entries,
     check_key,
     check_page,
+    check_session_entry,
     check_status,
     decode_object,
     encode_object,
@@ -176,10 +177,7 @@ class MemorySessionStore:
         entry_id: str | None = None,
     ) -> SessionEntry:
         """Append a transcript entry."""
-        check_key(session_id, "session_id")
-        check_key(kind, "kind")
-        text = encode_object(payload, "Session entry payload")
-        entry_id = entry_id or new_id("entry")
+        text, entry_id = check_session_entry(session_id, kind, payload, entry_id)
         known = self._sessions.get(session_id)
         ids = known.ids if known is not None else set[str]()
         if parent_id is not None and parent_id not in ids:

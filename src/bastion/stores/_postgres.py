@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bastion.core import RunStatus, UserError, new_id
+from bastion.core import RunStatus, UserError
 
 from ._memory import last_n
 from ._postgres_schema import migrate
@@ -35,6 +35,7 @@ from ._types import (
     check_entries,
     check_key,
     check_page,
+    check_session_entry,
     check_status,
     decode_object,
     encode_object,
@@ -236,10 +237,7 @@ class PostgresSessionStore(_Base):
         entry_id: str | None = None,
     ) -> SessionEntry:
         """Append a transcript entry."""
-        check_key(session_id, "session_id")
-        check_key(kind, "kind")
-        text = encode_object(payload, "Session entry payload")
-        entry_id = entry_id or new_id("entry")
+        text, entry_id = check_session_entry(session_id, kind, payload, entry_id)
         now = time.time()
         params = {
             "session": session_id,

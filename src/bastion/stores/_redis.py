@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from bastion.core import RunStatus, UserError, new_id
+from bastion.core import RunStatus, UserError
 
 from . import _redis_lua as lua
 from ._memory import last_n
@@ -36,6 +36,7 @@ from ._types import (
     check_entries,
     check_key,
     check_page,
+    check_session_entry,
     check_status,
     decode_object,
     encode_object,
@@ -205,10 +206,7 @@ class RedisSessionStore(_Base):
         entry_id: str | None = None,
     ) -> SessionEntry:
         """Append a transcript entry."""
-        check_key(session_id, "session_id")
-        check_key(kind, "kind")
-        text = encode_object(payload, "Session entry payload")
-        entry_id = entry_id or new_id("entry")
+        text, entry_id = check_session_entry(session_id, kind, payload, entry_id)
         if parent_id == "":
             raise UserError(_no_parent(session_id, parent_id))
         now = time.time()

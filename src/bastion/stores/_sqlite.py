@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from bastion.core import RunStatus, UserError, new_id
+from bastion.core import RunStatus, UserError
 
 from ._memory import last_n
 from ._protocols import Stores
@@ -33,6 +33,7 @@ from ._types import (
     check_entries,
     check_key,
     check_page,
+    check_session_entry,
     check_status,
     decode_object,
     encode_object,
@@ -194,10 +195,7 @@ class SqliteSessionStore:
         entry_id: str | None = None,
     ) -> SessionEntry:
         """Append a transcript entry."""
-        check_key(session_id, "session_id")
-        check_key(kind, "kind")
-        text = encode_object(payload, "Session entry payload")
-        entry_id = entry_id or new_id("entry")
+        text, entry_id = check_session_entry(session_id, kind, payload, entry_id)
         position, now = await self._db.run(
             _session_append,
             session_id,

@@ -334,6 +334,15 @@ def new_artifact(  # noqa: PLR0917 - mirrors ArtifactStore.write
     )
 
 
+def check_session_entry(
+    session_id: str, kind: str, payload: Mapping[str, object], entry_id: str | None
+) -> tuple[str, str]:
+    """Validate a session append before any side effect: (encoded payload, entry id)."""
+    check_key(session_id, "session_id")
+    check_key(kind, "kind")
+    return encode_object(payload, "Session entry payload"), entry_id or new_id("entry")
+
+
 def check_key(key: str, what: str) -> None:
     """Raise UserError on an empty identifier."""
     if not isinstance(key, str) or not key:
