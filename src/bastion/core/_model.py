@@ -58,7 +58,11 @@ class OutputSpec:
 
 @dataclass(kw_only=True, slots=True, frozen=True)
 class ModelSettings:
-    """Sampling and call settings; ``None`` leaves the vendor default."""
+    """Sampling and call settings; ``None`` leaves the vendor default.
+
+    ``timeout`` bounds connecting and each read, in seconds. ``stream=False`` asks the adapter
+    for one whole response instead of a stream (the chunks it yields are the same either way).
+    """
 
     temperature: float | None = None
     top_p: float | None = None
@@ -68,6 +72,7 @@ class ModelSettings:
     tool_choice: Literal["auto", "required", "none"] | str | None = None
     parallel_tool_calls: bool | None = None
     timeout: float | None = None
+    stream: bool | None = None
     extra: dict[str, Any] | None = None
 
 

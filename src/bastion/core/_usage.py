@@ -15,6 +15,8 @@ class Usage:
     ``total_tokens`` is ``prompt_tokens + completion_tokens``: reasoning tokens are part of
     the completion on every vendor that reports them, so they are not added again.
     ``cost_usd`` is ``None`` when no price was known for any call summed in.
+    ``unreported_requests`` counts the calls whose server sent no usage at all: their zeros
+    mean "not reported", not "free".
     """
 
     prompt_tokens: int = 0
@@ -25,6 +27,7 @@ class Usage:
     audio_input_tokens: int = 0
     audio_output_tokens: int = 0
     requests: int = 0
+    unreported_requests: int = 0
     cost_usd: float | None = None
     provider_metrics: dict[str, Any] | None = None
 
@@ -64,6 +67,7 @@ class Usage:
             audio_input_tokens=self.audio_input_tokens + other.audio_input_tokens,
             audio_output_tokens=self.audio_output_tokens + other.audio_output_tokens,
             requests=self.requests + other.requests,
+            unreported_requests=self.unreported_requests + other.unreported_requests,
             cost_usd=cost,
             provider_metrics=None,
         )
