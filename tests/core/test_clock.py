@@ -16,6 +16,10 @@ def test_system_clock_reports_wall_and_monotonic_time():
     assert clock.now() > 1_600_000_000
 
 
-async def test_system_clock_sleep_zero_returns():
+async def test_system_clock_sleep_waits_on_the_monotonic_clock():
     # covers C19
-    await SystemClock().sleep(0)
+    clock = SystemClock()
+    start = clock.monotonic()
+    await clock.sleep(0.001)
+    # asyncio may wake a timer up to the loop's clock resolution early (nanoseconds).
+    assert clock.monotonic() - start >= 0.001 - 1e-6

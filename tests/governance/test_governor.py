@@ -567,14 +567,12 @@ async def test_timeout_cancels_a_slow_action() -> None:
         return "fast"
 
     task = asyncio.ensure_future(gov.exec("tool:slow", slow))
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await clock.wait_for_sleepers(2)  # the action and its 10 s deadline
     clock.advance(10)
     with pytest.raises(ActionTimeout, match="after 10 s"):
         await task
     task = asyncio.ensure_future(gov.exec("tool:slow", quick))
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await clock.wait_for_sleepers(2)
     clock.advance(5)
     assert await task == "fast"
 

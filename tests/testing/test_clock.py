@@ -8,11 +8,6 @@ from bastion.core import Clock
 from bastion.testing import VirtualClock
 
 
-async def spin(turns: int = 10) -> None:
-    for _ in range(turns):
-        await asyncio.sleep(0)
-
-
 def test_virtual_clock_is_a_clock():
     # covers C19
     assert isinstance(VirtualClock(), Clock)
@@ -60,25 +55,24 @@ async def test_manual_mode_wakes_sleepers_only_when_advance_passes_their_deadlin
         await clock.sleep(seconds)
         woke.append(seconds)
 
-    tasks = [asyncio.ensure_future(sleeper(s)) for s in (3.0, 1.0, 2.0)]
-    await spin()
+    late, early, middle = (asyncio.ensure_future(sleeper(s)) for s in (3.0, 1.0, 2.0))
+    await clock.wait_for_sleepers(3)
     assert (woke, clock.pending) == ([], 3)
 
     clock.advance(0.5)
-    await spin()
-    assert (woke, clock.pending) == ([], 3)
+    assert clock.pending == 3
 
     clock.advance(0.5)  # exactly at the 1.0 deadline
-    await spin()
-    assert (woke, clock.pending) == ([1.0], 2)
+    assert clock.pending == 2
+    await early
+    assert woke == [1.0]
 
     clock.advance(5.0)
-    await spin()
+    await asyncio.gather(middle, late)
     assert woke == [1.0, 2.0, 3.0]
     assert clock.pending == 0
     assert clock.now() == 6.0
     assert clock.sleeps == [3.0, 1.0, 2.0]
-    await asyncio.gather(*tasks)
 
 
 async def test_manual_mode_wakes_in_deadline_order_on_one_big_advance():
@@ -94,11 +88,26 @@ async def test_manual_mode_wakes_in_deadline_order_on_one_big_advance():
         asyncio.ensure_future(sleeper(name, s))
         for name, s in (("late", 9.0), ("early", 1.0), ("tie-a", 5.0), ("tie-b", 5.0))
     ]
-    await spin()
+    await clock.wait_for_sleepers(4)
     clock.advance(100)
-    await spin()
-    assert woke == ["early", "tie-a", "tie-b", "late"]
     await asyncio.gather(*tasks)
+    assert woke == ["early", "tie-a", "tie-b", "late"]
+
+
+async def test_wait_for_sleepers_returns_once_enough_sleepers_wait():
+    # covers C19
+    clock = VirtualClock(auto_advance=False)
+    await clock.wait_for_sleepers(0)
+    first = asyncio.ensure_future(clock.sleep(5))
+    await clock.wait_for_sleepers(1)
+    waiting = asyncio.ensure_future(clock.wait_for_sleepers(2))
+    await clock.wait_for_sleepers(1)
+    assert not waiting.done()
+    second = asyncio.ensure_future(clock.sleep(7))
+    await waiting
+    assert clock.pending == 2
+    clock.advance(10)
+    await asyncio.gather(first, second)
 
 
 async def test_manual_mode_zero_sleep_returns_without_advancing():
@@ -112,7 +121,7 @@ async def test_a_cancelled_sleeper_is_no_longer_pending():
     # covers C19
     clock = VirtualClock(auto_advance=False)
     task = asyncio.ensure_future(clock.sleep(5))
-    await spin()
+    await clock.wait_for_sleepers(1)
     assert clock.pending == 1
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)

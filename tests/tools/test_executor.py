@@ -641,8 +641,9 @@ async def test_a_tool_raising_cancelled_error_does_not_hang_the_batch():
 
     consumer = asyncio.ensure_future(consume())
     try:
-        await spin(100)
-        assert consumer.done(), [brief(e) for e in received]
+        # A hang is the failure: the real-time bound only stops a broken test.
+        done, _ = await asyncio.wait([consumer], timeout=10)
+        assert done, [brief(e) for e in received]
     finally:
         consumer.cancel()
         await asyncio.gather(consumer, return_exceptions=True)

@@ -109,14 +109,24 @@ def test_a_callable_object_with_a_raw_schema_is_an_async_tool():
     assert not t.takes_ctx
 
 
-def test_a_callable_object_without_a_schema_is_a_tool_or_a_user_error():
+def test_a_callable_object_without_a_schema_takes_its_schema_from_call():
+    # covers C8
+    t = tool(McpLikeTool(), side_effect_class="read_only")
+    assert t.kind == "async"
+    assert t.name == "remote_search"
+    assert t.parameters["required"] == ["args"]
+    assert t.validator.validate('{"args": {"q": "x"}}') == ((), {"args": {"q": "x"}})
+
+
+def test_a_callable_object_without_a_name_is_a_user_error():
     # Misuse must surface as UserError, never as a bare TypeError from introspection.
     # covers C8
-    try:
-        t = tool(McpLikeTool(), side_effect_class="read_only")
-    except UserError:
-        return
-    assert t.kind == "async"
+    class Nameless:
+        async def __call__(self, q: str) -> str:
+            return q
+
+    with pytest.raises(UserError, match=r"has no __name__: pass tool\(\.\.\., name="):
+        tool(Nameless(), side_effect_class="read_only")
 
 
 def test_args_model_tool_receives_the_model_instance():

@@ -24,6 +24,7 @@ class VirtualClock:
         self.auto_advance = auto_advance
         self.sleeps: list[float] = []
         self._waiters: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._watchers: list[tuple[int, asyncio.Future[None]]] = []
         self._order = itertools.count()
 
     def now(self) -> float:
@@ -45,6 +46,8 @@ class VirtualClock:
         heapq.heappush(self._waiters, (self._now + seconds, next(self._order), future))
         if seconds <= 0:
             self.advance(0.0)
+        else:
+            self._notify_watchers()
         await future
 
     def advance(self, seconds: float) -> None:
@@ -61,3 +64,26 @@ class VirtualClock:
     def pending(self) -> int:
         """How many sleepers wait."""
         return sum(1 for _, _, f in self._waiters if not f.done())
+
+    async def wait_for_sleepers(self, count: int = 1) -> None:
+        """Return once at least ``count`` sleepers wait: a sync point for tests, with no polling.
+
+        With ``auto_advance=False`` a test starts the code under test, awaits this, and only
+        then moves time, so the advance cannot come before the sleep it is meant to end.
+        """
+        if self.pending >= count:
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._watchers.append((count, future))
+        try:
+            await future
+        finally:
+            self._watchers = [(n, f) for n, f in self._watchers if f is not future]
+
+    def _notify_watchers(self) -> None:
+        if not self._watchers:
+            return
+        pending = self.pending
+        for count, future in self._watchers:
+            if count <= pending and not future.done():
+                future.set_result(None)
