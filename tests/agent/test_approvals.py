@@ -1,7 +1,5 @@
 """Approvals: suspend, JSON round trip, resume elsewhere, callbacks (SPEC C4, G-53..G-55, T-07)."""
 
-# covers C4, D2, G-53, G-54, G-55, T-07
-
 from __future__ import annotations
 
 import asyncio
@@ -55,6 +53,7 @@ def suspending_script() -> list[Turn | str]:
 
 
 async def test_suspend_round_trip_and_resume_in_a_new_agent_runs_the_call_once() -> None:
+    # covers G-26, G-53, G-54, G-55, T-07, C4, D2
     ledger = Ledger()
     first = Agent("bank", model=ScriptedModel(suspending_script()), tools=ledger.tools())
     events = [e async for e in first.stream("pay bob 5")]
@@ -138,6 +137,7 @@ async def test_suspend_round_trip_and_resume_in_a_new_agent_runs_the_call_once()
 
 
 async def test_a_denied_call_reaches_the_model_as_an_error_and_never_runs() -> None:
+    # covers G-54, C4
     ledger = Ledger()
     suspended = await Agent(
         "bank", model=ScriptedModel(suspending_script()), tools=ledger.tools()
@@ -166,6 +166,7 @@ async def test_a_denied_call_reaches_the_model_as_an_error_and_never_runs() -> N
 
 
 async def test_an_approver_may_edit_the_arguments() -> None:
+    # covers G-54
     ledger = Ledger()
     suspended = await Agent(
         "bank", model=ScriptedModel(suspending_script()), tools=ledger.tools()
@@ -183,6 +184,7 @@ async def test_an_approver_may_edit_the_arguments() -> None:
 
 
 async def test_directives_that_do_not_match_the_pending_calls_are_refused() -> None:
+    # covers G-54
     ledger = Ledger()
     suspended = await Agent(
         "bank", model=ScriptedModel(suspending_script()), tools=ledger.tools()
@@ -215,6 +217,7 @@ async def test_directives_that_do_not_match_the_pending_calls_are_refused() -> N
 
 
 async def test_on_approval_callback_decides_in_line() -> None:
+    # covers T-07, C4
     asked: list[ApprovalRequest] = []
 
     async def approve_small(request: ApprovalRequest, ctx: Any) -> bool:
@@ -259,6 +262,7 @@ async def test_on_approval_callback_decides_in_line() -> None:
     [("deny", [], "completed"), ("approve", ["bob:5"], "completed"), ("raise", [], "failed")],
 )
 async def test_approval_timeout_actions(action: Any, sent: list[str], status: str) -> None:
+    # covers A-28, C4
     never = asyncio.Event()
 
     async def slow_human(request: ApprovalRequest, ctx: Any) -> bool:
@@ -292,6 +296,7 @@ async def test_approval_timeout_actions(action: Any, sent: list[str], status: st
 
 
 async def test_policy_and_predicates_decide_which_calls_need_approval() -> None:
+    # covers T-07, A-28, A-33, C4
     def big(args: dict[str, Any]) -> bool:
         return args["amount"] > 100
 
@@ -341,6 +346,7 @@ def test_bad_approval_config_is_a_user_error() -> None:
 
 
 def test_run_state_json_rejects_what_it_cannot_load() -> None:
+    # covers D2
     with pytest.raises(UserError, match="invalid JSON"):
         run_state_from_json("{nope")
     with pytest.raises(UserError, match="expected"):
@@ -353,6 +359,7 @@ def test_run_state_json_rejects_what_it_cannot_load() -> None:
 
 async def test_a_completed_run_state_round_trips_exactly() -> None:
     @tool(side_effect_class="pure")
+    # covers G-02, D2
     def add(a: int, b: int) -> int:
         """Add."""
         return a + b

@@ -1,11 +1,9 @@
-"""``Agent.as_tool``: a sub-agent the parent's model calls like a tool (SPEC S-28, C14, D1).
+"""``Agent.as_tool``: a sub-agent the parent's model calls like a tool (SPEC C14, D1, G-56).
 
 Every scenario runs a parent Agent whose ScriptedModel / FunctionModel calls the child's
 tool, and asserts what a user sees: the text the parent's model reads back, the parent's
 stream, usage, what the store holds.
 """
-
-# covers S-28, C14, D1, G-22, G-56
 
 from __future__ import annotations
 
@@ -86,6 +84,7 @@ def forwarded(events: Sequence[AgentEvent]) -> list[AgentEvent]:
 
 
 async def test_sub_agent_gets_only_the_input_and_its_answer_is_the_tool_result() -> None:
+    # covers G-56, C14, D1
     child = child_agent(
         [Turn(tool_calls=[Call("lookup", {"q": "tides"})]), "Tides follow the moon."],
         instructions="You research.",
@@ -110,6 +109,7 @@ async def test_sub_agent_gets_only_the_input_and_its_answer_is_the_tool_result()
 
 
 async def test_the_tool_advertises_one_input_string_and_the_agents_description() -> None:
+    # covers G-56, C14
     child = child_agent(["x"])
     made = child.as_tool()
     definition = made.definition()
@@ -122,6 +122,7 @@ async def test_the_tool_advertises_one_input_string_and_the_agents_description()
 
 
 async def test_sub_agent_inherits_deps_session_and_user_but_not_metadata() -> None:
+    # covers G-56
     seen: list[tuple[Any, ...]] = []
 
     @tool(side_effect_class="read_only")
@@ -144,6 +145,7 @@ async def test_sub_agent_inherits_deps_session_and_user_but_not_metadata() -> No
 
 
 async def test_input_filter_builds_the_sub_agents_history_from_the_parents_turns() -> None:
+    # covers G-56
     received: list[list[Message]] = []
 
     def last_user_turns(messages: list[Message]) -> list[Message]:
@@ -176,6 +178,7 @@ async def test_input_filter_builds_the_sub_agents_history_from_the_parents_turns
     ],
 )
 async def test_expose_turns_shapes_what_the_parent_reads(expose: Any, expected: str) -> None:
+    # covers G-56
     child = child_agent(
         [Turn(text="Let me look.", tool_calls=[Call("lookup", {"q": "x"})]), "Answer: 42."]
     )
@@ -195,6 +198,7 @@ async def test_structured_output_of_a_sub_agent_reaches_the_parent_as_json() -> 
 
 
 async def test_a_failed_sub_run_is_a_tool_error_the_parent_model_reads() -> None:
+    # covers G-56
     child = child_agent([Turn(error=ContextLengthExceeded("prompt too long"))], retry=None)
     parent, parent_model = parent_agent([ask("q"), "I could not research that."], [child.as_tool()])
     events = [e async for e in parent.stream("go")]
@@ -227,6 +231,7 @@ async def test_a_sub_agent_stopped_at_max_steps_says_so_with_its_last_answer() -
 
 
 async def test_sub_agent_usage_adds_to_the_parents_usage_even_when_it_fails() -> None:
+    # covers G-56, G-68
     child = child_agent(
         [
             Turn(tool_calls=[Call("lookup", {"q": "x"})], usage=Usage(prompt_tokens=10)),
@@ -264,6 +269,7 @@ async def test_sub_agent_usage_adds_to_the_parents_usage_even_when_it_fails() ->
 
 async def test_a_sub_agent_that_read_untrusted_content_taints_the_parent_run() -> None:
     @tool(side_effect_class="read_only", trust_class="mcp_derived")
+    # covers G-97
     def fetch_page(url: str) -> str:
         """Fetch a web page."""
         return "Tides are caused by the moon."
@@ -454,6 +460,7 @@ def blocking_child(started: asyncio.Event) -> Agent[Any, Any]:
 
 
 async def test_aborting_the_parent_aborts_the_sub_agent_run() -> None:
+    # covers G-60
     started = asyncio.Event()
     async with open_store("memory://") as stores:
         child = blocking_child(started).with_store(stores)
@@ -471,6 +478,7 @@ async def test_aborting_the_parent_aborts_the_sub_agent_run() -> None:
 
 
 async def test_a_drain_abort_lets_the_sub_agent_stop_after_its_step() -> None:
+    # covers G-61
     child = child_agent(["Answer."])
     stream_holder: list[AgentStream[Any]] = []
 

@@ -4,9 +4,6 @@ Every scenario runs an Agent on a ScriptedModel and a VirtualClock and asserts w
 sees: the run's status and output, the tool results the model reads, the event stream.
 """
 
-# covers L-10, L-16, L-17, L-18, L-19, L-20, L-21, L-22, L-23, L-24, L-27, L-29, L-31, L-32
-# covers A-22, C3, C4
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -97,7 +94,7 @@ async def counters(agent: Agent[Any, Any], key: str) -> list[CounterView]:
 async def test_the_stream_carries_governance_decisions_by_default(
     events: Literal["decisions", "none"], expected: list[str]
 ) -> None:
-    # covers L-30, L-34 (signals to subscribers; decisions on the stream)
+    # covers L-29, L-30, L-34 (signals to subscribers; decisions on the stream)
     def approver(interrupt: Interrupt, ctx: InterruptContext) -> MutateDecision:
         return MutateDecision(oracle="llm", limit_type="cost", max=20, approver=CFO)
 
@@ -128,6 +125,7 @@ def test_an_unknown_governance_events_setting_is_a_user_error() -> None:
 
 
 async def test_daily_budget_interrupt_raise_to_20_retries_the_same_call_and_completes() -> None:
+    # covers L-10, L-23, L-24, L-27, L-29
     asked: list[Interrupt] = []
 
     def approver(interrupt: Interrupt, ctx: InterruptContext) -> MutateDecision:
@@ -176,6 +174,7 @@ async def test_daily_budget_interrupt_raise_to_20_retries_the_same_call_and_comp
 
 
 async def test_daily_budget_raise_to_60_is_refused_and_the_call_is_never_made() -> None:
+    # covers L-23, L-24
     def greedy(interrupt: Interrupt, ctx: InterruptContext) -> MutateDecision:
         return MutateDecision(oracle="llm", limit_type="cost", max=60, approver=CFO)
 
@@ -210,6 +209,7 @@ async def test_daily_budget_raise_to_60_is_refused_and_the_call_is_never_made() 
 
 
 async def test_per_minute_call_limit_rate_limits_then_resets_with_the_clock() -> None:
+    # covers L-10, L-17, L-19
     clock = VirtualClock()
     log: list[str] = []
     three = [Call("lookup", {"q": f"q{i}"}, id=f"c{i}") for i in (1, 2, 3)]
@@ -267,6 +267,7 @@ def transfer_agent(ledger: list[str], **governance_config: Any) -> Agent[Any, An
 
 
 async def test_a_forced_global_deny_beats_an_allow_at_the_oracle() -> None:
+    # covers L-16, L-20, L-21, C4
     def freeze(action: PolicyAction) -> PolicyResult | None:
         if action.oracle.startswith("tool:"):
             return deny("all tools are frozen for the audit", force=True)
@@ -293,6 +294,7 @@ async def test_a_forced_global_deny_beats_an_allow_at_the_oracle() -> None:
 
 
 async def test_a_deny_at_the_oracle_beats_an_allow_above_it() -> None:
+    # covers L-21, C4
     def welcome(action: PolicyAction) -> PolicyResult:
         return allow()
 
@@ -331,6 +333,7 @@ async def _suspend(log: list[str]) -> Any:
 
 
 async def test_suspended_interrupt_json_round_trip_new_agent_counters_restored() -> None:
+    # covers L-24, L-27, L-32
     log: list[str] = []
     suspended = await _suspend(log)
     assert suspended.status == "awaiting_approval"
@@ -403,6 +406,7 @@ def business_hours(action: PolicyAction) -> PolicyResult | None:
 
 
 async def test_time_of_day_policy_reason_reaches_the_model_for_a_tool_call() -> None:
+    # covers L-26
     clock = VirtualClock(datetime(2024, 3, 4, 20, 0, tzinfo=UTC).timestamp())
     log: list[str] = []
     model = ScriptedModel(
@@ -432,6 +436,7 @@ async def test_time_of_day_policy_reason_reaches_the_model_for_a_tool_call() -> 
 
 
 async def test_time_of_day_policy_on_model_calls_fails_the_run_with_its_reason() -> None:
+    # covers L-26, L-29
     clock = VirtualClock(datetime(2024, 3, 4, 6, 0, tzinfo=UTC).timestamp())
     model = ScriptedModel(["never sent"])
     agent = Agent("trader", model=model, oracles={"llm": [business_hours]}, clock=clock)
@@ -459,6 +464,7 @@ async def test_time_of_day_policy_on_model_calls_fails_the_run_with_its_reason()
 
 
 async def test_a_run_budget_stops_the_run_cleanly_with_status_stopped() -> None:
+    # covers C3, L-19
     log: list[str] = []
     agent = Agent(
         "analyst",
@@ -480,6 +486,7 @@ async def test_a_run_budget_stops_the_run_cleanly_with_status_stopped() -> None:
 
 
 async def test_rounds_limit_allows_exactly_n_tool_rounds() -> None:
+    # covers L-17, C3
     log: list[str] = []
     agent = Agent(
         "looper",
@@ -499,6 +506,7 @@ async def test_rounds_limit_allows_exactly_n_tool_rounds() -> None:
 
 
 async def test_a_result_decision_answers_the_model_call_without_sending_it() -> None:
+    # covers L-27
     def cached(interrupt: Interrupt, ctx: InterruptContext) -> ResultDecision:
         return ResultDecision("from the cache")
 
@@ -528,6 +536,7 @@ async def test_no_governance_configured_means_no_governor_and_no_events() -> Non
 
 
 async def test_a_retried_tool_call_that_is_still_over_its_limit_suspends_again() -> None:
+    # covers L-24, L-27
     log: list[str] = []
     ops = "human:ops"
     model = ScriptedModel(
@@ -601,6 +610,7 @@ async def test_a_retried_tool_call_that_is_still_over_its_limit_suspends_again()
 
 
 async def test_a_retried_round_that_is_still_over_its_limit_suspends_again() -> None:
+    # covers L-17, L-24, L-27
     log: list[str] = []
     ops = "human:ops"
     agent = Agent(
@@ -668,6 +678,7 @@ def quote_turns(*symbols: str) -> Turn:
 
 
 async def test_ctx_call_is_rate_limited_by_a_user_oracle_and_resets_with_the_clock() -> None:
+    # covers L-14, L-17, L-19, L-29
     clock = VirtualClock()
     fetched: list[str] = []
     agent = Agent(
@@ -710,6 +721,7 @@ async def test_ctx_call_is_rate_limited_by_a_user_oracle_and_resets_with_the_clo
 
 
 async def test_ctx_call_inherits_a_deny_from_an_ancestor_key() -> None:
+    # covers L-11, L-14
     fetched: list[str] = []
 
     def closed(action: PolicyAction) -> PolicyResult:

@@ -1,10 +1,9 @@
-"""Durable runs: the journal a run writes, and resuming it by id (ARCHITECTURE §5).
+"""Durable runs: the journal a run writes, and resuming it by id (ARCHITECTURE §5: journal,
+replay, side-effect ledger).
 
 Crashes are simulated in-process by copying a prefix of an uninterrupted run's journal into
 a fresh store and resuming from it; ``tests/durability`` kills real processes.
 """
-
-# covers ARCHITECTURE §5 (journal, replay, side-effect ledger), SPEC D2
 
 from __future__ import annotations
 

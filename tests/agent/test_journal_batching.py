@@ -3,9 +3,8 @@
 A run queues its entries and commits them in batches; it waits for the store only before a
 tool runs, before a human is asked, and before the run's end. Between barriers an entry is
 committed within ``COMMIT_DELAY`` even while the run waits for a slow model.
+ARCHITECTURE §5 (journal, side-effect ledger).
 """
-
-# covers ARCHITECTURE §5 (journal, side-effect ledger)
 
 from __future__ import annotations
 

@@ -351,7 +351,7 @@ async def test_incomplete_tool_call_fails_without_running_it() -> None:
 
 
 async def test_history_continues_a_conversation() -> None:
-    # covers S-10 (multi-turn), A-05
+    # covers SPEC §3.4 scenario 10 (multi-turn: the model sees the prior history)
     agent = Agent("a", model=ScriptedModel(["first", "second"]), instructions="sys")
     first = await agent.run("one")
     second = await agent.run("two", message_history=first.messages)

@@ -9,6 +9,7 @@ from bastion.testing import ScriptedModel
 
 
 def test_progress_is_written_to_the_agents_store_and_read_back(tmp_path: Path):
+    # covers G-06, G-82
     url = f"sqlite:///{tmp_path / 'runs.db'}"
 
     async def go() -> None:
@@ -40,6 +41,7 @@ def test_progress_is_written_to_the_agents_store_and_read_back(tmp_path: Path):
 
 
 def test_an_agent_without_a_store_keeps_progress_in_memory():
+    # covers G-06
     async def go() -> None:
         agent = Agent("worker", model=ScriptedModel(["ok"]))
         await agent.progress.write("note", role="planner")

@@ -35,7 +35,7 @@ def quick_lookup() -> str:
 
 
 async def test_a_tool_hint_picks_the_next_steps_model_through_the_tier_map() -> None:
-    # covers G-83, G-84, G-68 (usage per model)
+    # covers G-83, G-84
     m = models()
     agent = Agent(
         "a",

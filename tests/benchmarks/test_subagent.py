@@ -1,7 +1,5 @@
 """The sub-agent benchmark stays honest: every timed agent gives the child's answer."""
 
-# covers S-28
-
 from __future__ import annotations
 
 from benchmarks._script import PROMPT

@@ -9,9 +9,8 @@ written right before the tool is invoked, after the gate), so the journal holds 
 ``Directive``. Either way the tool runs exactly once, after the decision; the model is not
 called again for the journaled step; the output is the uninterrupted run's. Against a
 SQLite file and PostgreSQL (``BASTION_TEST_POSTGRES_DSN``, one schema per case).
+ARCHITECTURE §5 (journal, replay, side-effect ledger).
 """
-
-# covers ARCHITECTURE §5 (journal, replay, side-effect ledger)
 
 from __future__ import annotations
 

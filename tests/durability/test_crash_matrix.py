@@ -9,9 +9,8 @@ them in batches (write-behind, with a barrier before each tool runs and before t
 before it. What the kill left durable is read back from the store, and the expectations
 follow from it: a model call is sent again only if its answer was not durable; a
 side-effecting call started without a durable result goes to a human.
+ARCHITECTURE §5 (journal, replay, side-effect ledger).
 """
-
-# covers ARCHITECTURE §5 (journal, replay, side-effect ledger)
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
 """Constraints as policy factories: max_cycles, max_depth, max_loop."""
-# covers L-25
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ from bastion.testing import VirtualClock
 
 
 async def test_max_cycles_zero_forbids_a_node_inside_itself() -> None:
+    # covers L-25
     gov = Governor(policies=[max_cycles(0)], clock=VirtualClock())
     assert (
         await gov.exec("agent:writer", lambda: "ok", node="writer", ancestry=("planner",)) == "ok"
@@ -22,6 +22,7 @@ async def test_max_cycles_zero_forbids_a_node_inside_itself() -> None:
 
 
 async def test_max_depth() -> None:
+    # covers L-25
     gov = Governor(policies=[max_depth(2)], clock=VirtualClock())
     await gov.exec("agent:c", lambda: 1, node="c", ancestry=("a", "b"))
     with pytest.raises(Denied, match=r"max_depth\(2\): depth 3"):
@@ -29,6 +30,7 @@ async def test_max_depth() -> None:
 
 
 async def test_max_loop_at_node_level_overrides_global_max_cycles() -> None:
+    # covers L-25
     gov = Governor(
         policies=[max_cycles(0)],
         node_policies={"critic": [max_loop("critic", 2)]},

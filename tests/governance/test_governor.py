@@ -1,6 +1,4 @@
 """The governor at work: budgets, rate limits, two-phase resolution, interrupts, state."""
-# covers L-10, L-11, L-14, L-15, L-16, L-17, L-19, L-20, L-21, L-22, L-23, L-24, L-26, L-27,
-# covers L-28, L-29, L-32
 
 from __future__ import annotations
 
@@ -62,12 +60,14 @@ class Calls:
 
 
 def test_key_ancestry() -> None:
+    # covers L-11
     assert key_ancestry(MODEL) == ("llm", "llm:anthropic", MODEL)
     with pytest.raises(UserError, match="Invalid oracle key 'llm::x'"):
         key_ancestry("llm::x")
 
 
 async def test_daily_budget_interrupt_raise_to_20_retries_and_60_is_refused() -> None:
+    # covers L-23, L-24, L-27, L-29
     clock = VirtualClock()
     decisions: list[InterruptDecision] = [
         MutateDecision(oracle="llm", limit_type="cost", max=60),
@@ -122,6 +122,7 @@ async def test_daily_budget_interrupt_raise_to_20_retries_and_60_is_refused() ->
 
 
 async def test_budget_breach_without_handler_suspends_and_resumes_after_decide() -> None:
+    # covers L-24, L-32
     clock = VirtualClock()
     gov = Governor(
         budget=Budget(cost_usd=10, window="day", mutable_by="human:cfo", ceiling=50),
@@ -160,6 +161,7 @@ async def test_budget_breach_without_handler_suspends_and_resumes_after_decide()
 
 
 async def test_decisions_deny_and_result_apply_to_the_retried_action() -> None:
+    # covers L-27, L-28
     gov = Governor(
         oracles={"tool:trade": [Limit(type="calls", max=1, mutable={"ops": True})]},
         clock=VirtualClock(),
@@ -177,6 +179,7 @@ async def test_decisions_deny_and_result_apply_to_the_retried_action() -> None:
 
 
 async def test_non_mutable_limit_fails_before_the_call() -> None:
+    # covers L-17, L-28
     gov = Governor(oracles={"llm": [Limit(type="cost", max=1.0)]}, clock=VirtualClock())
     model = Calls(1.5)
     await gov.exec(MODEL, model)
@@ -187,6 +190,7 @@ async def test_non_mutable_limit_fails_before_the_call() -> None:
 
 
 async def test_per_minute_call_limit_slides_with_the_virtual_clock() -> None:
+    # covers L-11, L-17, L-19
     clock = VirtualClock()
     gov = Governor(
         oracles={"api:market": [Limit(type="calls", max=2, window="minute")]}, clock=clock
@@ -216,6 +220,7 @@ async def test_per_minute_call_limit_slides_with_the_virtual_clock() -> None:
 
 
 async def test_force_deny_at_global_beats_allow_at_the_oracle() -> None:
+    # covers L-20, L-21
     gov = Governor(
         policies=[lambda a: deny("maintenance window", force=True)],
         oracles={MODEL: [lambda a: allow(stop=True)]},
@@ -226,6 +231,7 @@ async def test_force_deny_at_global_beats_allow_at_the_oracle() -> None:
 
 
 async def test_deny_at_the_oracle_beats_allow_above_it() -> None:
+    # covers L-16, L-21, L-28
     asked: list[str] = []
 
     def record(level: str, result: PolicyResult) -> CustomPolicy:
@@ -256,6 +262,7 @@ async def test_deny_at_the_oracle_beats_allow_above_it() -> None:
 
 
 async def test_allow_stop_below_hides_a_deny_above() -> None:
+    # covers L-20, L-21
     gov = Governor(
         policies=[lambda a: deny("no tools")],
         oracles={"tool:search": [lambda a: allow(stop=True)]},
@@ -267,6 +274,7 @@ async def test_allow_stop_below_hides_a_deny_above() -> None:
 
 
 async def test_allow_force_at_the_top_overrides_a_deny_below() -> None:
+    # covers L-20, L-21
     gov = Governor(
         policies=[lambda a: allow(force=True) if a.node == "admin" else None],
         oracles={"tool:shell": [lambda a: deny("shell is off")]},
@@ -278,6 +286,7 @@ async def test_allow_force_at_the_top_overrides_a_deny_below() -> None:
 
 
 async def test_time_of_day_policy_denies_outside_hours_with_its_reason() -> None:
+    # covers L-26, L-29
     def trading_hours(action: PolicyAction) -> PolicyResult:
         hour = datetime.fromtimestamp(action.timestamp, UTC).hour
         if 9 <= hour < 17:
@@ -299,6 +308,7 @@ async def test_time_of_day_policy_denies_outside_hours_with_its_reason() -> None
 
 
 async def test_async_policy_sees_the_action_fields() -> None:
+    # covers L-16, L-22
     seen: list[PolicyAction] = []
 
     async def watch(action: PolicyAction) -> PolicyResult | None:
@@ -332,6 +342,7 @@ async def test_async_policy_sees_the_action_fields() -> None:
 
 
 async def test_policy_interrupt_with_handler_retry_then_approved() -> None:
+    # covers L-20, L-27
     calls: list[Interrupt] = []
 
     def handler(it: Interrupt, ctx: InterruptContext) -> InterruptDecision:
@@ -350,6 +361,7 @@ async def test_policy_interrupt_with_handler_retry_then_approved() -> None:
 
 
 async def test_failing_handler_denies() -> None:
+    # covers L-27
     def handler(it: Interrupt, ctx: InterruptContext) -> InterruptDecision:
         raise RuntimeError("pager down")
 
@@ -363,6 +375,7 @@ async def test_failing_handler_denies() -> None:
 
 
 async def test_snapshot_json_restore_keeps_counters_and_windows() -> None:
+    # covers L-19, L-32
     clock = VirtualClock()
 
     def config() -> Governor:
@@ -396,6 +409,7 @@ async def test_snapshot_json_restore_keeps_counters_and_windows() -> None:
 
 
 async def test_mutation_expires_with_its_window() -> None:
+    # covers L-19, L-24
     clock = VirtualClock()
     gov = Governor(
         oracles={"tool:x": [Limit(type="calls", max=1, window="minute", mutable={"ops": True})]},
@@ -410,6 +424,7 @@ async def test_mutation_expires_with_its_window() -> None:
 
 
 async def test_two_windows_of_one_type_mutate_the_breached_one() -> None:
+    # covers L-19, L-24
     clock = VirtualClock()
     gov = Governor(
         oracles={
@@ -427,6 +442,7 @@ async def test_two_windows_of_one_type_mutate_the_breached_one() -> None:
 
 
 async def test_calls_count_failures_and_record_split_api() -> None:
+    # covers L-14, L-17
     gov = Governor(
         oracles={"llm": [Limit(type="calls", max=10), Limit(type="context", max=5000)]},
         clock=VirtualClock(),
@@ -447,6 +463,7 @@ async def test_calls_count_failures_and_record_split_api() -> None:
 
 
 async def test_custom_counter_and_extract_breakdown() -> None:
+    # covers L-16, L-17, L-29
     signals: list[GovernanceSignal] = []
     gov = Governor(
         oracles={
@@ -474,6 +491,7 @@ async def test_custom_counter_and_extract_breakdown() -> None:
 
 
 async def test_invocation_window_is_per_invocation_and_dropped_at_end() -> None:
+    # covers L-19
     gov = Governor(
         oracles={"tool": [Limit(type="calls", max=1, window="invocation")]}, clock=VirtualClock()
     )
@@ -508,6 +526,7 @@ async def test_rounds_limit_allows_exactly_n_tool_rounds() -> None:
 
 
 async def test_retries_with_exponential_backoff_on_the_clock() -> None:
+    # covers L-17, L-18, L-29
     clock = VirtualClock()
     gov = Governor(
         oracles={"api": [Limit(type="retries", max=3, backoff="exponential")]}, clock=clock
@@ -531,6 +550,7 @@ async def test_retries_with_exponential_backoff_on_the_clock() -> None:
 
 
 async def test_retries_fixed_and_function_backoff_then_give_up() -> None:
+    # covers L-17, L-18
     clock = VirtualClock()
     gov = Governor(
         oracles={
@@ -551,6 +571,7 @@ async def test_retries_fixed_and_function_backoff_then_give_up() -> None:
 
 
 async def test_timeout_cancels_a_slow_action() -> None:
+    # covers L-14, L-17
     import asyncio
 
     from bastion.governance import ActionTimeout
@@ -578,6 +599,7 @@ async def test_timeout_cancels_a_slow_action() -> None:
 
 
 async def test_executor_inherited_from_a_parent_key() -> None:
+    # covers L-10, L-11, L-15
     gov = Governor(
         oracles={"api:market": Oracle(executor=lambda symbol: f"price of {symbol}")},
         clock=VirtualClock(),
@@ -599,6 +621,7 @@ def test_configuration_errors_are_user_errors() -> None:
 
 
 def test_budget_is_a_cost_limit_on_llm() -> None:
+    # covers L-23
     limit = Budget(cost_usd=10, window="day", mutable_by="human:cfo", ceiling=50).limit()
     assert (limit.type, limit.max, limit.window) == ("cost", 10, "day")
     assert limit.mutable is not None

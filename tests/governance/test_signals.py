@@ -1,7 +1,5 @@
 """Signals as data (``Governor.subscribe_data``) match the typed signals field for field."""
 
-# covers L-29, L-30
-
 from __future__ import annotations
 
 from typing import Any
@@ -17,6 +15,7 @@ from bastion.testing import VirtualClock
 
 
 async def test_data_listeners_get_exactly_the_typed_signals_fields() -> None:
+    # covers L-29, L-30
     clock = VirtualClock(1_000.0)
     oracles = {"llm": [Limit(type="calls", max=5, window="minute")]}
     typed: list[GovernanceSignal] = []

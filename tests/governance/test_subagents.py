@@ -1,12 +1,10 @@
-"""Sub-agents as governed actions on ``agent:<name>`` (issue 5; SPEC S-28, L-25, C14).
+"""Sub-agents as governed actions on ``agent:<name>`` (issue 5; SPEC L-25, C14).
 
 A parent Agent with governance calls a child made with ``Agent.as_tool``: the call is an
 action on ``agent:<child>`` through the parent's governor, and the child's own model and
 tool calls go through the same governor one level down (ancestry), so hierarchical
 policies, ``max_depth`` and per-invocation limits see the whole tree.
 """
-
-# covers S-28, L-10, L-16, L-20, L-21, L-22, L-25, L-27, C14, G-22
 
 from __future__ import annotations
 
@@ -72,6 +70,7 @@ def signals(events: Sequence[AgentEvent]) -> list[str]:
 
 
 async def test_two_calls_a_minute_on_agent_researcher_refuses_the_third_until_time_passes() -> None:
+    # covers L-10, L-19
     clock = VirtualClock()
     child = researcher(["one", "two", "three"])
     parent = Agent(
@@ -102,6 +101,7 @@ async def test_two_calls_a_minute_on_agent_researcher_refuses_the_third_until_ti
 
 
 async def test_a_forced_deny_on_agent_blocks_every_sub_agent_whatever_allows_below() -> None:
+    # covers L-16, L-20, L-21
     def no_sub_agents(action: PolicyAction) -> PolicyResult:
         return deny("sub-agents are off today", force=True)
 
@@ -131,6 +131,7 @@ async def test_a_forced_deny_on_agent_blocks_every_sub_agent_whatever_allows_bel
 
 
 async def test_policies_see_the_sub_agents_calls_below_the_parent_in_the_ancestry() -> None:
+    # covers L-10, L-22
     seen: list[tuple[str, str, tuple[str, ...], str | None]] = []
 
     def record(action: PolicyAction) -> None:
@@ -179,6 +180,7 @@ async def test_the_parent_stream_shows_the_trees_governance_signals_in_order() -
 
 
 async def test_max_depth_stops_a_sub_agent_from_starting_its_own_sub_agent() -> None:
+    # covers L-25
     leaf = Agent("fact_checker", model=ScriptedModel(["Checked."], name="tiny"))
     child = Agent(
         "researcher",
@@ -252,6 +254,7 @@ async def test_what_a_sub_agent_spends_counts_against_a_cost_limit_on_agent_rese
 async def test_a_mutable_limit_breached_inside_the_child_is_decided_by_the_parents_handler() -> (
     None
 ):
+    # covers L-24, L-27
     asked: list[Interrupt] = []
 
     def approve(interrupt: Interrupt, ctx: InterruptContext) -> MutateDecision:
@@ -308,6 +311,7 @@ async def test_an_interrupt_in_the_child_nobody_handles_fails_the_parents_call()
 
 
 async def test_a_mutable_limit_on_agent_researcher_suspends_the_parent_until_decided() -> None:
+    # covers L-24, L-27
     ops = "human:ops"
     child = researcher(["first", "second"])
     parent = Agent(

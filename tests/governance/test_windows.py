@@ -1,5 +1,4 @@
 """Window parsing and sliding-window arithmetic (L-19)."""
-# covers L-19, L-32
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from bastion.governance._windows import SlidingCounter
 
 
 def test_named_numeric_scoped_windows() -> None:
+    # covers L-19
     assert parse_window("minute").seconds == 60
     assert parse_window("month").seconds == 30 * 86_400
     assert parse_window(90).label == "90s"
@@ -37,6 +37,7 @@ events_strategy = st.lists(
 def test_sliding_sum_equals_brute_force_recount(
     window: float, events: list[tuple[float, int]]
 ) -> None:
+    # covers L-19
     counter = SlidingCounter(window)
     now = 0.0
     seen: list[tuple[float, int]] = []
@@ -56,6 +57,7 @@ def test_sliding_sum_equals_brute_force_recount(
 
 @given(amounts=st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), max_size=40))
 def test_fractional_amounts_never_leave_a_negative_total(amounts: list[float]) -> None:
+    # covers L-19
     counter = SlidingCounter(10.0)
     for i, amount in enumerate(amounts):
         counter.add(amount, float(i))
@@ -72,6 +74,7 @@ def test_unbounded_counter_keeps_no_event_list() -> None:
 
 
 async def test_memory_store_dump_and_load_round_trip() -> None:
+    # covers L-32
     store = MemoryCounterStore()
     await store.add("a|calls|minute", 1, now=0.0, seconds=60)
     await store.add("a|calls|minute", 2, now=30.0, seconds=60)

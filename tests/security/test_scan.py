@@ -1,7 +1,5 @@
 """The fast scanner finds exactly what trying every pattern at every position finds."""
 
-# covers T-16, T-20
-
 from __future__ import annotations
 
 import re
@@ -50,11 +48,13 @@ TEXTS = st.lists(
 @settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
 @given(text=TEXTS)
 def test_fast_scan_equals_trying_every_position(text: str) -> None:
+    # covers T-16
     assert find_injections(text) == _find_injections_reference(text)
 
 
 @pytest.mark.parametrize("text", [text for text, _ in POSITIVES] + NEGATIVES + list(INJECTIONS))
 def test_examples_scan_alike(text: str) -> None:
+    # covers T-16
     for variant in (text, text.upper(), f"x{text}\n{text} ", "\n  " + text):
         assert find_injections(variant) == _find_injections_reference(variant)
 
@@ -76,6 +76,7 @@ def _begins_at_a_start(
 
 
 def test_every_positive_example_begins_at_a_derived_start() -> None:
+    # covers T-16
     patterns = {p.id: p for p in catalogue()}
     for text, pattern_id in POSITIVES:
         p = patterns[pattern_id]

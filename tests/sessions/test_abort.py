@@ -1,7 +1,5 @@
 """Aborting a session's work: one message, or the current turn (SPEC S-04, C12)."""
 
-# covers S-04, S-05, S-07, C12
-
 from __future__ import annotations
 
 import asyncio
@@ -29,6 +27,7 @@ def _blocking(started: asyncio.Event, gate: asyncio.Event) -> Tool:
 
 
 async def test_aborting_a_running_message_stops_its_turn_and_keeps_the_session() -> None:
+    # covers S-04, S-05
     started, gate = asyncio.Event(), asyncio.Event()
     log: list[str] = []
     model = ScriptedModel(
@@ -77,6 +76,7 @@ async def test_aborting_a_running_message_stops_its_turn_and_keeps_the_session()
 
 
 async def test_aborting_a_queued_message_drops_only_that_message() -> None:
+    # covers S-04, S-07, C12
     started, gate = asyncio.Event(), asyncio.Event()
     model = ScriptedModel(
         [Turn(tool_calls=[Call("fetch", {"what": "x"}, id="c1")]), "first", "third"]
@@ -126,6 +126,7 @@ async def test_session_abort_stops_the_turn_and_drops_what_waits() -> None:
 
 
 async def test_a_message_aborted_before_its_turn_starts_leaves_no_trace() -> None:
+    # covers S-04
     model = ScriptedModel(["hello"])
     session: Session = Agent("helper", model=model).session()
     lines = record(session)
@@ -141,6 +142,7 @@ async def test_a_message_aborted_before_its_turn_starts_leaves_no_trace() -> Non
 
 
 async def test_aborting_a_steering_message_that_joined_aborts_its_turn() -> None:
+    # covers S-07, C12
     started, gate = asyncio.Event(), asyncio.Event()
     model = ScriptedModel([Turn(tool_calls=[Call("fetch", {"what": "x"}, id="c1")]), "unused"])
     session: Session = Agent("helper", model=model, tools=[_blocking(started, gate)]).session()

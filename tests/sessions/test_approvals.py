@@ -1,7 +1,5 @@
 """Approvals inside sessions: suspend, decide, steer, resume in another agent (C4, S-17)."""
 
-# covers S-17, S-19, S-20, C4, C12
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,6 +40,7 @@ SUSPENDED = [
 
 
 async def test_a_call_needing_approval_suspends_the_turn_until_approved() -> None:
+    # covers S-19, C4
     log: list[str] = []
     model = ScriptedModel(_script())
     session: Session = Agent("bank", model=model, tools=tools(log)).session()
@@ -78,6 +77,7 @@ async def test_a_call_needing_approval_suspends_the_turn_until_approved() -> Non
 
 
 async def test_deny_tells_the_model_why_and_bad_decisions_are_user_errors() -> None:
+    # covers C4
     log: list[str] = []
     model = ScriptedModel(_script("Not paid"))
     session: Session = Agent("bank", model=model, tools=tools(log)).session()
@@ -99,6 +99,7 @@ async def test_deny_tells_the_model_why_and_bad_decisions_are_user_errors() -> N
 
 
 async def test_a_listener_may_decide_at_once() -> None:
+    # covers C4
     log: list[str] = []
     session: Session = Agent("bank", model=ScriptedModel(_script()), tools=tools(log)).session()
 
@@ -113,7 +114,7 @@ async def test_a_listener_may_decide_at_once() -> None:
 
 
 async def test_steering_while_suspended_denies_the_pending_calls_and_goes_on() -> None:
-    # covers S-17, S-19: the steering message lands after the (denied) results
+    # covers C12, S-17, S-19: the steering message lands after the (denied) results
     log: list[str] = []
     model = ScriptedModel(_script("Cancelled"))
     session: Session = Agent("bank", model=model, tools=tools(log)).session()
@@ -142,6 +143,7 @@ async def test_steering_while_suspended_denies_the_pending_calls_and_goes_on() -
 
 
 async def test_a_queued_message_waits_for_the_decision() -> None:
+    # covers C12
     log: list[str] = []
     model = ScriptedModel([*_script(), "Later done"])
     session: Session = Agent("bank", model=model, tools=tools(log)).session()
@@ -186,6 +188,7 @@ async def test_abort_while_suspended_denies_the_pending_calls() -> None:
 
 
 async def test_the_suspension_survives_resume_session_in_a_new_agent(tmp_path: Path) -> None:
+    # covers S-03, S-20, C4
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     log: list[str] = []
     first = Agent("bank", model=ScriptedModel(_script()), tools=tools(log), store=url)
@@ -294,7 +297,7 @@ async def test_a_governance_interrupt_waits_for_session_decide() -> None:
 
 
 async def test_a_decision_made_one_at_a_time_survives_a_new_process(tmp_path: Path) -> None:
-    # covers S-17, C12: no lost approval: each decide() is stored before the turn resumes
+    # covers S-20, C4: no lost approval: each decide() is stored before the turn resumes
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     log: list[str] = []
     two_payments: list[Turn | str] = [

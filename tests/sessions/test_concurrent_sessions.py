@@ -1,4 +1,4 @@
-"""Many sessions at once on one shared store, on every backend (issue 6; S-20, G-06).
+"""Many sessions at once on one shared store, on every backend (issue 6; S-20).
 
 200 sessions, each its own agent sharing one store that none of them opened, start together
 and send two messages in turn (a tool call, then an answer). Every session must finish
@@ -7,8 +7,6 @@ each one did. PostgreSQL and Redis are the real servers (``BASTION_TEST_POSTGRES
 ``BASTION_TEST_REDIS_URL``), each test in its own schema or key prefix; a missing server
 fails the test. ``benchmarks/sessions.py`` times the same work at 1,000 sessions.
 """
-
-# covers S-02, S-04, S-05, S-20, G-06
 
 from __future__ import annotations
 
@@ -99,6 +97,7 @@ async def _converse(stores: Stores, sid: str) -> list[str]:
 
 
 async def test_sessions_sharing_one_unopened_store_all_complete(store_url: str) -> None:
+    # covers S-20
     stores = open_store(store_url)  # opened by the agents' first runs, all at once
     sids = [f"s{i}" for i in range(SESSIONS)]
     try:

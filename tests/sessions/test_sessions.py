@@ -1,8 +1,5 @@
 """Sessions: send modes, listeners, persistence, JSONL (SPEC seed 004 S-02..S-20, C12)."""
 
-# covers S-02, S-03, S-04, S-05, S-06, S-07, S-08, S-09, S-10, S-11, S-12, S-14, S-15
-# covers S-16, S-17, S-18, S-19, S-20, C12
-
 from __future__ import annotations
 
 import asyncio
@@ -20,7 +17,8 @@ from ._support import record, texts, tools
 
 
 async def test_idle_send_runs_a_tool_turn_in_the_canonical_order() -> None:
-    # covers S-12, S-15: step (usage, finish) comes before the step's tool calls
+    # covers S-02, S-04, S-05, S-06, S-09, S-12, S-15
+    # (step, with usage and finish, comes before the step's tool calls)
     model = ScriptedModel(
         [Turn(text="Let me look", tool_calls=[Call("look", {"what": "sky"}, id="c1")]), "Blue sky"]
     )
@@ -86,6 +84,7 @@ async def test_two_calls_are_all_decided_before_any_result() -> None:
 
 
 async def test_second_send_sees_the_history() -> None:
+    # covers S-04
     model = ScriptedModel(["one", "two"])
     session: Session = Agent("helper", model=model).session()
     session.send("a")
@@ -96,6 +95,7 @@ async def test_second_send_sees_the_history() -> None:
 
 
 async def test_steer_injects_before_next_call_and_denies_undecided_calls() -> None:
+    # covers S-07, S-14, S-17, S-19, C12
     model = ScriptedModel(
         [
             Turn(
@@ -143,6 +143,7 @@ async def test_steer_injects_before_next_call_and_denies_undecided_calls() -> No
 
 
 async def test_queue_is_processed_after_the_turn_in_the_same_loop() -> None:
+    # covers S-07, S-16, C12
     model = ScriptedModel(
         [Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "First", "Second"]
     )
@@ -171,6 +172,7 @@ async def test_queue_is_processed_after_the_turn_in_the_same_loop() -> None:
 
 
 async def test_tool_call_listeners_first_decision_wins() -> None:
+    # covers S-06, S-10, S-11
     model = ScriptedModel(
         [
             Turn(
@@ -210,6 +212,7 @@ async def test_tool_call_listeners_first_decision_wins() -> None:
 
 
 async def test_model_error_fires_error_and_wait_raises() -> None:
+    # covers S-05, S-09
     model = ScriptedModel([Turn(error=ModelError("boom"))])
     session: Session = Agent("helper", model=model, retry=None).session()
     errors: list[SessionError] = []
@@ -226,6 +229,7 @@ async def test_model_error_fires_error_and_wait_raises() -> None:
 
 
 async def test_persists_across_agents_on_one_sqlite_store(tmp_path: Path) -> None:
+    # covers S-03, S-20
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     model = ScriptedModel([Turn(tool_calls=[Call("remember", {"key": "k"}, id="c1")]), "noted"])
     agent = Agent("helper", model=model, tools=tools([]), store=url)
@@ -325,7 +329,7 @@ async def test_send_mode_defaults_from_agent_to_session_to_call() -> None:
 
 
 async def test_steering_during_the_answer_denies_every_call_of_the_step() -> None:
-    # covers S-14, S-17: no tool_call is surfaced; the message joins after the results
+    # covers C12, S-14, S-17: no tool_call is surfaced; the message joins after the results
     model = ScriptedModel(
         [
             Turn(
@@ -361,6 +365,7 @@ async def test_steering_during_the_answer_denies_every_call_of_the_step() -> Non
 
 
 async def test_failed_loop_rejects_waiters_and_next_send_starts_fresh() -> None:
+    # covers S-05
     model = ScriptedModel([Turn(error=ModelError("boom")), "recovered"])
     session: Session = Agent("helper", model=model, retry=None).session()
     session.send("one")
@@ -376,6 +381,7 @@ async def test_failed_loop_rejects_waiters_and_next_send_starts_fresh() -> None:
 
 
 async def test_off_removes_a_listener_and_the_agent_itself_is_untouched() -> None:
+    # covers S-06
     model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "one", "plain"])
     log: list[str] = []
     agent = Agent("helper", model=model, tools=tools(log))

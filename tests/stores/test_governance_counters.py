@@ -1,6 +1,7 @@
-"""StoreCounters: the governor's counters in a store's counters, in fixed windows."""
+"""StoreCounters: the governor's counters in a store's counters, in fixed windows.
 
-# covers ARCHITECTURE §4 (counters shared across processes)
+ARCHITECTURE §4 (counters shared across processes).
+"""
 
 from __future__ import annotations
 

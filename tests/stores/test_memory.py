@@ -1,6 +1,4 @@
-"""The in-memory backend passes the store conformance suite."""
-
-# covers G-06 (progress artifacts in the store), ARCHITECTURE §5 (journal)
+"""The in-memory backend passes the store conformance suite (ARCHITECTURE §5, journal)."""
 
 from __future__ import annotations
 

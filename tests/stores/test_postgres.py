@@ -1,9 +1,8 @@
 """The PostgreSQL backend against the real server (``BASTION_TEST_POSTGRES_DSN``).
 
 Each test gets its own schema, dropped afterwards. A missing server fails the tests.
+ARCHITECTURE §4 (counters shared across processes), §5 (journal).
 """
-
-# covers G-06, ARCHITECTURE §4 (counters shared across processes), §5 (journal)
 
 from __future__ import annotations
 

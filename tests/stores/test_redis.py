@@ -1,9 +1,8 @@
 """The Redis backend against the real server (``BASTION_TEST_REDIS_URL``).
 
 Each test uses its own key prefix, deleted afterwards. A missing server fails the tests.
+ARCHITECTURE §4 (counters shared across processes), §5 (journal).
 """
-
-# covers G-06, ARCHITECTURE §4 (counters shared across processes), §5 (journal)
 
 from __future__ import annotations
 

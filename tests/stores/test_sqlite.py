@@ -1,7 +1,8 @@
 """The SQLite backend: conformance (in-process and across real processes), WAL, migrations,
-and an event loop that keeps running while another process holds the database lock."""
+and an event loop that keeps running while another process holds the database lock.
 
-# covers G-06, ARCHITECTURE §5 (journal, SQLite default store)
+ARCHITECTURE §5 (journal, SQLite default store).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Audit records and counters of tool executions, observed through the agent (T-13, T-14)."""
-
-# covers T-13, T-14 (audit rows, counters under tool.executor.* and tool.cache.*)
+"""Audit records and counters of tool executions, observed through the agent (T-14)."""
 
 from __future__ import annotations
 
@@ -41,6 +39,7 @@ def script() -> ScriptedModel:
 
 
 async def test_one_audit_record_per_executed_call_with_its_outcome() -> None:
+    # covers T-14
     clock = VirtualClock()
     agent = Agent("a", model=script(), tools=[measure, boom], clock=clock)
     rows: list[AuditRecord] = []
@@ -67,6 +66,7 @@ async def test_one_audit_record_per_executed_call_with_its_outcome() -> None:
 
 
 async def test_counters_are_kept_whether_or_not_anyone_subscribes() -> None:
+    # covers T-14
     agent = Agent("a", model=script(), tools=[measure, boom], clock=VirtualClock())
     await agent.run("go")
     snapshot = agent.audit.counters.snapshot()
@@ -82,6 +82,7 @@ async def test_counters_are_kept_whether_or_not_anyone_subscribes() -> None:
 
 
 async def test_unsubscribing_stops_delivery_and_a_failing_sink_breaks_nothing() -> None:
+    # covers T-14
     agent = Agent("a", model=script(), tools=[measure, boom], clock=VirtualClock())
     rows: list[AuditRecord] = []
 

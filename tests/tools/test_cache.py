@@ -1,7 +1,5 @@
 """The per-tool result cache (``cache_ttl``): through the agent on a virtual clock (C8)."""
 
-# covers C8 (cache_ttl), T-14 (tool.cache.* counters, audit cached=True)
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -46,6 +44,7 @@ def counting_lookup(ttl: float | None = 60.0) -> tuple[Tool, list[str]]:
 
 
 async def test_identical_arguments_within_the_ttl_do_not_run_the_tool_again() -> None:
+    # covers C8, A-31, T-14
     clock = VirtualClock()
     lookup, runs = counting_lookup(ttl=60)
     model = scripted_with_time(
@@ -79,6 +78,7 @@ async def test_identical_arguments_within_the_ttl_do_not_run_the_tool_again() ->
 
 
 async def test_failures_are_not_cached() -> None:
+    # covers C8
     attempts: list[int] = []
 
     @tool(side_effect_class="read_only", cache_ttl=60)
@@ -102,6 +102,7 @@ async def test_failures_are_not_cached() -> None:
 
 
 async def test_a_zero_or_missing_ttl_never_caches() -> None:
+    # covers C8
     for ttl in (0, None):
         lookup, runs = counting_lookup(ttl=ttl)
         turns = [Turn(tool_calls=[Call("lookup", {"city": "oslo"})]) for _ in range(2)]
@@ -112,6 +113,7 @@ async def test_a_zero_or_missing_ttl_never_caches() -> None:
 
 
 async def test_the_cache_belongs_to_one_agent_and_spans_its_runs() -> None:
+    # covers C8, T-14
     lookup, runs = counting_lookup()
 
     def agent() -> Agent[None, str]:
@@ -128,6 +130,7 @@ async def test_the_cache_belongs_to_one_agent_and_spans_its_runs() -> None:
 
 
 async def test_one_user_never_reads_another_users_cached_result() -> None:
+    # covers C8
     seen: list[str | None] = []
 
     @tool(side_effect_class="read_only", cache_ttl=60)
@@ -147,6 +150,7 @@ async def test_one_user_never_reads_another_users_cached_result() -> None:
 
 
 async def test_a_hit_passes_the_result_processors_again() -> None:
+    # covers C8
     # The cache keeps the tool's own output; sanitisation runs on every read, once.
     runs: list[int] = []
 
@@ -167,6 +171,7 @@ async def test_a_hit_passes_the_result_processors_again() -> None:
 
 
 async def test_the_agent_cache_size_bounds_entries_least_recently_used_first() -> None:
+    # covers C8, T-14
     lookup, runs = counting_lookup()
     cities = ["x", "y", "x", "z", "x", "y"]
     turns = [Turn(tool_calls=[Call("lookup", {"city": c})]) for c in cities]

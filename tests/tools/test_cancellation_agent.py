@@ -1,7 +1,5 @@
 """Aborting runs whose tools ignore cancellation; per-tool timeouts on a virtual clock (T-11)."""
 
-# covers T-11, G-60, D4 (executor grace window)
-
 from __future__ import annotations
 
 import asyncio
@@ -84,6 +82,7 @@ def tool_messages(run: AgentStream[str]) -> list[tuple[str, str, bool]]:
 
 @pytest.mark.parametrize("with_quick", [False, True], ids=["alone", "beside-another-call"])
 async def test_an_async_tool_that_swallows_cancellation_is_abandoned(with_quick: bool) -> None:
+    # covers T-11, G-60, D4
     release = asyncio.Event()
     started, finished = asyncio.Event(), asyncio.Event()
     swallowed: list[int] = []
@@ -146,6 +145,7 @@ async def test_an_async_tool_that_swallows_cancellation_is_abandoned(with_quick:
 
 @pytest.mark.parametrize("with_quick", [False, True], ids=["alone", "beside-another-call"])
 async def test_a_sync_tool_blocked_in_a_thread_does_not_hold_the_run(with_quick: bool) -> None:
+    # covers T-11, G-60, D4
     started, release, done = threading.Event(), threading.Event(), threading.Event()
 
     @tool(side_effect_class="read_only")
@@ -183,6 +183,7 @@ async def test_a_sync_tool_blocked_in_a_thread_does_not_hold_the_run(with_quick:
 
 
 def test_the_default_grace_window_is_50_ms() -> None:
+    # covers T-11, D4
     assert Agent("a", model=ScriptedModel([])).executor.cancel_grace == 0.05
 
 

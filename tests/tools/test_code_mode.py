@@ -1,7 +1,5 @@
 """Code mode's configuration, signatures and failure to start without the extra."""
 
-# covers G-46, G-48
-
 from __future__ import annotations
 
 import sys
@@ -35,6 +33,7 @@ def find(query: str | None, filters: Filter, limit: float = 1.5, flags: bool = F
 
 
 def test_signatures_render_python_types() -> None:
+    # covers G-48
     assert call_signature(add) == (
         "await tools.add(a: int, b: int = 2) -> int\n    Add two integers."
     )
@@ -49,6 +48,7 @@ def _echo(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_raw_schema_tool_signature() -> None:
+    # covers G-48
     raw = tool(
         _echo,
         name="raw",
@@ -79,6 +79,7 @@ def test_config_is_validated(kwargs: dict[str, Any], message: str) -> None:
 
 
 def test_agent_validates_tool_invocation() -> None:
+    # covers G-46
     model = ScriptedModel(["x"])
     with pytest.raises(UserError, match="tool_invocation must be 'direct' or 'code-mode'"):
         Agent("a", model=model, tool_invocation="codemode")  # type: ignore[arg-type]
@@ -93,12 +94,14 @@ def test_reserved_names_are_refused() -> None:
 
 
 def test_direct_mode_has_no_code_tools() -> None:
+    # covers G-46
     agent = Agent("a", model=ScriptedModel(["x"]), tools=[add])
     assert agent.code_mode is None
     assert [d.name for d in agent.tool_definitions] == ["add"]
 
 
 def test_code_execute_description_lists_the_api() -> None:
+    # covers G-48
     mode = CodeMode({"add": add, "find": find})
     execute, search = mode.tools
     assert execute.description.endswith(
@@ -122,4 +125,5 @@ def _names(tools: tuple[Tool, Tool]) -> list[str]:
 
 
 def test_tools_are_named() -> None:
+    # covers G-46
     assert _names(CodeMode({}).tools) == ["code_execute", "code_search"]

@@ -3,8 +3,6 @@
 SPEC G-46..G-52. Every script runs in a real pydantic-monty worker.
 """
 
-# covers G-46, G-47, G-48, G-49, G-50, G-51, G-52
-
 from __future__ import annotations
 
 import json
@@ -95,6 +93,7 @@ for page in range(10):
 
 
 async def test_only_the_aggregate_enters_the_context(closing: list[Agent[Any, Any]]) -> None:
+    # covers G-46, G-47, G-49
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("code_execute", {"source": _AGGREGATE})]),
@@ -118,6 +117,7 @@ async def test_only_the_aggregate_enters_the_context(closing: list[Agent[Any, An
 
 
 async def test_pool_is_reused_across_scripts(closing: list[Agent[Any, Any]]) -> None:
+    # covers G-47
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("code_execute", {"source": "1 + 1"})]),
@@ -152,6 +152,7 @@ async def test_pool_is_reused_across_scripts(closing: list[Agent[Any, Any]]) -> 
 async def test_escape_attempts_fail_cleanly_and_the_run_continues(
     closing: list[Agent[Any, Any]], source: str, expected: str
 ) -> None:
+    # covers G-50
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("code_execute", {"source": source})]),
@@ -175,6 +176,7 @@ async def test_escape_attempts_fail_cleanly_and_the_run_continues(
 async def test_approval_gated_tool_is_not_callable_from_code(
     closing: list[Agent[Any, Any]],
 ) -> None:
+    # covers G-51
     source = (
         "try:\n"
         "    await tools.delete_everything(confirm=True)\n"
@@ -203,6 +205,7 @@ async def test_approval_gated_tool_is_not_callable_from_code(
 
 
 async def test_approval_policy_excludes_listed_tools(closing: list[Agent[Any, Any]]) -> None:
+    # covers G-48, G-51
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("code_search", {"query": "*"})]),
@@ -224,6 +227,7 @@ async def test_approval_policy_excludes_listed_tools(closing: list[Agent[Any, An
 async def test_invalid_arguments_raise_inside_the_script(
     closing: list[Agent[Any, Any]],
 ) -> None:
+    # covers G-49
     source = (
         "try:\n    await tools.get_weather(city=3)\nexcept RuntimeError as e:\n    r = str(e)\nr"
     )
@@ -240,6 +244,7 @@ async def test_invalid_arguments_raise_inside_the_script(
 
 
 async def test_uncaught_tool_error_fails_the_script(closing: list[Agent[Any, Any]]) -> None:
+    # covers G-49
     source = "await tools.get_weather(city='Oslo', unit='k')"
     model = ScriptedModel([Turn(tool_calls=[Call("code_execute", {"source": source})]), "ok"])
     agent = _code_agent(model, closing)
@@ -254,6 +259,7 @@ async def test_uncaught_tool_error_fails_the_script(closing: list[Agent[Any, Any
 
 
 async def test_in_script_calls_pass_the_gate(closing: list[Agent[Any, Any]]) -> None:
+    # covers G-49
     def no_oslo(request: ToolCallRequest) -> Deny | None:
         if request.arguments.get("city") == "Oslo":
             return Deny("Oslo is off limits.")
@@ -281,6 +287,7 @@ async def test_in_script_calls_pass_the_gate(closing: list[Agent[Any, Any]]) -> 
 
 
 async def test_code_search_returns_exact_signatures(closing: list[Agent[Any, Any]]) -> None:
+    # covers G-48
     model = ScriptedModel([Turn(tool_calls=[Call("code_search", {"query": "weather"})]), "ok"])
     agent = _code_agent(model, closing)
 

@@ -1,7 +1,5 @@
 """The ordered tool-call gate, through the agent (SPEC C4, T-12)."""
 
-# covers C4, T-07, T-12
-
 from __future__ import annotations
 
 import json
@@ -67,6 +65,7 @@ def hook_returning(decision: ToolCallDecision | None, seen: list[ToolCallRequest
 
 
 async def test_deny_tools_blocks_by_name_pattern_before_anything_else() -> None:
+    # covers C4
     seen: list[ToolCallRequest] = []
     message, status = await tool_result(
         one_call("delete", {"path": "/"}),
@@ -82,6 +81,7 @@ async def test_deny_tools_blocks_by_name_pattern_before_anything_else() -> None:
 
 
 async def test_deny_hook_turns_the_call_into_an_approval_denied_error() -> None:
+    # covers C4
     seen: list[ToolCallRequest] = []
     message, _ = await tool_result(
         one_call("delete", {"path": "/etc"}),
@@ -97,6 +97,7 @@ async def test_deny_hook_turns_the_call_into_an_approval_denied_error() -> None:
 
 
 async def test_mock_hook_returns_a_result_without_running_the_tool() -> None:
+    # covers C4
     message, _ = await tool_result(
         one_call("delete", {"path": "x"}),
         [delete],
@@ -107,6 +108,7 @@ async def test_mock_hook_returns_a_result_without_running_the_tool() -> None:
 
 
 async def test_rewrite_hook_replaces_arguments_and_they_are_validated_again() -> None:
+    # covers C4
     message, _ = await tool_result(
         one_call("delete", {"path": "../../x"}),
         [delete],
@@ -126,6 +128,7 @@ async def test_rewrite_hook_replaces_arguments_and_they_are_validated_again() ->
 
 
 async def test_first_decision_wins_and_none_passes_on() -> None:
+    # covers C4
     first: list[ToolCallRequest] = []
     second: list[ToolCallRequest] = []
     third: list[ToolCallRequest] = []
@@ -143,6 +146,7 @@ async def test_first_decision_wins_and_none_passes_on() -> None:
 
 
 async def test_allow_skips_the_approval_a_tool_asks_for_and_ask_forces_one() -> None:
+    # covers C4, T-07
     message, status = await tool_result(
         one_call("deploy", {"env": "prod"}),
         [deploy],
@@ -162,6 +166,7 @@ async def test_allow_skips_the_approval_a_tool_asks_for_and_ask_forces_one() -> 
 
 
 async def test_async_hooks_are_awaited() -> None:
+    # covers C4
     async def deny_later(request: ToolCallRequest) -> ToolCallDecision:
         return Deny(f"no {request.call.name}")
 
@@ -185,6 +190,7 @@ async def test_a_hook_returning_something_else_fails_the_run_clearly() -> None:
 
 
 async def test_repair_hook_gets_one_round_to_fix_invalid_arguments() -> None:
+    # covers T-12
     repairs: list[tuple[ToolCall, ToolArgumentsError]] = []
 
     def repair(call: ToolCall, error: ToolArgumentsError) -> dict[str, Any] | None:
@@ -212,6 +218,7 @@ def still_invalid(call: ToolCall, error: ToolArgumentsError) -> str:
 
 
 async def test_repair_that_is_still_invalid_is_an_invalid_input_error() -> None:
+    # covers T-12
     message, _ = await tool_result(
         one_call("delete", "{not json"), [delete], repair_tool_call=still_invalid
     )
@@ -220,6 +227,7 @@ async def test_repair_that_is_still_invalid_is_an_invalid_input_error() -> None:
 
 
 async def test_gate_errors_are_tool_errors_the_model_can_react_to() -> None:
+    # covers C4
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("delete", {"path": "x"}, id="c1")]),

@@ -1,7 +1,5 @@
 """Inbound sanitisation of tool output, through the agent (SPEC G-24, G-97, T-16, T-17)."""
 
-# covers G-24, G-97, T-14, T-16, T-17
-
 from __future__ import annotations
 
 from typing import Any
@@ -60,6 +58,7 @@ def tool_contents(request: ModelRequest) -> list[str]:
 
 
 async def test_mcp_output_is_stripped_and_wrapped_and_the_preamble_follows_the_prefix() -> None:
+    # covers G-24, G-97, T-16
     agent = Agent("shop", model=script(), instructions=INSTRUCTIONS, tools=[order_tool()])
     events, requests = await run(agent)
     first, second = requests
@@ -74,6 +73,7 @@ async def test_mcp_output_is_stripped_and_wrapped_and_the_preamble_follows_the_p
 
 
 async def test_transcript_keeps_the_instructions_and_later_steps_keep_the_same_bytes() -> None:
+    # covers G-97
     agent = Agent("shop", model=script(steps=2), instructions=INSTRUCTIONS, tools=[order_tool()])
     result = await agent.run("Where is order 1042?")
     model = agent.model
@@ -84,6 +84,7 @@ async def test_transcript_keeps_the_instructions_and_later_steps_keep_the_same_b
 
 
 async def test_without_instructions_the_preamble_is_the_system_message() -> None:
+    # covers G-97
     agent = Agent("shop", model=script(), tools=[order_tool()])
     _, (first, second) = await run(agent)
     assert not any(isinstance(m, SystemMessage) for m in first.messages)
@@ -91,6 +92,7 @@ async def test_without_instructions_the_preamble_is_the_system_message() -> None
 
 
 async def test_fail_closed_turns_a_hit_into_a_tool_error() -> None:
+    # covers T-17, T-14
     agent = Agent("shop", model=script(), tools=[order_tool(fail_closed=True)])
     events, (_, second) = await run(agent)
     (error,) = [e for e in events if e.type == "tool.execute.error"]
@@ -110,6 +112,7 @@ async def test_fail_closed_turns_a_hit_into_a_tool_error() -> None:
 
 
 async def test_first_party_tools_pass_through_untouched_at_no_cost() -> None:
+    # covers G-24, T-16
     mine = order_tool("first_party_user_defined")
     agent = Agent("shop", model=script(), instructions=INSTRUCTIONS, tools=[mine])
     _, (_, second) = await run(agent)
@@ -122,6 +125,7 @@ async def test_first_party_tools_pass_through_untouched_at_no_cost() -> None:
 
 
 async def test_counters_record_hits_scans_and_categories() -> None:
+    # covers T-14
     agent = Agent("shop", model=script(), tools=[order_tool()])
     await run(agent)
     counters = agent.audit.counters.snapshot()
@@ -134,6 +138,7 @@ async def test_counters_record_hits_scans_and_categories() -> None:
 
 
 async def test_audit_record_carries_policy_and_hits() -> None:
+    # covers T-14, T-16
     agent = Agent("shop", model=script(), tools=[order_tool("web_search")])
     rows: list[Any] = []
     agent.audit.subscribe(rows.append)
@@ -147,6 +152,7 @@ async def test_audit_record_carries_policy_and_hits() -> None:
 
 
 async def test_trusted_skill_is_flagged_and_counts_as_untrusted() -> None:
+    # covers G-24, G-97, T-16
     agent = Agent(
         "shop", model=script(), instructions=INSTRUCTIONS, tools=[order_tool("skill_trusted")]
     )
@@ -158,6 +164,7 @@ async def test_trusted_skill_is_flagged_and_counts_as_untrusted() -> None:
 
 
 async def test_a_tools_own_policy_overrides_its_trust_class_default() -> None:
+    # covers G-24, T-16
     wrap_only = order_tool(inbound_sanitization="detect-and-wrap")
     agent = Agent("shop", model=script(), tools=[wrap_only])
     _, (_, second) = await run(agent)
@@ -165,6 +172,7 @@ async def test_a_tools_own_policy_overrides_its_trust_class_default() -> None:
 
 
 async def test_an_untrusted_pass_through_tool_still_brings_the_preamble() -> None:
+    # covers G-97
     raw = order_tool(inbound_sanitization="pass-through")
     agent = Agent("shop", model=script(), instructions=INSTRUCTIONS, tools=[raw])
     _, (_, second) = await run(agent)
@@ -173,6 +181,7 @@ async def test_an_untrusted_pass_through_tool_still_brings_the_preamble() -> Non
 
 
 async def test_agent_wide_policy_overrides_every_tool() -> None:
+    # covers G-24, T-16
     mine = order_tool("first_party_built_in")
     agent = Agent(
         "shop",
@@ -194,6 +203,7 @@ def test_unknown_agent_policy_is_refused_before_anything_runs() -> None:
 
 
 async def test_clean_untrusted_output_is_only_wrapped() -> None:
+    # covers G-24
     agent = Agent("shop", model=script(), tools=[order_tool(body='{"status": "shipped"}')])
     _, (_, second) = await run(agent)
     assert tool_contents(second) == [f'{UNTRUSTED_BEGIN}\n{{"status": "shipped"}}\n{UNTRUSTED_END}']

@@ -3,8 +3,6 @@
 The agent-level behaviour (what the model reads next) is in ``test_limits_agent.py``.
 """
 
-# covers T-18, T-19, T-20
-
 from __future__ import annotations
 
 import json
@@ -39,10 +37,12 @@ def _noop() -> str:
     [("", 0), ("abcd", 1), ("abcde", 2), ("é", 1), ("日本語", 3), ("x" * 4096, 1024)],
 )
 def test_estimate_is_utf8_bytes_over_four_rounded_up(text: str, tokens: int) -> None:
+    # covers C10
     assert estimate_tokens(text) == tokens
 
 
 def test_middle_keeps_head_and_tail_and_says_how_much_was_cut() -> None:
+    # covers T-18, T-20
     text = "a" * 300 + "b" * 400 + "c" * 300
 
     out = truncate_text(text, 128)
@@ -52,6 +52,7 @@ def test_middle_keeps_head_and_tail_and_says_how_much_was_cut() -> None:
 
 
 def test_tail_keeps_the_end() -> None:
+    # covers T-18
     text = "a" * 300 + "b" * 400 + "c" * 300
 
     out = truncate_text(text, 128, keep="tail")
@@ -60,12 +61,14 @@ def test_tail_keeps_the_end() -> None:
 
 
 def test_text_that_fits_is_returned_unchanged() -> None:
+    # covers T-18
     text = "é" * 512  # 1,024 bytes: exactly 256 tokens
     assert truncate_text(text, 256) is text
     assert truncate_json('{"a": 1}', 128) == '{"a": 1}'
 
 
 def test_cuts_fall_on_character_boundaries() -> None:
+    # covers T-18
     text = "é" * 300  # two bytes each
 
     out = truncate_text(text, 128)
@@ -75,11 +78,13 @@ def test_cuts_fall_on_character_boundaries() -> None:
 
 
 def test_a_note_goes_inside_the_marker() -> None:
+    # covers T-20
     out = truncate_text("z" * 1000, 128, note="full result not stored")
     assert "\n[... 548 characters omitted; full result not stored ...]\n" in out
 
 
 def test_json_smart_slices_arrays_and_shortens_strings_keeping_valid_json() -> None:
+    # covers C10
     doc = json.dumps(
         {"items": [{"id": i, "name": f"item {i}"} for i in range(200)], "note": "x" * 3000}
     )
@@ -96,6 +101,7 @@ def test_json_smart_slices_arrays_and_shortens_strings_keeping_valid_json() -> N
 
 
 def test_json_smart_trims_wide_objects_and_deep_nesting() -> None:
+    # covers C10
     wide = json.dumps({f"key{i:04}": i for i in range(2000)})
     out = truncate_json(wide, 128)
     assert out is not None
@@ -133,16 +139,19 @@ def test_json_smart_declines_what_is_not_json(text: str) -> None:
 def test_default_strategy_follows_the_trust_class(
     trust_class: ToolTrustClass, name: str, strategy: TruncationStrategy
 ) -> None:
+    # covers T-19
     t = tool(_noop, name=name, side_effect_class="pure", trust_class=trust_class)
     assert default_strategy(t) == strategy
 
 
 def test_an_explicit_strategy_wins_over_the_trust_class_default() -> None:
+    # covers T-19
     t = tool(_noop, side_effect_class="pure", trust_class="web_search", truncation_strategy="tail")
     assert default_strategy(t) == "tail"
 
 
 def test_markers_never_match_the_injection_catalogue() -> None:
+    # covers T-20
     from bastion.security import find_injections
 
     handle = "spill:run_0123456789abcdef0123456789abcdef/AbCdEfGhIjKlMnOpQrStUvWx"
@@ -191,6 +200,7 @@ _json = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(min_size=0, max_size=6000), limit=_limits)
 def test_truncation_never_exceeds_the_limit(text: str, limit: int) -> None:
+    # covers T-18
     for keep in ("middle", "head", "tail"):
         assert estimate_tokens(truncate_text(text, limit, keep=keep)) <= limit  # type: ignore[arg-type]
 
@@ -198,6 +208,7 @@ def test_truncation_never_exceeds_the_limit(text: str, limit: int) -> None:
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(min_size=0, max_size=6000), limit=_limits)
 def test_middle_keeps_head_and_tail_exactly(text: str, limit: int) -> None:
+    # covers T-18
     out = truncate_text(text, limit)
     if estimate_tokens(text) <= limit:
         assert out == text
@@ -218,6 +229,7 @@ def test_middle_keeps_head_and_tail_exactly(text: str, limit: int) -> None:
 @settings(max_examples=300, deadline=None)
 @given(value=_json, limit=_limits)
 def test_json_smart_always_yields_valid_json_within_the_limit(value: Any, limit: int) -> None:
+    # covers C10
     out = truncate_json(json.dumps(value), limit)
     assert out is not None
     json.loads(out)

@@ -4,8 +4,6 @@ Each test runs an agent on a scripted model and asserts the exact tool message t
 receives next, and, for spills, the files on disk and what ``read_result`` returns.
 """
 
-# covers T-15, T-18, T-19, T-20, G-37, G-38, G-39, G-40, G-41, G-42, G-44, G-45
-
 from __future__ import annotations
 
 import json
@@ -69,6 +67,7 @@ async def run(agent: Agent[Any, Any], model: FunctionModel) -> list[ModelRequest
 
 
 async def test_middle_is_the_default_and_the_model_reads_head_and_tail() -> None:
+    # covers T-18, G-25
     text = "a" * 300 + "b" * 400 + "c" * 300
     model = scripted(call("produce"), done)
     agent = Agent("a", model=model, tools=[big(text, max_result_tokens=128)])
@@ -82,6 +81,7 @@ async def test_middle_is_the_default_and_the_model_reads_head_and_tail() -> None
 
 
 async def test_a_result_within_the_limit_is_untouched() -> None:
+    # covers T-18
     model = scripted(call("produce"), done)
     agent = Agent("a", model=model, tools=[big("small", max_result_tokens=128)])
 
@@ -92,6 +92,7 @@ async def test_a_result_within_the_limit_is_untouched() -> None:
 
 
 async def test_builtin_code_execution_keeps_the_tail() -> None:
+    # covers T-19
     text = "a" * 300 + "b" * 400 + "c" * 300
     model = scripted(call("bash"), done)
     shell = big(text, name="bash", max_result_tokens=128, trust_class="first_party_built_in")
@@ -106,6 +107,7 @@ async def test_builtin_code_execution_keeps_the_tail() -> None:
 
 
 async def test_json_smart_sends_valid_json_with_the_remainder_noted() -> None:
+    # covers C10
     rows = [{"id": i, "name": f"item {i}"} for i in range(200)]
     model = scripted(call("produce"), done)
     agent = Agent(
@@ -121,6 +123,7 @@ async def test_json_smart_sends_valid_json_with_the_remainder_noted() -> None:
 
 
 async def test_json_smart_cuts_text_that_is_not_json_in_the_middle() -> None:
+    # covers C10
     model = scripted(call("produce"), done)
     agent = Agent(
         "a",
@@ -153,6 +156,7 @@ def read_with(args: dict[str, Any]) -> Callable[[ModelRequest], TurnLike]:
 
 
 async def test_spill_inlines_a_preview_and_the_model_pages_it_by_lines(tmp_path: Path) -> None:
+    # covers G-37, G-38, G-39, G-40
     model = scripted(call("produce"), read_with({"start_line": 10, "end_line": 12}), done)
     agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
 
@@ -172,6 +176,7 @@ async def test_spill_inlines_a_preview_and_the_model_pages_it_by_lines(tmp_path:
 
 
 async def test_spill_paged_by_bytes(tmp_path: Path) -> None:
+    # covers G-40
     model = scripted(
         call("produce"),
         read_with({"offset": 9, "length": 18}),
@@ -189,6 +194,7 @@ async def test_spill_paged_by_bytes(tmp_path: Path) -> None:
 
 
 async def test_spill_file_is_private_atomic_and_holds_the_full_result(tmp_path: Path) -> None:
+    # covers T-15, G-37
     model = scripted(call("produce"), done)
     agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
 
@@ -247,6 +253,7 @@ def failed(message: str) -> str:
 async def test_handles_that_are_paths_or_foreign_are_refused(
     tmp_path: Path, handle: str, message: str
 ) -> None:
+    # covers G-41
     model = scripted(call("read_result", {"handle": handle}), done)
     agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
 
@@ -261,6 +268,7 @@ async def test_handles_that_are_paths_or_foreign_are_refused(
 async def test_a_symlink_out_of_the_spill_root_is_not_followed(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, planted: str
 ) -> None:
+    # covers G-41
     outside = tmp_path_factory.mktemp("outside")
     (outside / "secret.txt").write_text("TOP SECRET")
 
@@ -321,6 +329,7 @@ async def test_a_symlink_out_of_the_spill_root_is_not_followed(
 async def test_bad_ranges_say_what_to_send(
     tmp_path: Path, args: dict[str, Any], message: str
 ) -> None:
+    # covers G-40
     model = scripted(call("produce"), read_with(args), done)
     agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
 
@@ -332,6 +341,7 @@ async def test_bad_ranges_say_what_to_send(
 
 
 async def test_a_secret_tool_never_spills(tmp_path: Path) -> None:
+    # covers G-42
     model = scripted(call("produce"), done)
     agent = Agent("a", model=model, tools=[spill_tool(sensitivity="secret")], spill_dir=tmp_path)
 
@@ -346,6 +356,7 @@ async def test_a_secret_tool_never_spills(tmp_path: Path) -> None:
 
 
 async def test_summarize_asks_the_cheaper_model() -> None:
+    # covers T-18
     summarizer = ScriptedModel(["300 numbered lines, line 001 to line 300."])
     model = scripted(call("produce"), done)
     agent = Agent(
@@ -385,6 +396,7 @@ async def test_the_summary_call_counts_in_the_runs_usage() -> None:
 
 
 async def test_web_search_tools_are_summarized_by_the_fast_tier() -> None:
+    # covers T-19
     fast = ScriptedModel(["Three results about spills."])
     model = scripted(call("produce"), done)
     search = big(
@@ -400,6 +412,7 @@ async def test_web_search_tools_are_summarized_by_the_fast_tier() -> None:
 
 
 async def test_a_failed_summary_falls_back_to_middle_and_says_so() -> None:
+    # covers T-18
     summarizer = ScriptedModel([Turn(error=ModelTimeout("slow"))])
     model = scripted(call("produce"), done)
     agent = Agent(
@@ -417,6 +430,7 @@ async def test_a_failed_summary_falls_back_to_middle_and_says_so() -> None:
 
 
 def test_max_result_tokens_zero_warns_once_per_tool_name() -> None:
+    # covers T-18
     unlimited = big(name="unlimited_probe", max_result_tokens=0)
     with pytest.warns(UnlimitedResultWarning, match="'unlimited_probe' has max_result_tokens=0"):
         Agent("a", model=ScriptedModel([]), tools=[unlimited])
@@ -426,6 +440,7 @@ def test_max_result_tokens_zero_warns_once_per_tool_name() -> None:
 
 
 async def test_max_result_tokens_zero_sends_the_whole_result() -> None:
+    # covers T-18
     text = "x" * 200_000
     model = scripted(call("unlimited_whole"), done)
     with pytest.warns(UnlimitedResultWarning):
@@ -478,6 +493,7 @@ class MemoryReader:
 
 
 async def test_result_readers_register_read_result_and_serve_their_handles() -> None:
+    # covers G-44, G-45
     reader = MemoryReader({"mem:doc": "alpha\nbeta\ngamma"})
     model = scripted(
         call("read_result", {"handle": "mem:doc", "start_line": 2, "end_line": 3}),
@@ -500,5 +516,6 @@ async def test_result_readers_register_read_result_and_serve_their_handles() -> 
 
 
 def test_no_read_result_without_spilling_tools_or_readers() -> None:
+    # covers G-39
     agent = Agent("a", model=ScriptedModel([]), tools=[big()])
     assert "read_result" not in agent.tools

@@ -1,7 +1,5 @@
 """The tool registry: precedence, collision strategies, worked examples (T-02..T-04, T-27)."""
 
-# covers T-02, T-03, T-04, T-24, T-27
-
 from __future__ import annotations
 
 from typing import Any
@@ -49,6 +47,7 @@ def make(
 
 
 def test_precedence_ladder_first_party_over_skills_over_mcp() -> None:
+    # covers T-04
     assert PRECEDENCE["first_party_built_in"] == PRECEDENCE["first_party_user_defined"] == 0
     assert PRECEDENCE["web_search"] == 0  # a built-in tool: first-party for naming
     assert (
@@ -60,6 +59,7 @@ def test_precedence_ladder_first_party_over_skills_over_mcp() -> None:
 
 
 def test_auto_prefix_keeps_the_higher_name_and_prefixes_the_lower_with_its_source() -> None:
+    # covers T-03, T-04
     mine = make("search")
     skill = make("search", "skill_untrusted", source="web-kit")
     mcp = make("search", "mcp_derived", source="github")
@@ -94,6 +94,7 @@ def test_auto_prefix_keeps_the_higher_name_and_prefixes_the_lower_with_its_sourc
 
 
 def test_auto_prefix_falls_back_to_the_trust_class_and_sanitises_the_source() -> None:
+    # covers T-03
     registry = ToolRegistry(
         [
             make("fetch"),
@@ -105,6 +106,7 @@ def test_auto_prefix_falls_back_to_the_trust_class_and_sanitises_the_source() ->
 
 
 def test_auto_prefix_keeps_an_over_long_name_valid_and_distinct() -> None:
+    # covers T-03
     long = "x" * 120
     registry = ToolRegistry(
         [
@@ -122,12 +124,14 @@ def test_auto_prefix_keeps_an_over_long_name_valid_and_distinct() -> None:
 
 
 def test_a_prefixed_name_that_is_taken_is_an_error() -> None:
+    # covers T-03
     with pytest.raises(DuplicateToolNameError, match="'mcp__read' is taken too") as info:
         ToolRegistry([make("read"), make("mcp__read"), make("read", "mcp_derived")])
     assert info.value.names == ("read", "mcp__read")
 
 
 def test_priority_drops_the_lower_tool_and_counts_it() -> None:
+    # covers T-03
     counters = Counters()
     mine = make("search")
     registry = ToolRegistry(
@@ -144,6 +148,7 @@ def test_priority_drops_the_lower_tool_and_counts_it() -> None:
 
 
 def test_manual_raises_listing_every_collision_and_registers_nothing() -> None:
+    # covers T-03
     with pytest.raises(DuplicateToolNameError) as info:
         ToolRegistry(
             [
@@ -165,6 +170,7 @@ def test_manual_raises_listing_every_collision_and_registers_nothing() -> None:
 
 @pytest.mark.parametrize("strategy", ["auto-prefix", "priority", "manual"])
 def test_same_rung_duplicates_are_always_an_error(strategy: Any) -> None:
+    # covers T-03
     with pytest.raises(DuplicateToolNameError, match=r"two tools are named 'x' \(both MCP\)"):
         ToolRegistry(
             [make("x", "mcp_derived", source="one"), make("x", "mcp_derived", source="two")],
@@ -180,6 +186,7 @@ def test_an_unknown_strategy_is_a_user_error() -> None:
 
 
 def test_register_later_renames_an_earlier_lower_tool_and_is_atomic() -> None:
+    # covers T-02, T-03
     counters = Counters()
     live: dict[str, Tool] = {}
     registry = ToolRegistry(
@@ -200,12 +207,14 @@ def test_register_later_renames_an_earlier_lower_tool_and_is_atomic() -> None:
 
 
 def test_register_returns_none_for_a_dropped_tool() -> None:
+    # covers T-02
     registry = ToolRegistry([make("q")], collision_strategy="priority")
     assert registry.register(make("q", "mcp_derived")) is None
     assert registry.names() == ("q",)
 
 
 def test_tools_put_straight_into_the_synced_dict_are_adopted() -> None:
+    # covers T-02
     live: dict[str, Tool] = {}
     registry = ToolRegistry([make("a")], into=live)
     live["helper"] = make("helper", "first_party_built_in")
@@ -217,6 +226,7 @@ def test_tools_put_straight_into_the_synced_dict_are_adopted() -> None:
 
 
 def test_the_registry_is_a_read_only_mapping() -> None:
+    # covers T-02
     registry = ToolRegistry([make("a")])
     assert dict(registry) == {"a": registry["a"]}
     assert len(registry) == 1
@@ -226,6 +236,7 @@ def test_the_registry_is_a_read_only_mapping() -> None:
 
 
 def test_pure_detection_and_assert_no_duplicates() -> None:
+    # covers T-03
     a1, a2, b = make("a"), make("a", "mcp_derived"), make("b")
     assert find_collisions([a1, b, a2]) == {"a": (a1, a2)}
     assert find_collisions([a1, b]) == {}
@@ -240,6 +251,7 @@ def test_pure_detection_and_assert_no_duplicates() -> None:
 
 
 async def test_the_model_sees_and_calls_both_tools_of_a_collision() -> None:
+    # covers G-17, G-18, T-03
     mine = make("search", reply="first-party result")
     theirs = make("search", "mcp_derived", source="web", reply="mcp result")
     model = ScriptedModel(
@@ -263,6 +275,7 @@ async def test_the_model_sees_and_calls_both_tools_of_a_collision() -> None:
 
 
 async def test_priority_agent_offers_only_the_winner() -> None:
+    # covers T-03
     model = ScriptedModel([Turn(tool_calls=[Call("web__search", {})]), "done"])
     agent = Agent(
         "a",
@@ -277,6 +290,7 @@ async def test_priority_agent_offers_only_the_winner() -> None:
 
 
 def test_manual_agent_refuses_at_construction() -> None:
+    # covers T-03
     with pytest.raises(DuplicateToolNameError, match="Agent 'a': tool name collisions"):
         Agent(
             "a",
@@ -310,6 +324,7 @@ def _with_examples(*examples: ToolExample, output_schema: dict[str, Any] | None 
 
 
 def test_an_example_whose_input_does_not_fit_fails_fast_naming_tool_and_index() -> None:
+    # covers T-27
     bad = _with_examples(
         ToolExample(input={"a": 1, "b": 2}, output=3),
         ToolExample(input={"a": "one"}),
@@ -325,6 +340,7 @@ def test_an_example_whose_input_does_not_fit_fails_fast_naming_tool_and_index() 
 
 
 def test_an_example_whose_output_does_not_fit_the_output_schema_fails_fast() -> None:
+    # covers T-27
     bad = _with_examples(
         ToolExample(input={"a": 1, "b": 2}, output=3),
         ToolExample(input={"a": 1, "b": 1}, output="two"),
@@ -337,6 +353,7 @@ def test_an_example_whose_output_does_not_fit_the_output_schema_fails_fast() -> 
 
 
 def test_more_than_five_examples_on_a_hand_built_tool_is_refused() -> None:
+    # covers T-27
     base = _with_examples(ToolExample(input={"a": 1, "b": 1}))
     base.examples = tuple(ToolExample(input={"a": i, "b": i}) for i in range(6))
     with pytest.raises(UserError, match="at most 5 examples, got 6"):
@@ -344,6 +361,7 @@ def test_more_than_five_examples_on_a_hand_built_tool_is_refused() -> None:
 
 
 async def test_valid_examples_reach_the_model_but_never_for_a_deferred_tool() -> None:
+    # covers T-27, G-20, G-36
     shown = _with_examples(
         ToolExample(input={"a": 1, "b": 2}, output=3, description="small numbers"),
         output_schema={"type": "integer"},
@@ -383,6 +401,7 @@ def test_a_negative_cache_ttl_is_refused_at_registration() -> None:
 
 
 async def test_the_idempotency_key_reaches_the_tool_in_its_context() -> None:
+    # covers T-24
     seen: list[str | None] = []
 
     @tool(
@@ -410,6 +429,7 @@ async def test_the_idempotency_key_reaches_the_tool_in_its_context() -> None:
 
 
 async def test_a_failing_idempotency_key_fails_the_call_before_it_runs() -> None:
+    # covers T-24
     ran: list[int] = []
 
     def broken(args: dict[str, Any]) -> str:
@@ -430,6 +450,7 @@ async def test_a_failing_idempotency_key_fails_the_call_before_it_runs() -> None
 
 def test_side_effecting_tools_without_a_key_are_counted_not_warned() -> None:
     @tool(side_effect_class="side_effecting")
+    # covers T-24
     def write(text: str) -> str:
         """Write."""
         return text
@@ -445,6 +466,7 @@ def test_side_effecting_tools_without_a_key_are_counted_not_warned() -> None:
 
 
 def test_register_many_resolves_a_whole_server_in_one_pass() -> None:
+    # covers T-02, T-03
     registry = ToolRegistry([make("read"), make("write")], collision_strategy="priority")
     served = [make(n, "mcp_derived", source="fs") for n in ("read", "list", "write", "stat")]
     assert [t.name if t else None for t in registry.register_many(served)] == [

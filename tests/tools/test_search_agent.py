@@ -3,8 +3,6 @@
 SPEC T-26, G-19, G-33..G-36, §3.1 scenario 16.
 """
 
-# covers T-26, G-19, G-33, G-34, G-35, G-36
-
 from __future__ import annotations
 
 import json
@@ -116,6 +114,7 @@ def _names(model: ScriptedModel, step: int) -> list[str]:
 
 
 async def test_deferred_tool_is_found_promoted_and_called_next_step() -> None:
+    # covers T-26, G-19, G-33, G-34, G-35, G-36
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("tool_search", {"query": "weather in paris", "k": 3})]),
@@ -175,6 +174,7 @@ async def test_deferred_tool_is_found_promoted_and_called_next_step() -> None:
 
 
 async def test_tool_search_is_a_read_only_first_party_built_in() -> None:
+    # covers G-19, G-34
     agent = Agent("a", model=ScriptedModel([]), tools=[add, get_weather])
     search = agent.tools["tool_search"]
     assert search.trust_class == "first_party_built_in"
@@ -184,6 +184,7 @@ async def test_tool_search_is_a_read_only_first_party_built_in() -> None:
 
 
 async def test_without_deferred_tools_there_is_no_search_and_the_catalogue_is_shared() -> None:
+    # covers G-19, G-34
     model = ScriptedModel([Turn(tool_calls=[Call("add", {"a": 1, "b": 2})]), "3"])
     agent = Agent("a", model=model, tools=[add])
     result = await agent.run("1+2?")
@@ -195,6 +196,7 @@ async def test_without_deferred_tools_there_is_no_search_and_the_catalogue_is_sh
 
 
 async def test_repeated_searches_promote_each_tool_once_in_order() -> None:
+    # covers G-35
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("tool_search", {"query": "stock price", "k": 1})]),
@@ -215,6 +217,7 @@ async def test_repeated_searches_promote_each_tool_once_in_order() -> None:
 
 
 async def test_no_match_explains_and_promotes_nothing() -> None:
+    # covers G-35
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("tool_search", {"query": "zzqx"})]),
@@ -232,6 +235,7 @@ async def test_no_match_explains_and_promotes_nothing() -> None:
 
 
 async def test_name_fallback_finds_a_tool_by_part_of_its_name() -> None:
+    # covers T-26
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("tool_search", {"query": "geocod", "k": 5})]),
@@ -245,6 +249,7 @@ async def test_name_fallback_finds_a_tool_by_part_of_its_name() -> None:
 
 
 async def test_a_deferred_tool_may_be_called_before_it_is_promoted() -> None:
+    # covers G-33
     # Deferral keeps a tool out of the context; it does not forbid it (deny_tools does).
     model = ScriptedModel([Turn(tool_calls=[Call("get_weather", {"city": "Rome"})]), "ok"])
     agent = Agent("a", model=model, tools=[add, get_weather])
@@ -255,6 +260,7 @@ async def test_a_deferred_tool_may_be_called_before_it_is_promoted() -> None:
 
 
 async def test_only_deferred_tools_of_the_agent_are_promoted() -> None:
+    # covers G-35
     def reveal() -> ToolResult:
         return ToolResult(
             output="ok", metadata={PROMOTE_TOOLS: ["add", "nope", 3, "get_weather", "add"]}
@@ -269,6 +275,7 @@ async def test_only_deferred_tools_of_the_agent_are_promoted() -> None:
 
 
 def test_a_user_tool_named_tool_search_conflicts_with_deferred_tools() -> None:
+    # covers G-34
     def tool_search(query: str) -> str:
         return query
 
@@ -281,6 +288,7 @@ def test_a_user_tool_named_tool_search_conflicts_with_deferred_tools() -> None:
 
 async def test_promotion_survives_suspend_json_round_trip_and_resume() -> None:
     @tool(side_effect_class="side_effecting", defer_loading=True, needs_approval=True)
+    # covers G-35
     def book_table(restaurant: str) -> str:
         """Book a table at a restaurant."""
         return f"booked {restaurant}"

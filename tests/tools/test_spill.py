@@ -3,8 +3,6 @@
 Reading through the agent (``read_result``) is in ``test_limits_agent.py``.
 """
 
-# covers T-15, G-41, G-42
-
 from __future__ import annotations
 
 import os
@@ -23,10 +21,12 @@ RUN = "run_0123456789abcdef"
 
 
 def test_the_default_root_is_under_the_temporary_directory() -> None:
+    # covers T-15
     assert SpillStore().root == Path(tempfile.gettempdir(), "bastion-spill")
 
 
 async def test_files_are_0600_and_directories_0700_whatever_the_umask(tmp_path: Path) -> None:
+    # covers T-15
     store = SpillStore(tmp_path / "spill")
     previous = os.umask(0)
     try:
@@ -44,6 +44,7 @@ async def test_files_are_0600_and_directories_0700_whatever_the_umask(tmp_path: 
 
 
 async def test_each_write_gets_its_own_unguessable_handle(tmp_path: Path) -> None:
+    # covers T-15, G-41
     store = SpillStore(tmp_path)
     handles = {await store.write(RUN, f"body {i}") for i in range(20)}
 
@@ -65,6 +66,7 @@ async def test_text_that_is_not_valid_unicode_round_trips(tmp_path: Path) -> Non
 
 
 async def test_a_removed_result_is_an_unknown_handle(tmp_path: Path) -> None:
+    # covers G-41
     store = SpillStore(tmp_path)
     handle = await store.write(RUN, "gone soon")
     token = handle.rsplit("/", 1)[1]
@@ -75,6 +77,7 @@ async def test_a_removed_result_is_an_unknown_handle(tmp_path: Path) -> None:
 
 
 async def test_a_directory_at_the_handle_is_refused(tmp_path: Path) -> None:
+    # covers G-41
     store = SpillStore(tmp_path)
     handle = await store.write(RUN, "x")
     token = handle.rsplit("/", 1)[1]
@@ -86,12 +89,14 @@ async def test_a_directory_at_the_handle_is_refused(tmp_path: Path) -> None:
 
 
 async def test_a_run_id_that_cannot_name_a_directory_is_not_written(tmp_path: Path) -> None:
+    # covers T-15
     with pytest.raises(OSError, match="cannot name a spill directory"):
         await SpillStore(tmp_path).write("../escape", "x")
     assert os.listdir(tmp_path) == []
 
 
 async def test_a_shared_writable_run_directory_is_refused(tmp_path: Path) -> None:
+    # covers T-15
     (tmp_path / RUN).mkdir()
     (tmp_path / RUN).chmod(0o777)
 

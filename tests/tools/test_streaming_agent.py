@@ -1,7 +1,5 @@
 """Streaming tools through the agent: the bounded live-event buffer (T-21, T-22, D6)."""
 
-# covers T-21, T-22, D6
-
 from __future__ import annotations
 
 import asyncio
@@ -64,6 +62,7 @@ def tool_results(model: ScriptedModel) -> dict[str, str | object]:
 
 
 async def test_a_burst_keeps_the_newest_events_and_the_whole_result() -> None:
+    # covers T-21, T-22, D6
     agent, model = agent_for("burst")
     events = await slow_consumer(agent, pause=3)
     seen = partials(events, "burst")
@@ -80,6 +79,7 @@ async def test_a_burst_keeps_the_newest_events_and_the_whole_result() -> None:
 
 
 async def test_a_slow_consumer_loses_only_the_oldest_live_events() -> None:
+    # covers T-22, D6
     agent, model = agent_for("paced", depth=16)
     events = await slow_consumer(agent, pause=8)
     seen = partials(events, "paced")
@@ -96,6 +96,7 @@ async def test_a_slow_consumer_loses_only_the_oldest_live_events() -> None:
 
 
 async def test_completion_markers_are_never_dropped() -> None:
+    # covers T-22, D6
     # Two streaming tools flood a queue of depth 1: both end events still come, in call order.
     agent, model = agent_for("burst", "paced", depth=1)
     events = await slow_consumer(agent, pause=2)
@@ -110,6 +111,7 @@ async def test_completion_markers_are_never_dropped() -> None:
 
 async def test_a_fast_consumer_loses_nothing() -> None:
     @tool(side_effect_class="read_only")
+    # covers T-21
     async def chatty(ctx: RunContext[None]) -> None:
         """Report through the context."""
         for i in range(300):
@@ -127,6 +129,7 @@ async def test_a_fast_consumer_loses_nothing() -> None:
 
 
 def test_the_default_depth_is_256_and_must_be_positive() -> None:
+    # covers T-22
     agent = Agent("a", model=ScriptedModel([]))
     assert agent.executor.event_queue_depth == 256
     with pytest.raises(UserError, match="tool_event_queue_depth must be an integer >= 1"):

@@ -22,7 +22,7 @@ from tests.agent.conftest import brief
 
 
 async def test_fallback_on_rate_limit_emits_fellback_and_attributes_usage() -> None:
-    # covers G-65, G-66, G-67, G-68
+    # covers G-65, G-66, G-67
     clock = VirtualClock()
     primary = ScriptedModel(
         [Turn(error=RateLimited("slow down", status=429, retry_after=2.0))] * 2, name="primary"
