@@ -73,7 +73,7 @@ def main() -> int:
     history = conversation()
     counter = TokenizerCounter("o200k_base")
     counter.warm()
-    config = ContextConfig(strategy="hybrid", keep_last_turns=4, clear_results_over=200)
+    config = ContextConfig(strategy="hybrid", keep_last=8, clear_results_over=200)
     total_tokens = counter.count_messages(history)
 
     cold = TokenizerCounter("o200k_base")
@@ -120,7 +120,7 @@ def main() -> int:
     print(
         f"hybrid compaction to {config.target:.0%} of {BUDGET:,}: {compact_ms:.1f} ms, "
         f"{done.tokens_before:,} -> {done.tokens_after:,} tokens, "
-        f"{done.results_cleared} results cleared, {done.turns_dropped} turns dropped"
+        f"{done.results_cleared} results cleared, {done.exchanges_dropped} exchanges dropped"
     )
     print(
         f"memory: history {raw_bytes / 1e6:.2f} MB, counting cache +{cache_bytes / 1e6:.2f} MB "

@@ -24,7 +24,6 @@ from bastion.core import (
 
 
 def test_o200k_counts_match_the_published_encoding():
-    # covers G-69
     counter = TokenizerCounter("o200k_base")
     # Reference counts from the o200k_base vocabulary (the same ids as tiktoken's).
     assert counter.count_text("Hello world") == 2
@@ -37,7 +36,6 @@ def test_o200k_counts_match_the_published_encoding():
     [("cl100k_base", 9), ("o200k_base", 7), ("llama3", 8), ("qwen3", 8)],
 )
 def test_each_offline_encoding_counts_without_network(encoding: str, expected: int):
-    # covers G-69
     assert TokenizerCounter(encoding).count_text("héllo wörld 你好") == expected
 
 
@@ -47,7 +45,6 @@ def test_an_unknown_encoding_is_a_user_error_naming_the_choices():
 
 
 def test_a_conversation_counts_its_parts_calls_results_and_framing():
-    # covers G-69
     counter = TokenizerCounter()
     text = counter.count_text
     messages = [
@@ -95,7 +92,6 @@ def test_estimate_is_four_characters_a_token_by_default():
 
 
 def test_calibration_learns_the_vendors_ratio_from_reported_usage():
-    # covers G-69
     counter = CalibratedCounter(EstimateCounter(), weight=0.5)
     assert counter.count_text("x" * 400) == 100
     counter.observe(100, 130)  # the first observation sets the ratio
@@ -123,7 +119,6 @@ def test_token_counter_is_exact_for_public_tokenizers_and_calibrated_otherwise()
 
 
 def test_the_ledger_counts_only_what_each_step_added_and_recounts_a_changed_history():
-    # covers G-69
     counted: list[str] = []
 
     class Spy(TokenizerCounter):

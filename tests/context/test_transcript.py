@@ -50,7 +50,6 @@ def answer(text: str = "done") -> AssistantMessage:
 
 
 def test_a_valid_history_comes_back_unchanged():
-    # covers G-76
     history: list[Message] = [
         SystemMessage(content="s"),
         user(),
@@ -65,7 +64,6 @@ def test_a_valid_history_comes_back_unchanged():
 
 
 def test_a_call_cut_off_by_a_crash_gets_an_error_result():
-    # covers G-76
     repaired = repair_transcript([user(), asks("a", "b"), result("a")])
     assert repaired.messages[-1] == ToolMessage(
         tool_call_id="b", tool_name="t", content=MISSING_RESULT, is_error=True
@@ -74,7 +72,6 @@ def test_a_call_cut_off_by_a_crash_gets_an_error_result():
 
 
 def test_orphan_and_duplicate_results_are_dropped():
-    # covers G-76
     history: list[Message] = [user(), result("ghost"), asks("a"), result("a"), result("a", "again")]
     repaired = repair_transcript(history)
     assert repaired.messages == [user(), asks("a"), result("a")]
@@ -85,7 +82,6 @@ def test_orphan_and_duplicate_results_are_dropped():
 
 
 def test_a_user_turn_between_a_call_and_its_result_moves_after_the_result():
-    # covers G-76
     steer = user("also check Rome")
     repaired = repair_transcript([user(), asks("a"), steer, result("a"), answer()])
     assert repaired.messages == [user(), asks("a"), result("a"), steer, answer()]
@@ -99,7 +95,6 @@ def test_an_empty_assistant_turn_is_dropped():
 
 
 def test_protocols_that_need_a_user_turn_first_get_one_after_the_system_prompt():
-    # covers G-76
     history: list[Message] = [SystemMessage(content="s"), answer("earlier"), user()]
     assert repair_transcript(history, PROTOCOL_RULES["openai-chat"]).repairs == ()
     repaired = repair_transcript(history, PROTOCOL_RULES["anthropic"])
@@ -171,7 +166,6 @@ def _is_valid(messages: Sequence[Message], rules: TranscriptRules) -> bool:
 def test_any_history_is_repaired_into_a_valid_one_and_repair_is_idempotent(
     history: list[Message], protocol: str
 ):
-    # covers G-76
     rules = PROTOCOL_RULES[protocol]
     repaired = repair_transcript(history, rules)
     assert _is_valid(repaired.messages, rules)
@@ -192,7 +186,6 @@ def test_any_history_is_repaired_into_a_valid_one_and_repair_is_idempotent(
 def test_the_guard_checks_growing_and_changed_histories_as_a_full_repair_would(
     pieces: list[list[Message]], protocol: str
 ):
-    # covers G-76
     rules = PROTOCOL_RULES[protocol]
     guard = TranscriptGuard(rules)
     history: list[Message] = []
@@ -216,7 +209,6 @@ def test_the_guard_checks_growing_and_changed_histories_as_a_full_repair_would(
 
 
 def test_the_guard_only_checks_what_a_step_added():
-    # covers G-76
     guard = TranscriptGuard()
     history: list[Message] = [user(), asks("a"), result("a"), answer()]
     guard.check(history)

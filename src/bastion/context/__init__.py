@@ -17,7 +17,7 @@ from ._compact import (
     Summarizer,
     clear_tool_results,
     compact,
-    split_turns,
+    split_exchanges,
     summarize,
     trim,
 )
@@ -69,7 +69,7 @@ __all__ = [
     "clear_tool_results",
     "compact",
     "repair_transcript",
-    "split_turns",
+    "split_exchanges",
     "summarize",
     "token_counter",
     "trim",

@@ -1,18 +1,19 @@
 """Compaction: keeping a conversation inside the model's context window.
 
 A history is a pinned prefix (its leading system messages: byte-identical across steps and
-compactions, so vendors' prompt caches keep hitting) followed by turns. A turn starts at a
-user message and runs to the next one, so a tool call and its result always share a turn and
-no strategy can split them.
+compactions, so vendors' prompt caches keep hitting) followed by exchanges. An exchange is a
+user message, or a model answer together with the results of the tools it called, so no
+strategy can split a tool call from its result. Exchanges, not user exchanges, are the unit: an
+agent working on one request for fifty steps has one user turn and fifty exchanges.
 
 The strategies, each a function of a history that returns a new one (nothing is mutated):
 
-- ``trim`` drops the oldest turns;
-- ``clear_tool_results`` replaces large tool results of older turns with a short placeholder
-  (and a handle to read the result again, when the caller can keep one);
-- ``summarize`` asks a summarizer for a summary of the older turns, placed right after the
-  prefix; an earlier summary is among the older turns, so summaries fold into a
-  summary of summaries;
+- ``trim`` drops the oldest exchanges, keeping the user message the kept ones answer;
+- ``clear_tool_results`` replaces large tool results of older exchanges with a short
+  placeholder (and a handle to read the result again, when the caller can keep one);
+- ``summarize`` asks a summarizer for a summary of the older exchanges, placed right after
+  the prefix; an earlier summary is among them, so summaries fold into a summary of
+  summaries;
 - ``hybrid`` clears tool results, then summarizes, then trims, stopping as soon as the
   history fits.
 
@@ -28,7 +29,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from bastion.core import Message, SystemMessage, ToolMessage, UserError, UserMessage
+from bastion.core import (
+    AssistantMessage,
+    Message,
+    Model,
+    SystemMessage,
+    ToolMessage,
+    UserError,
+    UserMessage,
+)
 
 from ._tokens import TokenCounter
 
@@ -42,7 +51,7 @@ __all__ = [
     "Summarizer",
     "clear_tool_results",
     "compact",
-    "split_turns",
+    "split_exchanges",
     "summarize",
     "trim",
 ]
@@ -51,7 +60,7 @@ CompactionStrategy: TypeAlias = Literal["trim", "summarize", "hybrid", "clear_to
 _STRATEGIES: tuple[CompactionStrategy, ...] = ("trim", "summarize", "hybrid", "clear_tool_results")
 
 SUMMARY_HEADER = "Summary of the earlier conversation:\n"
-"""How a summary turn starts; the model reads it as context, not as a new request."""
+"""How a summary starts; the model reads it as context, not as a new request."""
 
 Summarizer: TypeAlias = Callable[[Sequence[Message]], Awaitable[str]]
 """Writes a summary of a span of conversation (the agent passes a governed model call)."""
@@ -73,12 +82,13 @@ class ContextConfig:
         target: Compact down to this share of the budget.
         max_context_tokens: The window, overriding the model profile's.
         reserve_output_tokens: Kept free for the answer: the budget is the window less this.
-        keep_last_turns: The most recent turns, never compacted.
+        keep_last: The most recent exchanges (a user message, or an answer with its tool
+            results), never compacted.
         clear_results_over: ``clear_tool_results`` clears results larger than this (tokens).
         summarizer: The model that writes summaries (a model or ``"vendor:model"``); the
             agent's own model when ``None``.
         essentials: Hooks run after each compaction; what they return is re-injected.
-        enabled: ``False`` turns automatic compaction off (manual compaction still works).
+        enabled: ``False`` exchanges automatic compaction off (manual compaction still works).
     """
 
     strategy: CompactionStrategy = "hybrid"
@@ -86,9 +96,9 @@ class ContextConfig:
     target: float = 0.6
     max_context_tokens: int | None = None
     reserve_output_tokens: int = 4_096
-    keep_last_turns: int = 2
+    keep_last: int = 4
     clear_results_over: int = 512
-    summarizer: object | None = None
+    summarizer: Model | str | None = None
     essentials: Sequence[EssentialsHook] = ()
     enabled: bool = True
 
@@ -103,7 +113,7 @@ class ContextConfig:
                 f"ContextConfig: need 0 < target <= threshold <= 1, got target={self.target!r}, "
                 f"threshold={self.threshold!r}."
             )
-        for name in ("keep_last_turns", "reserve_output_tokens", "clear_results_over"):
+        for name in ("keep_last", "reserve_output_tokens", "clear_results_over"):
             if getattr(self, name) < 0:
                 raise UserError(f"ContextConfig({name}=...) must be >= 0.")
         if self.max_context_tokens is not None and self.max_context_tokens <= 0:
@@ -128,8 +138,8 @@ class Compaction:
     tokens_before: int
     tokens_after: int
     summary_tokens: int = 0
-    turns_dropped: int = 0
-    turns_summarized: int = 0
+    exchanges_dropped: int = 0
+    exchanges_summarized: int = 0
     results_cleared: int = 0
     duration: float = 0.0
     essentials: tuple[str, ...] = ()
@@ -138,46 +148,46 @@ class Compaction:
     @property
     def changed(self) -> bool:
         """Whether the history changed."""
-        return bool(self.turns_dropped or self.turns_summarized or self.results_cleared)
+        return bool(self.exchanges_dropped or self.exchanges_summarized or self.results_cleared)
 
 
-def split_turns(messages: Sequence[Message]) -> tuple[list[Message], list[list[Message]]]:
-    """The pinned prefix (leading system messages) and the turns after it.
+def split_exchanges(messages: Sequence[Message]) -> tuple[list[Message], list[list[Message]]]:
+    """The pinned prefix (leading system messages) and the exchanges after it.
 
-    A turn starts at a user message; messages before the first user message (after the
-    prefix) form a turn of their own.
+    An exchange starts at a user message or at a model answer; tool results (and any system
+    message) belong to the exchange before them.
     """
     start = 0
     while start < len(messages) and isinstance(messages[start], SystemMessage):
         start += 1
-    turns: list[list[Message]] = []
+    exchanges: list[list[Message]] = []
     for message in messages[start:]:
-        if isinstance(message, UserMessage) or not turns:
-            turns.append([message])
+        if isinstance(message, UserMessage | AssistantMessage) or not exchanges:
+            exchanges.append([message])
         else:
-            turns[-1].append(message)
-    return list(messages[:start]), turns
+            exchanges[-1].append(message)
+    return list(messages[:start]), exchanges
 
 
-def _join(prefix: list[Message], turns: Sequence[Sequence[Message]]) -> list[Message]:
+def _join(prefix: list[Message], exchanges: Sequence[Sequence[Message]]) -> list[Message]:
     out = list(prefix)
-    for turn in turns:
-        out.extend(turn)
+    for exchange in exchanges:
+        out.extend(exchange)
     return out
 
 
 def _kept_from(
-    turns: Sequence[Sequence[Message]], counter: TokenCounter, room: int, keep_last: int
+    exchanges: Sequence[Sequence[Message]], counter: TokenCounter, room: int, keep_last: int
 ) -> int:
-    """The index of the first turn kept: the last ``keep_last`` always, more while they fit.
+    """The index of the first exchange kept: the last ``keep_last`` always, more while they fit.
 
     ``room`` is what the prefix leaves of the budget (the request's own framing included).
     """
     framing = counter.count_messages(())
-    first = max(len(turns) - keep_last, 0)
-    used = sum(counter.count_messages(t) - framing for t in turns[first:])
+    first = max(len(exchanges) - keep_last, 0)
+    used = sum(counter.count_messages(t) - framing for t in exchanges[first:])
     while first > 0:
-        size = counter.count_messages(turns[first - 1]) - framing
+        size = counter.count_messages(exchanges[first - 1]) - framing
         if used + size > room:
             break
         used += size
@@ -186,21 +196,38 @@ def _kept_from(
 
 
 def trim(
-    messages: Sequence[Message], counter: TokenCounter, *, budget: int, keep_last_turns: int = 2
+    messages: Sequence[Message], counter: TokenCounter, *, budget: int, keep_last: int = 4
 ) -> Compaction:
-    """Drop the oldest turns until the history fits ``budget`` tokens (the prefix stays)."""
+    """Drop the oldest exchanges until the history fits ``budget`` tokens (the prefix stays).
+
+    When the first exchange kept is not a user message, the user message it answers stays
+    too: a model that no longer sees the request it is working on would start guessing.
+    """
     before = counter.count_messages(messages)
-    prefix, turns = split_turns(messages)
+    prefix, exchanges = split_exchanges(messages)
+    if exchanges and _is_summary(exchanges[0][0]):  # a summary stays, like the prefix
+        prefix, exchanges = [*prefix, *exchanges[0]], exchanges[1:]
     room = budget - counter.count_messages(prefix)
-    first = _kept_from(turns, counter, room, keep_last_turns)
-    kept = _join(prefix, turns[first:])
+    first = _kept_from(exchanges, counter, room, keep_last)
+    kept = exchanges[first:]
+    if first and kept and not isinstance(kept[0][0], UserMessage):
+        request = next(
+            (e for e in reversed(exchanges[:first]) if isinstance(e[0], UserMessage)), None
+        )
+        if request is not None:
+            kept = [request, *kept]
+    out = _join(prefix, kept)
     return Compaction(
-        messages=kept,
+        messages=out,
         strategy="trim",
         tokens_before=before,
-        tokens_after=counter.count_messages(kept) if first else before,
-        turns_dropped=first,
+        tokens_after=counter.count_messages(out) if first else before,
+        exchanges_dropped=len(exchanges) - len(kept),
     )
+
+
+def _is_summary(message: Message) -> bool:
+    return isinstance(message, UserMessage) and message.text.startswith(SUMMARY_HEADER)
 
 
 def _placeholder(tokens: int, handle: str | None) -> str:
@@ -215,22 +242,22 @@ async def clear_tool_results(
     counter: TokenCounter,
     *,
     budget: int,
-    keep_last_turns: int = 2,
+    keep_last: int = 2,
     over: int = 512,
     keep: ResultKeeper | None = None,
 ) -> Compaction:
-    """Replace large tool results of older turns with a placeholder, oldest first.
+    """Replace large tool results of older exchanges with a placeholder, oldest first.
 
-    Stops as soon as the history fits ``budget``; results of the last ``keep_last_turns``
-    turns and secret results' handles are never touched (a secret result is cleared without
-    a handle, so it is not copied anywhere).
+    Stops as soon as the history fits ``budget``. Results of the last ``keep_last``
+    exchanges are never touched; a secret result is cleared without a handle, so it is not
+    copied anywhere.
     """
     before = counter.count_messages(messages)
-    prefix, turns = split_turns(messages)
+    prefix, exchanges = split_exchanges(messages)
     total, cleared = before, 0
-    new_turns = [list(t) for t in turns]
-    for turn in new_turns[: max(len(new_turns) - keep_last_turns, 0)]:
-        for i, message in enumerate(turn):
+    new_exchanges = [list(t) for t in exchanges]
+    for exchange in new_exchanges[: max(len(new_exchanges) - keep_last, 0)]:
+        for i, message in enumerate(exchange):
             if total <= budget:
                 break
             if not isinstance(message, ToolMessage):
@@ -242,7 +269,7 @@ async def clear_tool_results(
             if keep is not None and message.sensitivity != "secret":
                 handle = await keep(message)
             text = _placeholder(size, handle)
-            turn[i] = ToolMessage(
+            exchange[i] = ToolMessage(
                 tool_call_id=message.tool_call_id,
                 tool_name=message.tool_name,
                 content=text,
@@ -251,7 +278,7 @@ async def clear_tool_results(
             )
             total -= size - counter.count_text(text)
             cleared += 1
-    out = _join(prefix, new_turns) if cleared else list(messages)
+    out = _join(prefix, new_exchanges) if cleared else list(messages)
     return Compaction(
         messages=out,
         strategy="clear_tool_results",
@@ -267,31 +294,34 @@ async def summarize(
     summarizer: Summarizer,
     *,
     budget: int,
-    keep_last_turns: int = 2,
+    keep_last: int = 2,
 ) -> Compaction:
-    """Replace the older turns with a summary written by ``summarizer``.
+    """Replace the older exchanges with a summary written by ``summarizer``.
 
-    The turns that fit ``budget`` (at least the last ``keep_last_turns``) stay as they are;
-    everything older, an earlier summary included, is summarized in one call.
+    The exchanges that fit ``budget`` (at least the last ``keep_last``) stay as they are;
+    everything older, an earlier summary included, is summarized in one call. Nothing is
+    summarized when the older exchanges hold no model answer.
     """
     before = counter.count_messages(messages)
-    prefix, turns = split_turns(messages)
-    first = _kept_from(turns, counter, budget - counter.count_messages(prefix), keep_last_turns)
-    if first == 0:
+    prefix, exchanges = split_exchanges(messages)
+    first = _kept_from(exchanges, counter, budget - counter.count_messages(prefix), keep_last)
+    # A span without a model answer (the request alone, or an earlier summary) has nothing
+    # a summary would shorten, and rewording a request loses what the user said.
+    if not any(isinstance(e[0], AssistantMessage) for e in exchanges[:first]):
         return Compaction(
             messages=list(messages), strategy="summarize", tokens_before=before, tokens_after=before
         )
-    older = _join([], turns[:first])
+    older = _join([], exchanges[:first])
     text = (await summarizer(older)).strip()
     summary = UserMessage(content=f"{SUMMARY_HEADER}{text}")
-    out = [*prefix, summary, *_join([], turns[first:])]
+    out = [*prefix, summary, *_join([], exchanges[first:])]
     return Compaction(
         messages=out,
         strategy="summarize",
         tokens_before=before,
         tokens_after=counter.count_messages(out),
         summary_tokens=counter.count_text(summary.text),
-        turns_summarized=first,
+        exchanges_summarized=first,
     )
 
 
@@ -316,22 +346,20 @@ async def compact(
     """
     started = clock()
     goal = max(int(budget * config.target), 1)
-    keep_last = config.keep_last_turns
+    keep_last = config.keep_last
     strategy = config.strategy
     if strategy == "summarize" and summarizer is None:
         raise UserError("Compaction strategy 'summarize' needs a summarizer model.")
     if strategy == "trim":
-        result = trim(messages, counter, budget=goal, keep_last_turns=keep_last)
+        result = trim(messages, counter, budget=goal, keep_last=keep_last)
     elif strategy == "clear_tool_results":
         result = await clear_tool_results(
-            messages, counter, budget=goal, keep_last_turns=keep_last,
+            messages, counter, budget=goal, keep_last=keep_last,
             over=config.clear_results_over, keep=keep,
         )  # fmt: skip
     elif strategy == "summarize":
         assert summarizer is not None
-        result = await summarize(
-            messages, counter, summarizer, budget=goal, keep_last_turns=keep_last
-        )
+        result = await summarize(messages, counter, summarizer, budget=goal, keep_last=keep_last)
     else:
         result = await _hybrid(
             messages, config, counter, goal=goal, summarizer=summarizer, keep=keep
@@ -339,19 +367,18 @@ async def compact(
     essentials, errors = await _essentials(config.essentials, result)
     messages_out = result.messages
     if essentials:
-        prefix, turns = split_turns(messages_out)
+        prefix, exchanges = split_exchanges(messages_out)
         notes = [UserMessage(content=text) for text in essentials]
-        first = turns[0][0] if turns else None
-        at = 1 if isinstance(first, UserMessage) and first.text.startswith(SUMMARY_HEADER) else 0
-        messages_out = _join([*prefix, *_join([], turns[:at]), *notes], turns[at:])
+        at = 1 if exchanges and _is_summary(exchanges[0][0]) else 0
+        messages_out = _join([*prefix, *_join([], exchanges[:at]), *notes], exchanges[at:])
     return Compaction(
         messages=messages_out,
         strategy=strategy,
         tokens_before=result.tokens_before,
         tokens_after=counter.count_messages(messages_out) if essentials else result.tokens_after,
         summary_tokens=result.summary_tokens,
-        turns_dropped=result.turns_dropped,
-        turns_summarized=result.turns_summarized,
+        exchanges_dropped=result.exchanges_dropped,
+        exchanges_summarized=result.exchanges_summarized,
         results_cleared=result.results_cleared,
         duration=clock() - started,
         essentials=essentials,
@@ -368,28 +395,28 @@ async def _hybrid(
     summarizer: Summarizer | None,
     keep: ResultKeeper | None,
 ) -> Compaction:
-    keep_last = config.keep_last_turns
+    keep_last = config.keep_last
     cleared = await clear_tool_results(
-        messages, counter, budget=goal, keep_last_turns=keep_last,
+        messages, counter, budget=goal, keep_last=keep_last,
         over=config.clear_results_over, keep=keep,
     )  # fmt: skip
     current, summary_tokens, summarized, dropped = cleared, 0, 0, 0
     if current.tokens_after > goal and summarizer is not None:
         current = await summarize(
-            current.messages, counter, summarizer, budget=goal, keep_last_turns=keep_last
+            current.messages, counter, summarizer, budget=goal, keep_last=keep_last
         )
-        summary_tokens, summarized = current.summary_tokens, current.turns_summarized
+        summary_tokens, summarized = current.summary_tokens, current.exchanges_summarized
     if current.tokens_after > goal:
-        current = trim(current.messages, counter, budget=goal, keep_last_turns=keep_last)
-        dropped = current.turns_dropped
+        current = trim(current.messages, counter, budget=goal, keep_last=keep_last)
+        dropped = current.exchanges_dropped
     return Compaction(
         messages=current.messages,
         strategy="hybrid",
         tokens_before=cleared.tokens_before,
         tokens_after=current.tokens_after,
         summary_tokens=summary_tokens,
-        turns_dropped=dropped,
-        turns_summarized=summarized,
+        exchanges_dropped=dropped,
+        exchanges_summarized=summarized,
         results_cleared=cleared.results_cleared,
     )
 
