@@ -55,6 +55,7 @@ def test_top_level_exports_are_pinned() -> None:
         "ConnectionFailed",
         "ContentFiltered",
         "ContextCompactedEvent",
+        "ContextCompactionFailedEvent",
         "ContextLengthExceeded",
         "Deny",
         "Directive",

@@ -15,6 +15,7 @@ from bastion.core import (
     AgentEvent,
     AgentStartEvent,
     ContextCompactedEvent,
+    ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
     ModelFellbackEvent,
@@ -214,6 +215,13 @@ def one_of_each_event() -> list[AgentEvent]:
             reason="not today",
         ),
         ContextCompactedEvent(run_id=RUN, seq=next(seq), before_tokens=12000, after_tokens=3000),
+        ContextCompactionFailedEvent(
+            run_id=RUN,
+            seq=next(seq),
+            tokens=120000,
+            strategy="summarize",
+            reason="Overloaded: busy",
+        ),
         StepEndEvent(
             run_id=RUN, seq=next(seq), step=1, model=MODEL, finish_reason="stop", usage=Usage()
         ),
@@ -266,6 +274,7 @@ Hi
   ? rm(path="x") waits for a human decision
   ✗ rm denied: not today
   ⇣ context compacted: 12,000 → 3,000 tokens
+  ! context not compacted (120,000 tokens): Overloaded: busy
   ⚠ guardrail 'pii' (output) block: an email address
   ⚖ tool:transfer denied: outside trading hours
   ↻ test:scripted failed (Overloaded('busy')); retry 2 in 1.50 s

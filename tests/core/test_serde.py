@@ -94,6 +94,8 @@ def strategy_for(hint: Any) -> st.SearchStrategy[Any]:
         return built
     if origin is list:
         return st.lists(strategy_for(args[0]), max_size=3)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return st.lists(strategy_for(args[0]), max_size=3).map(tuple)
     if origin is dict:
         return st.dictionaries(st.text(max_size=8), strategy_for(args[1]), max_size=3)
     if hint is type(None):

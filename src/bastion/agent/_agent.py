@@ -15,6 +15,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
+from bastion.context import Compaction, ContextConfig
 from bastion.core import (
     AgentEndEvent,
     AgentEvent,
@@ -73,6 +74,7 @@ from ._scope import RunScope
 from ._setup import (
     HookFlags,
     build_code_mode,
+    build_context,
     build_governance,
     build_store,
     check_positive,
@@ -197,6 +199,9 @@ class Agent(Generic[DepsT, OutputT]):
         session_send_mode: The default ``mode`` of ``send()`` in this agent's sessions
             (:meth:`session`): ``steer`` or ``queue``; a session's ``send_mode`` and a
             call's ``mode`` override it.
+        context: Keep conversations inside the model's context window
+            (:class:`~bastion.context.ContextConfig`: compaction strategy, trigger, summarizer).
+            ``None`` (default): the history is sent as it is.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -251,6 +256,7 @@ class Agent(Generic[DepsT, OutputT]):
         governance_events: Literal["decisions", "all", "none"] = "decisions",
         store: Stores | str | None = None,
         session_send_mode: Literal["steer", "queue"] = "steer",
+        context: ContextConfig | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -407,6 +413,9 @@ class Agent(Generic[DepsT, OutputT]):
         """Set on a session's copy of the agent (``bastion.sessions``), else ``None``."""
         self.session_send_mode: Literal["steer", "queue"] = session_send_mode
         """The default ``mode`` of ``send()`` in this agent's sessions."""
+        self.context_config = context
+        self.context = build_context(context, self.model, name)
+        """Compaction before each model call (``None``: the history is sent as it is)."""
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model.key!r}, tools={list(self.tools)!r})"
@@ -420,6 +429,7 @@ class Agent(Generic[DepsT, OutputT]):
         clone = copy.copy(self)
         clone.model = resolve_model(model, "model")
         clone.models = (clone.model, *self.models[1:])
+        clone.context = build_context(self.context_config, clone.model, self.name)
         clone._live = weakref.WeakSet()
         return clone
 
@@ -695,6 +705,27 @@ class Agent(Generic[DepsT, OutputT]):
         sessions = importlib.import_module("bastion.sessions")
         return await sessions.Session.resume(self, id, send_mode=send_mode)
 
+    async def compact(
+        self, messages: Sequence[Message], *, config: ContextConfig | None = None
+    ) -> Compaction:
+        """Compact a conversation now, as a run would when it passes its trigger.
+
+        Uses the agent's ``context`` settings, or ``config``. The summarizer's calls pass
+        the agent's governor. The messages are not changed: use
+        :attr:`Compaction.messages` as the history of the next run.
+
+        Raises:
+            UserError: The agent has no ``context`` and no ``config`` was given.
+        """
+        keeper = self.context if config is None else build_context(config, self.model, self.name)
+        if keeper is None:
+            raise UserError(
+                f"Agent {self.name!r} has no context=ContextConfig(...): pass "
+                "compact(messages, config=ContextConfig(...))."
+            )
+        governance = None if self.governance is None else self.governance.open(new_id("run"))
+        return await keeper.compact(messages, None, governance=governance)
+
     def serialize_state(self, state: RunState) -> str:
         """A run's state as JSON text (:func:`bastion.agent.run_state_to_json`)."""
         return run_state_to_json(state)
@@ -784,7 +815,8 @@ class Agent(Generic[DepsT, OutputT]):
             session_state=self.session_link.state if self.session_link is not None else {},
             _governed=None if governance is None else governance.call,  # ctx.call
         )
-        return RunScope(self, state, ctx, self.clock, governance, journal=journal)
+        window = self.context.window() if self.context is not None else None
+        return RunScope(self, state, ctx, self.clock, governance, journal=journal, window=window)
 
     async def run(
         self,

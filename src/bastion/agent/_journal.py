@@ -342,6 +342,23 @@ class RunJournal:
         self.append("model_response", payload)
         self.mark = len(messages)
 
+    def compacted(
+        self, state: RunState, spent: Sequence[tuple[str, Usage]], event_seq: int
+    ) -> None:
+        """``compaction``: the history as compaction left it, and what the summary cost.
+
+        A resumed run continues from this history and never pays for the summary again.
+        """
+        self.append(
+            "compaction",
+            {
+                "event_seq": event_seq,
+                "messages": messages_payload(state.messages),
+                "spent": [{"model": m, "usage": usage_payload(u)} for m, u in spent],
+            },
+        )
+        self.mark = len(state.messages)
+
     async def tool_call_started(
         self, tool: Tool, call: ToolCall, args: Mapping[str, Any], step: int
     ) -> None:

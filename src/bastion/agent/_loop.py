@@ -22,6 +22,7 @@ from bastion.core import (
 from bastion.governance import GovernanceError
 from bastion.tools import ApprovalDecision, InterruptResolution
 
+from ._context import result_keeper
 from ._hooks import maybe_await
 from ._replay import Recovery
 from ._scope import RunAborted, RunScope
@@ -114,6 +115,11 @@ async def run_loop(
                 await agent.session_link.before_model_call(scope.ctx, state.messages)
                 if scope.abort is not None:  # the session aborted the turn meanwhile
                     raise RunAborted
+            window = scope.window
+            if window is not None:  # compaction, when the request would not fit
+                compacted = await window.before_model_call(scope, result_keeper(scope))
+                if compacted is not None:
+                    yield compacted
             request = begin_step(scope)
             flags = agent.hook_flags
             if flags.before_llm_call:
@@ -127,6 +133,8 @@ async def run_loop(
             async for event in call.events():
                 yield event
             response = take_response(scope, call)
+            if window is not None:
+                window.observe(response.usage)
             if journal is not None:  # entry seq: the model call's last event (or step.start)
                 journal.model_response(state, call.model.key, response, event.seq)
             if agent.session_link is not None:  # a session's step ends here, before its tools

@@ -116,6 +116,8 @@ class _Fold:
             self.started[str(payload["tool_call_id"])] = payload
         elif kind == "tool_result":
             self._tool_result(state, payload)
+        elif kind == "compaction":
+            self._compaction(state, payload)
         elif kind == "interrupt_decided":
             self._reset()
             state.status = "running"
@@ -132,6 +134,14 @@ class _Fold:
         self.incomplete = False
         if self.state is not None:
             self.mark = len(self.state.messages)
+
+    def _compaction(self, state: RunState, payload: Mapping[str, Any]) -> None:
+        """The history as compaction left it; the summary's cost is counted once more."""
+        state.messages[:] = messages_from_payload(payload["messages"])
+        spent = cast("list[dict[str, Any]]", payload.get("spent") or [])
+        for item in spent:
+            state.add_usage(str(item["model"]), usage_from_payload(item["usage"]))
+        self.mark = len(state.messages)
 
     def _model_response(self, state: RunState, payload: Mapping[str, Any]) -> None:
         self._reset()

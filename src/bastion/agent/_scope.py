@@ -15,6 +15,7 @@ from ._state import RunState
 
 if TYPE_CHECKING:
     from ._agent import Agent
+    from ._context import RunWindow
     from ._governance import RunGovernance
     from ._journal import RunJournal
 
@@ -61,6 +62,7 @@ class RunScope:
         "run_id",
         "state",
         "unreported",
+        "window",
     )
 
     def __init__(
@@ -72,6 +74,7 @@ class RunScope:
         governance: RunGovernance | None = None,
         *,
         journal: RunJournal | None = None,
+        window: RunWindow | None = None,
     ) -> None:
         self.agent = agent
         self.state = state
@@ -88,6 +91,8 @@ class RunScope:
         self.unreported: list[tuple[ToolCall, ToolOutcome | None]] = []
         # Writes the run's journal when the agent has a store; None costs nothing.
         self.journal = journal
+        # The run's context window (token ledger, compaction); None without ContextConfig.
+        self.window = window
         # Told of each abort request (a sub-agent's run follows its parent's abort).
         self.abort_listeners: list[Callable[[AbortRequest], None]] = []
         _LIVE[state.run_id] = self

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from bastion.context import ContextConfig
 from bastion.core import Clock, Model, UserError
 from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
 from bastion.stores import Stores, open_store
 from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
 
+from ._context import ContextKeeper
 from ._governance import GOVERNANCE_EVENTS, AgentGovernance
 from ._hooks import AgentHooks, LoopHooks, overridden
 
@@ -21,6 +23,7 @@ __all__ = [
     "GovernanceConfig",
     "HookFlags",
     "build_code_mode",
+    "build_context",
     "build_governance",
     "build_store",
     "check_positive",
@@ -63,6 +66,17 @@ class HookFlags:
         flags = {n: overridden(hooks, AgentHooks, n) for n in agent_names}
         flags.update({n: overridden(loop_hooks, LoopHooks, n) for n in loop_names})
         return cls(**flags)
+
+
+def build_context(config: ContextConfig | None, model: Model, name: str) -> ContextKeeper | None:
+    """The agent's compaction settings for ``model`` (``None`` without a config)."""
+    if config is None:
+        return None
+    if not isinstance(config, ContextConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"Agent {name!r}: context must be a ContextConfig, got {config!r}.")
+    given = config.summarizer
+    summarizer = model if given is None else resolve_model(given, "context summarizer")
+    return ContextKeeper(config, model, summarizer, f"Agent {name!r}")
 
 
 def resolve_model(model: Model | str, what: str) -> Model:

@@ -14,6 +14,7 @@ from bastion.core import (
     AgentCancellingEvent,
     AgentErrorEvent,
     ContextCompactedEvent,
+    ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
     ModelFellbackEvent,
@@ -31,6 +32,7 @@ NoticeEvent: TypeAlias = (
     AgentCancellingEvent
     | AgentErrorEvent
     | ContextCompactedEvent
+    | ContextCompactionFailedEvent
     | GovernanceEvent
     | GuardrailTrippedEvent
     | ModelFellbackEvent
@@ -91,6 +93,12 @@ def notice(event: NoticeEvent) -> Text:
                 "⇣",
                 f"context compacted: {event.before_tokens:,} → {event.after_tokens:,} tokens",
                 "dim",
+            )
+        case ContextCompactionFailedEvent():
+            return _line(
+                "!",
+                f"context not compacted ({event.tokens:,} tokens): {event.reason}",
+                "yellow",
             )
         case AgentCancellingEvent():
             what = "finishing the current step" if event.drain else "stopping now"

@@ -31,6 +31,7 @@ from bastion.core import (
     AgentEvent,
     AgentStartEvent,
     ContextCompactedEvent,
+    ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
     ModelFellbackEvent,
@@ -187,6 +188,7 @@ class Renderer:
                 AgentCancellingEvent()
                 | AgentErrorEvent()
                 | ContextCompactedEvent()
+                | ContextCompactionFailedEvent()
                 | GovernanceEvent()
                 | GuardrailTrippedEvent()
                 | ModelFellbackEvent()

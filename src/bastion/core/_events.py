@@ -24,6 +24,7 @@ __all__ = [
     "AgentEvent",
     "AgentStartEvent",
     "ContextCompactedEvent",
+    "ContextCompactionFailedEvent",
     "GovernanceEvent",
     "GuardrailTrippedEvent",
     "ModelFellbackEvent",
@@ -268,7 +269,10 @@ class ToolApprovalResolvedEvent:
 
 @dataclass(kw_only=True, slots=True)
 class ContextCompactedEvent:
-    """Older turns were compacted to fit the context window (G-74)."""
+    """Older turns were compacted to fit the context window.
+
+    ``hook_errors`` names the post-compaction hooks that failed (the compaction stands).
+    """
 
     run_id: str
     seq: int
@@ -278,7 +282,24 @@ class ContextCompactedEvent:
     duration: float = 0.0
     hooks_fired_count: int = 0
     source: Literal["auto-trigger", "manual", "pre-step"] = "auto-trigger"
+    strategy: str = ""
+    hook_errors: tuple[str, ...] = ()
     type: Literal["context.compacted"] = "context.compacted"
+
+
+@dataclass(kw_only=True, slots=True)
+class ContextCompactionFailedEvent:
+    """A compaction could not be made (the summarizer failed, a budget refused it).
+
+    The run goes on with its history as it was.
+    """
+
+    run_id: str
+    seq: int
+    tokens: int
+    strategy: str
+    reason: str
+    type: Literal["context.compaction_failed"] = "context.compaction_failed"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -419,6 +440,7 @@ AgentEvent: TypeAlias = (
     | ToolApprovalRequestedEvent
     | ToolApprovalResolvedEvent
     | ContextCompactedEvent
+    | ContextCompactionFailedEvent
     | StepEndEvent
     | GuardrailTrippedEvent
     | GovernanceEvent

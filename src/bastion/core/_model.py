@@ -286,6 +286,10 @@ class Model(ABC):
     provider: str = "unknown"
     name: str = "unknown"
     accepts_sensitivity: tuple[str, ...] = ("public", "internal", "secret")
+    context_window: int | None = None
+    """The tokens one request and its answer may hold together, when known."""
+    tokenizer: str | None = None
+    """The offline encoding that counts this model's tokens (``None``: not public)."""
     _key_cache: tuple[str, str, str] | None = None
 
     @property

@@ -163,6 +163,8 @@ class HttpModel(Model):
         self.timeout = timeout
         self._client = http_client
         self.profile = profile or profile_for(self.provider, name)
+        self.context_window = self.profile.context_window
+        self.tokenizer = self.profile.tokenizer
         self.accepts_sensitivity = accepts_sensitivity
 
     def _http(self) -> httpx.AsyncClient:

@@ -7,10 +7,13 @@ writing; a model with no known price gets ``cost_usd=None`` (never a guess).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from bastion.core import Usage
 
 __all__ = ["ModelProfile", "profile_for", "with_cost"]
+
+_V = TypeVar("_V")
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -27,6 +30,7 @@ class ModelProfile:
     output_price: float | None = None
     cached_input_price: float | None = None
     cache_write_price: float | None = None
+    tokenizer: str | None = None  # the offline encoding that counts exactly; None: estimate
 
 
 _GENERIC = ModelProfile()
@@ -119,16 +123,38 @@ _PROFILES: dict[tuple[str, str], ModelProfile] = {
 }
 _ALIASES = {"openai-responses": "openai"}
 
+# (provider, model-name prefix) -> the offline encoding of the family's tokenizer, where the
+# vendor publishes it. Vendors without one (Anthropic, Gemini) are counted by estimate,
+# calibrated from their reported usage. The longest matching prefix wins.
+_TOKENIZERS: dict[tuple[str, str], str] = {
+    ("openai", ""): "o200k_base",
+    ("openai", "gpt-4-"): "cl100k_base",
+    ("openai", "gpt-4"): "cl100k_base",
+    ("openai", "gpt-4o"): "o200k_base",
+    ("openai", "gpt-4.1"): "o200k_base",
+    ("openai", "gpt-3.5"): "cl100k_base",
+    ("openai", "gpt-oss"): "o200k_harmony",
+}
+
+
+def _longest(table: dict[tuple[str, str], _V], family: str, model: str) -> _V | None:
+    best: tuple[int, _V] | None = None
+    for (known_provider, prefix), value in table.items():
+        matches = known_provider == family and model.startswith(prefix)
+        if matches and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), value)
+    return best[1] if best else None
+
 
 def profile_for(provider: str, model: str) -> ModelProfile:
     """The profile of ``model`` at ``provider``: the longest known prefix, else generic."""
     family = _ALIASES.get(provider, provider)
-    best: tuple[int, ModelProfile] | None = None
-    for (known_provider, prefix), profile in _PROFILES.items():
-        matches = known_provider == family and model.startswith(prefix)
-        if matches and (best is None or len(prefix) > best[0]):
-            best = (len(prefix), profile)
-    return best[1] if best else _GENERIC
+    profile = _longest(_PROFILES, family, model) or _GENERIC
+    if profile.tokenizer is None:
+        tokenizer = _longest(_TOKENIZERS, family, model)
+        if tokenizer is not None:
+            profile = replace(profile, tokenizer=tokenizer)
+    return profile
 
 
 def with_cost(usage: Usage, profile: ModelProfile) -> Usage:

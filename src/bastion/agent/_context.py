@@ -1,0 +1,280 @@
+"""The agent's side of context management: compaction before each model call.
+
+``Agent(context=ContextConfig(...))`` builds one :class:`ContextKeeper` (the budget from the
+model's context window, the token counter for its tokenizer, the summarizer model); each run
+gets a :class:`RunWindow` holding the run's token ledger. Before every model call the loop
+asks the window; when the request would pass the trigger, the history is compacted in place
+and a ``context.compacted`` event goes out. The compacted history is journaled, so a resumed
+run continues from it and never pays for the summary again.
+
+The summarizer is a model call of the run: it passes the governor (``llm:<provider>:<model>``)
+and its usage counts in the run's usage. A compaction that fails (the summarizer errs, a
+budget refuses it) is reported and the run goes on uncompacted: running out of room later is
+better than failing a run that could still fit. A run that holds ``secret`` tool output is
+never compacted automatically (a summary would copy it to a summarizer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from bastion.context import (
+    CalibratedCounter,
+    Compaction,
+    ContextConfig,
+    ResultKeeper,
+    TokenCounter,
+    TokenLedger,
+    compact,
+    token_counter,
+)
+from bastion.core import (
+    AssistantMessage,
+    ContextCompactedEvent,
+    ContextCompactionFailedEvent,
+    Message,
+    Model,
+    ModelRequest,
+    SystemMessage,
+    ToolMessage,
+    Usage,
+    UserError,
+    UserMessage,
+)
+
+if TYPE_CHECKING:
+    from ._governance import RunGovernance
+    from ._scope import RunScope
+
+__all__ = [
+    "SUMMARY_INSTRUCTIONS",
+    "ContextKeeper",
+    "RunWindow",
+    "compacted_event",
+    "render_span",
+    "result_keeper",
+]
+
+SUMMARY_INSTRUCTIONS = (
+    "You compact a conversation between a user and an AI assistant that uses tools. Write a "
+    "summary the assistant can continue from without the original messages: the user's "
+    "goals and constraints, decisions made, facts learned (names, numbers, identifiers, file "
+    "paths, URLs, exactly as written), what the tools returned that still matters, and what "
+    "is still open. Be concise; no preamble."
+)
+"""The summarizer's instructions."""
+
+
+def render_span(messages: Sequence[Message]) -> str:
+    """A span of conversation as plain text for a summarizer (any protocol accepts it)."""
+    lines: list[str] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            lines.append(f"[system] {message.content}")
+        elif isinstance(message, UserMessage):
+            lines.append(f"[user] {message.text}")
+        elif isinstance(message, AssistantMessage):
+            if message.text:
+                lines.append(f"[assistant] {message.text}")
+            lines.extend(
+                f"[assistant called {call.name}] {call.arguments}" for call in message.tool_calls
+            )
+        else:
+            lines.append(f"[{message.tool_name} returned] {message.text}")
+    return "\n".join(lines)
+
+
+class ContextKeeper:
+    """One agent's compaction settings: budget, counter and summarizer model."""
+
+    __slots__ = ("budget", "config", "counter", "summarizer")
+
+    def __init__(self, config: ContextConfig, model: Model, summarizer: Model, owner: str) -> None:
+        budget = config.budget(model.context_window)
+        if budget is None:
+            raise UserError(
+                f"{owner}: context=ContextConfig(...) needs the model's context window, and "
+                f"{model.key!r} does not say it. Pass ContextConfig(max_context_tokens=...)."
+            )
+        self.config = config
+        self.budget = budget
+        self.counter: TokenCounter = token_counter(model.tokenizer)
+        self.summarizer = summarizer
+
+    def window(self) -> RunWindow:
+        """The state one run needs (its token ledger)."""
+        return RunWindow(self)
+
+    async def compact(
+        self,
+        messages: Sequence[Message],
+        scope: RunScope | None,
+        *,
+        governance: RunGovernance | None = None,
+        keep: ResultKeeper | None = None,
+        spent: list[tuple[str, Usage]] | None = None,
+    ) -> Compaction:
+        """Compact ``messages`` now.
+
+        The summarizer's calls pass ``governance`` (the run's, when ``scope`` is given) and
+        count in ``scope``'s usage; ``spent`` receives each call's model and usage.
+        """
+        if scope is not None and governance is None:
+            governance = scope.governance
+
+        async def summarize(span: Sequence[Message]) -> str:
+            return await self._summarize(span, scope, governance, spent)
+
+        return await compact(
+            messages,
+            self.config,
+            self.counter,
+            budget=self.budget,
+            summarizer=summarize,
+            keep=keep,
+        )
+
+    async def _summarize(
+        self,
+        span: Sequence[Message],
+        scope: RunScope | None,
+        governance: RunGovernance | None,
+        spent: list[tuple[str, Usage]] | None,
+    ) -> str:
+        model = self.summarizer
+        request = ModelRequest(
+            messages=[
+                SystemMessage(content=SUMMARY_INSTRUCTIONS),
+                UserMessage(content=render_span(span)),
+            ]
+        )
+        if governance is not None:
+            substitute = await governance.guard(governance.check_model(model, request))
+            if substitute is not None:  # an interrupt decision supplied the summary
+                return str(substitute.value)
+        response = await model.request(request)
+        if governance is not None:
+            await governance.guard(governance.record_model(model, response.usage))
+        if scope is not None:
+            scope.state.add_usage(model.key, response.usage)
+            scope.ctx.usage = scope.state.usage
+        if spent is not None:
+            spent.append((model.key, response.usage))
+        return response.message.text
+
+
+class RunWindow:
+    """One run's view of its context: the ledger of what the history costs in tokens."""
+
+    __slots__ = ("_counted", "_stuck_told", "keeper", "ledger")
+
+    def __init__(self, keeper: ContextKeeper) -> None:
+        self.keeper = keeper
+        counter = keeper.counter
+        self.ledger = TokenLedger(counter)
+        self._counted = 0  # the base count of the last request, for calibration
+        self._stuck_told = False
+
+    def _stuck(self, scope: RunScope, done: Compaction) -> ContextCompactionFailedEvent | None:
+        """Say once per run that the kept exchanges alone pass the trigger."""
+        if self._stuck_told:
+            return None
+        self._stuck_told = True
+        config = self.keeper.config
+        return ContextCompactionFailedEvent(
+            run_id=scope.run_id,
+            seq=scope.next_seq(),
+            tokens=done.tokens_before,
+            strategy=config.strategy,
+            reason=(
+                f"nothing older than the last {config.keep_last} exchanges is left to compact, "
+                f"and they hold {done.tokens_before:,} of a {self.keeper.budget:,}-token budget; "
+                "lower ContextConfig(keep_last=...) or use a model with a larger window"
+            ),
+        )
+
+    def tokens(self, messages: Sequence[Message]) -> int:
+        """What ``messages`` cost as a request."""
+        return self.ledger.count(messages)
+
+    def over(self, messages: Sequence[Message]) -> bool:
+        """Whether a request of ``messages`` passes the compaction trigger."""
+        keeper = self.keeper
+        tokens = self.ledger.count(messages)
+        counter = keeper.counter
+        self._counted = (
+            tokens if not isinstance(counter, CalibratedCounter) else round(tokens / counter.factor)
+        )
+        return tokens > keeper.budget * keeper.config.threshold
+
+    def observe(self, usage: Usage) -> None:
+        """Learn from the vendor's count of the last request (estimating counters only)."""
+        counter = self.keeper.counter
+        if isinstance(counter, CalibratedCounter) and not usage.unreported_requests:
+            counter.observe(self._counted, usage.prompt_tokens)
+
+    async def before_model_call(
+        self, scope: RunScope, keep: ResultKeeper | None
+    ) -> ContextCompactedEvent | ContextCompactionFailedEvent | None:
+        """Compact the run's history when it passes the trigger; the event, or ``None``.
+
+        The compacted history replaces the run's messages and is journaled.
+        """
+        keeper = self.keeper
+        messages = scope.state.messages
+        if not keeper.config.enabled or not self.over(messages):
+            return None
+        if any(isinstance(m, ToolMessage) and m.sensitivity == "secret" for m in messages):
+            return None
+        spent: list[tuple[str, Usage]] = []
+        try:
+            done = await keeper.compact(messages, scope, keep=keep, spent=spent)
+        except Exception as exc:  # the run goes on uncompacted; the event says why
+            return ContextCompactionFailedEvent(
+                run_id=scope.run_id,
+                seq=scope.next_seq(),
+                tokens=self.ledger.count(messages),
+                strategy=keeper.config.strategy,
+                reason=f"{type(exc).__name__}: {exc}",
+            )
+        if done.tokens_after >= done.tokens_before:  # nothing older to compact: keep as is
+            return self._stuck(scope, done)
+        messages[:] = done.messages
+        event = compacted_event(scope, done, source="auto-trigger")
+        if scope.journal is not None:
+            scope.journal.compacted(scope.state, spent, event.seq)
+        return event
+
+
+def compacted_event(scope: RunScope, done: Compaction, *, source: str) -> ContextCompactedEvent:
+    """The ``context.compacted`` event of a compaction in ``scope``'s run."""
+    return ContextCompactedEvent(
+        run_id=scope.run_id,
+        seq=scope.next_seq(),
+        before_tokens=done.tokens_before,
+        after_tokens=done.tokens_after,
+        summary_tokens=done.summary_tokens,
+        duration=done.duration,
+        hooks_fired_count=len(done.essentials) + len(done.hook_errors),
+        source="manual" if source == "manual" else "auto-trigger",
+        strategy=done.strategy,
+        hook_errors=done.hook_errors,
+    )
+
+
+def result_keeper(scope: RunScope) -> ResultKeeper | None:
+    """Where cleared tool results are kept for ``read_result`` (``None``: it is not offered)."""
+    agent = scope.agent
+    limiter = agent.result_limiter
+    if "read_result" not in agent.tools:
+        return None
+    run_id = scope.run_id
+
+    async def keep(message: ToolMessage) -> str | None:
+        try:
+            return await limiter.spill.write(run_id, message.text)
+        except OSError:  # not kept: the placeholder says the result was cleared
+            return None
+
+    return keep

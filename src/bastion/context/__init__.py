@@ -1,0 +1,76 @@
+"""Context management: token counting, compaction and transcripts a provider accepts.
+
+- :func:`token_counter` picks exact offline counting for a model with a public tokenizer, or
+  a :class:`CalibratedCounter` that learns from the usage the vendor reports;
+- :func:`compact` keeps a conversation inside the window (``trim``, ``summarize``,
+  ``hybrid``, ``clear_tool_results``), never touching the pinned system prefix;
+- :func:`repair_transcript` makes any history valid for a protocol before it is sent.
+"""
+
+from ._compact import (
+    SUMMARY_HEADER,
+    Compaction,
+    CompactionStrategy,
+    ContextConfig,
+    EssentialsHook,
+    ResultKeeper,
+    Summarizer,
+    clear_tool_results,
+    compact,
+    split_exchanges,
+    summarize,
+    trim,
+)
+from ._tokens import (
+    ENCODINGS,
+    CalibratedCounter,
+    EstimateCounter,
+    TokenCounter,
+    TokenizerCounter,
+    TokenLedger,
+    token_counter,
+)
+from ._transcript import (
+    GENERIC_RULES,
+    MISSING_RESULT,
+    PROTOCOL_RULES,
+    Repair,
+    RepairedTranscript,
+    RepairKind,
+    TranscriptError,
+    TranscriptGuard,
+    TranscriptRules,
+    repair_transcript,
+)
+
+__all__ = [
+    "ENCODINGS",
+    "GENERIC_RULES",
+    "MISSING_RESULT",
+    "PROTOCOL_RULES",
+    "SUMMARY_HEADER",
+    "CalibratedCounter",
+    "Compaction",
+    "CompactionStrategy",
+    "ContextConfig",
+    "EssentialsHook",
+    "EstimateCounter",
+    "Repair",
+    "RepairKind",
+    "RepairedTranscript",
+    "ResultKeeper",
+    "Summarizer",
+    "TokenCounter",
+    "TokenLedger",
+    "TokenizerCounter",
+    "TranscriptError",
+    "TranscriptGuard",
+    "TranscriptRules",
+    "clear_tool_results",
+    "compact",
+    "repair_transcript",
+    "split_exchanges",
+    "summarize",
+    "token_counter",
+    "trim",
+]
