@@ -463,26 +463,71 @@ async def test_time_of_day_policy_on_model_calls_fails_the_run_with_its_reason()
 # -- LoopHooks' auto-stop as a policy, rounds, substitutes ---------------------------------
 
 
-async def test_a_run_budget_stops_the_run_cleanly_with_status_stopped() -> None:
-    # covers C3, L-19
+async def test_a_run_budget_fails_with_budget_exceeded_before_the_next_model_call() -> None:
+    # SPEC §3.1 scenario 24: the step crossing the ceiling completes; the next call is not made.
+    # covers L-16, L-19
     log: list[str] = []
+    model = ScriptedModel(costly(0.7, 0.7, 0.7))
     agent = Agent(
         "analyst",
-        model=ScriptedModel(costly(0.7, 0.7, 0.7)),
+        model=model,
         tools=[lookup_tool(log)],
         budget=Budget(cost_usd=1, window="invocation"),
         clock=VirtualClock(),
     )
     result = await agent.run("research")
-    assert result.status == "stopped"
-    assert result.stop_reason == "budget"
-    assert result.error is None
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code == "budget_exceeded"
+    assert "Usage so far: 2 model calls" in result.error.message
+    assert "$1.4000" in result.error.message
     assert log == ["q1", "q2"]  # $1.40 spent after two calls: the third is not made
+    assert len(model.requests) == 2
     assert result.usage.cost_usd is not None
     assert round(result.usage.cost_usd, 2) == 1.4
     # A new run has its own budget: invocation counters end with their run.
     [counter] = await counters(agent, "llm")
     assert (counter.window, counter.accumulated) == ("invocation", 0.0)
+
+
+async def test_a_cost_budget_on_a_model_with_no_price_fails_with_budget_unpriced() -> None:
+    # SPEC §3.1 scenario 24: an unpriced model cannot be held to a cost budget.
+    # covers L-16
+    log: list[str] = []
+    model = ScriptedModel(
+        [Turn(tool_calls=[Call("lookup", {"q": "q1"})], usage=Usage(prompt_tokens=900)), "done"]
+    )
+    agent = Agent(
+        "analyst",
+        model=model,
+        tools=[lookup_tool(log)],
+        budget=Budget(cost_usd=5, window="day"),
+        clock=VirtualClock(),
+    )
+    result = await agent.run("research")
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code == "budget_unpriced"
+    assert "unpriced='allow'" in result.error.message
+    assert log == []  # the unpriced answer's tool calls never ran
+    assert result.usage.prompt_tokens == 900  # what it spent is still reported
+
+    allowed = Agent(
+        "analyst",
+        model=ScriptedModel(
+            [Turn(tool_calls=[Call("lookup", {"q": "q1"})], usage=Usage(prompt_tokens=900)), "ok"]
+        ),
+        tools=[lookup_tool(log)],
+        budget=Budget(cost_usd=5, window="day", unpriced="allow"),
+        clock=VirtualClock(),
+    )
+    assert (await allowed.run("research")).status == "completed"
+    assert log == ["q1"]
+
+
+def test_unpriced_must_be_fail_or_allow() -> None:
+    with pytest.raises(UserError, match="unpriced must be 'fail' or 'allow'"):
+        Limit(type="cost", max=1, unpriced="ignore")  # pyright: ignore[reportArgumentType]
 
 
 async def test_rounds_limit_allows_exactly_n_tool_rounds() -> None:

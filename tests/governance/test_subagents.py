@@ -223,8 +223,10 @@ async def test_invocation_limits_count_the_sub_agents_model_calls_with_the_paren
         budget=Budget(cost_usd=1.0, window="invocation"),
     )
     result = await parent.run("go")
-    # $0.1 + the child's $1.5: the parent's next call would go over; the run stops cleanly.
-    assert (result.status, result.stop_reason) == ("stopped", "budget")
+    # $0.1 + the child's $1.5: the parent's next call would go over; the run fails first.
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code == "budget_exceeded"
     assert results(result.messages) == ["Researched."]
     assert result.usage.cost_usd == 1.6
 

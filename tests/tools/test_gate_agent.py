@@ -252,3 +252,19 @@ async def test_gate_errors_are_tool_errors_the_model_can_react_to() -> None:
         ("c1", "approval_denied", "only y")
     ]
     assert ran == ["delete y"]
+
+
+async def test_a_gated_call_with_invalid_arguments_fails_at_once_and_no_human_is_asked() -> None:
+    # SPEC §3.1 scenario 11: validation comes before the approval requirement.
+    # covers C4, T-12
+    model = ScriptedModel([Turn(tool_calls=[Call("deploy", {"env": 7}, id="c1")]), "done"])
+    agent = Agent("a", model=model, tools=[deploy])
+    events = [e async for e in agent.stream("go")]
+    asked = [e.type for e in events if e.type.startswith("tool.approval")]
+    assert asked == []
+    (error,) = [e for e in events if e.type == "tool.execute.error"]
+    assert (error.tool_call_id, error.kind) == ("c1", "invalid_input")
+    result = events[-1]
+    assert result.type == "agent.end"
+    assert result.status == "completed"  # not awaiting_approval: nothing was pending
+    assert ran == []

@@ -10,6 +10,7 @@ from ._governor import Governor
 from ._interrupting import InterruptContext, InterruptHandler, Substitute
 from ._interrupts import (
     ActionTimeout,
+    BudgetUnpriced,
     Denied,
     DenyDecision,
     GovernanceError,
@@ -58,6 +59,7 @@ __all__ = [
     "ActionTimeout",
     "AtomicCounterStore",
     "Budget",
+    "BudgetUnpriced",
     "CounterRow",
     "CounterStore",
     "CounterView",

@@ -17,7 +17,7 @@ from bastion.core import Clock, SystemClock, UserError
 
 from ._accumulate import amount_for, find_usage
 from ._interrupting import InterruptHandler, Interrupting, Substitute
-from ._interrupts import Denied, Interrupt, PolicyExceeded
+from ._interrupts import BudgetUnpriced, Denied, Interrupt, PolicyExceeded
 from ._plan import BoundLimit, Plan, build_plan, key_ancestry, normalize_policies
 from ._policy import ALLOW, Budget, CustomPolicy, Oracle, Policy, PolicyAction, PolicyResult
 from ._run import run_action
@@ -677,6 +677,8 @@ class Governor(Signalling, Interrupting, StateMixin):
                 bounds = plan.extracting  # only a limit's extract can count anything
                 if not bounds:
                     return
+        if usage is not None and cost is None and usage.cost_usd is None:
+            _check_priced(bounds, key, usage)
         now = self.clock.now()
         memory = self._memory
         for bound in bounds:
@@ -843,3 +845,17 @@ class Governor(Signalling, Interrupting, StateMixin):
         if failure is not None:
             raise failure
         return result
+
+
+def _check_priced(bounds: Sequence[BoundLimit], key: str, usage: Any) -> None:
+    """Refuse usage with no price where a cost limit must count it (``unpriced="fail"``).
+
+    Usage that reports nothing at all (no tokens, no requests) is a call that did not happen
+    and costs nothing.
+    """
+    if not (usage.total_tokens or usage.requests or usage.unreported_requests):
+        return
+    for bound in bounds:
+        limit = bound.limit
+        if bound.type == "cost" and limit.extract is None and limit.unpriced == "fail":
+            raise BudgetUnpriced(oracle=key, max=limit.max, window=str(limit.window), usage=usage)

@@ -227,6 +227,27 @@ class PolicyExceeded(GovernanceError):
         self.max = max
 
 
+class BudgetUnpriced(GovernanceError):
+    """A cost limit applies, but the call's usage has no price: the limit cannot be enforced.
+
+    Raised after the call (its usage is on :attr:`usage`), so no further call is made
+    unpriced. Give the model a price, or ``unpriced="allow"`` on the limit to count such
+    calls as free.
+    """
+
+    def __init__(self, *, oracle: str, max: float, window: str, usage: Any) -> None:
+        super().__init__(
+            f"Cost limit on {oracle!r} (${max:g}, window {window}) cannot be enforced: the "
+            "call's usage has no price. Give the model a price (a provider profile, or "
+            "Usage.cost_usd from a custom model), or set unpriced='allow' on the Budget or "
+            "Limit to count unpriced calls as free."
+        )
+        self.oracle = oracle
+        self.max = max
+        self.window = window
+        self.usage = usage
+
+
 class InterruptRequired(GovernanceError):
     """An interrupt needs a decision and no handler is configured: suspend the run.
 

@@ -156,6 +156,9 @@ class Limit:
             ``(next, current, max) -> bool``. A breach then interrupts instead of failing.
         backoff: For ``retries``: ``"exponential"`` (1 s, 2 s, 4 s, ...), a fixed number of
             seconds, or a function of the 0-indexed attempt returning seconds.
+        unpriced: For ``cost``: what a call whose usage has no price does. ``"fail"``
+            (default) raises ``BudgetUnpriced`` (a limit that cannot be enforced is not
+            silently ignored); ``"allow"`` counts it as free.
     """
 
     type: str
@@ -164,6 +167,7 @@ class Limit:
     extract: Extract | None = None
     mutable: Mapping[str, bool | Ceiling] | None = None
     backoff: Backoff | None = None
+    unpriced: Literal["fail", "allow"] = "fail"
     parsed_window: Window = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -182,6 +186,8 @@ class Limit:
             )
         if self.mutable is not None and self.type in ("retries", "timeout"):
             raise UserError(f"A {self.type!r} limit cannot be mutable.")
+        if self.unpriced not in ("fail", "allow"):
+            raise UserError(f"Limit unpriced must be 'fail' or 'allow', got {self.unpriced!r}.")
         self.parsed_window = parse_window(self.window)
 
     def backoff_delay(self, attempt: int) -> float:
@@ -225,6 +231,9 @@ class Budget:
         mutable_by: Approver name(s) who may raise the budget; without one a breach fails.
         ceiling: The highest value approvers may raise it to; ``None`` for no ceiling.
         oracle: The oracle key the limit sits on.
+        unpriced: ``"fail"`` (default): a call with no price fails the run
+            (``budget_unpriced``), since the budget could not be enforced; ``"allow"``
+            counts it as free.
     """
 
     cost_usd: float
@@ -232,6 +241,7 @@ class Budget:
     mutable_by: str | Sequence[str] | None = None
     ceiling: float | None = None
     oracle: str = "llm"
+    unpriced: Literal["fail", "allow"] = "fail"
 
     def limit(self) -> Limit:
         """Return the equivalent :class:`Limit`."""
@@ -245,4 +255,10 @@ class Budget:
             mutable = dict.fromkeys(names, rule)
         elif self.ceiling is not None:
             raise UserError("Budget(ceiling=...) needs mutable_by=: who may raise the budget?")
-        return Limit(type="cost", max=self.cost_usd, window=self.window, mutable=mutable)
+        return Limit(
+            type="cost",
+            max=self.cost_usd,
+            window=self.window,
+            mutable=mutable,
+            unpriced=self.unpriced,
+        )

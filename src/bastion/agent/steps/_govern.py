@@ -2,9 +2,10 @@
 
 Called only when the agent has governance (``scope.governance`` is set):
 
-- a refused model call fails the run (``policy_denied``, ``budget_exceeded``); a limit of
-  the run itself (window ``invocation``) or a ``rounds`` limit stops it cleanly instead
-  (status ``stopped``, stop reason ``budget``: LoopHooks' auto-stop, expressed as a policy);
+- a refused model call fails the run (``policy_denied``; ``budget_exceeded`` with the usage
+  so far, a per-run budget included; ``budget_unpriced`` when a cost limit meets a call
+  with no price); a ``rounds`` limit stops it cleanly instead (status ``stopped``, stop
+  reason ``budget``: LoopHooks' auto-stop, expressed as a policy);
 - an interrupt nobody handled suspends the run like an approval (``awaiting_approval``),
   with the interrupt in ``RunState.interrupts`` and the governor's snapshot in
   ``RunState.governance``; resuming restores the snapshot (a new Agent instance), applies
@@ -29,6 +30,7 @@ from bastion.core import (
     Usage,
 )
 from bastion.governance import (
+    BudgetUnpriced,
     Denied,
     GovernanceError,
     InterruptRequired,
@@ -57,17 +59,27 @@ def settle(scope: RunScope, exc: GovernanceError) -> None:
         state.status = "awaiting_approval"
         return
     _answer_open_calls(scope, str(exc))
-    if isinstance(exc, PolicyExceeded):
-        if exc.window == "invocation" or exc.limit_type == "rounds":
+    if isinstance(exc, BudgetUnpriced):
+        # The answer came, but its spending cannot be counted: fail before anything else.
+        if isinstance(exc.usage, Usage):
+            state.add_usage(exc.oracle.removeprefix("llm:"), exc.usage)
+        state.fail("budget_unpriced", str(exc), exc)
+    elif isinstance(exc, PolicyExceeded):
+        if exc.limit_type == "rounds":  # a bound on the loop itself: stop cleanly
             state.status = "stopped"
             state.stop_reason = "budget"
             state.output = state.last_text() if scope.agent.output_schema is None else None
             return
-        state.fail("budget_exceeded", str(exc), exc)
+        state.fail("budget_exceeded", f"{exc} Usage so far: {_spent(state.usage)}.", exc)
     elif isinstance(exc, Denied):
         state.fail("policy_denied", f"{exc.oracle}: {exc.reason}", exc)
     else:
         state.fail("governance_error", f"{type(exc).__name__}: {exc}", exc)
+
+
+def _spent(usage: Usage) -> str:
+    cost = "" if usage.cost_usd is None else f", ${usage.cost_usd:.4f}"
+    return f"{usage.requests} model calls, {usage.total_tokens:,} tokens{cost}"
 
 
 def _answer_open_calls(scope: RunScope, reason: str) -> None:
