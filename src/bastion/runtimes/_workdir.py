@@ -83,7 +83,7 @@ class WorkDir:
                 try:
                     child = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
-                    raise _swapped(exc, parts) from exc
+                    raise _swapped(exc, fd, part, parts) from exc
                 os.close(fd)
                 fd = child
             yield fd
@@ -104,7 +104,7 @@ class WorkDir:
             try:
                 fd = os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
             except OSError as exc:
-                raise _swapped(exc, parts) from exc
+                raise _swapped(exc, dir_fd, parts[-1], parts) from exc
         try:
             mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):
@@ -184,9 +184,13 @@ class WorkDir:
         return sorted(listing, key=lambda e: e.name)
 
 
-def _swapped(exc: OSError, parts: list[str]) -> Exception:
-    """Map "a component turned into a symlink (or a file) after the check" to a refusal."""
-    if exc.errno in (errno.ELOOP, errno.EMLINK):
+def _swapped(exc: OSError, dir_fd: int, name: str, parts: list[str]) -> Exception:
+    """Map "a component turned into a symlink after the check" to a refusal."""
+    try:
+        is_link = stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        is_link = False
+    if is_link or exc.errno == errno.ELOOP:
         where = "/".join(parts)
         return RuntimeAccessError(
             f"Path {where!r} changed into a symbolic link while it was opened; refused."
