@@ -6,7 +6,7 @@ import ipaddress
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -38,7 +38,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
-        port: int = self.server.socket.getsockname()[1]
+        port = cast("tuple[str, int]", self.server.server_address)[1]
         routes: dict[str, Any] = {
             "/page": lambda: self._send(
                 200,
