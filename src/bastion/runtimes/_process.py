@@ -14,7 +14,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bastion.core import ExecResult
@@ -35,7 +35,6 @@ class ProcessSpec:
         timeout: Wall-clock seconds before the process group is killed.
         max_output: Bytes kept of stdout, and of stderr.
         stdin: Bytes fed to standard input (``None``: no input).
-        preexec: Runs in the child before ``exec`` (limits, cgroup); keep it to syscalls.
     """
 
     argv: Sequence[str]
@@ -44,7 +43,6 @@ class ProcessSpec:
     timeout: float
     max_output: int
     stdin: bytes | None = None
-    preexec: Callable[[], None] | None = None
 
 
 class _Capped:
@@ -107,7 +105,6 @@ async def run_process(spec: ProcessSpec) -> ExecResult:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group, killed as one
-        preexec_fn=spec.preexec,
     )
     out, err = _Capped(spec.max_output), _Capped(spec.max_output)
     stdout, stderr = process.stdout, process.stderr

@@ -8,7 +8,7 @@ are new (no network but a private loopback unless ``allow_network``), the root i
 read-only, and the process dies with its parent.
 
 Limits: ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` and no core dumps are set
-in the child before ``bwrap`` starts and are inherited by everything inside; the number of
+by ``prlimit`` before it execs ``bwrap``, and are inherited by everything inside; the number of
 processes is capped by a ``pids`` cgroup when this process may create one (as root), else
 by ``RLIMIT_NPROC`` (which the kernel ignores for root). The wall-clock timeout kills the
 process group of ``bwrap``; the sandbox's PID 1 goes with it, and the kernel kills every
@@ -17,14 +17,15 @@ process left in the namespace.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import itertools
 import os
-import resource
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import ClassVar
 
 from bastion.core import (
     ExecResult,
@@ -36,29 +37,20 @@ from bastion.core import (
 from ._local import LocalRuntime, WorkDirFiles, _argv, _timeout
 from ._process import ProcessSpec, run_process
 
-__all__ = ["SandboxRuntime", "bwrap_argv", "find_bwrap"]
+__all__ = ["SandboxRuntime", "bwrap_argv", "find_bwrap", "find_prlimit", "launcher"]
 
 # Files of /etc that programs need to start and to name users; nothing secret (no shadow,
 # no ssh keys, no machine credentials).
 _ETC = (
     "alternatives",
-    "bash.bashrc",
     "ca-certificates",
     "group",
-    "hostname",
     "hosts",
     "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
     "localtime",
-    "mime.types",
     "nsswitch.conf",
-    "os-release",
     "passwd",
-    "profile",
-    "protocols",
     "resolv.conf",
-    "services",
     "ssl",
 )
 _SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -151,6 +143,7 @@ class SandboxRuntime(WorkDirFiles):
                     raise UserError(f"SandboxConfig.allow_fs names {path!r}, which does not exist.")
         self.config = config
         self._bwrap = find_bwrap()
+        find_prlimit()
 
     def __repr__(self) -> str:
         return f"SandboxRuntime({self.cwd!r}, network={self.config.allow_network})"
@@ -175,21 +168,21 @@ class SandboxRuntime(WorkDirFiles):
         if env:
             config = replace(config, env={**config.env, **env})
         start_dir = self._command_cwd(cwd)
-        cgroup = _PidsGroup.create(config.max_processes)
+        cgroup = _PidsGroup.acquire(config.max_processes)
         try:
+            bwrap = bwrap_argv(self._bwrap, self.cwd, config, start_dir, _argv(command))
             spec = ProcessSpec(
-                argv=bwrap_argv(self._bwrap, self.cwd, config, start_dir, _argv(command)),
+                argv=[*launcher(config, cgroup), *bwrap],
                 cwd=start_dir,
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},  # bwrap's own, not the host's
                 timeout=min(_timeout(timeout, config.timeout), config.timeout),
                 max_output=config.max_output_bytes,
                 stdin=stdin,
-                preexec=_limits(config, cgroup),
             )
             return await run_process(spec)
         finally:
             if cgroup is not None:
-                cgroup.remove()
+                cgroup.release()
 
     def with_sandbox(self, config: SandboxConfig | None) -> Runtime:
         """This work dir with another sandbox config (``None``: a local runtime)."""
@@ -200,29 +193,42 @@ class SandboxRuntime(WorkDirFiles):
         return SandboxRuntime(self.cwd, config)
 
 
-def _limits(config: SandboxConfig, cgroup: _PidsGroup | None) -> Callable[[], None]:
-    """What the child sets before ``exec``: plain syscalls, nothing that takes a lock."""
-    memory = config.max_memory_mb << 20
-    fsize = config.max_file_size_mb << 20
-    cpu = config.cpu_limit
-    procs_file = cgroup.procs_file if cgroup is not None else None
-    nproc = None if cgroup is not None or os.getuid() == 0 else _nproc_limit(config)
+def launcher(config: SandboxConfig, cgroup: _PidsGroup | None) -> list[str]:
+    """The argv prefix that limits ``bwrap`` (and all it starts) before it runs.
 
-    def apply() -> None:
-        if procs_file is not None:
-            fd = os.open(procs_file, os.O_WRONLY)
-            try:
-                os.write(fd, str(os.getpid()).encode())
-            finally:
-                os.close(fd)
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if nproc is not None:
-            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    ``prlimit`` sets the rlimits and execs; with a cgroup, a tiny shell first moves itself
+    into it. Both run before ``bwrap``, so nothing of the command ever runs unlimited, and
+    this process forks through the fast ``vfork`` path (no Python code in the child).
+    """
+    limits = [
+        find_prlimit(),
+        f"--as={config.max_memory_mb << 20}",
+        f"--cpu={config.cpu_limit}",
+        f"--fsize={config.max_file_size_mb << 20}",
+        "--core=0",
+    ]
+    if cgroup is None and os.getuid() != 0:
+        limits.append(f"--nproc={_nproc_limit(config)}")
+    limits.append("--")
+    if cgroup is None:
+        return limits
+    return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', cgroup.procs_file, *limits]
 
-    return apply
+
+@functools.cache
+def find_prlimit() -> str:
+    """The path of ``prlimit`` (util-linux).
+
+    Raises:
+        UserError: It is not installed.
+    """
+    path = shutil.which("prlimit") or shutil.which("prlimit", path="/usr/bin:/bin")
+    if path is None:
+        raise UserError(
+            "SandboxRuntime needs 'prlimit' (util-linux) to set resource limits: install it "
+            "(Debian/Ubuntu: apt-get install -y util-linux)."
+        )
+    return path
 
 
 def _nproc_limit(config: SandboxConfig) -> int:
@@ -238,20 +244,51 @@ def _nproc_limit(config: SandboxConfig) -> int:
 
 
 class _PidsGroup:
-    """A ``pids`` cgroup (v1) holding one command, so a fork bomb stops at its limit."""
+    """A ``pids`` cgroup (v1) holding one command at a time, so a fork bomb stops at its limit.
 
-    __slots__ = ("path",)
+    Groups are pooled per process: removing a cgroup that held processes waits for the
+    kernel (several milliseconds), so an emptied group is kept for the next command and
+    removed at exit. Groups left by processes that died are swept once.
+    """
 
-    def __init__(self, path: str) -> None:
+    __slots__ = ("limit", "path")
+
+    _idle: ClassVar[list[_PidsGroup]] = []
+    _retired: ClassVar[list[_PidsGroup]] = []  # still draining when released; removed at exit
+    _owner: ClassVar[int] = 0
+
+    def __init__(self, path: str, limit: int) -> None:
         self.path = path
+        self.limit = limit
 
     @property
     def procs_file(self) -> str:
+        """Writing a pid here moves that process into the group."""
         return os.path.join(self.path, "cgroup.procs")
 
     @classmethod
-    def create(cls, max_processes: int) -> _PidsGroup | None:
-        """A new group with ``pids.max`` set, or ``None`` where cgroups are not writable."""
+    def acquire(cls, max_processes: int) -> _PidsGroup | None:
+        """An empty group limited to ``max_processes`` (``None``: cgroups not writable)."""
+        if cls._owner != os.getpid():  # first use, or a forked child: the pool is not ours
+            cls._owner = os.getpid()
+            cls._idle = []
+            cls._retired = []
+            _sweep()
+            atexit.register(cls._remove_idle)
+        group = cls._idle.pop() if cls._idle else cls._create()
+        if group is None:
+            return None
+        if group.limit != max_processes:
+            try:
+                _write(os.path.join(group.path, "pids.max"), str(max_processes))
+            except OSError:
+                group.remove()
+                return None
+            group.limit = max_processes
+        return group
+
+    @classmethod
+    def _create(cls) -> _PidsGroup | None:
         parent = os.path.join(_PIDS_ROOT, _CGROUP_PARENT)
         path = os.path.join(parent, f"{os.getpid()}-{next(_sequence)}")
         try:
@@ -260,16 +297,42 @@ class _PidsGroup:
             os.mkdir(path)
         except OSError:
             return None
-        group = cls(path)
+        return cls(path, -1)
+
+    def release(self) -> None:
+        """Return the group to the pool once empty (the command's namespace is gone)."""
         try:
-            with open(os.path.join(path, "pids.max"), "w") as limit:
-                limit.write(str(max_processes))
+            with open(os.path.join(self.path, "pids.current")) as current:
+                empty = current.read().strip() == "0"
         except OSError:
-            group.remove()
-            return None
-        return group
+            return
+        (self._idle if empty else self._retired).append(self)
 
     def remove(self) -> None:
-        """Delete the group (its processes are gone once the command ended)."""
+        """Delete the group."""
         with contextlib.suppress(OSError):
             os.rmdir(self.path)
+
+    @classmethod
+    def _remove_idle(cls) -> None:
+        if cls._owner == os.getpid():
+            for group in (*cls._idle, *cls._retired):
+                group.remove()
+            cls._idle.clear()
+            cls._retired.clear()
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as file:
+        file.write(value)
+
+
+def _sweep() -> None:
+    """Remove groups left behind by processes that no longer exist."""
+    parent = os.path.join(_PIDS_ROOT, _CGROUP_PARENT)
+    with contextlib.suppress(OSError):
+        for name in os.listdir(parent):
+            pid = name.split("-", 1)[0]
+            if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(parent, name))
