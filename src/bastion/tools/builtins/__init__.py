@@ -19,13 +19,13 @@ from ._web_fetch import (
 )
 
 __all__ = [
-    "FETCH_MAX_BYTES",
-    "FETCH_TIMEOUT",
-    "MAX_LIST_ENTRIES",
-    "MAX_READ_BYTES",
     "AddressPolicy",
     "BlockedAddress",
+    "FETCH_MAX_BYTES",
+    "FETCH_TIMEOUT",
     "FetchResult",
+    "MAX_LIST_ENTRIES",
+    "MAX_READ_BYTES",
     "Resolver",
     "bash",
     "edit_file",
