@@ -76,6 +76,15 @@ async def test_symlinks_leading_out_are_refused(
     assert listing["link.txt"] == "symlink"
 
 
+async def test_rewriting_a_file_keeps_its_mode(runtime: LocalRuntime, work: Path) -> None:
+    script = work / "run.sh"
+    script.write_text("#!/bin/sh\necho old\n")
+    script.chmod(0o755)
+    await runtime.write_file("run.sh", "#!/bin/sh\necho new\n")
+    assert script.stat().st_mode & 0o777 == 0o755
+    assert (await runtime.exec("./run.sh")).stdout == "new\n"
+
+
 async def test_special_files_are_refused(runtime: LocalRuntime, work: Path) -> None:
     os.mkfifo(work / "pipe")  # reading it would block for ever
     with pytest.raises(RuntimeAccessError, match="not a regular file"):

@@ -20,6 +20,8 @@ async def test_files_and_builtin_commands() -> None:  # covers S-24
     ]
     cat = await runtime.exec("cat notes/a.txt b.txt")
     assert (cat.stdout, cat.exit_code) == ("alpha\nbeta\n", 0)
+    unbalanced = await runtime.exec("echo 'oops")
+    assert (unbalanced.exit_code, unbalanced.stderr) == (2, "syntax error: No closing quotation\n")
     missing = await runtime.exec("make all")
     assert (missing.exit_code, missing.stderr) == (127, "make: command not found\n")
     assert runtime.files == {"/work/b.txt": "beta\n", "/work/notes/a.txt": "alpha\n"}

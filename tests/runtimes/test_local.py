@@ -75,7 +75,17 @@ async def test_cwd_is_confined_and_arguments_checked(work: Path) -> None:
         await runtime.exec("true", timeout=0)
     with pytest.raises(UserError, match="non-empty list of strings"):
         await runtime.exec([])
-    with pytest.raises(UserError, match="timeout must be a number > 0"):
-        LocalRuntime(work, timeout=-1)
+    with pytest.raises(UserError, match="timeout must be a number of seconds > 0, got -1"):
+        LocalRuntime(work, timeout=-1)  # checked at construction
     assert "HOME" in (await runtime.exec("env")).stdout
     assert "PYTEST_CURRENT_TEST" not in (await runtime.exec("env")).stdout
+
+
+async def test_a_missing_program_exits_127_like_a_shell(work: Path) -> None:
+    runtime = LocalRuntime(work)
+    result = await runtime.exec(["no-such-program-xyz", "--help"])
+    assert (result.exit_code, result.stderr) == (127, "no-such-program-xyz: command not found\n")
+    shell = await runtime.exec("no-such-program-xyz")
+    assert shell.exit_code == 127
+    with pytest.raises(UserError, match="max_output_bytes must be an int >= 1, got 0"):
+        LocalRuntime(work, max_output_bytes=0)

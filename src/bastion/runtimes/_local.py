@@ -114,8 +114,12 @@ class LocalRuntime(WorkDirFiles):
         inherit_env: bool = True,
     ) -> None:
         super().__init__(root)
-        SandboxConfig(timeout=timeout, max_output_bytes=max_output_bytes, env=env or {})
-        self.timeout = float(timeout)
+        self.timeout = _timeout(timeout, 0.0)
+        if isinstance(max_output_bytes, bool) or not isinstance(max_output_bytes, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+            max_output_bytes = 0
+        if max_output_bytes < 1:
+            raise UserError(f"max_output_bytes must be an int >= 1, got {max_output_bytes!r}.")
+        SandboxConfig(env=env or {})  # the same checks of variable names and values
         self.max_output_bytes = max_output_bytes
         self._env = dict(env or {})
         self.inherit_env = inherit_env

@@ -93,19 +93,21 @@ async def run_process(spec: ProcessSpec) -> ExecResult:
 
     Cancelling the call kills the process group before the cancellation propagates.
 
-    Raises:
-        FileNotFoundError: The program does not exist.
+    A program that does not exist (or may not be run) gives exit code 127 (126), as in
+    a shell.
     """
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
-        *spec.argv,
-        cwd=spec.cwd,
-        env=dict(spec.env),
-        stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,  # its own process group, killed as one
-    )
+    try:
+        process = await _spawn(spec)
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        # What a shell would say: the model reads it like any failed command.
+        denied = isinstance(exc, PermissionError)
+        return ExecResult(
+            stdout="",
+            stderr=f"{spec.argv[0]}: {'permission denied' if denied else 'command not found'}\n",
+            exit_code=126 if denied else 127,
+            duration=time.monotonic() - started,
+        )
     out, err = _Capped(spec.max_output), _Capped(spec.max_output)
     stdout, stderr = process.stdout, process.stderr
     assert stdout is not None
@@ -140,6 +142,18 @@ async def run_process(spec: ProcessSpec) -> ExecResult:
         stderr_bytes=err.total,
         truncated=out.total > out.kept or err.total > err.kept,
         duration=time.monotonic() - started,
+    )
+
+
+async def _spawn(spec: ProcessSpec) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *spec.argv,
+        cwd=spec.cwd,
+        env=dict(spec.env),
+        stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own process group, killed as one
     )
 
 

@@ -142,17 +142,19 @@ class WorkDir:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(temp, flags, 0o644, dir_fd=dir_fd)
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.close(fd)
-                fd = -1
                 try:
                     existing = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                 except FileNotFoundError:
                     existing = None
                 if existing is not None and stat.S_ISDIR(existing.st_mode):
                     raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+                if existing is not None and stat.S_ISREG(existing.st_mode):
+                    os.fchmod(fd, stat.S_IMODE(existing.st_mode))  # an edited script stays +x
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.close(fd)
+                fd = -1
                 os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException:
                 if fd >= 0:

@@ -129,7 +129,10 @@ class InMemoryRuntime:
         stdin: bytes | None = None,
     ) -> ExecResult:
         """Run a scripted or built-in command and record it."""
-        argv = tuple(shlex.split(command) if isinstance(command, str) else command)
+        try:
+            argv = tuple(shlex.split(command) if isinstance(command, str) else command)
+        except ValueError as exc:  # unbalanced quotes: what a shell would report
+            return ExecResult(stdout="", stderr=f"syntax error: {exc}\n", exit_code=2)
         call = ExecCall(
             command=command if isinstance(command, str) else tuple(command),
             argv=argv,
