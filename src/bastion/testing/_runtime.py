@@ -12,7 +12,7 @@ import inspect
 import posixpath
 import shlex
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bastion.core import (
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -245,26 +245,14 @@ class InMemoryRuntime:
     def _capped(self, result: ExecResult) -> ExecResult:
         cap = self.max_output_bytes
         out, err = result.stdout.encode(), result.stderr.encode()
-        if len(out) <= cap and len(err) <= cap:
-            return ExecResult(
-                stdout=result.stdout,
-                stderr=result.stderr,
-                exit_code=result.exit_code,
-                timed_out=result.timed_out,
-                stdout_bytes=len(out),
-                stderr_bytes=len(err),
-                truncated=result.truncated,
-                duration=result.duration,
-            )
-        return ExecResult(
-            stdout=out[:cap].decode("utf-8", errors="replace"),
-            stderr=err[:cap].decode("utf-8", errors="replace"),
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
+        cut = len(out) > cap or len(err) > cap
+        return replace(
+            result,
+            stdout=out[:cap].decode("utf-8", errors="replace") if cut else result.stdout,
+            stderr=err[:cap].decode("utf-8", errors="replace") if cut else result.stderr,
             stdout_bytes=len(out),
             stderr_bytes=len(err),
-            truncated=True,
-            duration=result.duration,
+            truncated=result.truncated or cut,
         )
 
 

@@ -6,12 +6,13 @@ resolving outside it (through symlinks too) are ``sandbox_violation`` tool error
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from bastion.core import RunContext
 from bastion.tools._outcome import ToolError
 from bastion.tools._pipeline import UNTRUSTED
-from bastion.tools._tool import Tool, ToolResult, tool
+from bastion.tools._tool import SideEffectClass, Tool, ToolResult, tool
 
 from ._common import guarded, runtime_of
 
@@ -129,33 +130,20 @@ async def _list_dir(ctx: RunContext[Any], path: str = ".") -> ToolResult:
     return ToolResult(output="\n".join(lines) or "(empty directory)", metadata={UNTRUSTED: True})
 
 
-read_file: Tool = tool(
-    _read_file,
-    name="read_file",
-    side_effect_class="read_only",
-    trust_class="first_party_built_in",
-    label="Read a file",
-)
-write_file: Tool = tool(
-    _write_file,
-    name="write_file",
-    side_effect_class="side_effecting",
-    trust_class="first_party_built_in",
-    execution_mode="sequential",
-    label="Write a file",
-)
-edit_file: Tool = tool(
-    _edit_file,
-    name="edit_file",
-    side_effect_class="side_effecting",
-    trust_class="first_party_built_in",
-    execution_mode="sequential",
-    label="Edit a file",
-)
-list_dir: Tool = tool(
-    _list_dir,
-    name="list_dir",
-    side_effect_class="read_only",
-    trust_class="first_party_built_in",
-    label="List a directory",
-)
+def _builtin(function: Callable[..., Any], name: str, effect: SideEffectClass, label: str) -> Tool:
+    # Writers are sequential: two edits of one file in a step must not interleave.
+    mode = "parallel" if effect == "read_only" else "sequential"
+    return tool(
+        function,
+        name=name,
+        side_effect_class=effect,
+        trust_class="first_party_built_in",
+        execution_mode=mode,
+        label=label,
+    )
+
+
+read_file: Tool = _builtin(_read_file, "read_file", "read_only", "Read a file")
+write_file: Tool = _builtin(_write_file, "write_file", "side_effecting", "Write a file")
+edit_file: Tool = _builtin(_edit_file, "edit_file", "side_effecting", "Edit a file")
+list_dir: Tool = _builtin(_list_dir, "list_dir", "read_only", "List a directory")
