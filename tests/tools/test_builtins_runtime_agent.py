@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from bastion import Agent, tool
-from bastion.core import RunContext, SandboxConfig, ToolExecuteEndEvent, ToolExecuteErrorEvent
+from bastion.core import (
+    AgentEndEvent,
+    RunContext,
+    SandboxConfig,
+    ToolExecuteEndEvent,
+    ToolExecuteErrorEvent,
+    ToolExecuteStartEvent,
+)
 from bastion.runtimes import LocalRuntime, SandboxRuntime
 from bastion.testing import Call, InMemoryRuntime, ScriptedModel, Turn
 from bastion.tools.builtins import bash, edit_file, file_tools, list_dir, read_file, write_file
@@ -199,12 +206,24 @@ async def test_end_to_end_sandboxed_agent(tmp_path: Path) -> None:  # covers S-2
     )
     events = [e async for e in agent.stream("Add 0..9 with Python.")]
 
-    ends = [e for e in events if isinstance(e, ToolExecuteEndEvent)]
-    assert [(e.tool_name, e.result) for e in ends] == [
-        ("bash", '{"exit_code":0,"stdout":"","stderr":""}'),
-        ("read_file", "45\n"),
+    tool_events = [
+        (e.type, e.tool_name, e.result if isinstance(e, ToolExecuteEndEvent) else e.arguments)
+        for e in events
+        if isinstance(e, ToolExecuteStartEvent | ToolExecuteEndEvent)
     ]
-    assert events[-1].type == "agent.end"
+    assert tool_events == [
+        (
+            "tool.execute.start",
+            "bash",
+            '{"command": "python3 -c \'print(sum(range(10)))\' > sum.txt"}',
+        ),
+        ("tool.execute.end", "bash", '{"exit_code":0,"stdout":"","stderr":""}'),
+        ("tool.execute.start", "read_file", '{"path": "sum.txt"}'),
+        ("tool.execute.end", "read_file", "45\n"),
+    ]
+    end = events[-1]
+    assert isinstance(end, AgentEndEvent)
+    assert (end.status, end.output, end.steps) == ("completed", "The sum is 45.", 3)
     assert (tmp_path / "sum.txt").read_text() == "45\n"
     # The model read both results on its next requests.
     assert "45" in str(model.requests[2].messages[-1])
