@@ -71,6 +71,21 @@ async def test_symlink_and_hardlink_tricks_stay_inside(work: Path, host: Path) -
         await runtime.read_file("leak")
 
 
+async def test_no_setuid_or_setgid_file_can_be_made(work: Path) -> None:
+    """As root, a file made inside is root's on the host: its setuid bit must never stick."""
+    runtime = SandboxRuntime(work, FAST)
+    result = await runtime.exec(
+        "cp /usr/bin/id tool; chmod 755 tool && echo plain-ok; chmod u+s tool; chmod g+s tool;"
+        "python3 -c \"import os; os.open('made', os.O_CREAT | os.O_WRONLY, 0o4755)\";"
+        "cp -p /usr/bin/passwd copy"
+    )
+    assert result.stdout == "plain-ok\n"
+    assert result.stderr.count("Operation not permitted") == 4
+    for name in ("tool", "copy"):
+        assert (work / name).stat().st_mode & 0o6000 == 0
+    assert not (work / "made").exists()
+
+
 async def test_proc_shows_only_the_sandbox(work: Path) -> None:
     os.environ["BASTION_SANDBOX_CANARY"] = "leaked-env-secret"
     try:

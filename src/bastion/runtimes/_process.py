@@ -35,6 +35,7 @@ class ProcessSpec:
         timeout: Wall-clock seconds before the process group is killed.
         max_output: Bytes kept of stdout, and of stderr.
         stdin: Bytes fed to standard input (``None``: no input).
+        pass_fds: Descriptors the program inherits (e.g. a seccomp filter for ``bwrap``).
     """
 
     argv: Sequence[str]
@@ -43,6 +44,7 @@ class ProcessSpec:
     timeout: float
     max_output: int
     stdin: bytes | None = None
+    pass_fds: tuple[int, ...] = ()
 
 
 class _Capped:
@@ -154,6 +156,7 @@ async def _spawn(spec: ProcessSpec) -> asyncio.subprocess.Process:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group, killed as one
+        pass_fds=spec.pass_fds,
     )
 
 

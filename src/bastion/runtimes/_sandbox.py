@@ -5,7 +5,8 @@ links, a short list of ``/etc`` files), the work dir writable at its own path, a
 ``/tmp``, ``/proc`` of its own PID namespace, a minimal ``/dev``, and nothing else of the
 host: no home directory, no other project, no host environment variable. All namespaces
 are new (no network but a private loopback unless ``allow_network``), the root is
-read-only, and the process dies with its parent.
+read-only, the process dies with its parent, and a seccomp filter refuses setuid and
+setgid bits (``_seccomp``).
 
 Limits: ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` and no core dumps are set
 by ``prlimit`` before it execs ``bwrap``, and are inherited by everything inside; the number of
@@ -36,6 +37,7 @@ from bastion.core import (
 
 from ._local import LocalRuntime, WorkDirFiles, _argv, _timeout
 from ._process import ProcessSpec, run_process
+from ._seccomp import seccomp_pipe
 
 __all__ = ["SandboxRuntime", "bwrap_argv", "find_bwrap", "find_prlimit", "launcher"]
 
@@ -76,7 +78,13 @@ def find_bwrap() -> str:
 
 
 def bwrap_argv(
-    bwrap: str, root: str, config: SandboxConfig, cwd: str, command: Sequence[str]
+    bwrap: str,
+    root: str,
+    config: SandboxConfig,
+    cwd: str,
+    command: Sequence[str],
+    *,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The ``bwrap`` command line that runs ``command`` in ``cwd`` under ``config``."""
     argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
@@ -107,6 +115,8 @@ def bwrap_argv(
     }
     for key, value in env.items():
         argv += ["--setenv", key, value]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     return [*argv, "--", *command]
 
 
@@ -168,9 +178,11 @@ class SandboxRuntime(WorkDirFiles):
         if env:
             config = replace(config, env={**config.env, **env})
         start_dir = self._command_cwd(cwd)
+        argv = _argv(command)
         cgroup = _PidsGroup.acquire(config.max_processes)
+        seccomp = seccomp_pipe()
         try:
-            bwrap = bwrap_argv(self._bwrap, self.cwd, config, start_dir, _argv(command))
+            bwrap = bwrap_argv(self._bwrap, self.cwd, config, start_dir, argv, seccomp_fd=seccomp)
             spec = ProcessSpec(
                 argv=[*launcher(config, cgroup), *bwrap],
                 cwd=start_dir,
@@ -178,9 +190,12 @@ class SandboxRuntime(WorkDirFiles):
                 timeout=min(_timeout(timeout, config.timeout), config.timeout),
                 max_output=config.max_output_bytes,
                 stdin=stdin,
+                pass_fds=() if seccomp is None else (seccomp,),
             )
             return await run_process(spec)
         finally:
+            if seccomp is not None:
+                os.close(seccomp)
             if cgroup is not None:
                 cgroup.release()
 
