@@ -268,6 +268,9 @@ class Agent(Generic[DepsT, OutputT]):
         if model is None:  # pyright: ignore[reportUnnecessaryComparison]
             raise UserError(f"Agent {name!r} needs a model.")
         check_positive("max_steps", max_steps, name)
+        check_positive("max_parallel_tools", max_parallel_tools, name)
+        check_positive("tool_event_queue_depth", tool_event_queue_depth, name)
+        check_positive("tool_cache_size", tool_cache_size, name)
         check_sandbox_setting(sandbox, f"Agent {name!r}")
         if runtime is not None and not isinstance(runtime, Runtime):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
@@ -276,9 +279,6 @@ class Agent(Generic[DepsT, OutputT]):
             )
         self.runtime = runtime
         self.sandbox = sandbox
-        check_positive("max_parallel_tools", max_parallel_tools, name)
-        check_positive("tool_event_queue_depth", tool_event_queue_depth, name)
-        check_positive("tool_cache_size", tool_cache_size, name)
         if max_concurrent_runs is not None:
             check_positive("max_concurrent_runs", max_concurrent_runs, name)
         if output_retries < 0:
