@@ -12,7 +12,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(PYTHON)
 
-.PHONY: help install format lint typecheck test test-fast bench demo clean
+.PHONY: help install system-deps format lint typecheck test test-fast bench demo clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -25,7 +25,14 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 	$(UV) sync --frozen --all-groups --quiet
 	@touch $@
 
-install: $(VENV)/.synced  ## Create .venv from the lock file
+install: $(VENV)/.synced system-deps  ## Create .venv from the lock file (and the system packages)
+
+# The sandboxed runtime runs commands in bubblewrap; its tests fail (never skip) without it.
+system-deps:  ## Install the Debian packages the tests need (bubblewrap) when missing
+	@command -v bwrap >/dev/null 2>&1 || { \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap; \
+	}
 
 format: install  ## Format and autofix
 	$(BIN)/ruff format .
@@ -57,6 +64,7 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks.journal
 	$(BIN)/python -m benchmarks.sessions
 	$(BIN)/python -m benchmarks.context
+	$(BIN)/python -m benchmarks.runtimes
 
 demo: install  ## The demo app, offline: a run suspends for approval, a new process resumes it
 	@rm -f .bastion/demo/next.sh

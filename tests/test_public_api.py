@@ -22,6 +22,8 @@ PUBLIC_PACKAGES = [
     "bastion.observability",
     "bastion.governance",
     "bastion.stores",
+    "bastion.runtimes",
+    "bastion.tools.builtins",
 ]
 
 

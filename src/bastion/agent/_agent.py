@@ -25,6 +25,8 @@ from bastion.core import (
     Model,
     ModelSettings,
     RunContext,
+    Runtime,
+    SandboxConfig,
     SystemClock,
     ToolDefinition,
     UserError,
@@ -32,6 +34,7 @@ from bastion.core import (
     new_id,
 )
 from bastion.core._context import DepsT
+from bastion.core._runtime import check_sandbox_setting
 from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
 from bastion.observability import ToolAudit
 from bastion.security import INBOUND_POLICIES
@@ -202,6 +205,12 @@ class Agent(Generic[DepsT, OutputT]):
         context: Keep conversations inside the model's context window
             (:class:`~bastion.context.ContextConfig`: compaction strategy, trigger, summarizer).
             ``None`` (default): the history is sent as it is.
+        runtime: Where tools run commands and touch files, as ``ctx.runtime``
+            (``bastion.runtimes.LocalRuntime`` or ``SandboxRuntime``; the built-in
+            ``bash`` and file tools need one). ``None``: tools have no runtime.
+        sandbox: The sandbox of tools that do not choose their own ``sandbox=``: a
+            :class:`~bastion.core.SandboxConfig`, ``True`` (the defaults) or ``False`` /
+            ``None`` (none). A tool's own setting wins; ``False`` on a tool turns it off.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -257,6 +266,8 @@ class Agent(Generic[DepsT, OutputT]):
         store: Stores | str | None = None,
         session_send_mode: Literal["steer", "queue"] = "steer",
         context: ContextConfig | None = None,
+        runtime: Runtime | None = None,
+        sandbox: bool | SandboxConfig | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -266,6 +277,14 @@ class Agent(Generic[DepsT, OutputT]):
         check_positive("max_parallel_tools", max_parallel_tools, name)
         check_positive("tool_event_queue_depth", tool_event_queue_depth, name)
         check_positive("tool_cache_size", tool_cache_size, name)
+        check_sandbox_setting(sandbox, f"Agent {name!r}")
+        if runtime is not None and not isinstance(runtime, Runtime):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"Agent {name!r}: runtime must implement bastion.core.Runtime "
+                f"(e.g. LocalRuntime('.')), got {runtime!r}."
+            )
+        self.runtime = runtime
+        self.sandbox = sandbox
         if max_concurrent_runs is not None:
             check_positive("max_concurrent_runs", max_concurrent_runs, name)
         if output_retries < 0:
@@ -813,6 +832,8 @@ class Agent(Generic[DepsT, OutputT]):
             clock=self.clock,
             event_bus=self.event_bus,
             session_state=self.session_link.state if self.session_link is not None else {},
+            runtime=self.runtime,
+            sandbox=self.sandbox,
             _governed=None if governance is None else governance.call,  # ctx.call
         )
         window = self.context.window() if self.context is not None else None

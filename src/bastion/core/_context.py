@@ -14,6 +14,7 @@ from ._bus import EventBus
 from ._clock import Clock, SystemClock
 from ._events import AgentEvent
 from ._messages import Message
+from ._runtime import Runtime, SandboxConfig, resolve_sandbox
 from ._usage import Usage
 
 __all__ = ["CancelToken", "DepsT", "Lazy", "RunContext", "ToolProgressSink"]
@@ -138,6 +139,10 @@ class RunContext(Generic[DepsT]):
         tool_name: Inside a tool, the name of the tool being executed.
         idempotency_key: Inside a tool with an ``idempotency_key`` function, the key it
             derived from this call's arguments (pass it on to the system the tool changes).
+        runtime: Where tools run commands and touch files (``Agent(runtime=...)``).
+            Inside a tool it is the runtime of that call: sandboxed or not as the tool's
+            ``sandbox=`` and the agent's resolve. ``None``: the agent has no runtime.
+        sandbox: The agent's sandbox setting, which tools without their own inherit.
     """
 
     run_id: str
@@ -157,6 +162,8 @@ class RunContext(Generic[DepsT]):
     tool_call_id: str | None = None
     tool_name: str | None = None
     idempotency_key: str | None = None
+    runtime: Runtime | None = None
+    sandbox: bool | SandboxConfig | None = None
     _sink: ToolProgressSink | None = field(default=None, repr=False)
     # Installed by an agent with governance: runs ``call``'s work through its governor.
     _governed: Callable[[str, Callable[[], Any]], Awaitable[Any]] | None = field(
@@ -257,12 +264,21 @@ class RunContext(Generic[DepsT]):
         tool_name: str,
         sink: ToolProgressSink | None,
         idempotency_key: str | None = None,
+        sandbox: bool | SandboxConfig | None = None,
     ) -> RunContext[DepsT]:
-        """Return a copy bound to one tool call."""
+        """Return a copy bound to one tool call.
+
+        ``sandbox`` is the tool's own setting; with the agent's it decides whether the
+        call's ``runtime`` is sandboxed (the tool's wins, ``False`` turns it off).
+        """
+        runtime = self.runtime
+        if runtime is not None and (sandbox is not None or self.sandbox is not None):
+            runtime = runtime.with_sandbox(resolve_sandbox(sandbox, self.sandbox))
         return replace(
             self,
             tool_call_id=tool_call_id,
             tool_name=tool_name,
             idempotency_key=idempotency_key,
+            runtime=runtime,
             _sink=sink,
         )

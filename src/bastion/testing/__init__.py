@@ -1,16 +1,20 @@
-"""Test doubles for Bastion and for your own tests: scripted models and a virtual clock."""
+"""Test doubles for Bastion and for your own tests: scripted models, a virtual clock, a runtime."""
 
 from typing import TYPE_CHECKING
 
 from ._clock import VirtualClock
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
+from ._runtime import CommandHandler, ExecCall, InMemoryRuntime
 
 if TYPE_CHECKING:
     from ._store_conformance import ProcessStoreConformance, StoreConformance
 
 __all__ = [
     "Call",
+    "CommandHandler",
+    "ExecCall",
     "FunctionModel",
+    "InMemoryRuntime",
     "ProcessStoreConformance",
     "ScriptedModel",
     "StoreConformance",

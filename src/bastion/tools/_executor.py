@@ -729,7 +729,9 @@ class ToolBatch:
         if tool.takes_ctx or tool.kind == "async_gen":
             sink = ProgressSink(queue, self._ctx.run_id, p.call.id)
             if tool.takes_ctx:
-                ctx = self._ctx.for_tool_call(p.call.id, tool.name, sink, idempotency)
+                ctx = self._ctx.for_tool_call(
+                    p.call.id, tool.name, sink, idempotency, sandbox=tool.sandbox
+                )
                 args = (ctx, *args)
         return invoke(tool, args, p.kwargs, sink, self._executor.clock)
 

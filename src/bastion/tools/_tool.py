@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
-from bastion.core import ToolDefinition, UserError
+from bastion.core import SandboxConfig, ToolDefinition, UserError
+from bastion.core._runtime import check_sandbox_setting
 
 from ._schema import ArgsValidator, JsonSchemaValidator, ModelArgsValidator, function_schema
 
@@ -121,7 +122,7 @@ class Tool:
     max_result_tokens: int | None = None
     truncation_strategy: TruncationStrategy | None = None
     cache_ttl: float | None = None
-    sandbox: bool | None = None
+    sandbox: bool | SandboxConfig | None = None
     secrets_allowed: tuple[str, ...] = ()
     sensitivity: Sensitivity = "public"
     trust_class: ToolTrustClass = "first_party_user_defined"
@@ -238,7 +239,7 @@ def tool(
     max_result_tokens: int | None = None,
     truncation_strategy: TruncationStrategy | None = None,
     cache_ttl: float | None = None,
-    sandbox: bool | None = None,
+    sandbox: bool | SandboxConfig | None = None,
     secrets_allowed: Sequence[str] = (),
     sensitivity: Sensitivity = "public",
     trust_class: ToolTrustClass = "first_party_user_defined",
@@ -272,7 +273,7 @@ def tool(
     max_result_tokens: int | None = None,
     truncation_strategy: TruncationStrategy | None = None,
     cache_ttl: float | None = None,
-    sandbox: bool | None = None,
+    sandbox: bool | SandboxConfig | None = None,
     secrets_allowed: Sequence[str] = (),
     sensitivity: Sensitivity = "public",
     trust_class: ToolTrustClass = "first_party_user_defined",
@@ -305,7 +306,7 @@ def tool(
     max_result_tokens: int | None = None,
     truncation_strategy: TruncationStrategy | None = None,
     cache_ttl: float | None = None,
-    sandbox: bool | None = None,
+    sandbox: bool | SandboxConfig | None = None,
     secrets_allowed: Sequence[str] = (),
     sensitivity: Sensitivity = "public",
     trust_class: ToolTrustClass = "first_party_user_defined",
@@ -344,7 +345,11 @@ def tool(
         max_result_tokens: Cap on the result's size (default 16,384 tokens; 0 disables).
         truncation_strategy: How an over-long result is cut.
         cache_ttl: Seconds to cache results for identical arguments.
-        sandbox: Run out of process in a sandbox.
+        sandbox: Where the tool's ``ctx.runtime`` runs commands: a
+            :class:`~bastion.core.SandboxConfig`, ``True`` (sandboxed with the agent's
+            config, else the defaults), ``False`` (never sandboxed, whatever the agent
+            says) or ``None`` (the agent's setting). The tool's Python code itself runs
+            in process.
         secrets_allowed: Secret references the tool may resolve.
         sensitivity: Tier of the data the tool returns.
         trust_class: Where the tool comes from; decides inbound sanitisation defaults.
@@ -391,6 +396,7 @@ def tool(
             raise UserError(f"Tool {tool_name!r}: at most 5 examples, got {len(examples)}.")
         if max_result_tokens is not None and max_result_tokens < 0:
             raise UserError(f"Tool {tool_name!r}: max_result_tokens must be >= 0.")
+        check_sandbox_setting(sandbox, f"Tool {tool_name!r}")
         return Tool(
             name=tool_name,
             description=description if description is not None else doc_description,
