@@ -285,8 +285,11 @@ class HttpModel(Model):
             yield self._priced(chunk)
 
     def _priced(self, chunk: StreamChunk) -> StreamChunk:
-        if isinstance(chunk, FinishChunk) and chunk.usage.cost_usd is None:
-            chunk.usage = with_cost(chunk.usage, self.profile)
+        if isinstance(chunk, FinishChunk):
+            usage = chunk.usage
+            # Unreported usage stays unpriced: its zeros are unknown counts, not a free call.
+            if usage.cost_usd is None and not usage.unreported_requests:
+                chunk.usage = with_cost(usage, self.profile)
         return chunk
 
 

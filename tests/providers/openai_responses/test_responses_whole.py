@@ -118,3 +118,4 @@ async def test_missing_usage_reads_as_not_reported() -> None:
     assert response.usage.requests == 1
     assert response.usage.unreported_requests == 1
     assert response.usage.total_tokens == 0
+    assert response.usage.cost_usd is None  # not "free": unknown
