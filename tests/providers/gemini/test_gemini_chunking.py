@@ -18,6 +18,8 @@ NAMES = [
     "thought_text.sse",
     "usage.sse",
     "two_function_calls.sse",
+    "function_call_ids.sse",
+    "audio_usage.sse",
 ]
 
 
