@@ -43,6 +43,8 @@ def stream_of(blocks: list[dict[str, Any]], stop: str) -> bytes:
         {"type": "message_start", "message": {"id": "msg_1", "usage": {"input_tokens": 1}}}
     ]
     for index, block in enumerate(blocks):
+        start: dict[str, Any]
+        deltas: list[dict[str, Any]]
         if block["type"] == "thinking":
             start = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [

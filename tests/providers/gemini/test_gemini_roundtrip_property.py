@@ -42,8 +42,10 @@ def parts_of(step: dict[str, str], n: int) -> list[dict[str, Any]]:
 
 
 def stream_of(parts: list[dict[str, Any]]) -> bytes:
-    events = [{"candidates": [{"content": {"parts": [p], "role": "model"}}]} for p in parts]
-    events[-1]["candidates"][0]["finishReason"] = "STOP"
+    events: list[dict[str, Any]] = [
+        {"candidates": [{"content": {"parts": [p], "role": "model"}}]} for p in parts
+    ]
+    events[-1] = {"candidates": [{**events[-1]["candidates"][0], "finishReason": "STOP"}]}
     return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
 
 

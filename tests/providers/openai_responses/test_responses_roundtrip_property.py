@@ -47,7 +47,7 @@ def items_of(step: dict[str, str], n: int) -> tuple[dict[str, Any], dict[str, An
 def stream_of(items: list[dict[str, Any]]) -> bytes:
     events: list[dict[str, Any]] = []
     for index, item in enumerate(items):
-        added = {**item, "summary": []} if item["type"] == "reasoning" else item
+        added: dict[str, Any] = {**item, "summary": []} if item["type"] == "reasoning" else item
         events.append({"type": "response.output_item.added", "output_index": index, "item": added})
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     response = {"id": "resp_1", "status": "completed", "output": items, "usage": None}
@@ -69,7 +69,7 @@ def sent_back(reasoning: dict[str, Any], call: dict[str, Any]) -> list[dict[str,
     ]
 
 
-FINAL = {
+FINAL: dict[str, Any] = {
     "id": "msg_1",
     "type": "message",
     "role": "assistant",
