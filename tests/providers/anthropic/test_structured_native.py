@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from bastion import Agent
-from bastion.core import ModelRequest, OutputSpec, ToolDefinition, UserMessage
+from bastion.core import ModelRequest, ModelSettings, OutputSpec, ToolDefinition, UserMessage
 
 from ._support import Server, transcript
 
@@ -142,3 +142,15 @@ async def test_agent_typed_output_with_native_structured_output() -> None:
     result = await agent.run("Tell me about Paris.")
     result.raise_for_status()
     assert result.output == CityInfo(city="Paris", population=2102650)
+
+
+async def test_extra_output_config_joins_the_format() -> None:
+    # covers C17: an effort setting in extra must not drop the schema
+    server = Server(transcript("structured_native"))
+    settings = ModelSettings(extra={"output_config": {"effort": "low"}})
+    await server.model("claude-opus-4-5").request(
+        ModelRequest(messages=[UserMessage(content="x")], output=CITY, settings=settings)
+    )
+    config = server.requests[0]["output_config"]
+    assert config["effort"] == "low"
+    assert config["format"]["type"] == "json_schema"

@@ -118,8 +118,13 @@ def build_payload(
         body["stop_sequences"] = list(settings.stop)
     if cache is not None:
         apply_cache(body, cache)
-    if settings.extra:
-        body.update(settings.extra)
+    for key, value in (settings.extra or {}).items():
+        ours = body.get(key)
+        if isinstance(ours, dict) and isinstance(value, dict):
+            # e.g. output_config: the caller's effort joins our format, not replaces it
+            body[key] = {**ours, **value}
+        else:
+            body[key] = value
     body["stream"] = settings.stream is not False
     return body
 
