@@ -1,6 +1,6 @@
 """Prompt caching: ``cache_control`` breakpoints on tools, system prompt and chosen turns.
 
-SPEC C2 (cache usage), G-76 (a stable, cacheable prefix).
+SPEC C2 (cache usage).
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ CONVERSATION = ModelRequest(
 
 
 async def test_breakpoints_on_tools_system_and_the_last_turn() -> None:
-    # covers G-76
     server = Server(transcript("text"))
     await server.model(cache=PromptCache()).request(CONVERSATION)
     body = server.requests[0]
@@ -73,7 +72,7 @@ async def test_breakpoints_on_tools_system_and_the_last_turn() -> None:
 
 
 async def test_thinking_blocks_are_never_marked_themselves() -> None:
-    # covers G-76: the API refuses cache_control on a thinking block
+    # the API refuses cache_control on a thinking block
     server = Server(transcript("text"))
     await server.model(cache=PromptCache(tools=False, system=False, messages=2)).request(
         CONVERSATION
@@ -89,7 +88,6 @@ async def test_thinking_blocks_are_never_marked_themselves() -> None:
 
 
 async def test_one_hour_ttl() -> None:
-    # covers G-76
     server = Server(transcript("text"))
     cache = PromptCache(tools=False, messages=0, ttl="1h")
     await server.model(cache=cache).request(CONVERSATION)
@@ -97,14 +95,12 @@ async def test_one_hour_ttl() -> None:
 
 
 async def test_no_cache_control_unless_asked() -> None:
-    # covers G-76
     server = Server(transcript("text"))
     await server.model().request(CONVERSATION)
     assert "cache_control" not in str(server.requests[0])
 
 
 def test_more_than_four_breakpoints_is_a_user_error() -> None:
-    # covers G-76
     with pytest.raises(UserError, match="at most 4"):
         PromptCache(messages=3)
     with pytest.raises(UserError, match="0 or more"):

@@ -120,7 +120,7 @@ async def test_in_stream_error_types(kind: str, expected: type[ModelError]) -> N
 
 
 async def test_500_whose_body_is_a_validation_error_is_not_retried() -> None:
-    # covers C3: the type says the request was invalid; retrying it cannot help
+    # covers A-27, C11: the type says the request was invalid; retrying it cannot help
     response = _error(500, "invalid_request_error", "tools.0.input_schema: JSON schema is invalid")
     with pytest.raises(BadRequest) as caught:
         await Server(response).model().request(HELLO)
@@ -142,7 +142,7 @@ async def test_500_whose_body_is_a_validation_error_is_not_retried() -> None:
 async def test_in_stream_errors_after_text_are_classified_by_type(
     kind: str, expected: type[ModelError], retryable: bool
 ) -> None:
-    # covers C3: the error arrives inside a 200 stream, after some text
+    # covers A-27, C11: the error arrives inside a 200 stream, after some text
     events: list[tuple[str, dict[str, object]]] = [
         ("message_start", {"type": "message_start", "message": {"id": "m", "usage": {}}}),
         (

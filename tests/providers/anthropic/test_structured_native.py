@@ -69,7 +69,7 @@ async def test_native_output_sends_a_strict_json_schema_format() -> None:
     ["claude-sonnet-4-5", "claude-opus-4-5-20251101", "claude-haiku-4-5", "claude-opus-4-6"],
 )
 async def test_models_with_structured_outputs_use_them(name: str) -> None:
-    # covers C17
+
     server = Server(transcript("structured_native"))
     await server.model(name).request(ModelRequest(messages=[UserMessage(content="x")], output=CITY))
     assert "output_config" in server.requests[0]
@@ -88,7 +88,7 @@ async def test_older_models_get_the_forced_tool(name: str) -> None:
 
 
 async def test_native_output_can_be_turned_off_per_model() -> None:
-    # covers C17
+
     server = Server(transcript("structured_output"))
     model = server.model("claude-sonnet-4-5", native_output=False)
     await model.request(ModelRequest(messages=[UserMessage(content="x")], output=CITY))
@@ -96,7 +96,7 @@ async def test_native_output_can_be_turned_off_per_model() -> None:
 
 
 async def test_a_recursive_schema_falls_back_to_the_forced_tool() -> None:
-    # covers C17: the structured-output grammar has no recursion
+    # the structured-output grammar has no recursion
     tree = OutputSpec(name="Tree", json_schema=Tree.model_json_schema())
     server = Server(transcript("structured_output"))
     await server.model("claude-sonnet-4-5").request(
@@ -108,7 +108,7 @@ async def test_a_recursive_schema_falls_back_to_the_forced_tool() -> None:
 
 
 async def test_tools_stay_callable_next_to_native_output() -> None:
-    # covers C17
+
     weather = ToolDefinition(
         name="get_weather",
         description="d",
@@ -145,7 +145,7 @@ async def test_agent_typed_output_with_native_structured_output() -> None:
 
 
 async def test_extra_output_config_joins_the_format() -> None:
-    # covers C17: an effort setting in extra must not drop the schema
+    # an effort setting in extra must not drop the schema
     server = Server(transcript("structured_native"))
     settings = ModelSettings(extra={"output_config": {"effort": "low"}})
     await server.model("claude-opus-4-5").request(

@@ -154,7 +154,7 @@ async def test_stream_without_usage_reads_as_not_reported() -> None:
 async def test_an_error_body_with_status_200_is_classified_by_type(
     kind: str, expected: type[Exception]
 ) -> None:
-    # covers C3
+    #
     error = {"type": "error", "error": {"type": kind, "message": "no"}}
     server = Server(httpx.Response(200, json=error))
     request = ModelRequest(

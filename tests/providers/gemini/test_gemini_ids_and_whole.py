@@ -92,7 +92,7 @@ async def test_vendor_ids_are_kept_and_sent_back_with_the_results() -> None:
 
 
 async def test_made_up_ids_are_unique_across_steps_and_never_sent() -> None:
-    # covers G-63: the old call_1 of every step collided in the journal and the results
+    # the old call_1 of every step collided in the journal and the results
     model, server = model_for("function_call.sse", "function_call.sse", "text.sse")
     agent = Agent("weather", model=model, tools=[get_weather])
     result = await agent.run("Weather in Paris, twice?")
@@ -168,7 +168,7 @@ async def test_no_usage_metadata_reads_as_not_reported() -> None:
 
 
 async def test_500_whose_body_is_invalid_argument_is_a_bad_request() -> None:
-    # covers C3
+    #
     error = {
         "error": {"code": 400, "message": "Invalid JSON payload.", "status": "INVALID_ARGUMENT"}
     }
@@ -188,7 +188,7 @@ async def test_500_whose_body_is_invalid_argument_is_a_bad_request() -> None:
 async def test_an_error_inside_a_200_stream_is_classified_by_its_status(
     status: str, code: int, expected: type[Exception], retryable: bool
 ) -> None:
-    # covers C3
+    #
     error: dict[str, Any] = {"code": code, "message": "stop", "status": status}
     if code == 429:
         error["details"] = [

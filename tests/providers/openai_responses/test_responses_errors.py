@@ -117,7 +117,7 @@ async def test_non_json_error_body_falls_back_to_the_status() -> None:
 
 
 async def test_500_whose_body_is_a_validation_error_is_a_bad_request() -> None:
-    # covers C3: retrying the same invalid request cannot help
+    # covers A-27, C11: retrying the same invalid request cannot help
     body = error_body(
         "Invalid value for 'input[2].id': reasoning item not found.",
         "invalid_request_error",
@@ -157,7 +157,7 @@ def stream_of(event: dict[str, object]) -> httpx.Response:
 async def test_error_event_in_a_200_stream_is_classified_by_its_code(
     code: str | int, kind: type[ModelError], retryable: bool
 ) -> None:
-    # covers C3
+    # covers A-27, C11
     event = {"type": "error", "code": code, "message": "went wrong", "param": None}
     error = await failure(stream_of({**event, "sequence_number": 3}))
     assert type(error) is kind
@@ -166,7 +166,7 @@ async def test_error_event_in_a_200_stream_is_classified_by_its_code(
 
 
 async def test_in_stream_rate_limit_keeps_the_wait_it_asks_for() -> None:
-    # covers C3
+    # covers A-27, C11
     message = "Rate limit reached for gpt-5 on tokens per min (TPM). Please try again in 1.5s."
     event = {"type": "error", "code": "rate_limit_exceeded", "message": message, "param": None}
     error = await failure(stream_of({**event, "sequence_number": 0}))
@@ -180,7 +180,7 @@ async def test_in_stream_rate_limit_keeps_the_wait_it_asks_for() -> None:
 
 
 async def test_response_failed_with_a_bad_request_code_is_not_retried() -> None:
-    # covers C3
+    # covers A-27, C11
     response: dict[str, object] = {
         "id": "resp_1",
         "object": "response",

@@ -256,7 +256,7 @@ async def test_extra_include_is_merged_with_encrypted_reasoning() -> None:
     ],
 )
 async def test_tool_choice_per_step_is_mapped(choice: str, wire: object) -> None:
-    # covers G-63: auto / required / none / one named function
+    # auto / required / none / one named function
     model, server = model_for(sse(transcript("text")))
     settings = ModelSettings(tool_choice=choice)
     await model.request(

@@ -87,7 +87,7 @@ async def test_streaming_is_still_the_default() -> None:
 
 
 async def test_failed_whole_response_is_classified_by_its_code() -> None:
-    # covers C3
+    #
     failed: dict[str, Any] = {**final_response("text"), "status": "failed", "usage": None}
     failed["output"] = []
     failed["error"] = {"code": "invalid_prompt", "message": "Invalid prompt: rejected."}
@@ -104,7 +104,7 @@ async def test_failed_whole_response_is_classified_by_its_code() -> None:
 
 
 async def test_a_body_that_is_not_json_is_malformed() -> None:
-    # covers C3
+    #
     model, _ = model_for(httpx.Response(200, text="<html>proxy error</html>"))
     with pytest.raises(MalformedResponse, match="not JSON"):
         await model.request(request(stream=False))
