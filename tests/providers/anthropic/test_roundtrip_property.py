@@ -6,19 +6,16 @@ byte-exact, in their blocks and in order. SPEC G-63, C16.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from bastion.core import Message, ModelRequest, ToolDefinition, ToolMessage, UserMessage
+from tests.providers._roundtrip import OPAQUE, PROPERTY, run_tool_steps
 
 from ._support import Server
 
-WEATHER = ToolDefinition(name="get_weather", description="d", parameters={})
-OPAQUE = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 STEP = st.fixed_dictionaries(
     {"thinking": OPAQUE, "signature": OPAQUE, "redacted": OPAQUE, "tool": OPAQUE, "q": OPAQUE}
 )
@@ -68,7 +65,7 @@ def result_of(block: dict[str, Any]) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": block["id"], "content": "ok", "is_error": False}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@PROPERTY
 @given(st.lists(STEP, min_size=3, max_size=3))
 def test_three_steps_keep_every_opaque_field_byte_exact(steps: list[dict[str, str]]) -> None:
     # covers G-63, C16
@@ -77,16 +74,7 @@ def test_three_steps_keep_every_opaque_field_byte_exact(steps: list[dict[str, st
     server = Server(*(stream_of(a, "tool_use") for a in answers), stream_of(final, "end_turn"))
     model = server.model()
 
-    async def loop() -> None:
-        messages: list[Message] = [UserMessage(content="go")]
-        for _ in steps:
-            response = await model.request(ModelRequest(messages=messages, tools=[WEATHER]))
-            (call,) = response.message.tool_calls
-            result = ToolMessage(tool_call_id=call.id, tool_name=call.name, content="ok")
-            messages = [*messages, response.message, result]
-        assert (await model.request(ModelRequest(messages=messages))).message.text == "done"
-
-    asyncio.run(loop())
+    run_tool_steps(model, len(steps))
     expected: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "go"}]}]
     for n, blocks in enumerate(answers):
         expected += [

@@ -7,19 +7,16 @@ parts they came on. SPEC G-63, C16.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from bastion.core import Message, ModelRequest, ToolDefinition, ToolMessage, UserMessage
+from tests.providers._roundtrip import OPAQUE, PROPERTY, run_tool_steps
 
 from ._support import model_for
 
-WEATHER = ToolDefinition(name="get_weather", description="d", parameters={})
-OPAQUE = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 STEP = st.fixed_dictionaries(
     {"thought": OPAQUE, "text": OPAQUE, "text_sig": OPAQUE, "call_sig": OPAQUE, "id": OPAQUE}
 )
@@ -49,7 +46,7 @@ def stream_of(parts: list[dict[str, Any]]) -> bytes:
     return b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@PROPERTY
 @given(st.lists(STEP, min_size=3, max_size=3))
 def test_three_steps_keep_every_opaque_field_byte_exact(steps: list[dict[str, str]]) -> None:
     # covers G-63, C16
@@ -57,16 +54,7 @@ def test_three_steps_keep_every_opaque_field_byte_exact(steps: list[dict[str, st
     bodies = [(200, stream_of(a)) for a in answers] + [(200, stream_of([{"text": "done"}]))]
     model, server = model_for(*bodies)
 
-    async def loop() -> None:
-        messages: list[Message] = [UserMessage(content="go")]
-        for _ in steps:
-            response = await model.request(ModelRequest(messages=messages, tools=[WEATHER]))
-            (call,) = response.message.tool_calls
-            result = ToolMessage(tool_call_id=call.id, tool_name=call.name, content="ok")
-            messages = [*messages, response.message, result]
-        assert (await model.request(ModelRequest(messages=messages))).message.text == "done"
-
-    asyncio.run(loop())
+    run_tool_steps(model, len(steps))
     expected: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "go"}]}]
     for n, parts in enumerate(answers):
         call = parts[-1]["functionCall"]

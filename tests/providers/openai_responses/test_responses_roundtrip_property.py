@@ -7,19 +7,16 @@ each later request. SPEC G-63, C16.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from bastion.core import Message, ModelRequest, ToolDefinition, ToolMessage, UserMessage
+from tests.providers._roundtrip import OPAQUE, PROPERTY, run_tool_steps
 
 from ._support import model_for, sse
 
-WEATHER = ToolDefinition(name="get_weather", description="d", parameters={})
-OPAQUE = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30)
 STEP = st.fixed_dictionaries(
     {"rs": OPAQUE, "encrypted": OPAQUE, "summary": OPAQUE, "fc": OPAQUE, "call": OPAQUE}
 )
@@ -82,17 +79,7 @@ def run_three_steps(steps: list[dict[str, str]]) -> list[dict[str, Any]]:
     streams = [sse(stream_of(list(a))) for a in answers] + [sse(stream_of([FINAL]))]
     model, server = model_for(*streams, name="gpt-5")
 
-    async def loop() -> None:
-        messages: list[Message] = [UserMessage(content="go")]
-        for _ in steps:
-            response = await model.request(ModelRequest(messages=messages, tools=[WEATHER]))
-            (call,) = response.message.tool_calls
-            result = ToolMessage(tool_call_id=call.id, tool_name=call.name, content="ok")
-            messages = [*messages, response.message, result]
-        final = await model.request(ModelRequest(messages=messages, tools=[WEATHER]))
-        assert final.message.text == "done"
-
-    asyncio.run(loop())
+    run_tool_steps(model, len(steps))
     expected: list[dict[str, Any]] = []
     for n, (reasoning, call) in enumerate(answers):
         expected += sent_back(reasoning, call)
@@ -100,7 +87,7 @@ def run_three_steps(steps: list[dict[str, str]]) -> list[dict[str, Any]]:
     return server.bodies
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@PROPERTY
 @given(st.lists(STEP, min_size=3, max_size=3))
 def test_three_steps_keep_every_opaque_field_byte_exact(steps: list[dict[str, str]]) -> None:
     # covers G-63, C16
