@@ -171,7 +171,9 @@ class ResponseAssembler:
     """Folds stream chunks into a :class:`ModelResponse`.
 
     Consecutive text chunks join into one text part, consecutive reasoning chunks into one
-    reasoning part; tool calls are keyed by id so interleaved calls assemble correctly.
+    reasoning part unless they carry different item ids (``provider_details["id"]``: a vendor
+    whose reasoning comes in separate items, each sent back on its own); tool calls are
+    keyed by id so interleaved calls assemble correctly.
     """
 
     __slots__ = (
@@ -204,11 +206,13 @@ class ResponseAssembler:
                 parts.append(TextPart(text=chunk.text))
         elif chunk.type == "reasoning":
             last = parts[-1] if parts else None
+            details = chunk.provider_details
             if (
                 not isinstance(last, ReasoningPart)
                 or last.redacted
                 or chunk.redacted
                 or (last.signature and chunk.text)
+                or (details is not None and _other_item(last, details))
             ):
                 last = ReasoningPart(redacted=chunk.redacted)
                 parts.append(last)
@@ -272,6 +276,13 @@ class ResponseAssembler:
             model=self.model,
             incomplete_tool_calls=incomplete,
         )
+
+
+def _other_item(part: ReasoningPart, details: dict[str, Any]) -> bool:
+    """Whether ``details`` name a reasoning item other than the one ``part`` holds."""
+    item = details.get("id")
+    held = part.provider_details.get("id") if part.provider_details else None
+    return item is not None and held is not None and item != held
 
 
 class Model(ABC):

@@ -5,7 +5,7 @@
 
 from ._errors import error_from_status, retry_after_seconds
 from ._framing import NDJSONDecoder, SSEDecoder, SSEEvent
-from ._http import HttpModel, HttpModelOptions, StreamParser, WireProtocol
+from ._http import HttpModel, HttpModelOptions, StreamParser, WholeBodyProtocol, WireProtocol
 from ._names import ToolNameMap
 from ._profiles import ModelProfile, profile_for, with_cost
 from ._registry import ModelFactory, register_provider, registered_providers, resolve_model
@@ -20,6 +20,7 @@ __all__ = [
     "SSEEvent",
     "StreamParser",
     "ToolNameMap",
+    "WholeBodyProtocol",
     "WireProtocol",
     "error_from_status",
     "profile_for",

@@ -13,9 +13,10 @@ error mapping and the same transcript tests (httpx ``MockTransport``).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from bastion.core import (
     ConnectionFailed,
@@ -41,6 +42,7 @@ __all__ = [
     "HttpModelOptions",
     "Sensitivity",
     "StreamParser",
+    "WholeBodyProtocol",
     "WireProtocol",
     "sse_json",
 ]
@@ -111,6 +113,29 @@ class WireProtocol(Protocol):
 
     def error(self, status: int, body: str, headers: Mapping[str, str]) -> ModelError:
         """Map an HTTP error response (vendor codes first, then the status)."""
+        ...
+
+
+@runtime_checkable
+class WholeBodyProtocol(Protocol):
+    """A wire protocol that can also answer in one non-streamed JSON body.
+
+    ``HttpModel`` uses it when ``request.settings.stream is False``: the protocol's
+    ``payload`` already asked for a whole body (``"stream": false`` or its vendor's
+    equivalent); the body is POSTed to :meth:`whole_path` and its JSON turned into the same
+    chunk sequence a stream of that answer would have produced.
+    """
+
+    def whole_path(self, model: str) -> str:
+        """The path (after the base URL) to POST a non-streaming request to."""
+        ...
+
+    def whole_chunks(self, body: object, names: ToolNameMap) -> list[StreamChunk]:
+        """A whole decoded JSON answer → its chunks, ending with a :class:`FinishChunk`.
+
+        Raises:
+            ModelError: The body reports a failure or is malformed.
+        """
         ...
 
 
@@ -185,9 +210,19 @@ class HttpModel(Model):
         import httpx
 
         protocol = self.protocol
+        whole = request.settings.stream is False
+        if whole and not isinstance(protocol, WholeBodyProtocol):
+            raise UserError(
+                f"The {protocol.vendor!r} protocol has no non-streaming mode; "
+                "leave ModelSettings.stream unset (or True)."
+            )
         names = protocol.name_map(request)
         body = protocol.payload(request, self.name, names)
         headers = {**protocol.headers(self._api_key), **self._extra_headers}
+        if isinstance(protocol, WholeBodyProtocol) and whole:
+            async for chunk in self._whole(protocol, body, headers, names):
+                yield chunk
+            return
         url = f"{self.base_url}{protocol.path(self.name)}"
         client = self._http()
         try:
@@ -201,6 +236,39 @@ class HttpModel(Model):
             raise ModelTimeout(f"{protocol.vendor} did not answer in time: {exc!r}") from exc
         except httpx.TransportError as exc:
             raise ConnectionFailed(f"Could not reach {protocol.vendor} at {url}: {exc!r}") from exc
+
+    async def _whole(
+        self,
+        protocol: WholeBodyProtocol,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        names: ToolNameMap,
+    ) -> AsyncGenerator[StreamChunk, None]:
+        import httpx
+
+        vendor = self.protocol.vendor
+        url = f"{self.base_url}{protocol.whole_path(self.name)}"
+        headers = {k: v for k, v in headers.items() if k.lower() != "accept"}
+        headers["Accept"] = "application/json"
+        try:
+            response = await self._http().post(url, json=body, headers=headers)
+        except httpx.TimeoutException as exc:
+            raise ModelTimeout(f"{vendor} did not answer in time: {exc!r}") from exc
+        except httpx.TransportError as exc:
+            raise ConnectionFailed(f"Could not reach {vendor} at {url}: {exc!r}") from exc
+        text = response.content.decode("utf-8", errors="replace")
+        if response.status_code >= 400:
+            raise self.protocol.error(response.status_code, text, response.headers)
+        try:
+            data: object = json.loads(text)
+        except ValueError as exc:
+            raise MalformedResponse(
+                f"{vendor} answered a non-streaming request with a body that is not JSON: "
+                f"{text[:200]!r}",
+                body=text,
+            ) from exc
+        for chunk in protocol.whole_chunks(data, names):
+            yield self._priced(chunk)
 
     async def _decode(
         self, response: httpx.Response, parser: StreamParser
@@ -219,8 +287,11 @@ class HttpModel(Model):
             yield self._priced(chunk)
 
     def _priced(self, chunk: StreamChunk) -> StreamChunk:
-        if isinstance(chunk, FinishChunk) and chunk.usage.cost_usd is None:
-            chunk.usage = with_cost(chunk.usage, self.profile)
+        if isinstance(chunk, FinishChunk):
+            usage = chunk.usage
+            # Unreported usage stays unpriced: its zeros are unknown counts, not a free call.
+            if usage.cost_usd is None and not usage.unreported_requests:
+                chunk.usage = with_cost(usage, self.profile)
         return chunk
 
 

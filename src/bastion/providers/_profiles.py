@@ -88,6 +88,12 @@ _PROFILES: dict[tuple[str, str], ModelProfile] = {
         output_price=8.00,
         cached_input_price=0.50,
     ),
+    # Reasoning facts only (no prices recorded here): the Responses adapter asks these for
+    # their encrypted reasoning. gpt-5-chat is the non-reasoning chat variant.
+    ("openai", "gpt-5"): ModelProfile(reasoning=True, vision=True, context_window=400_000),
+    ("openai", "gpt-5-chat"): ModelProfile(vision=True, context_window=128_000),
+    ("openai", "o1"): ModelProfile(reasoning=True, vision=True, context_window=200_000),
+    ("openai", "codex-mini"): ModelProfile(reasoning=True, context_window=200_000),
     ("anthropic", "claude-sonnet-4"): ModelProfile(
         reasoning=True,
         vision=True,

@@ -49,9 +49,9 @@ class Server:
             return answer
         return sse(answer)
 
-    def model(self, name: str = "claude-sonnet-4-20250514") -> HttpModel:
+    def model(self, name: str = "claude-sonnet-4-20250514", **options: Any) -> HttpModel:
         client = httpx.AsyncClient(transport=httpx.MockTransport(self.handler))
-        return anthropic_model(name, api_key="sk-ant-test", http_client=client)
+        return anthropic_model(name, api_key="sk-ant-test", http_client=client, **options)
 
 
 def sse(body: bytes, pieces: Sequence[bytes] | None = None) -> httpx.Response:

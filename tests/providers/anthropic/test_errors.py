@@ -13,6 +13,7 @@ from bastion.core import (
     ContextLengthExceeded,
     ModelError,
     ModelRequest,
+    ModelTimeout,
     Overloaded,
     RateLimited,
     UserMessage,
@@ -102,7 +103,7 @@ async def test_rate_limit_keeps_retry_after() -> None:
         ("rate_limit_error", RateLimited),
         ("api_error", Overloaded),
         ("invalid_request_error", BadRequest),
-        ("mystery_error", ModelError),
+        ("mystery_error", Overloaded),
     ],
 )
 async def test_in_stream_error_types(kind: str, expected: type[ModelError]) -> None:
@@ -116,3 +117,50 @@ async def test_in_stream_error_types(kind: str, expected: type[ModelError]) -> N
     with pytest.raises(expected) as caught:
         await Server(body).model().request(HELLO)
     assert caught.value.status is None
+
+
+async def test_500_whose_body_is_a_validation_error_is_not_retried() -> None:
+    # covers A-27, C11: the type says the request was invalid; retrying it cannot help
+    response = _error(500, "invalid_request_error", "tools.0.input_schema: JSON schema is invalid")
+    with pytest.raises(BadRequest) as caught:
+        await Server(response).model().request(HELLO)
+    assert caught.value.status == 500
+    assert not caught.value.retryable
+    assert not caught.value.fallback_eligible
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected", "retryable"),
+    [
+        ("overloaded_error", Overloaded, True),
+        ("invalid_request_error", BadRequest, False),
+        ("rate_limit_error", RateLimited, True),
+        ("billing_error", RateLimited, False),
+        ("timeout_error", ModelTimeout, True),
+    ],
+)
+async def test_in_stream_errors_after_text_are_classified_by_type(
+    kind: str, expected: type[ModelError], retryable: bool
+) -> None:
+    # covers A-27, C11: the error arrives inside a 200 stream, after some text
+    events: list[tuple[str, dict[str, object]]] = [
+        ("message_start", {"type": "message_start", "message": {"id": "m", "usage": {}}}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}},
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "Par"},
+            },
+        ),
+        ("error", {"type": "error", "error": {"type": kind, "message": "stopped"}}),
+    ]
+    body = "".join(f"event: {k}\ndata: {json.dumps(d)}\n\n" for k, d in events).encode()
+    with pytest.raises(expected) as caught:
+        await Server(body).model().request(HELLO)
+    assert caught.value.retryable is retryable
+    assert caught.value.vendor_code == kind

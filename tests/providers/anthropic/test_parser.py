@@ -320,6 +320,8 @@ _NAMES = [
     "redacted_thinking",
     "mixed_thinking",
     "structured_output",
+    "structured_native",
+    "cache_read",
 ]
 _BODIES = {name: transcript(name) for name in _NAMES}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -71,10 +72,13 @@ async def test_function_call_gets_an_id_and_whole_arguments() -> None:
     chunks = await chunks_of(
         "function_call.sse", ModelRequest(messages=ASK.messages, tools=[WEATHER])
     )
+    start = chunks[0]
+    assert isinstance(start, ToolCallStartChunk)
+    assert re.fullmatch(r"call_[0-9a-f]{32}", start.id)  # Gemini sent none: a fresh one
     assert chunks[:3] == [
-        ToolCallStartChunk(id="call_1", name="get_weather"),
-        ToolCallDeltaChunk(id="call_1", arguments_delta='{"city": "Paris"}'),
-        ToolCallEndChunk(id="call_1"),
+        ToolCallStartChunk(id=start.id, name="get_weather"),
+        ToolCallDeltaChunk(id=start.id, arguments_delta='{"city": "Paris"}'),
+        ToolCallEndChunk(id=start.id),
     ]
     assert isinstance(chunks[3], FinishChunk)
     assert chunks[3].finish_reason == "tool_calls"
@@ -84,11 +88,13 @@ async def test_two_function_calls_in_order() -> None:
     # covers A-11, C3
     model, _ = model_for("two_function_calls.sse")
     response = await model.request(ModelRequest(messages=ASK.messages, tools=[WEATHER]))
-    calls = [(c.id, c.name, c.args()) for c in response.message.tool_calls]
+    calls = [(c.name, c.args()) for c in response.message.tool_calls]
     assert calls == [
-        ("call_1", "get_weather", {"city": "Paris"}),
-        ("call_2", "get_weather", {"city": "Tokyo", "unit": "celsius"}),
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Tokyo", "unit": "celsius"}),
     ]
+    first, second = response.message.tool_calls
+    assert first.id != second.id
     assert response.finish_reason == "tool_calls"
     assert response.message.parts == []
     assert response.incomplete_tool_calls == []

@@ -15,7 +15,15 @@ from bastion.core import ModelError, ModelRequest, ModelResponse, ToolDefinition
 
 from ._support import model_for, sse, transcript
 
-NAMES = ("text", "one_call", "two_calls", "reasoning_call", "structured", "incomplete")
+NAMES = (
+    "text",
+    "one_call",
+    "two_calls",
+    "reasoning_call",
+    "reasoning_twice",
+    "structured",
+    "incomplete",
+)
 REQUEST = ModelRequest(
     messages=[UserMessage(content="hi")],
     tools=[ToolDefinition(name="get_weather", description="d", parameters={})],

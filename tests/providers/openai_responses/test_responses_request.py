@@ -244,3 +244,22 @@ async def test_extra_include_is_merged_with_encrypted_reasoning() -> None:
         "reasoning.encrypted_content",
         "message.output_text.logprobs",
     ]
+
+
+@pytest.mark.parametrize(
+    ("choice", "wire"),
+    [
+        ("auto", "auto"),
+        ("required", "required"),
+        ("none", "none"),
+        ("get_weather", {"type": "function", "name": "get_weather"}),
+    ],
+)
+async def test_tool_choice_per_step_is_mapped(choice: str, wire: object) -> None:
+    # auto / required / none / one named function
+    model, server = model_for(sse(transcript("text")))
+    settings = ModelSettings(tool_choice=choice)
+    await model.request(
+        ModelRequest(messages=[UserMessage(content="hi")], tools=[WEATHER], settings=settings)
+    )
+    assert server.bodies[0]["tool_choice"] == wire

@@ -225,6 +225,9 @@ async def test_items_without_deltas_take_text_from_the_done_items() -> None:
             id="call_Rtr8Q3fsUp0mYFcz7fI2fp0m",
             name="get_weather",
             arguments='{"location":"Paris, France"}',
-            provider_details={"id": "fc_6876cf035d1481929e6fe2e1e3b5a3a806fa2fcced15a5ac"},
+            provider_details={
+                "id": "fc_6876cf035d1481929e6fe2e1e3b5a3a806fa2fcced15a5ac",
+                "after_reasoning": "rs_6876cf02e0bc8192b74af0fb64b715ff06fa2fcced15a5ac",
+            },
         )
     ]

@@ -1,8 +1,10 @@
 """Anthropic error bodies → Bastion's model-error taxonomy.
 
 Anthropic reports failures as ``{"type": "error", "error": {"type": ..., "message": ...}}``,
-both as HTTP error bodies and as an in-stream ``event: error``. Called by ``_protocol`` (HTTP
-errors) and ``_parser`` (stream errors).
+both as HTTP error bodies and as an in-stream ``event: error``. The error type decides
+before the status: a 500 whose body says ``invalid_request_error`` is a bad request (never
+retried), an in-stream ``overloaded_error`` is an overload (retried). Called by
+``_protocol`` (HTTP errors) and ``_parser`` (stream errors).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from bastion.core import (
     BadRequest,
     ContextLengthExceeded,
     ModelError,
+    ModelTimeout,
     Overloaded,
     RateLimited,
 )
@@ -32,6 +35,8 @@ _BY_TYPE: dict[str, type[ModelError]] = {
     "permission_error": AuthenticationFailed,
     "request_too_large": ContextLengthExceeded,
     "not_found_error": BadRequest,
+    "timeout_error": ModelTimeout,
+    "billing_error": RateLimited,  # made not retryable below: waiting will not pay the bill
 }
 
 
@@ -72,7 +77,11 @@ def error_from_fields(
             return ContextLengthExceeded(text, **kwargs)
         return BadRequest(text, **kwargs)
     cls = _BY_TYPE.get(kind or "")
-    return cls(text, **kwargs) if cls is not None else None
+    if cls is None:
+        return None
+    if kind == "billing_error":
+        kwargs["retryable"] = False
+    return cls(text, **kwargs)
 
 
 def error_from_body(status: int, body: str, headers: Mapping[str, str]) -> ModelError:

@@ -5,19 +5,24 @@ Events arrive as ``message_start``, then per content block ``content_block_start
 output tokens) and ``message_stop``; ``ping`` is a keep-alive and ``error`` a failure.
 A ``redacted_thinking`` block has no text: it becomes a ``redacted`` reasoning chunk whose
 ``provider_details`` hold ``{"data": ...}`` (``_payload`` sends it back).
-The forced output tool (see ``_payload``) streams as text. Called by ``HttpModel``.
+The forced output tool (see ``_payload``) streams as text. A non-streamed answer
+(``"stream": false``) is the ``Message`` object the stream's events describe; :meth:`whole`
+feeds its blocks through the same handlers, so both paths yield the same chunks. Usage is
+cumulative across events; a message with no usage at all counts as unreported. Called by
+``HttpModel`` through ``_protocol``.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from bastion.core import (
     FinishChunk,
     FinishReason,
     MalformedResponse,
+    Overloaded,
     ReasoningChunk,
     StreamChunk,
     TextChunk,
@@ -72,6 +77,7 @@ class MessagesParser:
         "_names",
         "_output",
         "_output_tool",
+        "_raw_usage",
         "_started",
         "_stop_reason",
     )
@@ -89,6 +95,30 @@ class MessagesParser:
         self._output = 0
         self._stop_reason: str | None = None
         self._message_id: str | None = None
+        self._raw_usage: dict[str, Any] | None = None  # the last usage object, as sent
+
+    def whole(self, body: object) -> list[StreamChunk]:
+        """A non-streamed ``Message`` body → the chunks its stream would have given.
+
+        Raises:
+            ModelError: The body is an error object (mapped from its type).
+            MalformedResponse: The body is not a message.
+        """
+        message = _object(body, "the message body")
+        if message.get("type") == "error":
+            raise self._stream_error(message, json.dumps(message))
+        self._message_start({"message": message})
+        content = message.get("content")
+        if not isinstance(content, list):
+            raise MalformedResponse(f"Anthropic message has no content list: {content!r:.200}")
+        chunks: list[StreamChunk] = []
+        for index, raw in enumerate(cast("list[object]", content)):
+            chunks += self._open_block(index, _object(raw, "a content block"))
+            chunks += self._block_stop({"index": index})
+        reason = message.get("stop_reason")
+        self._stop_reason = reason if isinstance(reason, str) else None
+        self._done = True
+        return chunks + self.finish()
 
     def feed(self, item: Any) -> list[StreamChunk]:
         """Turn one server-sent event into chunks.
@@ -139,13 +169,18 @@ class MessagesParser:
         reason: FinishReason = _STOP_REASONS.get(raw or "end_turn", "stop")
         if reason == "tool_calls" and self._calls == 0:
             reason = "stop"  # only the structured-output tool was called: that is the answer
-        usage = Usage(
-            prompt_tokens=self._input + self._cache_read + self._cache_write,
-            completion_tokens=self._output,
-            cached_read_tokens=self._cache_read,
-            cache_write_tokens=self._cache_write,
-            requests=1,
-        )
+        if self._raw_usage is None:
+            usage = Usage(requests=1, unreported_requests=1)
+        else:
+            # input_tokens counts only what was neither read from nor written to the cache.
+            usage = Usage(
+                prompt_tokens=self._input + self._cache_read + self._cache_write,
+                completion_tokens=self._output,
+                cached_read_tokens=self._cache_read,
+                cache_write_tokens=self._cache_write,
+                requests=1,
+                provider_metrics={"usage": self._raw_usage},
+            )
         details: dict[str, Any] = {"stop_reason": raw}
         if self._message_id is not None:
             details["id"] = self._message_id
@@ -153,18 +188,20 @@ class MessagesParser:
 
     def _stream_error(self, data: dict[str, Any], item: Any) -> Exception:
         kind, message = error_fields(data)
-        body = _body(item)
+        body = item if isinstance(item, str) else _body(item)
         mapped = error_from_fields(kind, message, status=None, body=body, headers={})
         if mapped is not None:
             return mapped
-        return MalformedResponse(
-            f"Anthropic stream reported an error of unknown type {kind!r}: {message}",
+        # A failure type this adapter does not know yet: the server's, so worth a retry.
+        return Overloaded(
+            f"Anthropic reported an error of unknown type {kind!r}: {message}",
             body=body,
             vendor_code=kind,
         )
 
     def _usage(self, usage: dict[str, Any]) -> None:
         # Counts are cumulative: a later event repeats or raises an earlier count.
+        self._raw_usage = {**(self._raw_usage or {}), **usage}
         self._input = _int(usage.get("input_tokens"), self._input)
         self._cache_read = _int(usage.get("cache_read_input_tokens"), self._cache_read)
         self._cache_write = _int(usage.get("cache_creation_input_tokens"), self._cache_write)

@@ -6,10 +6,12 @@ are merged because the API requires alternating roles. Reasoning parts go back b
 (``thinking`` with its signature, or ``redacted_thinking`` with its opaque data) before the
 ``tool_use`` blocks they led to.
 
-Structured output: this API version has no JSON-schema response mode, so an
-:class:`~bastion.core.OutputSpec` is advertised as one more tool named after the spec and
-the model is made to call it; ``_parser`` turns that call's input back into text.
-Called by ``_protocol.MessagesProtocol.payload``.
+Structured output: models with Anthropic's structured outputs get the
+:class:`~bastion.core.OutputSpec` as ``output_config.format`` (a JSON schema, made strict by
+``_schema``) and answer in plain JSON text. Other models (and schemas the grammar cannot
+express) get it advertised as one more tool named after the spec, which the model is made
+to call; ``_parser`` turns that call's input back into text. Prompt-cache breakpoints are
+added by ``_cache``. Called by ``_protocol.MessagesProtocol.payload``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from bastion.core import (
@@ -27,9 +30,11 @@ from bastion.core import (
     Message,
     ModelRequest,
     ModelSettings,
+    OutputSpec,
     ReasoningPart,
     SystemMessage,
     TextPart,
+    ToolDefinition,
     ToolMessage,
     UserError,
     UserMessage,
@@ -38,7 +43,10 @@ from bastion.core import (
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
 
-__all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL_DESCRIPTION", "build_payload"]
+from ._cache import PromptCache, apply_cache
+from ._schema import strict_output_schema
+
+__all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL_DESCRIPTION", "build_payload", "native_format"]
 
 DEFAULT_MAX_TOKENS = 4096
 OUTPUT_TOOL_DESCRIPTION = "Give the final answer by calling this tool with the answer as input."
@@ -46,8 +54,29 @@ OUTPUT_TOOL_DESCRIPTION = "Give the final answer by calling this tool with the a
 Block = dict[str, Any]
 
 
-def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
-    """The streaming request body for ``request``.
+def native_format(output: OutputSpec) -> Block | None:
+    """The ``output_config.format`` for ``output``, or None when its schema cannot be one."""
+    schema = strict_output_schema(output.json_schema)
+    return None if schema is None else {"type": "json_schema", "schema": schema}
+
+
+def build_payload(
+    request: ModelRequest,
+    model: str,
+    names: ToolNameMap,
+    *,
+    native_output: bool = False,
+    cache: PromptCache | None = None,
+) -> dict[str, Any]:
+    """The request body for ``request`` (streamed unless ``settings.stream`` is False).
+
+    Args:
+        request: What to send.
+        model: The Anthropic model name.
+        names: Local ↔ wire tool names (with the output tool's).
+        native_output: Ask for structured output as ``output_config.format`` (models with
+            structured outputs) instead of the forced output tool.
+        cache: Prompt-cache breakpoints to add, if any.
 
     Raises:
         UserError: The conversation holds content this API cannot take (audio).
@@ -61,11 +90,13 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
     if system:
         body["system"] = system
     body["messages"] = messages
-    tools: list[Block] = [
-        {"name": names.wire(t.name), "description": t.description, "input_schema": t.parameters}
-        for t in request.tools
-    ]
+    tools: list[Block] = [_tool(t, names, structured=native_output) for t in request.tools]
     output = request.output
+    native = native_format(output) if output is not None and native_output else None
+    if native is not None:
+        body["output_config"] = {"format": native}
+        request = replace(request, output=None)  # no output tool, no forced choice
+        output = None
     if output is not None:
         tools.append(
             {
@@ -85,10 +116,34 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
         body["top_p"] = settings.top_p
     if settings.stop:
         body["stop_sequences"] = list(settings.stop)
-    if settings.extra:
-        body.update(settings.extra)
-    body["stream"] = True
+    if cache is not None:
+        apply_cache(body, cache)
+    for key, value in (settings.extra or {}).items():
+        ours = body.get(key)
+        if isinstance(ours, dict) and isinstance(value, dict):
+            # e.g. output_config: the caller's effort joins our format, not replaces it
+            body[key] = {**ours, **value}
+        else:
+            body[key] = value
+    body["stream"] = settings.stream is not False
     return body
+
+
+def _tool(tool: ToolDefinition, names: ToolNameMap, *, structured: bool) -> Block:
+    schema = tool.parameters
+    strict = None
+    if tool.strict and structured:
+        # Strict tool use (models with structured outputs): the input is validated
+        # against the schema, which must then fit the same grammar as output formats.
+        strict = strict_output_schema(schema)
+    block: Block = {
+        "name": names.wire(tool.name),
+        "description": tool.description,
+        "input_schema": strict if strict is not None else schema,
+    }
+    if strict is not None:
+        block["strict"] = True
+    return block
 
 
 def _thinking_enabled(settings: ModelSettings) -> bool:

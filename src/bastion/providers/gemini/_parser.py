@@ -1,10 +1,13 @@
-"""Gemini's streamed ``GenerateContentResponse`` objects → Bastion stream chunks.
+"""Gemini's ``GenerateContentResponse`` objects → Bastion stream chunks.
 
-Called by ``HttpModel`` through ``GeminiProtocol.parser``: one :class:`GeminiStreamParser`
-per answer, fed one SSE event at a time.
+Called by ``HttpModel`` through ``GeminiProtocol``: one :class:`GeminiStreamParser` per
+answer, fed one SSE event at a time, or (``generateContent``, not streamed) the one whole
+response through :meth:`GeminiStreamParser.whole`, which shares the same handling.
 
-Gemini sends whole function calls (no ids, no argument deltas), so each call gets an id
-``call_<n>`` and its start, arguments and end at once. A ``thoughtSignature`` on a thought
+Gemini sends whole function calls (no argument deltas), each with its start, arguments
+and end at once. A call keeps the ``id`` Gemini gave it (``provider_details["id"]`` says
+it was the vendor's, so it is sent back with the result); a call without one gets a fresh
+random id, unique across the steps of a run. A ``thoughtSignature`` on a thought
 part rides on that part's :class:`ReasoningChunk`; on a function call it goes into the
 call's ``provider_details``; on an answer part it becomes a text-less
 :class:`ReasoningChunk` right after that part's text, so it can be put back on the same
@@ -12,8 +15,10 @@ part (see ``_payload``).
 
 Usage: Gemini counts thinking tokens (``thoughtsTokenCount``) apart from
 ``candidatesTokenCount``; Bastion's ``completion_tokens`` includes reasoning (``Usage``
-docstring), so the two are added. ``toolUsePromptTokenCount`` is added to the prompt. The
-last ``usageMetadata`` of the stream wins; the raw object is kept in ``provider_metrics``.
+docstring), so the two are added. ``toolUsePromptTokenCount`` is added to the prompt, and
+the ``AUDIO`` entries of the per-modality details are the audio counts. The last
+``usageMetadata`` wins; the raw object is kept in ``provider_metrics``; an answer without
+any is one request whose usage was not reported.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from bastion.core import (
     ToolCallEndChunk,
     ToolCallStartChunk,
     Usage,
+    new_id,
 )
 from bastion.providers._http import sse_json
 from bastion.providers._names import ToolNameMap
@@ -60,6 +66,7 @@ _FILTERED = frozenset(
 class _FunctionCall(TypedDict, total=False):
     name: Required[str]
     args: dict[str, Any]
+    id: str
 
 
 class _Part(TypedDict, total=False):
@@ -78,12 +85,19 @@ class _Candidate(TypedDict, total=False):
     finishReason: str
 
 
+class _ModalityCount(TypedDict, total=False):
+    modality: str
+    tokenCount: int
+
+
 class _UsageMetadata(TypedDict, total=False):
     promptTokenCount: int
     candidatesTokenCount: int
     thoughtsTokenCount: int
     cachedContentTokenCount: int
     toolUsePromptTokenCount: int
+    promptTokensDetails: list[_ModalityCount]
+    candidatesTokensDetails: list[_ModalityCount]
 
 
 class _PromptFeedback(TypedDict, total=False):
@@ -112,7 +126,7 @@ class GeminiStreamParser:
         self._names = names
         self._calls = 0
         self._finish: str | None = None
-        self._usage = Usage()
+        self._usage: Usage | None = None
         self._details: dict[str, Any] = {}
 
     def feed(self, item: object) -> list[StreamChunk]:
@@ -121,7 +135,17 @@ class GeminiStreamParser:
         Raises:
             ModelError: The event is an error, a blocked prompt, or malformed.
         """
-        raw = sse_json(item)
+        return self._response(sse_json(item))
+
+    def whole(self, body: object) -> list[StreamChunk]:
+        """A non-streamed ``generateContent`` answer → its chunks, finish included.
+
+        Raises:
+            ModelError: The body is an error, a blocked prompt, or malformed.
+        """
+        return self._response(body) + self.finish()
+
+    def _response(self, raw: object) -> list[StreamChunk]:
         try:
             data = _RESPONSE.validate_python(raw)
         except ValidationError as exc:
@@ -153,12 +177,20 @@ class GeminiStreamParser:
         call = part.get("functionCall")
         if call is not None:
             self._calls += 1
-            call_id = f"call_{self._calls}"
-            details = {SIGNATURE_KEY: signature} if signature is not None else None
+            details: dict[str, Any] = {}
+            if signature is not None:
+                details[SIGNATURE_KEY] = signature
+            vendor_id = call.get("id")
+            if vendor_id:
+                call_id = details["id"] = vendor_id
+            else:
+                # Gemini gave none: an id unique across the run's steps, so results never
+                # land on a call of an earlier step.
+                call_id = new_id("call")
             return [
                 ToolCallStartChunk(id=call_id, name=self._names.local(call["name"])),
                 ToolCallDeltaChunk(id=call_id, arguments_delta=json.dumps(call.get("args", {}))),
-                ToolCallEndChunk(id=call_id, provider_details=details),
+                ToolCallEndChunk(id=call_id, provider_details=details or None),
             ]
         text = part.get("text", "")
         if part.get("thought"):
@@ -180,10 +212,11 @@ class GeminiStreamParser:
             raise MalformedResponse(
                 "Gemini's stream ended before a finishReason: truncated answer."
             )
+        usage = self._usage or Usage(requests=1, unreported_requests=1)
         return [
             FinishChunk(
                 finish_reason=self._reason(self._finish),
-                usage=self._usage,
+                usage=usage,
                 provider_details={**self._details, "finish_reason": self._finish},
             )
         ]
@@ -205,6 +238,12 @@ def _usage(usage: _UsageMetadata, raw: object) -> Usage:
         completion_tokens=usage.get("candidatesTokenCount", 0) + thoughts,
         reasoning_tokens=thoughts,
         cached_read_tokens=usage.get("cachedContentTokenCount", 0),
+        audio_input_tokens=_audio(usage.get("promptTokensDetails")),
+        audio_output_tokens=_audio(usage.get("candidatesTokensDetails")),
         requests=1,
         provider_metrics={"usageMetadata": raw},
     )
+
+
+def _audio(details: list[_ModalityCount] | None) -> int:
+    return sum(d.get("tokenCount", 0) for d in details or () if d.get("modality") == "AUDIO")

@@ -5,6 +5,8 @@ and tool messages become ``user`` turns (consecutive tool results share one turn
 Gemini matches ``functionResponse`` parts to calls by name and order); assistant messages
 become ``model`` turns.
 
+Function calls go back with the ``id`` Gemini gave them (and their results carry it as
+``functionResponse.id``); ids Bastion made up for calls that had none stay local.
 Thought signatures go back byte-exact on the part they came on: a reasoning part with text
 is a ``thought`` part carrying its signature; a signature that arrived on an answer part
 (a :class:`ReasoningPart` with a signature and no text, marked ``{"vendor": "gemini"}``) is
@@ -31,6 +33,7 @@ from bastion.core import (
     ReasoningPart,
     SystemMessage,
     TextPart,
+    ToolCall,
     ToolMessage,
     UserError,
     UserMessage,
@@ -85,23 +88,35 @@ def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
     return body
 
 
+def _vendor_id(call: ToolCall) -> str | None:
+    """The call's id when Gemini gave it (not one Bastion made up)."""
+    vendor = (call.provider_details or {}).get("id")
+    return vendor if isinstance(vendor, str) and vendor == call.id else None
+
+
 def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[Json]:
     contents: list[Json] = []
     results: list[Json] | None = None  # the open turn of consecutive tool results
+    vendor_ids = {
+        vendor
+        for message in messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+        if (vendor := _vendor_id(call)) is not None
+    }
     for message in messages:
         if isinstance(message, ToolMessage):
             if results is None:
                 results = []
                 contents.append({"role": "user", "parts": results})
             key = "error" if message.is_error else "result"
-            results.append(
-                {
-                    "functionResponse": {
-                        "name": names.wire(message.tool_name),
-                        "response": {key: text_of(message.content)},
-                    }
-                }
-            )
+            response: Json = {
+                "name": names.wire(message.tool_name),
+                "response": {key: text_of(message.content)},
+            }
+            if message.tool_call_id in vendor_ids:
+                response = {"id": message.tool_call_id, **response}
+            results.append({"functionResponse": response})
             continue
         results = None
         if isinstance(message, UserMessage):
@@ -155,7 +170,10 @@ def _model_parts(message: AssistantMessage, names: ToolNameMap) -> list[Json]:
             pending = None
         parts.append(wire)
     for call in message.tool_calls:
-        wire = {"functionCall": {"name": names.wire(call.name), "args": _args(call.arguments)}}
+        function: Json = {"name": names.wire(call.name), "args": _args(call.arguments)}
+        if (vendor := _vendor_id(call)) is not None:
+            function = {"id": vendor, **function}
+        wire = {"functionCall": function}
         signature = (call.provider_details or {}).get(SIGNATURE_KEY)
         if isinstance(signature, str):
             wire[SIGNATURE_KEY] = signature

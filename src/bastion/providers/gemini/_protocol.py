@@ -9,18 +9,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, Unpack
+from typing import Any, Literal, Unpack
 
-from bastion.core import AssistantMessage, ModelError, ModelRequest, ToolMessage
+from bastion.core import AssistantMessage, ModelError, ModelRequest, StreamChunk, ToolMessage
 from bastion.providers._http import HttpModel, HttpModelOptions
 from bastion.providers._names import ToolNameMap
 
 from ._errors import error_from_body
 from ._parser import GeminiStreamParser
 from ._payload import build_payload
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["GeminiProtocol", "gemini_model"]
 
@@ -29,7 +26,11 @@ _WIRE_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$")
 
 
 class GeminiProtocol:
-    """The Gemini API (``generativelanguage.googleapis.com``), streamed as SSE."""
+    """The Gemini API (``generativelanguage.googleapis.com``), streamed as SSE.
+
+    ``ModelSettings(stream=False)`` posts the same body to ``generateContent`` and parses
+    the one whole response into the same chunks.
+    """
 
     vendor = "gemini"
     framing: Literal["sse", "ndjson"] = "sse"
@@ -51,6 +52,18 @@ class GeminiProtocol:
     def parser(self, names: ToolNameMap) -> GeminiStreamParser:
         """A parser for one streamed answer."""
         return GeminiStreamParser(names)
+
+    def whole_path(self, model: str) -> str:
+        """``/v1beta/models/<model>:generateContent``: one whole answer."""
+        return f"/v1beta/models/{model.removeprefix('models/')}:generateContent"
+
+    def whole_chunks(self, body: object, names: ToolNameMap) -> list[StreamChunk]:
+        """A ``generateContent`` answer → the chunks its stream would have given.
+
+        Raises:
+            ModelError: The body is an error, a blocked prompt, or malformed.
+        """
+        return GeminiStreamParser(names).whole(body)
 
     def name_map(self, request: ModelRequest) -> ToolNameMap:
         """Wire names for the request's tools and the tools named in its history."""

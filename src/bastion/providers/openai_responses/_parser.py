@@ -1,12 +1,18 @@
-"""Responses-API SSE events → Bastion stream chunks.
+"""Responses-API answers (SSE events, or one whole ``response`` object) → Bastion chunks.
 
 Text and reasoning summaries stream as deltas; a function call is announced by
 ``response.output_item.added`` (its ``call_id`` and name), its arguments stream keyed by the
 item id, and it ends with ``response.function_call_arguments.done`` or the item's
 ``response.output_item.done``. A finished reasoning item yields its ``id``, ``summary`` and
-``encrypted_content`` as ``provider_details`` so the next request can send it back. The
-stream must end with ``response.completed``, ``response.incomplete`` or ``response.failed``.
-Created by ``_protocol.ResponsesProtocol.parser``; driven by ``HttpModel``.
+``encrypted_content`` as ``provider_details`` so the next request can send it back.
+
+Every reasoning item stays its own part: the first chunk of an item carries the item's
+``id``, which the assembler never merges into a part holding another id. A function call
+remembers the reasoning item it followed (``after_reasoning``), so a reasoning → call →
+reasoning → call answer goes back in that order. The stream must end with
+``response.completed``, ``response.incomplete`` or ``response.failed``; a non-streamed answer
+(``stream: false``) is the same ``response`` object, parsed by :meth:`ResponsesParser.whole`
+through the same item handlers. Created by ``_protocol.ResponsesProtocol``.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class ResponsesParser:
         "_called",
         "_ended",
         "_finish",
+        "_last_reasoning",
         "_names",
         "_response_id",
         "_streamed",
@@ -66,6 +73,24 @@ class ResponsesParser:
         self._finish: FinishReason | None = None
         self._usage = Usage()
         self._response_id: str | None = None
+        self._last_reasoning: str | None = None  # the reasoning item seen last
+
+    def whole(self, body: object) -> list[StreamChunk]:
+        """A non-streamed answer (the ``response`` object) → its chunks, finish included.
+
+        Raises:
+            ModelError: The response failed, or it is malformed.
+        """
+        response = obj(body, "the response body")
+        if opt_str(response, "status") == "failed":
+            raise self._failure(opt_obj(response, "error") or {}, response)
+        chunks: list[StreamChunk] = []
+        for raw in opt_list(response, "output") or ():
+            item = obj(raw, "an output item")
+            chunks += self._item_added(item)
+            chunks += self._item_done(item)
+        self._terminal(response)
+        return chunks + self.finish()
 
     def feed(self, item: Any) -> list[StreamChunk]:
         """One SSE event → zero or more chunks.
@@ -95,6 +120,7 @@ class ResponsesParser:
             response = obj(data.get("response"), "'response'")
             raise self._failure(opt_obj(response, "error") or {}, data)
         if kind == "error":
+            # The documented event has code/message at the top; some servers nest them.
             raise self._failure(opt_obj(data, "error") or data, data)
         return []  # lifecycle and content-part events carry nothing new
 
@@ -126,13 +152,24 @@ class ResponsesParser:
         index = opt_int(data, "summary_index")
         previous = self._summary_index.get(item_id)
         self._summary_index[item_id] = index
-        self._streamed.add(item_id)
         if previous is not None and index != previous:
             delta = "\n\n" + delta  # a new summary part of the same item
-        return [ReasoningChunk(text=delta)] if delta else []
+        if not delta:
+            return []
+        if item_id in self._streamed:
+            return [ReasoningChunk(text=delta)]
+        # The item's first text: its id starts a part of its own (never merged into the
+        # part of the reasoning item before it).
+        self._streamed.add(item_id)
+        self._last_reasoning = item_id or self._last_reasoning
+        return [ReasoningChunk(text=delta, provider_details={"id": item_id} if item_id else None)]
 
     def _item_added(self, item: dict[str, Any]) -> list[StreamChunk]:
-        if opt_str(item, "type") != "function_call":
+        kind = opt_str(item, "type")
+        if kind == "reasoning":
+            self._last_reasoning = opt_str(item, "id") or self._last_reasoning
+            return []
+        if kind != "function_call":
             return []
         item_id = req_str(item, "id")
         call_id = req_str(item, "call_id")
@@ -169,7 +206,10 @@ class ResponsesParser:
         chunks: list[StreamChunk] = []
         if arguments and item_id not in self._streamed:
             chunks.append(ToolCallDeltaChunk(id=call_id, arguments_delta=arguments))
-        chunks.append(ToolCallEndChunk(id=call_id, provider_details={"id": item_id}))
+        details = {"id": item_id}
+        if self._last_reasoning is not None:
+            details["after_reasoning"] = self._last_reasoning
+        chunks.append(ToolCallEndChunk(id=call_id, provider_details=details))
         return chunks
 
     def _item_done(self, item: dict[str, Any]) -> list[StreamChunk]:
@@ -181,12 +221,13 @@ class ResponsesParser:
         if kind == "message" and (item_id := opt_str(item, "id")) not in self._streamed:
             # The text was not streamed as deltas: take it from the finished item.
             self._streamed.add(item_id or "")
-            text = "".join(_texts(opt_list(item, "content"), "output_text"))
+            text = "".join(_texts(opt_list(item, "content"), "output_text", "refusal"))
             return [TextChunk(text=text)] if text else []
         return []
 
     def _reasoning_done(self, item: dict[str, Any]) -> ReasoningChunk:
         item_id = req_str(item, "id")
+        self._last_reasoning = item_id
         summary = opt_list(item, "summary")
         details: dict[str, Any] = {"id": item_id}
         if summary is not None:
@@ -194,7 +235,15 @@ class ResponsesParser:
         encrypted = opt_str(item, "encrypted_content")
         if encrypted is not None:
             details["encrypted_content"] = encrypted
-        text = "" if item_id in self._streamed else "\n\n".join(_texts(summary, "summary_text"))
+        content = opt_list(item, "content")
+        if content:
+            details["content"] = content  # raw reasoning text (open-weight models)
+        if item_id in self._streamed:
+            text = ""
+        else:
+            self._streamed.add(item_id)
+            texts = _texts(summary, "summary_text") or _texts(content, "reasoning_text")
+            text = "\n\n".join(texts)
         return ReasoningChunk(text=text, provider_details=details)
 
     def _terminal(self, response: dict[str, Any]) -> list[StreamChunk]:
@@ -209,17 +258,20 @@ class ResponsesParser:
 
     @staticmethod
     def _failure(error: dict[str, Any], event: dict[str, Any]) -> ModelError:
-        message = opt_str(error, "message") or "no message"
-        code = error.get("code")
-        return stream_error(None if code is None else str(code), message, json.dumps(event))
+        return stream_error(error, json.dumps(event))
 
 
 def usage_of(usage: dict[str, Any] | None) -> Usage:
     """Bastion usage from a Responses ``usage`` object (cached and reasoning tokens included).
 
+    A response without ``usage`` (some proxies drop it) counts as one request whose usage
+    was not reported, so its zeros are not read as "free".
+
     Raises:
         MalformedResponse: A count is not an integer.
     """
+    if usage is None:
+        return Usage(requests=1, unreported_requests=1)
     return Usage(
         prompt_tokens=opt_int(usage, "input_tokens"),
         completion_tokens=opt_int(usage, "output_tokens"),
@@ -233,10 +285,13 @@ def _details(usage: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
     return None if usage is None else opt_obj(usage, key)
 
 
-def _texts(parts: list[object] | None, kind: str) -> list[str]:
+def _texts(parts: list[object] | None, kind: str, refusal: str | None = None) -> list[str]:
     texts: list[str] = []
     for part in parts or ():
         fields = obj(part, "a content part")
-        if opt_str(fields, "type") == kind:
+        part_type = opt_str(fields, "type")
+        if part_type == kind:
             texts.append(req_str(fields, "text"))
+        elif refusal is not None and part_type == refusal:
+            texts.append(req_str(fields, "refusal"))  # a refusal part holds its text there
     return texts

@@ -7,9 +7,9 @@ Connection and auth live here; message mapping in ``_request``, stream parsing i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, Unpack
+from typing import Any, Literal, Unpack
 
-from bastion.core import ModelError, ModelRequest
+from bastion.core import ModelError, ModelRequest, StreamChunk
 from bastion.providers._http import HttpModel, HttpModelOptions
 from bastion.providers._names import ToolNameMap
 from bastion.providers._profiles import profile_for
@@ -17,9 +17,6 @@ from bastion.providers._profiles import profile_for
 from ._errors import VENDOR, http_error
 from ._parser import ResponsesParser
 from ._request import build_payload
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["PROVIDER", "ResponsesProtocol", "openai_responses_model"]
 
@@ -29,11 +26,15 @@ PROVIDER = "openai-responses"
 class ResponsesProtocol:
     """OpenAI's Responses API, stateless: ``store: false``, reasoning sent back encrypted.
 
+    Streams by default; ``ModelSettings(stream=False)`` sends ``"stream": false`` and parses
+    the whole ``response`` object into the same chunks.
+
     Args:
         encrypted_reasoning: Request reasoning items' ``encrypted_content`` so they can be
-            sent back on the next step. ``None`` (default) asks for it when the model's
-            profile says it reasons or ``settings.extra`` configures ``reasoning``; models
-            that do not reason reject the request for it.
+            sent back on the next step (without it, a stateless conversation's re-sent
+            reasoning items are not found). ``None`` (default) asks for it when the model's
+            profile says it reasons (the o-series, the gpt-5 family) or ``settings.extra``
+            configures ``reasoning``, unless ``settings.extra`` turns ``store`` on.
     """
 
     vendor = VENDOR
@@ -65,12 +66,26 @@ class ResponsesProtocol:
         encrypted = self.encrypted_reasoning
         if encrypted is None:
             extra = request.settings.extra or {}
-            encrypted = profile_for(PROVIDER, model).reasoning or "reasoning" in extra
+            stored = extra.get("store") is True  # the server keeps the items: no need
+            reasons = profile_for(PROVIDER, model).reasoning or "reasoning" in extra
+            encrypted = reasons and not stored
         return build_payload(request, model, names, encrypted_reasoning=encrypted)
 
     def parser(self, names: ToolNameMap) -> ResponsesParser:
         """A parser for one streamed answer."""
         return ResponsesParser(names)
+
+    def whole_path(self, model: str) -> str:
+        """``/responses``: the same endpoint answers ``"stream": false`` with one object."""
+        return "/responses"
+
+    def whole_chunks(self, body: object, names: ToolNameMap) -> list[StreamChunk]:
+        """A non-streamed ``response`` object → the chunks its stream would have given.
+
+        Raises:
+            ModelError: The response failed or is malformed.
+        """
+        return ResponsesParser(names).whole(body)
 
     def name_map(self, request: ModelRequest) -> ToolNameMap:
         """Wire names matching OpenAI's ``^[a-zA-Z0-9_-]{1,64}$``."""

@@ -2,9 +2,11 @@
 
 Owns the mapping of messages to ``input`` items, of tools, settings and structured output.
 Reasoning items come back from ``_parser`` with their ``id``, ``summary`` and
-``encrypted_content`` in ``ReasoningPart.provider_details`` and are sent back unchanged, which
-is what lets a stateless (``store: false``) conversation keep the model's reasoning.
-Called by ``_protocol.ResponsesProtocol.payload``.
+``encrypted_content`` in ``ReasoningPart.provider_details`` and are sent back unchanged, one
+input item per output item, which is what lets a stateless (``store: false``) conversation
+keep the model's reasoning. Function calls go back right after the reasoning item they
+followed (``after_reasoning``), because the API rejects a reasoning item that is not
+followed by the item it led to. Called by ``_protocol.ResponsesProtocol.payload``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def build_payload(
     body: dict[str, Any] = {
         "model": model,
         "input": input_items(request.messages, names),
-        "stream": True,
+        "stream": request.settings.stream is not False,
         "store": False,
     }
     if encrypted_reasoning:
@@ -159,6 +161,15 @@ def _url_of(part: ImagePart | FilePart, default_type: str) -> str:
 
 
 def _assistant_items(message: AssistantMessage, names: ToolNameMap) -> list[dict[str, Any]]:
+    reasoning = [
+        (part, item)
+        for part in message.parts
+        if isinstance(part, ReasoningPart) and (item := _reasoning_item(part)) is not None
+    ]
+    order = {item["id"]: k for k, (_, item) in enumerate(reasoning)}
+    by_part = {id(part): (k, item) for k, (part, item) in enumerate(reasoning)}
+    # Each call waits until the reasoning item after the one it followed is about to go out.
+    pending = [(order.get(_after(call), -1), call) for call in message.tool_calls]
     items: list[dict[str, Any]] = []
     texts: list[dict[str, Any]] = []
     for part in message.parts:
@@ -168,14 +179,22 @@ def _assistant_items(message: AssistantMessage, names: ToolNameMap) -> list[dict
         if texts:
             items.append({"role": "assistant", "content": texts})
             texts = []
-        if isinstance(part, ReasoningPart) and (reasoning := _reasoning_item(part)):
-            items.append(reasoning)
+        if (entry := by_part.get(id(part))) is not None:
+            index, item = entry
+            items.extend(_function_call(call, names) for at, call in pending if at < index)
+            pending = [(at, call) for at, call in pending if at >= index]
+            items.append(item)
         # Other parts (images an assistant produced, reasoning of other vendors) have no
         # Responses input form; they are left out.
     if texts:
         items.append({"role": "assistant", "content": texts})
-    items.extend(_function_call(call, names) for call in message.tool_calls)
+    items.extend(_function_call(call, names) for _, call in pending)
     return items
+
+
+def _after(call: ToolCall) -> str | None:
+    after = (call.provider_details or {}).get("after_reasoning")
+    return after if isinstance(after, str) else None
 
 
 def _reasoning_item(part: ReasoningPart) -> dict[str, Any] | None:
@@ -190,6 +209,9 @@ def _reasoning_item(part: ReasoningPart) -> dict[str, Any] | None:
     encrypted = details.get("encrypted_content")
     if isinstance(encrypted, str):
         item["encrypted_content"] = encrypted
+    content = details.get("content")
+    if isinstance(content, list):
+        item["content"] = content
     return item
 
 
