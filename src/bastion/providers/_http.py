@@ -13,6 +13,7 @@ error mapping and the same transcript tests (httpx ``MockTransport``).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
@@ -151,10 +152,10 @@ class HttpModel(Model):
         self.provider = provider or protocol.vendor
         self.protocol = protocol
         # The protocol may name its conventional variable (OpenAI Responses: OPENAI_BASE_URL).
-        base_env = getattr(protocol, "base_url_env", None) or (
-            f"{self.provider.upper().replace('-', '_')}_BASE_URL"
-        )
-        env_base = os.environ.get(base_env)
+        upper = self.provider.upper().replace("-", "_")
+        base_env = getattr(protocol, "base_url_env", None) or f"{upper}_BASE_URL"
+        # BASTION_<PROVIDER>_BASE_URL is the documented convention; the older name still works.
+        env_base = os.environ.get(f"BASTION_{upper}_BASE_URL") or os.environ.get(base_env)
         self.base_url = (base_url or env_base or protocol.default_base_url).rstrip("/")
         if api_key is None and protocol.api_key_env:
             api_key = os.environ.get(protocol.api_key_env)
@@ -193,7 +194,12 @@ class HttpModel(Model):
                 if response.status_code >= 400:
                     text = (await response.aread()).decode("utf-8", errors="replace")
                     raise protocol.error(response.status_code, text, response.headers)
-                async for chunk in self._decode(response, protocol.parser(names)):
+                parser = protocol.parser(names)
+                if request.settings.stream is False:
+                    decoded = self._whole(response, parser)  # one JSON answer, same chunks
+                else:
+                    decoded = self._decode(response, parser)
+                async for chunk in decoded:
                     yield chunk
         except httpx.TimeoutException as exc:
             raise ModelTimeout(f"{protocol.vendor} did not answer in time: {exc!r}") from exc
@@ -214,6 +220,24 @@ class HttpModel(Model):
             for chunk in feed(item):
                 yield chunk
         for chunk in parser.finish():  # the FinishChunk comes from here (the contract)
+            yield self._priced(chunk)
+
+    async def _whole(
+        self, response: httpx.Response, parser: StreamParser
+    ) -> AsyncGenerator[StreamChunk, None]:
+        """A non-streamed answer: the whole JSON body is fed to the parser as one item."""
+        body = await response.aread()
+        try:
+            value: Any = json.loads(body)
+        except ValueError as exc:
+            text = body.decode("utf-8", errors="replace")
+            raise MalformedResponse(
+                f"{self.protocol.vendor} answered with a body that is not JSON: {text[:200]!r}",
+                body=text,
+            ) from exc
+        for chunk in parser.feed(value):
+            yield chunk
+        for chunk in parser.finish():
             yield self._priced(chunk)
 
     def _priced(self, chunk: StreamChunk) -> StreamChunk:

@@ -332,7 +332,8 @@ async def test_key_from_environment_and_registry(monkeypatch: pytest.MonkeyPatch
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 async def test_compatible_presets(preset: str, monkeypatch: pytest.MonkeyPatch) -> None:
     #
-    base_url, key_env = PRESETS[preset]
+    base_url, key_env = PRESETS[preset].base_url, PRESETS[preset].api_key_env
+    assert key_env is not None
     monkeypatch.setenv(key_env, "sk-preset")
     recorder = Recorder()
     model = openai_compatible_model(f"{preset}:some-model", http_client=recorder.client())
@@ -426,10 +427,16 @@ def test_public_names_are_pinned() -> None:
     import bastion.providers.openai as package
 
     assert package.__all__ == [
+        "GENERIC",
+        "OPENAI",
         "PRESETS",
         "ChatCompletionsParser",
         "ChatCompletionsProtocol",
+        "ChatParams",
         "HttpModelOptions",
+        "Preset",
+        "PresetVariables",
         "openai_chat_model",
         "openai_compatible_model",
+        "preset_variables",
     ]

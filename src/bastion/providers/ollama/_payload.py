@@ -34,7 +34,9 @@ __all__ = ["build_payload"]
 
 
 def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
-    """The JSON body of a streaming ``/api/chat`` call for ``request``.
+    """The JSON body of an ``/api/chat`` call for ``request``.
+
+    The answer is streamed unless ``settings.stream`` is False (one whole JSON answer).
 
     ``settings.extra`` keys are merged into the body last (``{"think": True}``,
     ``{"keep_alive": "5m"}``); an ``options`` mapping in it is merged into the options.
@@ -61,7 +63,7 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
     if options:
         body["options"] = options
     body.update(extra)
-    body["stream"] = True
+    body["stream"] = settings.stream is not False  # False: one whole JSON answer
     return body
 
 
