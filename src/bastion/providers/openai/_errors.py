@@ -50,8 +50,18 @@ _REQUEST_CODES = frozenset(
         "unsupported_value",
     }
 )
-# A FastAPI/pydantic validation body (vLLM, LiteLLM, Mistral): {"detail": [{"loc": ...}]}.
-_VALIDATION_WORDS = ("validation error", "field required", "extra inputs are not permitted")
+# Messages that blame the request (pydantic/FastAPI validation as in vLLM and LiteLLM;
+# llama-server's "Assistant message must contain either 'content' or 'tool_calls'!" sent
+# with HTTP 500; Go JSON decoding errors). Narrow on purpose: "invalid response from the
+# upstream" is an outage, not a request fault.
+_REQUEST_FAULT = re.compile(
+    r"validation error|field required|extra inputs are not permitted|extra_forbidden|"
+    r"must (?:contain|be|have|include)\b|(?:is|are) required\b|missing required|"
+    r"invalid (?:request|parameter|argument|value|message|role|type|json|schema|format|tool)|"
+    r"unsupported (?:parameter|value|content)|unknown (?:field|parameter|argument)|"
+    r"cannot unmarshal|failed to parse (?:the )?(?:request|messages|tools)",
+    re.IGNORECASE,
+)
 _TRY_AGAIN = re.compile(r"try again in (?:(\d+)m)?(\d+(?:\.\d+)?)(ms|s)\b", re.IGNORECASE)
 
 
@@ -93,8 +103,9 @@ def _is_request_error(error: Mapping[str, object], body: str) -> bool:
     detail = error.get("detail")
     if isinstance(detail, list) and detail:
         return True  # FastAPI's 422 shape, whatever status carried it
-    lowered = body[:2000].lower()
-    return any(word in lowered for word in _VALIDATION_WORDS)
+    message = error.get("message")
+    text = message if isinstance(message, str) else body[:2000]
+    return _REQUEST_FAULT.search(text) is not None
 
 
 def _hinted_retry_after(error: Mapping[str, object]) -> float | None:
