@@ -90,8 +90,15 @@ def _tools(
     choice = settings.tool_choice
     if choice == "none":
         return []
-    if choice not in (None, "auto", "required") and any(t.name == choice for t in tools):
-        tools = [t for t in tools if t.name == choice]
+    if choice not in (None, "auto", "required") and tools:
+        chosen = [t for t in tools if t.name == choice]
+        if not chosen:
+            offered = ", ".join(repr(t.name) for t in tools)
+            raise UserError(
+                f"tool_choice names the tool {choice!r}, which this request does not offer. "
+                f"Offered: {offered}; or use 'auto', 'required' or 'none'."
+            )
+        tools = chosen
     return [
         {
             "type": "function",
