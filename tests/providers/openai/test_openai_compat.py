@@ -691,3 +691,59 @@ async def test_stream_false_body_that_is_not_json_is_malformed() -> None:
     settings = ModelSettings(stream=False)
     with pytest.raises(MalformedResponse, match="not JSON"):
         await model.request(ModelRequest(messages=[UserMessage(content="hi")], settings=settings))
+
+
+async def test_an_agent_emits_the_same_events_streamed_or_not() -> None:
+    # covers A-11
+    from bastion import Agent, tool
+
+    @tool(side_effect_class="pure")
+    def get_weather(location: str) -> str:
+        """Weather at a place."""
+        return f"18C in {location}"
+
+    final_sse = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"18C in Paris."},'
+        b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+    final_whole = json.dumps(
+        {
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "18C in Paris."},
+                }
+            ],
+        }
+    ).encode()
+    whole = json.loads(transcript("whole_tool_call.json"))
+    whole["choices"][0]["message"]["content"] = None
+    streamed_call = (
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,'
+        b'"id":"call_DdmO9pD3xa9XTPNJ32zg2hcA","type":"function","function":'
+        b'{"name":"get_weather","arguments":"{\\"location\\":\\"Paris, France\\"}"}}]},'
+        b'"finish_reason":"tool_calls"}]}\n\ndata: [DONE]\n\n'
+    )
+    runs: list[list[tuple[str, Any]]] = []
+    results: list[Any] = []
+    for stream, answers in (
+        (True, (streamed_call, final_sse)),
+        (False, (json.dumps(whole).encode(), final_whole)),
+    ):
+        server = Server(*answers)
+        model = openai_chat_model("gpt-4o-mini", api_key="k", http_client=server.client())
+        agent = Agent(
+            "weather", model=model, tools=[get_weather], model_settings=ModelSettings(stream=stream)
+        )
+        events = [
+            (event.type, getattr(event, "delta", None) or getattr(event, "tool_name", None))
+            async for event in agent.stream("Weather in Paris?")
+        ]
+        runs.append(events)
+        results.append(await agent.run("Weather in Paris?"))
+        assert all(json.loads(r.content)["stream"] is stream for r in server.requests)
+    assert runs[0] == runs[1]
+    assert ("text.delta", "18C in Paris.") in runs[0]
+    assert results[0].text == results[1].text == "18C in Paris."

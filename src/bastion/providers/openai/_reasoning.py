@@ -22,13 +22,18 @@ _JOINED = ("text", "summary", "data")
 
 
 class ReasoningDetails:
-    """Accumulates the ``reasoning_details`` of one answer, entry by entry."""
+    """Accumulates the ``reasoning_details`` of one answer, entry by entry.
 
-    __slots__ = ("_by_index", "_entries")
+    Text-like pieces are kept in lists and joined once, in :meth:`entries`: joining as they
+    arrive would copy the whole text again for every piece.
+    """
+
+    __slots__ = ("_by_index", "_entries", "_pieces")
 
     def __init__(self) -> None:
         self._entries: list[dict[str, Any]] = []
-        self._by_index: dict[int, dict[str, Any]] = {}
+        self._by_index: dict[int, int] = {}  # wire index → position in _entries
+        self._pieces: list[dict[str, list[str]]] = []  # per entry: field → pieces
 
     def add(self, value: object, raw: str) -> None:
         """Fold one delta's ``reasoning_details`` array in.
@@ -45,20 +50,25 @@ class ReasoningDetails:
                     f"A reasoning detail is not an object: {raw[:200]!r}", body=raw
                 )
             index = entry.get("index")
-            current = self._by_index.get(index) if isinstance(index, int) else None
-            if current is None:
-                current = dict(entry)
-                self._entries.append(current)
+            position = self._by_index.get(index) if isinstance(index, int) else None
+            if position is None:
                 if isinstance(index, int):
-                    self._by_index[index] = current
+                    self._by_index[index] = len(self._entries)
+                self._entries.append(dict(entry))
+                self._pieces.append({k: [v] for k in _JOINED if isinstance(v := entry.get(k), str)})
                 continue
+            current, pieces = self._entries[position], self._pieces[position]
             for key, piece in entry.items():
-                before = current.get(key)
-                if key in _JOINED and isinstance(piece, str) and isinstance(before, str):
-                    current[key] = before + piece
+                if key in _JOINED and isinstance(piece, str) and key in pieces:
+                    pieces[key].append(piece)
                 elif piece is not None or key not in current:
                     current[key] = piece
+                    if key in _JOINED and isinstance(piece, str):
+                        pieces[key] = [piece]
 
     def entries(self) -> list[dict[str, Any]]:
         """The whole entries, in the order they began."""
+        for current, pieces in zip(self._entries, self._pieces, strict=True):
+            for key, parts in pieces.items():
+                current[key] = "".join(parts)
         return self._entries
