@@ -75,15 +75,24 @@ def test_the_live_tier_has_something_to_test() -> None:
     assert configured(), "pytest --live needs at least one BASTION_LIVE_<PROTOCOL>_MODEL"
 
 
-@pytest.mark.parametrize("name", configured())
-async def test_a_real_server_answers_and_calls_a_tool(name: str) -> None:
-    # covers issue 3 live tier: text, streamed tool call, tool result, final answer, usage
+def cases() -> list[tuple[str, bool]]:
+    """Each configured protocol streamed, and non-streamed where its adapter sends that."""
+    return [(n, True) for n in configured()] + [
+        (n, False) for n in configured() if n in WHOLE_ANSWERS
+    ]
+
+
+@pytest.mark.parametrize(("name", "stream"), cases())
+async def test_a_real_server_answers_and_calls_a_tool(name: str, stream: bool) -> None:
+    # covers A-11
+    # issue 3 live tier: text, tool call, tool result, final answer, usage; streamed or not
     agent = Agent(
         "live",
         model=live_model(name),
         instructions="Use the add tool for arithmetic, then answer with the number only.",
         tools=[add],
         max_steps=4,
+        model_settings=ModelSettings(stream=stream),
     )
     result = await agent.run("What is 19 + 23?")
     assert result.status == "completed", result.error
@@ -91,20 +100,3 @@ async def test_a_real_server_answers_and_calls_a_tool(name: str) -> None:
     assert "42" in result.text
     # A server that sends no usage is counted as "not reported", never as zero tokens.
     assert result.usage.prompt_tokens > 0 or result.usage.unreported_requests > 0
-
-
-@pytest.mark.parametrize("name", [n for n in configured() if n in WHOLE_ANSWERS])
-async def test_a_real_server_answers_without_streaming(name: str) -> None:
-    # covers A-11
-    agent = Agent(
-        "live-whole",
-        model=live_model(name),
-        instructions="Use the add tool for arithmetic, then answer with the number only.",
-        tools=[add],
-        max_steps=4,
-        model_settings=ModelSettings(stream=False),
-    )
-    result = await agent.run("What is 19 + 23?")
-    assert result.status == "completed", result.error
-    assert any(call.name == "add" and not call.is_error for call in result.tool_calls)
-    assert "42" in result.text

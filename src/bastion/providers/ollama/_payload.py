@@ -28,7 +28,7 @@ from bastion.core import (
     UserPart,
 )
 from bastion.providers._errors import as_object
-from bastion.providers._names import ToolNameMap
+from bastion.providers._names import ToolNameMap, chosen_tool
 
 __all__ = ["build_payload"]
 
@@ -91,14 +91,7 @@ def _tools(
     if choice == "none":
         return []
     if choice not in (None, "auto", "required") and tools:
-        chosen = [t for t in tools if t.name == choice]
-        if not chosen:
-            offered = ", ".join(repr(t.name) for t in tools)
-            raise UserError(
-                f"tool_choice names the tool {choice!r}, which this request does not offer. "
-                f"Offered: {offered}; or use 'auto', 'required' or 'none'."
-            )
-        tools = chosen
+        tools = [chosen_tool(tools, choice)]
     return [
         {
             "type": "function",

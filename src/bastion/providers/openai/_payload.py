@@ -37,7 +37,7 @@ from bastion.core import (
     UserMessage,
 )
 from bastion.providers._errors import as_object
-from bastion.providers._names import ToolNameMap
+from bastion.providers._names import ToolNameMap, chosen_tool
 
 from ._vendors import OPENAI, ChatParams, ReasoningEcho
 
@@ -117,13 +117,7 @@ def _offered_tools(
         elif choice == "none":
             return ()  # the server cannot be told: do not offer the tools at all
         return tools
-    chosen = [tool for tool in tools if tool.name == choice]
-    if not chosen:
-        offered = ", ".join(repr(t.name) for t in tools)
-        raise UserError(
-            f"tool_choice names the tool {choice!r}, which this request does not offer. "
-            f"Offered: {offered}; or use 'auto', 'required' or 'none'."
-        )
+    chosen = [chosen_tool(tools, choice)]
     if "named" in accepted:
         body["tool_choice"] = {"type": "function", "function": {"name": names.wire(choice)}}
         return tools
