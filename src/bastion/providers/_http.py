@@ -225,8 +225,16 @@ class HttpModel(Model):
     async def _whole(
         self, response: httpx.Response, parser: StreamParser
     ) -> AsyncGenerator[StreamChunk, None]:
-        """A non-streamed answer: the whole JSON body is fed to the parser as one item."""
+        """A non-streamed answer: the whole JSON body is fed to the parser as one item.
+
+        A server that streams anyway (it ignored ``"stream": false``) is decoded as a stream.
+        """
         body = await response.aread()
+        kind = response.headers.get("content-type", "")
+        if "event-stream" in kind or "ndjson" in kind or body.lstrip()[:5] == b"data:":
+            async for chunk in self._decode_bytes(body, parser):
+                yield chunk
+            return
         try:
             value: Any = json.loads(body)
         except ValueError as exc:
@@ -237,6 +245,16 @@ class HttpModel(Model):
             ) from exc
         for chunk in parser.feed(value):
             yield chunk
+        for chunk in parser.finish():
+            yield self._priced(chunk)
+
+    async def _decode_bytes(
+        self, body: bytes, parser: StreamParser
+    ) -> AsyncGenerator[StreamChunk, None]:
+        decoder = SSEDecoder() if self.protocol.framing == "sse" else NDJSONDecoder()
+        for item in [*decoder.feed(body), *decoder.close()]:
+            for chunk in parser.feed(item):
+                yield chunk
         for chunk in parser.finish():
             yield self._priced(chunk)
 

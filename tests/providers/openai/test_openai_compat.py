@@ -128,6 +128,8 @@ def tool_turn(content: str = "") -> list[Any]:
         ("ollama:m", {"content": ""}),
         ("groq:m", {"content": ""}),
         ("openrouter:m", {}),
+        ("mistral:m", {"content": ""}),
+        ("deepseek:m", {"content": ""}),
         ("acme:m", {"content": ""}),
     ],
 )
@@ -747,3 +749,15 @@ async def test_an_agent_emits_the_same_events_streamed_or_not() -> None:
     assert runs[0] == runs[1]
     assert ("text.delta", "18C in Paris.") in runs[0]
     assert results[0].text == results[1].text == "18C in Paris."
+
+
+async def test_a_server_that_streams_despite_stream_false_is_still_read() -> None:
+    #
+    server = Server(transcript("tool_call.sse"))
+    model = compat("vllm:m", server)
+    settings = ModelSettings(stream=False)
+    request = ModelRequest(messages=[UserMessage(content="hi")], tools=[WEATHER], settings=settings)
+    response = await model.request(request)
+    assert server.json()["stream"] is False
+    assert [call.name for call in response.message.tool_calls] == ["get_weather"]
+    assert response.finish_reason == "tool_calls"

@@ -92,7 +92,9 @@ class Preset:
 
 
 # OpenAI itself: max_completion_tokens (max_tokens is rejected by its reasoning models).
-OPENAI = ChatParams(max_tokens="max_completion_tokens", tool_call_content="null")
+# Tool-call turns get content "" like everywhere: OpenAI accepts it, and `openai:` is often
+# pointed at a compatible server through OPENAI_BASE_URL.
+OPENAI = ChatParams(max_tokens="max_completion_tokens")
 
 # An unknown server: the fields nearly every compatible server takes. max_tokens rather
 # than max_completion_tokens (most local servers ignore the latter).
