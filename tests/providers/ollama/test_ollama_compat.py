@@ -125,3 +125,14 @@ async def test_no_counts_on_the_final_line_reads_as_not_reported() -> None:
     response = await model_with(Recorder(body)).request(ask())
     assert response.usage.unreported_requests == 1
     assert response.usage.requests == 1
+
+
+async def test_reasoning_effort_is_sent_as_think() -> None:
+    recorder = Recorder(transcript("text.ndjson"))
+    settings = ModelSettings(extra={"reasoning_effort": "low"})
+    await model_with(recorder, "gpt-oss:20b").request(
+        ModelRequest(messages=[UserMessage(content="go")], settings=settings)
+    )
+    body = recorder.json()
+    assert body["think"] == "low"
+    assert "reasoning_effort" not in body

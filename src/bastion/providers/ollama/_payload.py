@@ -39,7 +39,8 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
     The answer is streamed unless ``settings.stream`` is False (one whole JSON answer).
 
     ``settings.extra`` keys are merged into the body last (``{"think": True}``,
-    ``{"keep_alive": "5m"}``); an ``options`` mapping in it is merged into the options.
+    ``{"keep_alive": "5m"}``); an ``options`` mapping in it is merged into the options, and
+    ``reasoning_effort`` becomes Ollama's ``think``.
 
     Raises:
         UserError: The conversation holds content Ollama cannot take (an image by URL,
@@ -57,6 +58,10 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
     if request.output is not None:
         body["format"] = request.output.json_schema
     extra = dict(settings.extra or {})
+    effort = extra.pop("reasoning_effort", None)
+    if effort is not None and "think" not in extra:
+        # Ollama's spelling: think takes "low" / "medium" / "high" (or a boolean).
+        extra["think"] = effort
     extra_options = as_object(extra.pop("options", None))
     if extra_options:
         options.update(extra_options)
