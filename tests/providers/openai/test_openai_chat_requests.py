@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from bastion import Agent, tool
@@ -36,6 +34,8 @@ from bastion.providers.openai import (
     openai_compatible_model,
 )
 
+from ._support import Recorder
+
 ENV = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
@@ -47,50 +47,12 @@ ENV = (
     "BASTION_ACME_API_KEY",
     "ACME_BASE_URL",
 )
-TEXT_SSE = (
-    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
-    b'"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
-    b"data: [DONE]\n\n"
-)
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
-
-
-class OneShot(httpx.AsyncByteStream):
-    """A response body streamed in one piece."""
-
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self._body
-
-
-class Recorder:
-    """A MockTransport handler that records requests and answers with scripted SSE bodies."""
-
-    def __init__(self, *bodies: bytes) -> None:
-        self.bodies = list(bodies) or [TEXT_SSE]
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        body = self.bodies[min(len(self.requests), len(self.bodies)) - 1]
-        # A stream, not content=: HttpModel reads the body with aiter_raw(), which refuses a
-        # response whose content was given (and so already read) up front.
-        return httpx.Response(
-            200, headers={"content-type": "text/event-stream"}, stream=OneShot(body)
-        )
-
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.MockTransport(self))
-
-    def json(self, index: int = -1) -> Any:
-        return json.loads(self.requests[index].content)
 
 
 def chat_model(recorder: Recorder, **kwargs: Any) -> HttpModel:

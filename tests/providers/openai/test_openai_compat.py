@@ -9,11 +9,9 @@ content chunks, DeepSeek thinking mode, vLLM's error object, llama-server's HTTP
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from bastion.core import (
@@ -44,6 +42,8 @@ from bastion.providers.openai import (
     preset_variables,
 )
 
+from ._support import TEXT_SSE, Recorder
+
 TRANSCRIPTS = Path(__file__).parent.parent / "transcripts" / "openai"
 WEATHER = ToolDefinition(
     name="get_weather",
@@ -51,11 +51,6 @@ WEATHER = ToolDefinition(
     parameters={"type": "object", "properties": {"location": {"type": "string"}}},
 )
 CLOCK = ToolDefinition(name="clock", description="The time.", parameters={"type": "object"})
-TEXT_SSE = (
-    b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
-    b'"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"stop"}]}\n\n'
-    b"data: [DONE]\n\n"
-)
 
 
 @pytest.fixture(autouse=True)
@@ -67,37 +62,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name, raising=False)
 
 
-class Body(httpx.AsyncByteStream):
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self._body
-
-
-class Server:
-    """A MockTransport handler: records requests, answers with scripted (status, body) pairs."""
-
-    def __init__(self, *answers: bytes | tuple[int, bytes]) -> None:
-        self.answers = [a if isinstance(a, tuple) else (200, a) for a in answers] or [
-            (200, TEXT_SSE)
-        ]
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        status, body = self.answers[min(len(self.requests), len(self.answers)) - 1]
-        kind = "text/event-stream" if body.startswith((b"data:", b":")) else "application/json"
-        return httpx.Response(status, headers={"content-type": kind}, stream=Body(body))
-
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.MockTransport(self))
-
-    def json(self, index: int = -1) -> Any:
-        return json.loads(self.requests[index].content)
-
-
-def compat(spec: str, server: Server, **kwargs: Any) -> HttpModel:
+def compat(spec: str, server: Recorder, **kwargs: Any) -> HttpModel:
     return openai_compatible_model(spec, api_key="k", http_client=server.client(), **kwargs)
 
 
@@ -137,13 +102,13 @@ async def test_tool_call_turn_content_is_what_each_server_accepts(
     spec: str, expected: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BASTION_ACME_BASE_URL", "http://acme/v1")
-    server = Server()
+    server = Recorder()
     await compat(spec, server).request(ModelRequest(messages=tool_turn(), tools=[WEATHER]))
     assistant = server.json()["messages"][1]
     assert {k: v for k, v in assistant.items() if k == "content"} == expected
     assert assistant["tool_calls"][0]["id"] == "c1"
     # A turn with text keeps its text everywhere.
-    server = Server()
+    server = Recorder()
     messages = tool_turn("Checking.")
     await compat(spec, server).request(ModelRequest(messages=messages, tools=[WEATHER]))
     assert server.json()["messages"][1]["content"] == "Checking."
@@ -205,7 +170,7 @@ async def test_each_vendor_gets_the_parameters_its_reference_accepts(
     vendor: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("BASTION_ACME_BASE_URL", "http://acme/v1")
-    server = Server()
+    server = Recorder()
     if vendor == "openai":
         model = openai_chat_model("m", api_key="k", http_client=server.client())
     else:
@@ -232,7 +197,7 @@ async def test_structured_output_uses_json_schema_or_json_object(
     vendor: str, expected: str
 ) -> None:
     # covers A-14
-    server = Server()
+    server = Recorder()
     output = OutputSpec(name="city info", json_schema={"type": "object", "required": ["name"]})
     await compat(f"{vendor}:m", server).request(
         ModelRequest(messages=[UserMessage(content="Paris?")], output=output)
@@ -252,17 +217,17 @@ async def test_structured_output_uses_json_schema_or_json_object(
 
 
 async def test_groq_never_receives_message_names() -> None:
-    server = Server()
+    server = Recorder()
     message = UserMessage(content="hi", name="alice")
     await compat("groq:m", server).request(ModelRequest(messages=[message]))
     assert server.json()["messages"] == [{"role": "user", "content": "hi"}]
-    server = Server()
+    server = Recorder()
     await compat("vllm:m", server).request(ModelRequest(messages=[message]))
     assert server.json()["messages"] == [{"role": "user", "content": "hi", "name": "alice"}]
 
 
 async def test_params_override_the_preset_profile() -> None:
-    server = Server()
+    server = Recorder()
     model = compat("vllm:m", server, params=ChatParams(stream_usage=False, seed=None))
     settings = ModelSettings(seed=3)
     await model.request(ModelRequest(messages=[UserMessage(content="hi")], settings=settings))
@@ -296,7 +261,7 @@ async def test_params_override_the_preset_profile() -> None:
 async def test_tool_choice_is_mapped_per_server(
     vendor: str, choice: str, tool_choice: object, tools: list[str] | None
 ) -> None:
-    server = Server()
+    server = Recorder()
     settings = ModelSettings(tool_choice=choice)
     request = ModelRequest(
         messages=[UserMessage(content="hi")], tools=[WEATHER, CLOCK], settings=settings
@@ -309,7 +274,7 @@ async def test_tool_choice_is_mapped_per_server(
 
 
 async def test_tool_choice_naming_an_unoffered_tool_is_a_user_error() -> None:
-    server = Server()
+    server = Recorder()
     settings = ModelSettings(tool_choice="nope")
     request = ModelRequest(messages=[UserMessage(content="hi")], tools=[WEATHER], settings=settings)
     with pytest.raises(UserError, match=r"'nope'.*Offered: 'get_weather'"):
@@ -318,7 +283,7 @@ async def test_tool_choice_naming_an_unoffered_tool_is_a_user_error() -> None:
 
 
 async def test_tool_choice_is_left_out_without_tools() -> None:
-    server = Server()
+    server = Recorder()
     settings = ModelSettings(tool_choice="required", parallel_tool_calls=True)
     await compat("vllm:m", server).request(
         ModelRequest(messages=[UserMessage(content="hi")], settings=settings)
@@ -340,7 +305,7 @@ async def test_bastion_base_url_and_key_variables_work_for_every_preset(
     vendor_key = PRESETS[preset].api_key_env
     assert vendor_key is not None
     monkeypatch.setenv(vendor_key, "sk-vendor")  # the BASTION_ name wins
-    server = Server()
+    server = Recorder()
     model = openai_compatible_model(f"{preset}:m", http_client=server.client())
     await model.request(ModelRequest(messages=[UserMessage(content="hi")]))
     assert str(server.requests[0].url) == "http://proxy.test/v1/chat/completions"
@@ -354,7 +319,7 @@ async def test_old_variable_names_still_work(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("LLAMACPP_BASE_URL", "http://gpu:8080/v1")
     monkeypatch.setenv("GROQ_API_KEY", "sk-groq")
     assert openai_compatible_model("llamacpp:m").base_url == "http://gpu:8080/v1"
-    server = Server()
+    server = Recorder()
     await openai_compatible_model("groq:m", http_client=server.client()).request(
         ModelRequest(messages=[UserMessage(content="hi")])
     )
@@ -401,14 +366,14 @@ async def _error_of(model: HttpModel) -> ModelError:
 
 
 async def test_http_500_with_a_validation_body_is_a_bad_request_never_retried() -> None:
-    server = Server((500, transcript("error_500_validation.json")))
+    server = Recorder((500, transcript("error_500_validation.json")))
     error = await _error_of(compat("llamacpp:m", server))
     assert type(error) is BadRequest
     assert error.status == 500
     assert error.retryable is False
     assert "must contain either 'content' or 'tool_calls'" in str(error)
     # A plain 500 stays a retryable outage.
-    server = Server((500, transcript("error_500.json")))
+    server = Recorder((500, transcript("error_500.json")))
     outage = await _error_of(compat("llamacpp:m", server))
     assert type(outage) is Overloaded
     assert outage.retryable is True
@@ -418,19 +383,19 @@ async def test_fastapi_validation_body_behind_a_500_is_a_bad_request() -> None:
     body = json.dumps(
         {"detail": [{"type": "missing", "loc": ["body", "messages"], "msg": "Field required"}]}
     ).encode()
-    error = await _error_of(compat("vllm:m", Server((500, body))))
+    error = await _error_of(compat("vllm:m", Recorder((500, body))))
     assert type(error) is BadRequest
 
 
 async def test_a_proxy_500_wrapping_an_upstream_400_is_a_bad_request() -> None:
     body = json.dumps({"error": {"code": 400, "message": "Provider returned error"}}).encode()
-    error = await _error_of(compat("openrouter:m", Server((502, body))))
+    error = await _error_of(compat("openrouter:m", Recorder((502, body))))
     assert type(error) is BadRequest
     assert error.status == 502
 
 
 async def test_in_stream_error_with_code_429_is_a_rate_limit_with_its_wait() -> None:
-    error = await _error_of(compat("openrouter:m", Server(transcript("stream_error_429.sse"))))
+    error = await _error_of(compat("openrouter:m", Recorder(transcript("stream_error_429.sse"))))
     assert type(error) is RateLimited
     assert error.retry_after == 80.0  # "try again in 1m20s"
     assert error.vendor_code == "429"
@@ -438,18 +403,18 @@ async def test_in_stream_error_with_code_429_is_a_rate_limit_with_its_wait() -> 
 
 
 async def test_in_stream_error_with_code_400_is_never_retried() -> None:
-    error = await _error_of(compat("openrouter:m", Server(transcript("stream_error_400.sse"))))
+    error = await _error_of(compat("openrouter:m", Recorder(transcript("stream_error_400.sse"))))
     assert type(error) is BadRequest
     assert error.retryable is False
 
 
 async def test_vllm_in_stream_error_object_is_classified_by_its_code() -> None:
-    error = await _error_of(compat("vllm:m", Server(transcript("stream_error_vllm.sse"))))
+    error = await _error_of(compat("vllm:m", Recorder(transcript("stream_error_vllm.sse"))))
     assert type(error) is ContextLengthExceeded
 
 
 async def test_in_stream_error_without_code_stays_a_retryable_outage() -> None:
-    error = await _error_of(compat("vllm:m", Server(transcript("stream_error.sse"))))
+    error = await _error_of(compat("vllm:m", Recorder(transcript("stream_error.sse"))))
     assert type(error) is Overloaded
     assert error.retryable is True
 
@@ -458,7 +423,7 @@ async def test_in_stream_error_without_code_stays_a_retryable_outage() -> None:
 
 
 async def _two_steps(spec: str, first: bytes) -> tuple[ModelResponse, dict[str, Any]]:
-    server = Server(first, TEXT_SSE)
+    server = Recorder(first, TEXT_SSE)
     model = compat(spec, server)
     request = ModelRequest(messages=[UserMessage(content="Weather in Paris?")], tools=[WEATHER])
     response = await model.request(request)
@@ -539,7 +504,7 @@ async def test_deepseek_reasoning_content_goes_back_on_the_tool_call_turn() -> N
 
 async def test_mistral_thinking_chunks_become_reasoning_and_text_and_go_back() -> None:
     # covers A-11, G-63
-    server = Server(transcript("mistral_thinking.sse"), TEXT_SSE)
+    server = Recorder(transcript("mistral_thinking.sse"), TEXT_SSE)
     model = compat("mistral:magistral-medium-2509", server)
     question = UserMessage(content="9.11 or 9.8?")
     response = await model.request(ModelRequest(messages=[question]))
@@ -573,7 +538,7 @@ async def test_servers_without_a_reasoning_field_get_none() -> None:
 
 async def test_cache_writes_reads_and_reasoning_reach_usage() -> None:
     # covers A-12
-    server = Server(transcript("openrouter_reasoning_details.sse"))
+    server = Recorder(transcript("openrouter_reasoning_details.sse"))
     response = await compat("openrouter:m", server).request(
         ModelRequest(messages=[UserMessage(content="hi")], tools=[WEATHER])
     )
@@ -592,7 +557,7 @@ async def test_groq_usage_in_x_groq_is_read() -> None:
         b'"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}}\n\n'
         b"data: [DONE]\n\n"
     )
-    response = await compat("groq:m", Server(body)).request(
+    response = await compat("groq:m", Recorder(body)).request(
         ModelRequest(messages=[UserMessage(content="hi")])
     )
     assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (9, 2)
@@ -600,7 +565,7 @@ async def test_groq_usage_in_x_groq_is_read() -> None:
 
 async def test_a_server_that_reports_no_usage_reads_as_not_reported() -> None:
     # covers A-12
-    response = await compat("lmstudio:m", Server()).request(
+    response = await compat("lmstudio:m", Recorder()).request(
         ModelRequest(messages=[UserMessage(content="hi")])
     )
     assert response.usage.requests == 1
@@ -613,7 +578,7 @@ async def test_a_server_that_reports_no_usage_reads_as_not_reported() -> None:
 
 async def test_stream_false_sends_one_request_and_yields_the_same_chunks() -> None:
     # covers A-11
-    server = Server(transcript("whole_tool_call.json"))
+    server = Recorder(transcript("whole_tool_call.json"))
     model = openai_chat_model("gpt-4o-mini", api_key="k", http_client=server.client())
     settings = ModelSettings(stream=False)
     request = ModelRequest(messages=[UserMessage(content="hi")], tools=[WEATHER], settings=settings)
@@ -667,7 +632,7 @@ async def test_stream_false_carries_reasoning_details_whole() -> None:
         ],
         "usage": {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14},
     }  # fmt: skip
-    server = Server(json.dumps(whole, indent=1).encode(), TEXT_SSE)
+    server = Recorder(json.dumps(whole, indent=1).encode(), TEXT_SSE)
     model = compat("openrouter:openai/o4-mini", server)
     settings = ModelSettings(stream=False)
     question = UserMessage(content="6*7?")
@@ -688,7 +653,7 @@ async def test_stream_false_carries_reasoning_details_whole() -> None:
 async def test_stream_false_body_that_is_not_json_is_malformed() -> None:
     from bastion.core import MalformedResponse
 
-    server = Server(b"<html>gateway</html>")
+    server = Recorder(b"<html>gateway</html>")
     model = compat("vllm:m", server)
     settings = ModelSettings(stream=False)
     with pytest.raises(MalformedResponse, match="not JSON"):
@@ -734,7 +699,7 @@ async def test_an_agent_emits_the_same_events_streamed_or_not() -> None:
         (True, (streamed_call, final_sse)),
         (False, (json.dumps(whole).encode(), final_whole)),
     ):
-        server = Server(*answers)
+        server = Recorder(*answers)
         model = openai_chat_model("gpt-4o-mini", api_key="k", http_client=server.client())
         agent = Agent(
             "weather", model=model, tools=[get_weather], model_settings=ModelSettings(stream=stream)
@@ -753,7 +718,7 @@ async def test_an_agent_emits_the_same_events_streamed_or_not() -> None:
 
 async def test_a_server_that_streams_despite_stream_false_is_still_read() -> None:
     # covers A-11
-    server = Server(transcript("tool_call.sse"))
+    server = Recorder(transcript("tool_call.sse"))
     model = compat("vllm:m", server)
     settings = ModelSettings(stream=False)
     request = ModelRequest(messages=[UserMessage(content="hi")], tools=[WEATHER], settings=settings)
