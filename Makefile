@@ -56,6 +56,7 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks
 	$(BIN)/python -m benchmarks.providers
 	$(BIN)/python -m benchmarks.providers_whole
+	$(BIN)/python -m benchmarks.providers_compat
 	$(BIN)/python -m benchmarks.executor
 	$(BIN)/python -m benchmarks.inbound
 	$(BIN)/python -m benchmarks.tool_search

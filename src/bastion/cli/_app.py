@@ -1,4 +1,4 @@
-"""The ``bastion`` typer application: ``run``, ``demo``, ``runs …`` and ``--version``.
+"""The ``bastion`` typer application: ``run``, ``demo``, ``runs …``, ``models``, ``--version``.
 
 Each command loads an agent, streams one run through the renderer (or as JSON lines), and
 turns the outcome into an exit code: 0 when the run completed, 1 when it did not, 2 when
@@ -22,6 +22,7 @@ from ._common import EXIT_USAGE, Output, console, error, or_exit, stream_run
 from ._demo import find_demo
 from ._format import format_call
 from ._load import load_agent, load_object
+from ._models import models
 from ._runs import runs_app
 
 __all__ = ["app", "main"]
@@ -48,6 +49,7 @@ _MODEL = typer.Option(
 
 
 app.add_typer(runs_app, name="runs")
+app.command("models")(models)
 
 
 def _print_version(value: bool) -> None:

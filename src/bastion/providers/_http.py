@@ -120,6 +120,8 @@ class WireProtocol(Protocol):
 class WholeBodyProtocol(Protocol):
     """A wire protocol that can also answer in one non-streamed JSON body.
 
+    Protocols without it (Chat Completions, Ollama) answer a non-streaming request at the
+    same path, and their stream parser reads the whole JSON body as one item.
     ``HttpModel`` uses it when ``request.settings.stream is False``: the protocol's
     ``payload`` already asked for a whole body (``"stream": false`` or its vendor's
     equivalent); the body is POSTed to :meth:`whole_path` and its JSON turned into the same
@@ -176,10 +178,10 @@ class HttpModel(Model):
         self.provider = provider or protocol.vendor
         self.protocol = protocol
         # The protocol may name its conventional variable (OpenAI Responses: OPENAI_BASE_URL).
-        base_env = getattr(protocol, "base_url_env", None) or (
-            f"{self.provider.upper().replace('-', '_')}_BASE_URL"
-        )
-        env_base = os.environ.get(base_env)
+        upper = self.provider.upper().replace("-", "_")
+        base_env = getattr(protocol, "base_url_env", None) or f"{upper}_BASE_URL"
+        # BASTION_<PROVIDER>_BASE_URL is the documented convention; the older name still works.
+        env_base = os.environ.get(f"BASTION_{upper}_BASE_URL") or os.environ.get(base_env)
         self.base_url = (base_url or env_base or protocol.default_base_url).rstrip("/")
         if api_key is None and protocol.api_key_env:
             api_key = os.environ.get(protocol.api_key_env)
@@ -211,11 +213,6 @@ class HttpModel(Model):
 
         protocol = self.protocol
         whole = request.settings.stream is False
-        if whole and not isinstance(protocol, WholeBodyProtocol):
-            raise UserError(
-                f"The {protocol.vendor!r} protocol has no non-streaming mode; "
-                "leave ModelSettings.stream unset (or True)."
-            )
         names = protocol.name_map(request)
         body = protocol.payload(request, self.name, names)
         headers = {**protocol.headers(self._api_key), **self._extra_headers}
@@ -230,7 +227,12 @@ class HttpModel(Model):
                 if response.status_code >= 400:
                     text = (await response.aread()).decode("utf-8", errors="replace")
                     raise protocol.error(response.status_code, text, response.headers)
-                async for chunk in self._decode(response, protocol.parser(names)):
+                parser = protocol.parser(names)
+                if whole:  # the protocol's parser reads the whole JSON answer as one item
+                    decoded = self._parsed_whole(response, parser)
+                else:
+                    decoded = self._decode(response, parser)
+                async for chunk in decoded:
                     yield chunk
         except httpx.TimeoutException as exc:
             raise ModelTimeout(f"{protocol.vendor} did not answer in time: {exc!r}") from exc
@@ -284,6 +286,42 @@ class HttpModel(Model):
             for chunk in feed(item):
                 yield chunk
         for chunk in parser.finish():  # the FinishChunk comes from here (the contract)
+            yield self._priced(chunk)
+
+    async def _parsed_whole(
+        self, response: httpx.Response, parser: StreamParser
+    ) -> AsyncGenerator[StreamChunk, None]:
+        """A non-streamed answer: the whole JSON body is fed to the parser as one item.
+
+        A server that streams anyway (it ignored ``"stream": false``) is decoded as a stream.
+        """
+        body = await response.aread()
+        kind = response.headers.get("content-type", "")
+        if "event-stream" in kind or "ndjson" in kind or body.lstrip()[:5] == b"data:":
+            async for chunk in self._decode_bytes(body, parser):
+                yield chunk
+            return
+        try:
+            value: Any = json.loads(body)
+        except ValueError as exc:
+            text = body.decode("utf-8", errors="replace")
+            raise MalformedResponse(
+                f"{self.protocol.vendor} answered with a body that is not JSON: {text[:200]!r}",
+                body=text,
+            ) from exc
+        for chunk in parser.feed(value):
+            yield chunk
+        for chunk in parser.finish():
+            yield self._priced(chunk)
+
+    async def _decode_bytes(
+        self, body: bytes, parser: StreamParser
+    ) -> AsyncGenerator[StreamChunk, None]:
+        decoder = SSEDecoder() if self.protocol.framing == "sse" else NDJSONDecoder()
+        for item in [*decoder.feed(body), *decoder.close()]:
+            for chunk in parser.feed(item):
+                yield chunk
+        for chunk in parser.finish():
             yield self._priced(chunk)
 
     def _priced(self, chunk: StreamChunk) -> StreamChunk:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-__all__ = ["DEFAULT_WIRE_NAME", "ToolNameMap"]
+from bastion.core import ToolDefinition, UserError
+
+__all__ = ["DEFAULT_WIRE_NAME", "ToolNameMap", "chosen_tool"]
 
 DEFAULT_WIRE_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
@@ -65,3 +67,20 @@ def _sanitize(name: str, max_length: int) -> str:
 def _with_hash(base: str, max_length: int, original: str) -> str:
     digest = hashlib.sha256(original.encode()).hexdigest()[:8]
     return f"{base[: max_length - 9]}_{digest}"
+
+
+def chosen_tool(tools: Sequence[ToolDefinition], choice: str) -> ToolDefinition:
+    """The tool a named ``tool_choice`` picks.
+
+    Raises:
+        UserError: The request does not offer a tool of that name (refused before sending:
+            the vendor would answer 400, or silently ignore the choice).
+    """
+    for tool in tools:
+        if tool.name == choice:
+            return tool
+    offered = ", ".join(repr(t.name) for t in tools)
+    raise UserError(
+        f"tool_choice names the tool {choice!r}, which this request does not offer. "
+        f"Offered: {offered}; or use 'auto', 'required' or 'none'."
+    )

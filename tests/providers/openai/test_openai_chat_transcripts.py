@@ -29,6 +29,7 @@ from bastion.core import (
     ModelError,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     OutputSpec,
     Overloaded,
     RateLimited,
@@ -56,6 +57,9 @@ VALID = [
     "reasoning_content.sse",
     "structured_output.sse",
     "usage_cached_reasoning.sse",
+    "openrouter_reasoning_details.sse",
+    "mistral_thinking.sse",
+    "deepseek_thinking_tool_call.sse",
 ]
 WEATHER = ToolDefinition(
     name="get_weather",
@@ -359,7 +363,10 @@ async def test_finish_reason_without_done_is_accepted() -> None:
     chunks = await chunks_of(model_for([body]))
     assert chunks == [
         TextChunk(text="x"),
-        FinishChunk(finish_reason="content_filter", usage=Usage(requests=1, cost_usd=0.0)),
+        FinishChunk(
+            finish_reason="content_filter",
+            usage=Usage(requests=1, unreported_requests=1, cost_usd=0.0),
+        ),
     ]
 
 
@@ -420,7 +427,9 @@ json_values = st.recursive(
     | st.dictionaries(
         st.sampled_from(
             ["choices", "delta", "index", "content", "tool_calls", "function", "name",
-             "arguments", "id", "finish_reason", "usage", "error", "reasoning_content"]
+             "arguments", "id", "finish_reason", "usage", "error", "reasoning_content",
+             "reasoning", "reasoning_details", "message", "type", "text", "thinking",
+             "x_groq", "object", "code", "signature", "data"]
         ),
         inner,
         max_size=4,
@@ -437,3 +446,26 @@ def test_wrongly_shaped_chunks_never_raise_anything_but_model_errors(
     #
     body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
     outcome([body + (b"data: [DONE]\n\n" if done else b"")])
+
+
+@settings(max_examples=150, deadline=None)
+@given(value=json_values)
+def test_wrongly_shaped_whole_answers_never_raise_anything_but_model_errors(
+    value: object,
+) -> None:
+    #
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=Pieces([json.dumps(value).encode()]))
+
+    async def run() -> None:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+        model = openai_chat_model(
+            "m", api_key="k", base_url="https://api.test/v1", http_client=client
+        )
+        request = ModelRequest(
+            messages=[UserMessage(content="Hi")], settings=ModelSettings(stream=False)
+        )
+        with contextlib.suppress(ModelError):
+            await model.request(request)
+
+    asyncio.run(run())

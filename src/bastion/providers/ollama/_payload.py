@@ -28,16 +28,19 @@ from bastion.core import (
     UserPart,
 )
 from bastion.providers._errors import as_object
-from bastion.providers._names import ToolNameMap
+from bastion.providers._names import ToolNameMap, chosen_tool
 
 __all__ = ["build_payload"]
 
 
 def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
-    """The JSON body of a streaming ``/api/chat`` call for ``request``.
+    """The JSON body of an ``/api/chat`` call for ``request``.
+
+    The answer is streamed unless ``settings.stream`` is False (one whole JSON answer).
 
     ``settings.extra`` keys are merged into the body last (``{"think": True}``,
-    ``{"keep_alive": "5m"}``); an ``options`` mapping in it is merged into the options.
+    ``{"keep_alive": "5m"}``); an ``options`` mapping in it is merged into the options, and
+    ``reasoning_effort`` becomes Ollama's ``think``.
 
     Raises:
         UserError: The conversation holds content Ollama cannot take (an image by URL,
@@ -55,13 +58,17 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
     if request.output is not None:
         body["format"] = request.output.json_schema
     extra = dict(settings.extra or {})
+    effort = extra.pop("reasoning_effort", None)
+    if effort is not None and "think" not in extra:
+        # Ollama's spelling: think takes "low" / "medium" / "high" (or a boolean).
+        extra["think"] = effort
     extra_options = as_object(extra.pop("options", None))
     if extra_options:
         options.update(extra_options)
     if options:
         body["options"] = options
     body.update(extra)
-    body["stream"] = True
+    body["stream"] = settings.stream is not False  # False: one whole JSON answer
     return body
 
 
@@ -88,8 +95,8 @@ def _tools(
     choice = settings.tool_choice
     if choice == "none":
         return []
-    if choice not in (None, "auto", "required") and any(t.name == choice for t in tools):
-        tools = [t for t in tools if t.name == choice]
+    if choice not in (None, "auto", "required") and tools:
+        tools = [chosen_tool(tools, choice)]
     return [
         {
             "type": "function",

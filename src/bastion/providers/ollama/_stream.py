@@ -2,8 +2,9 @@
 
 Called by ``HttpModel`` through ``OllamaChatProtocol.parser``. Each line is one JSON object
 with a ``message`` (``content``, ``thinking``, ``tool_calls``); the last line has
-``"done": true`` with the token counts and durations. Ollama sends whole tool calls (not
-argument deltas) and no call ids, so ids are made here.
+``"done": true`` with the token counts and durations. A non-streamed answer
+(``"stream": false``) is that final line alone, message included, so it parses the same.
+Ollama sends whole tool calls (not argument deltas) and no call ids, so ids are made here.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class OllamaStreamParser:
         if line is None:
             raise MalformedResponse(f"Ollama stream line is not a JSON object: {item!r:.200}")
         if "error" in line:
-            raise stream_error(line["error"], json.dumps(line))
+            raise stream_error(line["error"], json.dumps(line), status=_status_of(line))
         if self._done is not None:
             raise MalformedResponse(
                 f"Ollama stream went on after its final line: {line!r:.200}", body=json.dumps(line)
@@ -88,10 +89,12 @@ class OllamaStreamParser:
         if self._calls and finish == "stop":
             finish = "tool_calls"
         metrics = {k: done[k] for k in _METRICS if isinstance(done.get(k), int)}
+        reported = "prompt_eval_count" in done or "eval_count" in done
         usage = Usage(
             prompt_tokens=_count(done, "prompt_eval_count"),
             completion_tokens=_count(done, "eval_count"),
             requests=1,
+            unreported_requests=0 if reported else 1,
             provider_metrics=metrics or None,
         )
         details = {"done_reason": reason} if isinstance(reason, str) else None
@@ -144,6 +147,15 @@ class OllamaStreamParser:
             return f"call_{self._calls}"
         digest = hashlib.sha256(stamp.encode()).hexdigest()[:8]
         return f"call_{digest}_{self._calls}"
+
+
+def _status_of(line: dict[str, Any]) -> int | None:
+    """An HTTP status an error line carries (hosted or proxied Ollama), if any."""
+    for key in ("status_code", "status", "code"):
+        value = line.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+            return value
+    return None
 
 
 def _count(line: dict[str, Any], key: str) -> int:

@@ -1,19 +1,23 @@
-"""Bastion request → OpenAI Chat Completions JSON body.
+"""Bastion request → OpenAI Chat Completions JSON body, shaped by the server's profile.
 
 Called by :class:`~bastion.providers.openai.ChatCompletionsProtocol.payload`. Everything a
-vendor would reject later (a part type Chat Completions cannot carry) is rejected here with
-a :class:`~bastion.core.UserError`, before anything is sent.
+vendor would reject later (a part type Chat Completions cannot carry, a ``tool_choice``
+naming a tool the request does not offer) is rejected here with a
+:class:`~bastion.core.UserError`, before anything is sent.
 
-Reasoning parts in the history are dropped: Chat Completions has no request field for them
-(vLLM, DeepSeek and OpenRouter return reasoning but do not take it back), so reasoning is
-not round-tripped over this protocol (SPEC G-63 applies to protocols that can carry it).
+Which fields go out and how they are spelled comes from a :class:`ChatParams` profile
+(``_vendors``), never from the vendor's name. Reasoning parts in the history go back the
+way the profile says (``reasoning_content`` text, OpenRouter's opaque ``reasoning_details``
+array, Mistral's typed thinking chunks) or not at all: Chat Completions itself has no
+field for them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from bastion.core import (
     AssistantMessage,
@@ -23,14 +27,19 @@ from bastion.core import (
     Message,
     ModelRequest,
     ModelSettings,
+    OutputSpec,
     ReasoningPart,
     SystemMessage,
     TextPart,
+    ToolDefinition,
     ToolMessage,
     UserError,
     UserMessage,
 )
-from bastion.providers._names import ToolNameMap
+from bastion.providers._errors import as_object
+from bastion.providers._names import ToolNameMap, chosen_tool
+
+from ._vendors import OPENAI, ChatParams, ReasoningEcho
 
 __all__ = ["build_payload", "tool_names"]
 
@@ -55,79 +64,129 @@ def tool_names(request: ModelRequest) -> ToolNameMap:
     return ToolNameMap(names)
 
 
-def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
-    """The JSON body of a streaming ``POST /chat/completions`` for ``request``.
+def build_payload(
+    request: ModelRequest, model: str, names: ToolNameMap, params: ChatParams = OPENAI
+) -> dict[str, Any]:
+    """The JSON body of ``POST /chat/completions`` for ``request``, as ``params`` spells it.
+
+    ``settings.stream=False`` asks for one whole JSON answer (``"stream": false``).
 
     Raises:
-        UserError: A message holds a part Chat Completions cannot carry.
+        UserError: A message holds a part Chat Completions cannot carry, or
+            ``tool_choice`` names a tool the request does not offer.
     """
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": [_message(m, names) for m in request.messages],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    if request.tools:
-        tools: list[dict[str, Any]] = []
-        for tool in request.tools:
-            function: dict[str, Any] = {
-                "name": names.wire(tool.name),
-                "description": tool.description,
-                "parameters": tool.parameters,
-            }
-            if tool.strict:
-                function["strict"] = True
-            tools.append({"type": "function", "function": function})
-        body["tools"] = tools
+    settings = request.settings
+    streaming = settings.stream is not False
+    messages = [_message(m, names, params) for m in request.messages]
+    body: dict[str, Any] = {"model": model, "messages": messages, "stream": streaming}
+    if streaming and params.stream_usage:
+        body["stream_options"] = {"include_usage": True}
+    tools = _offered_tools(request, names, params, body)
+    if tools:
+        body["tools"] = [_tool(tool, names) for tool in tools]
     if request.output is not None:
-        body["response_format"] = {
-            "type": "json_schema",
-            "json_schema": {
-                "name": _SCHEMA_NAME.sub("_", request.output.name)[:64] or "output",
-                "schema": request.output.json_schema,
-                "strict": request.output.strict,
-            },
-        }
-    _apply_settings(body, request.settings, names, has_tools=bool(request.tools))
+        _output_format(body, request.output, params)
+    _apply_settings(body, settings, params, has_tools=bool(tools))
     return body
 
 
+def _tool(tool: ToolDefinition, names: ToolNameMap) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": names.wire(tool.name),
+        "description": tool.description,
+        "parameters": tool.parameters,
+    }
+    if tool.strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def _offered_tools(
+    request: ModelRequest, names: ToolNameMap, params: ChatParams, body: dict[str, Any]
+) -> Sequence[ToolDefinition]:
+    """The tools to send, setting ``tool_choice`` in the form the server accepts."""
+    tools = request.tools
+    choice = request.settings.tool_choice
+    # OpenAI rejects tool_choice on a request without tools: leave it out then.
+    if choice is None or not tools:
+        return tools
+    accepted = params.tool_choice
+    if choice in ("auto", "required", "none"):
+        if choice in accepted:
+            body["tool_choice"] = choice
+        elif choice == "none":
+            return ()  # the server cannot be told: do not offer the tools at all
+        return tools
+    chosen = [chosen_tool(tools, choice)]
+    if "named" in accepted:
+        body["tool_choice"] = {"type": "function", "function": {"name": names.wire(choice)}}
+        return tools
+    # The server ignores a named choice: offer that tool alone and require a call.
+    if "required" in accepted:
+        body["tool_choice"] = "required"
+    return chosen
+
+
+def _output_format(body: dict[str, Any], output: OutputSpec, params: ChatParams) -> None:
+    if params.json_schema:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": _SCHEMA_NAME.sub("_", output.name)[:64] or "output",
+                "schema": output.json_schema,
+                "strict": output.strict,
+            },
+        }
+        return
+    # JSON mode: the server checks only that the answer is JSON (and some require the
+    # word "JSON" in the prompt), so the schema goes in a system message.
+    body["response_format"] = {"type": "json_object"}
+    schema = json.dumps(output.json_schema, separators=(",", ":"))
+    body["messages"].append(
+        {
+            "role": "system",
+            "content": f"Answer with one JSON object that matches this JSON schema: {schema}",
+        }
+    )
+
+
 def _apply_settings(
-    body: dict[str, Any], settings: ModelSettings, names: ToolNameMap, *, has_tools: bool
+    body: dict[str, Any], settings: ModelSettings, params: ChatParams, *, has_tools: bool
 ) -> None:
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.top_p is not None:
         body["top_p"] = settings.top_p
     if settings.max_tokens is not None:
-        body["max_completion_tokens"] = settings.max_tokens
+        body[params.max_tokens] = settings.max_tokens
     if settings.stop is not None:
         body["stop"] = list(settings.stop)
-    if settings.seed is not None:
-        body["seed"] = settings.seed
-    # OpenAI rejects tool_choice and parallel_tool_calls on a request without tools.
-    if has_tools and settings.tool_choice is not None:
-        choice = settings.tool_choice
-        if choice in ("auto", "required", "none"):
-            body["tool_choice"] = choice
-        else:
-            body["tool_choice"] = {"type": "function", "function": {"name": names.wire(choice)}}
-    if has_tools and settings.parallel_tool_calls is not None:
+    if settings.seed is not None and params.seed is not None:
+        body[params.seed] = settings.seed
+    if has_tools and settings.parallel_tool_calls is not None and params.parallel_tool_calls:
         body["parallel_tool_calls"] = settings.parallel_tool_calls
     if settings.extra:
-        body.update(settings.extra)
+        extra = dict(settings.extra)
+        effort = extra.pop("reasoning_effort", None)
+        if effort is not None:
+            if params.reasoning_effort == "reasoning.effort":
+                reasoning = as_object(extra.get("reasoning")) or {}
+                extra["reasoning"] = {**reasoning, "effort": effort}
+            else:
+                body["reasoning_effort"] = effort
+        body.update(extra)
 
 
-def _message(message: Message, names: ToolNameMap) -> dict[str, Any]:
+def _message(message: Message, names: ToolNameMap, params: ChatParams) -> dict[str, Any]:
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     if isinstance(message, UserMessage):
         out: dict[str, Any] = {"role": "user", "content": _user_content(message.content)}
-        if message.name is not None:
+        if message.name is not None and params.message_name:
             out["name"] = message.name
         return out
     if isinstance(message, AssistantMessage):
-        return _assistant(message, names)
+        return _assistant(message, names, params)
     if isinstance(message, ToolMessage):
         return {
             "role": "tool",
@@ -192,17 +251,27 @@ def _audio(part: AudioPart) -> dict[str, str]:
     return {"data": part.data, "format": audio_format}
 
 
-def _assistant(message: AssistantMessage, names: ToolNameMap) -> dict[str, Any]:
+def _assistant(message: AssistantMessage, names: ToolNameMap, params: ChatParams) -> dict[str, Any]:
     texts: list[str] = []
+    reasoning: list[ReasoningPart] = []
     for part in message.parts:
         if isinstance(part, TextPart):
             texts.append(part.text)
-        elif not isinstance(part, ReasoningPart):  # reasoning: no field for it (module doc)
+        elif isinstance(part, ReasoningPart):
+            reasoning.append(part)
+        else:
             raise UserError(
                 f"Chat Completions cannot send the assistant part {part!r} back; "
                 "assistant messages carry text and tool calls only."
             )
-    out: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+    text = "".join(texts)
+    out: dict[str, Any] = {"role": "assistant"}
+    if text or not message.tool_calls:
+        out["content"] = text
+    elif params.tool_call_content != "omit":
+        out["content"] = "" if params.tool_call_content == "empty" else None
+    if reasoning:
+        _echo_reasoning(out, reasoning, text, params.reasoning_echo)
     if message.tool_calls:
         out["tool_calls"] = [
             {
@@ -212,9 +281,32 @@ def _assistant(message: AssistantMessage, names: ToolNameMap) -> dict[str, Any]:
             }
             for call in message.tool_calls
         ]
-    elif out["content"] is None:
-        out["content"] = ""
     return out
+
+
+def _echo_reasoning(
+    out: dict[str, Any], parts: list[ReasoningPart], text: str, echo: ReasoningEcho
+) -> None:
+    """Put earlier reasoning back on an assistant message, in the server's own field."""
+    thinking = "".join(part.text for part in parts)
+    if echo == "reasoning_content":
+        if thinking:
+            out["reasoning_content"] = thinking
+    elif echo == "reasoning_details":
+        details: list[Any] = []
+        for part in parts:
+            kept = (part.provider_details or {}).get("reasoning_details")
+            if isinstance(kept, list):
+                details.extend(cast("list[Any]", kept))
+        if details:
+            out["reasoning_details"] = details
+    elif echo == "mistral" and thinking:
+        chunks: list[dict[str, Any]] = [
+            {"type": "thinking", "thinking": [{"type": "text", "text": thinking}]}
+        ]
+        if text:
+            chunks.append({"type": "text", "text": text})
+        out["content"] = chunks
 
 
 def _tool_content(message: ToolMessage) -> str | list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 Implements :class:`~bastion.providers.WireProtocol` for ``HttpModel``. The same class
 serves every OpenAI-compatible vendor (Groq, OpenRouter, DeepSeek, vLLM, …): they differ
-only in base URL, key variable and vendor name, which are constructor arguments.
+in base URL, key variable, vendor name and request profile (:class:`ChatParams`), which
+are constructor arguments.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from bastion.providers._names import ToolNameMap
 from ._errors import http_error
 from ._parser import ChatCompletionsParser
 from ._payload import build_payload, tool_names
+from ._vendors import OPENAI, ChatParams
 
 __all__ = ["ChatCompletionsProtocol"]
 
@@ -27,6 +29,7 @@ class ChatCompletionsProtocol:
         vendor: The vendor name used in error messages (``"openai"``, ``"groq"``…).
         default_base_url: The API base URL, up to and including ``/v1``.
         api_key_env: The environment variable holding the API key (``None``: no key).
+        params: Which request fields the server accepts and how it spells them.
     """
 
     framing: Literal["sse", "ndjson"] = "sse"
@@ -37,10 +40,12 @@ class ChatCompletionsProtocol:
         vendor: str = "openai",
         default_base_url: str = "https://api.openai.com/v1",
         api_key_env: str | None = "OPENAI_API_KEY",
+        params: ChatParams = OPENAI,
     ) -> None:
         self.vendor = vendor
         self.default_base_url = default_base_url
         self.api_key_env = api_key_env
+        self.params = params
 
     def path(self, model: str) -> str:
         """``/chat/completions`` (the model is named in the body)."""
@@ -54,15 +59,16 @@ class ChatCompletionsProtocol:
         return headers
 
     def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
-        """The JSON body (see ``_payload``).
+        """The JSON body, shaped by the server's profile (see ``_payload``).
 
         Raises:
-            UserError: A message holds a part Chat Completions cannot carry.
+            UserError: A message holds a part Chat Completions cannot carry, or
+                ``tool_choice`` names a tool the request does not offer.
         """
-        return build_payload(request, model, names)
+        return build_payload(request, model, names, self.params)
 
     def parser(self, names: ToolNameMap) -> ChatCompletionsParser:
-        """A parser for one streamed answer."""
+        """A parser for one answer (streamed, or whole with ``stream=False``)."""
         return ChatCompletionsParser(names, vendor=self.vendor)
 
     def name_map(self, request: ModelRequest) -> ToolNameMap:
