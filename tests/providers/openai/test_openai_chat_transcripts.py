@@ -365,7 +365,8 @@ async def test_finish_reason_without_done_is_accepted() -> None:
         TextChunk(text="x"),
         FinishChunk(
             finish_reason="content_filter",
-            usage=Usage(requests=1, unreported_requests=1, cost_usd=0.0),
+            # No usage reported: the call is unpriced, not free.
+            usage=Usage(requests=1, unreported_requests=1, cost_usd=None),
         ),
     ]
 
