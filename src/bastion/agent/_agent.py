@@ -61,6 +61,7 @@ from bastion.tools import (
 from ._as_tool import check_subagents, subagent_tool
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink
+from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
 from ._output import OutputSchema
@@ -528,6 +529,8 @@ class Agent(Generic[DepsT, OutputT]):
             return self._resume(input, directive, deps)
         if directive is not None:
             raise UserError("A directive resumes a suspended run: pass its RunState as input.")
+        check_user_input(input)
+        check_history(message_history)
         if input is None and not message_history:
             raise UserError("Give the run an input or a message_history to continue.")
         state = RunState(
