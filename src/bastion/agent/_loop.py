@@ -114,6 +114,8 @@ async def run_loop(
                 await agent.session_link.before_model_call(scope.ctx, state.messages)
                 if scope.abort is not None:  # the session aborted the turn meanwhile
                     raise RunAborted
+            if journal is not None:  # an acting tool's result is durable before the call
+                await journal.before_model_call()
             request = begin_step(scope)
             flags = agent.hook_flags
             if flags.before_llm_call:

@@ -8,6 +8,7 @@ back a fresh ``dict``. Artifacts hold text. Imported by every backend and by ``_
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ Sensitivity: TypeAlias = Literal["public", "internal", "secret"]
 SENSITIVITIES: tuple[Sensitivity, ...] = get_args(Sensitivity)
 ENTRY_KINDS: tuple[EntryKind, ...] = get_args(EntryKind)
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class StoreError(RunError):
@@ -233,12 +235,28 @@ def encode_object(payload: Mapping[str, object], what: str) -> str:
     if not isinstance(payload, Mapping):
         raise UserError(f"{what} must be a mapping with string keys, got {type(payload).__name__}.")
     try:
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UserError(
             f"{what} is not JSON-serialisable ({exc}); store only JSON values "
             "(str, int, float, bool, None, lists and dicts with string keys)."
         ) from exc
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        # A lone surrogate (a file name decoded with ``surrogateescape``, say) has no UTF-8
+        # form, so no backend can store it raw. JSON's ``\udcXX`` escape keeps it exactly:
+        # ``json.loads`` gives back the same Python string.
+        text = json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def check_text(value: str, what: str) -> None:
+    """Raise UserError if ``value`` has no UTF-8 form (it holds a lone surrogate)."""
+    if not value.isascii() and _SURROGATE.search(value) is not None:
+        raise UserError(
+            f"{what} {value!r} is not valid Unicode text (it holds a lone surrogate, as "
+            "os.fsdecode gives for bytes that are not UTF-8), so no store can keep it; "
+            "decode it with errors='replace' or pass it inside a payload, which keeps it."
+        )
 
 
 def decode_object(text: str | bytes) -> JsonObject:
@@ -310,6 +328,9 @@ def check_artifact(run_id: str, role: str, sensitivity: str, tags: Sequence[str]
         )
     if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
         raise UserError(f"tags must be a sequence of strings, got {tags!r}.")
+    check_text(role, "Artifact role")
+    for tag in tags:
+        check_text(tag, "Artifact tag")
 
 
 def new_artifact(  # noqa: PLR0917 - mirrors ArtifactStore.write
@@ -322,6 +343,8 @@ def new_artifact(  # noqa: PLR0917 - mirrors ArtifactStore.write
 ) -> Artifact:
     """A checked, timestamped artifact ready to store (UserError on bad input)."""
     check_artifact(run_id, role, sensitivity, tags)
+    check_text(run_id, "Artifact run_id")
+    check_text(content, "Artifact content")
     return Artifact(
         artifact_id=new_id("artifact"),
         run_id=run_id,
@@ -340,10 +363,13 @@ def check_session_entry(
     """Validate a session append before any side effect: (encoded payload, entry id)."""
     check_key(session_id, "session_id")
     check_key(kind, "kind")
+    if entry_id is not None:
+        check_key(entry_id, "entry_id")
     return encode_object(payload, "Session entry payload"), entry_id or new_id("entry")
 
 
 def check_key(key: str, what: str) -> None:
-    """Raise UserError on an empty identifier."""
-    if not isinstance(key, str) or not key:
+    """Raise UserError on an empty identifier, or one no store can encode."""
+    if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"{what} must be a non-empty string, got {key!r}.")
+    check_text(key, what)
