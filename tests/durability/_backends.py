@@ -17,7 +17,7 @@ import pytest
 
 from bastion.core import new_id
 
-__all__ = ["DSN", "REDIS", "store_url"]
+__all__ = ["DSN", "REDIS", "store_url", "tamper"]
 
 DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS = os.environ.get("BASTION_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -55,3 +55,100 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
                 await client.delete(*keys)
         finally:
             await client.aclose()
+
+
+async def tamper(
+    url: str,
+    run_id: str,
+    seq: int,
+    *,
+    kind: str | None = None,
+    schema_version: int | None = None,
+    payload: str | None = None,
+) -> None:
+    """Overwrite fields of one stored journal entry behind the store's back (as damage would).
+
+    ``payload`` is the raw text stored (it need not be JSON).
+    """
+    if url.startswith("sqlite:///"):
+        import sqlite3
+
+        conn = sqlite3.connect(url.removeprefix("sqlite:///"))
+        try:
+            for column, value in (("kind", kind), ("schema_version", schema_version)):
+                if value is not None:
+                    conn.execute(
+                        f"UPDATE journal SET {column} = ? WHERE run_id = ? AND seq = ?",
+                        (value, run_id, seq),
+                    )
+            if payload is not None:
+                conn.execute(
+                    "UPDATE journal SET payload = ? WHERE run_id = ? AND seq = ?",
+                    (payload, run_id, seq),
+                )
+            conn.commit()
+        finally:
+            conn.close()
+    elif url.startswith("postgresql://"):
+        await _tamper_postgres(url, run_id, seq, kind, schema_version, payload)
+    else:
+        await _tamper_redis(url, run_id, seq, kind, schema_version, payload)
+
+
+async def _tamper_postgres(
+    url: str,
+    run_id: str,
+    seq: int,
+    kind: str | None,
+    schema_version: int | None,
+    payload: str | None,
+) -> None:
+    import psycopg
+    from psycopg import sql
+
+    base, _, query = url.partition("?")
+    schema = dict(part.split("=", 1) for part in query.split("&"))["schema"]
+    async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
+        table = sql.Identifier(schema, "journal")
+        for column, value in (
+            ("kind", kind),
+            ("schema_version", schema_version),
+            ("payload", payload),
+        ):
+            if value is not None:
+                await conn.execute(
+                    sql.SQL("UPDATE {} SET {} = %s WHERE run_id = %s AND seq = %s").format(
+                        table, sql.Identifier(column)
+                    ),
+                    (value, run_id, seq),
+                )
+
+
+async def _tamper_redis(
+    url: str,
+    run_id: str,
+    seq: int,
+    kind: str | None,
+    schema_version: int | None,
+    payload: str | None,
+) -> None:
+    import json
+
+    from redis.asyncio import Redis
+
+    base, _, query = url.partition("?")
+    prefix = dict(part.split("=", 1) for part in query.split("&"))["prefix"]
+    client: Any = Redis.from_url(base)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        key = f"{prefix}journal:{run_id}"
+        raw: bytes = await client.lindex(key, seq - 1)
+        header, _, body = raw.partition(b"\n")
+        fields = json.loads(header)
+        if kind is not None:
+            fields[0] = kind
+        if schema_version is not None:
+            fields[1] = schema_version
+        text = body if payload is None else payload.encode()
+        await client.lset(key, seq - 1, json.dumps(fields).encode() + b"\n" + text)
+    finally:
+        await client.aclose()

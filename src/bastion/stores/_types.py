@@ -20,10 +20,12 @@ from bastion.core import RunError, RunStatus, UserError, new_id
 __all__ = [
     "ENTRY_KINDS",
     "Artifact",
+    "CorruptRecord",
     "CounterResult",
     "EntryKind",
     "JournalConflict",
     "JournalEntry",
+    "JournalUnreadable",
     "JsonObject",
     "JsonValue",
     "NewEntry",
@@ -61,6 +63,42 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 class StoreError(RunError):
     """A store could not do what was asked (the backend failed or refused)."""
+
+
+class CorruptRecord(StoreError):
+    """A stored row is not what a store writes (bad JSON, not an object, a bad header).
+
+    Raised on read instead of the decoder's own error, so that callers see which record
+    is damaged; nothing is changed in the store.
+
+    Attributes:
+        seq: The journal entry's seq, when the record is a journal entry.
+    """
+
+    def __init__(self, message: str, *, seq: int | None = None) -> None:
+        self.seq = seq
+        super().__init__(message)
+
+
+class JournalUnreadable(StoreError):
+    """A run's journal cannot be replayed safely, so nothing of the run is run.
+
+    Raised by resume when an entry is damaged, of an unknown kind, misses a field, or was
+    written by a newer Bastion (its ``schema_version`` is above the one this one reads).
+
+    Attributes:
+        run_id: The run.
+        seq: The entry that could not be used.
+    """
+
+    def __init__(self, run_id: str, seq: int, problem: str) -> None:
+        self.run_id = run_id
+        self.seq = seq
+        super().__init__(
+            f"The journal of run {run_id!r} cannot be replayed: entry {seq} {problem} "
+            "Nothing was run. Inspect it with 'bastion runs export "
+            f"{run_id}'."
+        )
 
 
 class JournalConflict(StoreError):
@@ -260,8 +298,18 @@ def check_text(value: str, what: str) -> None:
 
 
 def decode_object(text: str | bytes) -> JsonObject:
-    """Return the JSON object stored as ``text``."""
-    return cast("JsonObject", json.loads(text))
+    """Return the JSON object stored as ``text``.
+
+    Raises:
+        CorruptRecord: ``text`` is not a JSON object (a damaged or hand-edited row).
+    """
+    try:
+        value: object = json.loads(text)
+    except (ValueError, TypeError) as exc:  # JSONDecodeError, bad UTF-8, a NULL column
+        raise CorruptRecord(f"A stored payload is not valid JSON ({exc}).") from exc
+    if not isinstance(value, dict):
+        raise CorruptRecord(f"A stored payload is {type(value).__name__}, not a JSON object.")
+    return cast("JsonObject", value)
 
 
 def from_timestamp(seconds: float) -> datetime:
@@ -272,14 +320,22 @@ def from_timestamp(seconds: float) -> datetime:
 def stored_entry(
     seq: int, kind: str, schema_version: int, payload: str | bytes, recorded_at: float
 ) -> JournalEntry:
-    """A journal entry as a backend read or wrote it (``payload`` is the JSON text)."""
-    return JournalEntry(
-        seq=int(seq),
-        kind=cast("EntryKind", kind),
-        payload=decode_object(payload),
-        schema_version=schema_version,
-        recorded_at=from_timestamp(recorded_at),
-    )
+    """A journal entry as a backend read or wrote it (``payload`` is the JSON text).
+
+    Raises:
+        CorruptRecord: The row is damaged (its payload or its header).
+    """
+    try:
+        decoded = decode_object(payload)
+        return JournalEntry(
+            seq=int(seq),
+            kind=cast("EntryKind", str(kind)),
+            payload=decoded,
+            schema_version=int(schema_version),
+            recorded_at=from_timestamp(float(recorded_at)),
+        )
+    except (CorruptRecord, ValueError, TypeError, OverflowError, OSError) as exc:
+        raise CorruptRecord(f"Journal entry {seq} ({kind!r}) is damaged: {exc}", seq=seq) from exc
 
 
 def check_entries(entries: Sequence[NewEntry], expected_seq: int) -> list[str]:
