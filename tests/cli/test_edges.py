@@ -38,20 +38,29 @@ def _run_in_store(url: str, run_id: str, entries: list[NewEntry], agent: str) ->
 
 
 def crashed_mailer_run(url: str) -> tuple[str, str]:
-    """A mailer run as a crash leaves it: send_email started, its result never recorded."""
-    run_id, call_id = suspended_run(url)
-    approved = cli("runs", "resume", run_id, "--agent", f"{AGENTS}:mailer", "--approve", call_id)
+    """A mailer run as a crash leaves it in ``url``: send_email approved and started, its
+    result never recorded. (The run is made in a scratch store and its journal's first
+    entries copied, under the same run id.)"""
+    scratch = f"{url}.{new_id('scratch')}.db"
+    run_id, call_id = suspended_run(scratch)
+    approved = cli(
+        "runs",
+        "resume",
+        run_id,
+        "--agent",
+        f"{AGENTS}:mailer",
+        "--approve",
+        call_id,
+        "--store",
+        scratch,
+    )
     assert approved.exit_code == 0, approved.output
-    _, entries = read_run(url, run_id)
+    _, entries = read_run(scratch, run_id)
     kinds = [e.kind for e in entries]
     cut = kinds.index("tool_call_started") + 1  # killed right after the ledger entry
-    crashed = new_id("run")
     copied = [NewEntry(kind=e.kind, payload=e.payload) for e in entries[:cut]]
-    for entry in copied:  # the checkpoints carry the run's id
-        if "state" in entry.payload:
-            entry.payload["state"]["run_id"] = crashed  # pyright: ignore[reportIndexIssue, reportCallIssue, reportArgumentType]
-    _run_in_store(url, crashed, copied, "mailer")
-    return crashed, call_id
+    _run_in_store(url, run_id, copied, "mailer")
+    return run_id, call_id
 
 
 def test_an_outcome_unknown_call_is_shown_and_it_happened_records_it_without_rerunning(

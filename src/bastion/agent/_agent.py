@@ -568,12 +568,14 @@ class Agent(Generic[DepsT, OutputT]):
         if journal is not None:
             journal.decided = directive
         scope = self._scope(state, deps, journal)
-        return AgentStream[OutputT](
-            scope,
-            lambda: run_loop(scope, None, None, decisions, resolutions),
-            self._on_start,
-            self._on_done,
-        )
+
+        async def resumed() -> AsyncGenerator[AgentEvent, None]:
+            if journal is not None:  # a kept state: its suspension must still be open
+                await journal.check_open(state)
+            async for event in run_loop(scope, None, None, decisions, resolutions):
+                yield event
+
+        return AgentStream[OutputT](scope, resumed, self._on_start, self._on_done)
 
     def resume_stream(
         self,

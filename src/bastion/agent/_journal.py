@@ -52,6 +52,7 @@ from bastion.core import (
 from bastion.stores import EntryKind, JournalConflict, NewEntry, StoreError, Stores
 from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
 
+from ._binding import ApprovalMismatch, call_digest
 from ._state import RunState
 
 if TYPE_CHECKING:
@@ -306,6 +307,7 @@ class RunJournal:
         if not self.begun:  # a state kept by the caller, never journaled: start from it
             self.append("run_started", {"event_seq": event_seq, "state": state_payload(state)})
         self.decided = None
+        calls = {p.call.id: p.call for p in state.pending_approvals}
         approvals = [
             {
                 "tool_call_id": d.tool_call_id,
@@ -313,6 +315,10 @@ class RunJournal:
                 "reason": d.reason,
                 "arguments": d.arguments,
                 "result": d.result,
+                # The exact call decided on: a replay refuses a call changed since.
+                "digest": call_digest(state.run_id, calls[d.tool_call_id])
+                if d.tool_call_id in calls
+                else None,
             }
             for d in directive.approvals
         ]
@@ -326,6 +332,29 @@ class RunJournal:
             status="running",
         )
         await self.flush()  # a barrier: a human's decision is never lost to a crash
+
+    async def check_open(self, state: RunState) -> None:
+        """Refuse a decision on a suspension the journal has already gone past.
+
+        Called before a state the caller kept resumes: a decision is consumed once, and
+        resuming the same kept state a second time would otherwise run the approved call
+        again.
+
+        Raises:
+            ApprovalMismatch: The journal's last entry is not the suspension (another
+                process, or an earlier resume, decided it already).
+        """
+        last = await self._open()
+        if last == 0:
+            return  # never journaled: the kept state is all there is
+        [tail] = await self.stores.journal.read(self.run_id, after_seq=last - 1)
+        if tail.kind != "interrupt_raised":
+            raise ApprovalMismatch(
+                f"Run {state.run_id} was already resumed: its journal goes on after the "
+                f"suspension (entry {tail.seq} is {tail.kind!r}), so this decision was "
+                "consumed and nothing was run. Load the run as it is now with "
+                f"agent.resume({state.run_id!r})."
+            )
 
     def model_response(
         self, state: RunState, model: str, response: ModelResponse, event_seq: int

@@ -22,6 +22,7 @@ from bastion.core import (
 from bastion.governance import GovernanceError
 from bastion.tools import ApprovalDecision, InterruptResolution
 
+from ._binding import apply_edits
 from ._hooks import maybe_await
 from ._replay import Recovery
 from ._scope import RunAborted, RunScope
@@ -87,6 +88,7 @@ async def run_loop(
         elif decisions is not None:
             if journal is not None:
                 await journal.decided_directive(state, start_seq)
+            apply_edits(state, decisions)  # the model reads the call as it was approved
             await resolve_deps(scope.ctx)
             resumed = governance is None or await resume_governance(scope, resolutions)
             if governance is not None:

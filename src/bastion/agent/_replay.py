@@ -23,6 +23,7 @@ from bastion.core import ModelResponse, ToolCall, ToolMessage, UserError
 from bastion.stores import CorruptRecord, EntryKind, JournalEntry, JournalUnreadable, Stores
 from bastion.tools import ApprovalDecision, ApprovalRequest, Tool
 
+from ._binding import apply_edits, bind, check_bindings
 from ._journal import (
     JOURNAL_SCHEMA_VERSION,
     message_from_payload,
@@ -130,6 +131,8 @@ class _Fold:
             self._reset()
             state.status = "running"
             self.decided = {d.tool_call_id: d for d in _decisions(payload.get("approvals"))}
+            check_bindings(state, self.decided)  # the stored call is the one decided on
+            apply_edits(state, self.decided)
             if state.suspended is not None:
                 self.step_calls = [p.call for p in state.pending_approvals]
 
@@ -238,7 +241,7 @@ class _Fold:
                     step=state.step,
                 )
                 recovery.unknown.append(
-                    PendingApproval(call=call, step=state.step, request=request)
+                    bind(state.run_id, PendingApproval(call=call, step=state.step, request=request))
                 )
         state.pending_approvals = runnable
         return recovery
@@ -261,6 +264,7 @@ def _decisions(approvals: object) -> list[ApprovalDecision]:
             reason=item.get("reason"),
             arguments=item.get("arguments"),
             result=item.get("result"),
+            digest=item.get("digest"),
         )
         for item in items
     ]
