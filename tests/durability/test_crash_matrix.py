@@ -167,6 +167,12 @@ async def _matrix(urls: dict[str, str], root: Path) -> None:
     assert seen == {"repeated", "unknown"}
 
 
+# Each matrix starts some 40 worker processes (each imports bastion): on a loaded machine
+# that alone can take a minute, past the suite's default per-test timeout.
+MATRIX_TIMEOUT = pytest.mark.timeout(300)
+
+
+@MATRIX_TIMEOUT
 async def test_sqlite(tmp_path: Path) -> None:
     await _matrix(dict.fromkeys(KILL_POINTS, "sqlite:///{dir}/bastion.db"), tmp_path)
 
@@ -186,5 +192,6 @@ async def postgres_urls() -> AsyncIterator[dict[str, str]]:
             )
 
 
+@MATRIX_TIMEOUT
 async def test_postgres(postgres_urls: dict[str, str], tmp_path: Path) -> None:
     await _matrix(postgres_urls, tmp_path)
