@@ -18,6 +18,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from bastion.core import (
+    AuthenticationFailed,
     ConnectionFailed,
     FinishChunk,
     MalformedResponse,
@@ -165,6 +166,14 @@ class HttpModel(Model):
         self.profile = profile or profile_for(self.provider, name)
         self.accepts_sensitivity = accepts_sensitivity
 
+    def _hosted(self) -> bool:
+        """Whether this is the vendor's own hosted API (which always needs a key).
+
+        A local or self-hosted server (vLLM, LM Studio, a proxy) may take no key.
+        """
+        default = self.protocol.default_base_url.rstrip("/")
+        return self.base_url == default and default.startswith("https://")
+
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             import httpx
@@ -183,6 +192,12 @@ class HttpModel(Model):
         import httpx
 
         protocol = self.protocol
+        if self._api_key is None and protocol.api_key_env and self._hosted():
+            # Fail before sending: the vendor's 401 would not say which variable to set.
+            raise AuthenticationFailed(
+                f"No API key for {self.provider}:{self.name}: set {protocol.api_key_env} "
+                f"(export {protocol.api_key_env}=...) or pass api_key= to the model."
+            )
         names = protocol.name_map(request)
         body = protocol.payload(request, self.name, names)
         headers = {**protocol.headers(self._api_key), **self._extra_headers}
