@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, ApprovalConfig, tool
 from bastion.agent import ApprovalMismatch
 from bastion.agent._binding import call_digest
-from bastion.core import AssistantMessage, ToolCall, ToolMessage
+from bastion.core import AssistantMessage, RunContext, ToolCall, ToolMessage, new_id
 from bastion.stores import NewEntry, open_store
 from bastion.testing import Call, ScriptedModel, Turn
-from bastion.tools import ApprovalDecision, Directive
+from bastion.tools import ApprovalDecision, ApprovalRequest, Directive
 
 from ._backends import store_url, tamper
 
@@ -189,3 +189,57 @@ async def test_a_decision_is_consumed_once(store_url: str) -> None:
         await agent.aclose()
     assert done.status == "completed"
     assert effects == ["hello"]
+
+
+async def test_an_edit_given_live_reaches_the_transcript_and_survives_a_replay(
+    store_url: str,
+) -> None:
+    effects: list[str] = []
+
+    @tool(side_effect_class="side_effecting", needs_approval=True)
+    def write_line(text: str) -> str:
+        """Append a line."""
+        effects.append(text)
+        return f"wrote {text!r}"
+
+    def edit(request: ApprovalRequest, ctx: RunContext[Any]) -> ApprovalDecision:
+        return ApprovalDecision(
+            tool_call_id=request.tool_call_id, granted=True, arguments={"text": "bye"}
+        )
+
+    first = Turn(tool_calls=[Call("write_line", {"text": "hello"}, id="c1")])
+    model = ScriptedModel([first, "Done."])
+    approval = ApprovalConfig(on_approval=edit)
+    agent = Agent("binder", model=model, tools=[write_line], store=store_url, approval=approval)
+    try:
+        result = await agent.run("Write hello.")
+    finally:
+        await agent.aclose()
+    assert result.status == "completed"
+    assert effects == ["bye"]
+    sent = model.requests[1].messages
+    calls = [c for m in sent if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    assert [json.loads(c.arguments) for c in calls] == [{"text": "bye"}]
+    # A crash right after the tool's result: the replayed transcript carries the edit too.
+    entries = await _entries(store_url, result.run_id)
+    cut = [e.kind for e in entries].index("tool_result") + 1
+    crashed = new_id("run")
+    copied = [NewEntry(kind=e.kind, payload=e.payload) for e in entries[:cut]]
+    copied[0].payload["state"]["run_id"] = crashed  # pyright: ignore[reportIndexIssue, reportCallIssue, reportArgumentType]
+    async with open_store(store_url) as stores:
+        await stores.journal.append(crashed, copied, expected_seq=0, agent="binder")
+    model2 = ScriptedModel(["Done."])
+    resumer = Agent("binder", model=model2, tools=[write_line], store=store_url, approval=approval)
+    try:
+        resumed = await resumer.resume(crashed)
+    finally:
+        await resumer.aclose()
+    assert resumed.status == "completed"
+    assert effects == ["bye"]  # not run again
+    replayed = [
+        c
+        for m in model2.requests[0].messages
+        if isinstance(m, AssistantMessage)
+        for c in m.tool_calls
+    ]
+    assert [json.loads(c.arguments) for c in replayed] == [{"text": "bye"}]

@@ -408,7 +408,11 @@ class RunJournal:
         elif isinstance(event, (ToolExecuteEndEvent, ToolExecuteErrorEvent)):
             outcome = _outcome_of(batch, event.tool_call_id)
             if outcome is not None:
-                self.append("tool_result", result_payload(outcome, step, event.seq))
+                payload = result_payload(outcome, step, event.seq)
+                decided = batch.decided.get(event.tool_call_id)
+                if decided is not None and decided.arguments is not None and decided.granted:
+                    payload["edited"] = True  # a human's edit: replay puts it in the transcript
+                self.append("tool_result", payload)
                 if event.tool_call_id in self._acting:
                     self._acting.discard(event.tool_call_id)
                     self.barrier_due = True

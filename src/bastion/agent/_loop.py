@@ -172,6 +172,7 @@ async def run_loop(
                     if batch.pending:
                         suspend_step(scope, batch, calls)
                     record_outcomes(scope, batch, calls)
+                    apply_edits(state, batch.decided)  # a human's edit, as the model sees it
                 if governance is not None:
                     for event in governance.drain(scope.run_id, scope.next_seq):
                         yield event

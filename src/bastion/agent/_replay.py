@@ -170,6 +170,10 @@ class _Fold:
 
     def _tool_result(self, state: RunState, payload: Mapping[str, Any]) -> None:
         outcome = outcome_from_payload(payload)
+        if payload.get("edited"):  # approved with edited arguments: the transcript shows them
+            call = outcome.call
+            edit = ApprovalDecision(tool_call_id=call.id, granted=True, arguments=call.args())
+            apply_edits(state, {call.id: edit})
         suspended = state.suspended
         target = state.messages if suspended is None else suspended.results
         record_outcome(state, self.tools, outcome.call, outcome, target)

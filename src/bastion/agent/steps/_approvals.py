@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 
-from bastion.agent._binding import bind, check_bindings
+from bastion.agent._binding import apply_edits, bind, check_bindings
 from bastion.agent._governance import held_calls
 from bastion.agent._scope import RunScope
 from bastion.agent._state import PendingApproval, RunState, SuspendedStep
@@ -128,6 +128,7 @@ async def resume_step(
         raise
     finally:
         record_outcomes(scope, batch, calls)  # into suspended.results: the step is still open
+        apply_edits(state, batch.decided)
         if batch.pending or held_back:
             _suspend_again(state, batch, held_back)
         else:
