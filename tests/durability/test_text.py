@@ -185,3 +185,27 @@ def test_any_json_object_with_any_text_encodes_to_utf8_and_decodes_equal(
     text.encode("utf-8")  # every backend can store it
     assert decode_object(text) == payload
     assert json.loads(text) == payload
+
+
+async def test_a_session_export_with_lone_surrogates_is_utf8_and_imports_back_equal(
+    store_url: str,
+) -> None:
+    from bastion.sessions import Session
+
+    agent, _, runs = _listing_agent(store_url)
+    other = Agent("lister", model=ScriptedModel([]), store="memory://")
+    try:
+        session = agent.session("s-export")
+        session.send("What is there?")
+        await session.wait_for_idle()
+        exported = await session.export_jsonl()
+        exported.encode("utf-8")  # writable to any file
+        imported = await Session.import_jsonl(other, exported)
+        assert await imported.export_jsonl() == exported
+        reopened = await agent.resume_session("s-export")
+    finally:
+        await agent.aclose()
+        await other.aclose()
+    assert runs == [1]
+    assert NAME in [m.content for m in reopened.messages if isinstance(m, ToolMessage)]
+    assert "\\udce9" in exported  # escaped in the file, exact once read
