@@ -63,6 +63,19 @@ def crashed_mailer_run(url: str) -> tuple[str, str]:
     return run_id, call_id
 
 
+def test_show_of_a_crashed_run_names_the_call_left_open_and_what_resume_will_do(store: str):
+    run_id, call_id = crashed_mailer_run(store)
+    shown = cli("runs", "show", run_id, "--plain")
+    assert shown.exit_code == 0, shown.output
+    out = shown.stdout
+    assert f"{run_id} · mailer · running" in out
+    assert "Started with no recorded result" in out
+    assert (
+        f'{call_id}  send_email(to="bob@example.com", body="Hi Bob")  [side_effecting]  '
+        f"on resume: outcome unknown, a person decides (--happened {call_id}[:RESULT]"
+    ) in out
+
+
 def test_an_outcome_unknown_call_is_shown_and_it_happened_records_it_without_rerunning(
     store: str,
 ):

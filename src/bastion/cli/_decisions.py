@@ -28,7 +28,14 @@ from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
 from ._format import format_call
 
-__all__ = ["HAPPENED", "Pending", "build_directive", "pending_of_entries", "pending_of_state"]
+__all__ = [
+    "HAPPENED",
+    "Pending",
+    "build_directive",
+    "open_calls",
+    "pending_of_entries",
+    "pending_of_state",
+]
 
 HAPPENED = "The call ran (confirmed by a person); its result was not recorded."
 """The result recorded by ``--happened ID`` without a result text."""
@@ -111,6 +118,35 @@ def pending_of_entries(entries: Sequence[JournalEntry]) -> list[Pending]:
     if not raised:
         return []
     return pending_of_state(cast("dict[str, Any]", raised[-1].payload.get("state") or {}))
+
+
+def open_calls(entries: Sequence[JournalEntry]) -> list[str]:
+    """Calls of a ``running`` run that started with no recorded result, and what resume does.
+
+    Each line: the call id, the call, its side-effect class, and what ``runs resume`` will
+    do with it (run it again, or ask a person, as the side-effect ledger decides).
+    """
+    started: dict[str, Mapping[str, Any]] = {}
+    for entry in entries:
+        if entry.kind in ("run_started", "interrupt_raised", "run_ended", "model_response"):
+            started = {}
+        elif entry.kind == "tool_call_started":
+            started[str(entry.payload.get("tool_call_id"))] = entry.payload
+        elif entry.kind == "tool_result":
+            started.pop(str(entry.payload.get("tool_call_id")), None)
+    lines: list[str] = []
+    for call_id, payload in started.items():
+        kind = str(payload.get("side_effect_class") or "unknown")
+        call = format_call(str(payload.get("tool_name", "")), str(payload.get("arguments", "")))
+        if kind in ("pure", "read_only") or payload.get("idempotency_key") is not None:
+            then = "runs again on resume (safe to repeat)"
+        else:
+            then = (
+                "on resume: outcome unknown, a person decides "
+                f"(--happened {call_id}[:RESULT] | --approve {call_id} | --deny {call_id})"
+            )
+        lines.append(f"{call_id}  {call}  [{kind}]  {then}")
+    return lines
 
 
 def _limit(item: Mapping[str, Any]) -> str:

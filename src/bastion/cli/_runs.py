@@ -28,6 +28,7 @@ from ._common import EXIT_INTERRUPTED, EXIT_USAGE, console, error, or_exit, stre
 from ._decisions import (
     Pending,
     build_directive,
+    open_calls,
     pending_of_entries,
     pending_of_state,
     print_pending,
@@ -141,6 +142,14 @@ def show(
             command = resume_command(record.run_id, "MODULE:ATTR", store, pending)
             out.print("Resume it with one decision per item, e.g.:")
             out.print(Text(f"  {command}", style="bold cyan"), soft_wrap=True)
+    if record.status == "running":
+        started = open_calls(entries)
+        if started:
+            out.print(
+                "Started with no recorded result (the run is live elsewhere, or its process died):"
+            )
+            for line in started:
+                out.print(Text(f"  {line}"), soft_wrap=True)
     out.print("Journal:")
     for entry in entries:
         out.print(Text(f"  {entry.seq:>3} {entry.kind:<18} {entry_summary(entry)}"))
