@@ -12,7 +12,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(PYTHON)
 
-.PHONY: help install system-deps format lint typecheck test test-fast bench demo clean
+.PHONY: help install system-deps format lint typecheck services test test-fast bench demo clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -46,10 +46,13 @@ lint: install  ## Ruff, formatting, import-linter layers
 typecheck: install  ## basedpyright, strict, over src, tests and examples
 	$(BIN)/basedpyright
 
-test: lint typecheck  ## What CI runs: lint, types, then the whole suite
+services: install  ## Check that PostgreSQL and Redis, which the suite needs, are reachable
+	$(BIN)/python -m tests.check_services
+
+test: lint typecheck services  ## What CI runs: lint, types, then the whole suite
 	$(BIN)/pytest -q
 
-test-fast: install  ## The suite without lint and type checks
+test-fast: services  ## The suite without lint and type checks
 	$(BIN)/pytest -q -x
 
 bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph

@@ -4,9 +4,11 @@ Most are factories, so every in-process invocation gets a fresh scripted model.
 """
 
 import asyncio
+import os
 
 from bastion import Agent, RetryConfig, tool
 from bastion.core import AuthenticationFailed, ModelRequest, Overloaded, RateLimited, ToolMessage
+from bastion.governance import Limit
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn, VirtualClock
 
 
@@ -116,3 +118,46 @@ def mailer() -> Agent[None, str]:
         return Turn(text=f"Done: {results[-1].text}")
 
     return Agent("mailer", model=FunctionModel(turn), tools=[send_email])
+
+
+def _store() -> str:
+    return os.environ.get("BASTION_STORE", "memory://")
+
+
+def stored_mailer() -> Agent[None, str]:
+    """The mailer, journaled to ``$BASTION_STORE``."""
+    return mailer().with_store(_store())
+
+
+LOOKED_UP: list[str] = []
+OPS = "human:ops"
+
+
+@tool(side_effect_class="read_only")
+def lookup(q: str) -> str:
+    """Look something up.
+
+    Args:
+        q: The query.
+    """
+    LOOKED_UP.append(q)
+    return f"found {q}"
+
+
+def spender() -> Agent[None, str]:
+    """Two lookups in one step against a limit of one call per minute (ops may raise it)."""
+
+    def turn(request: ModelRequest) -> Turn:
+        results = [m for m in request.messages if isinstance(m, ToolMessage)]
+        if not results:
+            return Turn(tool_calls=[Call("lookup", {"q": "a"}), Call("lookup", {"q": "b"})])
+        return Turn(text="Found: " + ", ".join(m.text for m in results))
+
+    return Agent(
+        "spender",
+        model=FunctionModel(turn),
+        tools=[lookup],
+        oracles={"tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={OPS: True})]},
+        max_parallel_tools=1,
+        store=_store(),
+    )

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from bastion.cli import app
-from bastion.cli._runs import parse_decisions
+from bastion.cli._decisions import build_directive
 from bastion.core import UserError
 from bastion.stores import JournalEntry, RunRecord, open_store
 
@@ -158,14 +158,39 @@ def test_unknown_run_and_bad_store_exit_2(store: str):
     assert cli("runs", "list", "--store", "ftp://x").exit_code == 2
 
 
-def test_parse_decisions():
-    directive = parse_decisions(["a"], ["b:too risky", "c"])
+def test_build_directive_reads_every_option():
+    interrupts = {"int_1": {"oracle": "tool:lookup", "limit_type": "calls", "window": "minute"}}
+    directive = build_directive(
+        ["a"],
+        ["b:too risky", "c", "int_2:no"],
+        ["d:sent it"],
+        ["int_1=5"],
+        interrupts | {"int_2": {}},
+    )
     assert directive is not None
-    assert [(d.tool_call_id, d.granted, d.reason) for d in directive.approvals] == [
-        ("a", True, None),
-        ("b", False, "too risky"),
-        ("c", False, None),
+    assert [(d.tool_call_id, d.granted, d.reason, d.result) for d in directive.approvals] == [
+        ("a", True, None, None),
+        ("b", False, "too risky", None),
+        ("c", False, None, None),
+        ("d", True, None, "sent it"),
     ]
-    assert parse_decisions([], []) is None
-    with pytest.raises(UserError):
-        parse_decisions(["a"], ["a"])
+    assert [(r.interrupt_id, r.decision) for r in directive.interrupts] == [
+        ("int_2", {"decision": "deny", "reason": "no"}),
+        (
+            "int_1",
+            {
+                "decision": "mutate",
+                "oracle": "tool:lookup",
+                "limit_type": "calls",
+                "max": 5.0,
+                "window": "minute",
+            },
+        ),
+    ]
+    assert build_directive([], [], [], [], {}) is None
+    with pytest.raises(UserError, match="decided more than once"):
+        build_directive(["a"], ["a"], [], [], {})
+    with pytest.raises(UserError, match="not a pending budget interrupt"):
+        build_directive([], [], [], ["int_9=3"], interrupts)
+    with pytest.raises(UserError, match="MAX >= 0"):
+        build_directive([], [], [], ["int_1=lots"], interrupts)

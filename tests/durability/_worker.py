@@ -3,7 +3,8 @@
 Usage: ``python _worker.py STORE_URL WORKDIR start|resume``. The run id goes to
 ``WORKDIR/run_id`` before the run starts; the result (JSON) to stdout. With
 ``BASTION_CRASH=after:N`` (or ``before:N``) the process SIGKILLs itself right after (before)
-the journal append that stores entry N (appends are batched: see ``RunJournal``). The model
+the journal append that stores entry N (appends are batched: see ``RunJournal``); with
+``BASTION_CRASH=model:N`` it SIGKILLs itself as the N-th model call is sent. The model
 logs each invocation to ``WORKDIR/model_calls``; ``write_line`` (side-effecting, no
 idempotency key) appends to ``WORKDIR/effects``; ``charge`` (idempotency key) appends its
 key to ``WORKDIR/charges`` unless already there, as an idempotent API would.
@@ -113,6 +114,9 @@ def build_agent(store: str, workdir: Path) -> Agent[None, str]:
     def answer(request: ModelRequest) -> Turn:
         with (workdir / "model_calls").open("a") as f:
             f.write("call\n")
+        calls = len((workdir / "model_calls").read_text().split())
+        if os.environ.get("BASTION_CRASH") == f"model:{calls}":  # killed as the call is sent
+            os.kill(os.getpid(), signal.SIGKILL)
         turn = sum(isinstance(m, AssistantMessage) for m in request.messages)
         if turn == 0:
             return Turn(
@@ -137,7 +141,7 @@ async def main(store: str, workdir: Path, mode: str) -> None:
     assert agent.store is not None
     await agent.store.open()
     crash = os.environ.get("BASTION_CRASH")
-    if crash:
+    if crash and not crash.startswith("model:"):
         agent.store.journal = CrashingJournal(agent.store.journal, crash)
     try:
         if mode == "start":

@@ -43,7 +43,12 @@ KILL_POINTS = (
     "before:9",  # the idempotent charge started without a result: it runs again (same key)
     "after:10",  # final answer journaled, run_ended not
     "after:11",  # killed after the run ended
+    # Killed as the next model call is sent: the acting tools' results of the step before
+    # are durable (a barrier), so no human is asked; only that model call is made again.
+    "model:2",  # after lookup + write_line (side-effecting)
+    "model:3",  # after charge (external, idempotency key)
 )
+BARRIER_POINTS = ("model:2", "model:3")
 
 
 async def _worker(store: str, workdir: Path, mode: str, crash: str | None) -> tuple[int, str, str]:
@@ -101,6 +106,9 @@ async def _check(store: str, workdir: Path, point: str) -> tuple[bool, bool]:
         repeated = _calls(workdir) > kinds.count("model_response")
         # write_line started without a durable result: a human decides (outcome unknown).
         unknown = "c2" in started and "c2" not in ended
+        if point in BARRIER_POINTS:  # every started call's result was committed first
+            assert started == ended, (started, ended)
+            assert kinds[-1] == "tool_result", kinds
         code, out, err = await _worker(store, workdir, "resume", None)
         assert code == 0, err
     assert f'"output": "{EXPECTED}"' in out.replace("\\", ""), out  # identical final output
@@ -158,6 +166,12 @@ async def _matrix(urls: dict[str, str], root: Path) -> None:
     assert seen == {"repeated", "unknown"}
 
 
+# Each matrix starts some 40 worker processes (each imports bastion): on a loaded machine
+# that alone can take a minute, past the suite's default per-test timeout.
+MATRIX_TIMEOUT = pytest.mark.timeout(300)
+
+
+@MATRIX_TIMEOUT
 async def test_sqlite(tmp_path: Path) -> None:
     await _matrix(dict.fromkeys(KILL_POINTS, "sqlite:///{dir}/bastion.db"), tmp_path)
 
@@ -177,5 +191,6 @@ async def postgres_urls() -> AsyncIterator[dict[str, str]]:
             )
 
 
+@MATRIX_TIMEOUT
 async def test_postgres(postgres_urls: dict[str, str], tmp_path: Path) -> None:
     await _matrix(postgres_urls, tmp_path)

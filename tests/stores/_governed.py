@@ -80,3 +80,20 @@ class GovernedProcesses:
                 "llm|cost|day", now=Governor().clock.now(), seconds=86_400.0
             )
         assert abs(counted - total) < 1e-9
+
+    async def test_a_raise_approved_in_one_process_holds_in_the_others(
+        self, store_url: str
+    ) -> None:
+        """A human raises a shared daily limit of 2 calls to 5 in one process; a second
+        process, with nobody to ask, then admits calls up to the raised max, not the old."""
+        # covers L-24
+        [first] = await _run_together(["raise", store_url, "2", "3", "5"])
+        assert first == "3"  # 2, then the raise to 5 admitted the third
+        [second] = await _run_together(["raise", store_url, "2", "4", "0"])
+        assert second == "2"  # 3 of the raised 5 were used: 2 more, without asking anyone
+        async with open_store(store_url) as stores:
+            counters = StoreCounters(stores.counters)
+            now = Governor().clock.now()
+            total = await counters.get("llm|calls|day", now=now, seconds=86_400.0)
+            raised = await counters.raised_max("llm|calls|day", now=now, seconds=86_400.0)
+        assert (total, raised) == (5.0, 5.0)

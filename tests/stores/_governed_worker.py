@@ -5,6 +5,9 @@ print how many were admitted. ``cost URL MAX PER_CALL N``: make up to N calls co
 PER_CALL each against a daily cost budget of MAX; print what this process spent.
 ``rounds URL LIMIT N``: begin up to N tool-call rounds against a ``rounds`` limit of LIMIT
 per day and print how many were admitted.
+``raise URL LIMIT N NEW``: make up to N calls against a mutable ``calls`` limit of LIMIT per
+day; when it is reached a human raises it to NEW (or, with NEW ``0``, nobody is there to
+decide); print how many were admitted.
 Prints ``ready`` once the store is open and starts on ``go``.
 """
 
@@ -14,13 +17,28 @@ import asyncio
 import sys
 
 from bastion.core import Usage
-from bastion.governance import Budget, Governor, Limit, PolicyExceeded
-from bastion.stores import StoreCounters, open_store
+from bastion.governance import (
+    Budget,
+    Denied,
+    DenyDecision,
+    Governor,
+    Interrupt,
+    InterruptContext,
+    InterruptDecision,
+    InterruptRequired,
+    Limit,
+    MutateDecision,
+    PolicyExceeded,
+)
+from bastion.stores import StoreCounters, Stores, open_store
 
 
 async def _main(mode: str, url: str, limit: str, *rest: str) -> None:
     async with open_store(url) as stores:
-        if mode in {"calls", "rounds"}:
+        if mode == "raise":
+            governor = _raising(stores, float(limit), float(rest[1]))
+            per_call, count = 0.0, int(rest[0])
+        elif mode in {"calls", "rounds"}:
             governor = Governor(
                 oracles={"llm": [Limit(type=mode, max=float(limit), window="day")]},
                 store=StoreCounters(stores.counters),
@@ -46,11 +64,29 @@ async def _main(mode: str, url: str, limit: str, *rest: str) -> None:
                     await governor.begin_round("llm")
                 else:
                     await governor.exec("llm", call)
-            except PolicyExceeded:
+            except (PolicyExceeded, InterruptRequired, Denied):
                 continue
             admitted += 1
             spent += per_call
         print(repr(spent) if mode == "cost" else admitted, flush=True)
+
+
+def _raising(stores: Stores, limit: float, new: float) -> Governor:
+    """A governor whose daily calls limit ``ops`` may raise; raises it to ``new`` if > 0."""
+
+    def decide(interrupt: Interrupt, ctx: InterruptContext) -> InterruptDecision:
+        if new > 0:
+            return MutateDecision(oracle="llm", limit_type="calls", max=new, approver=OPS)
+        return DenyDecision(reason="nobody may raise it here")
+
+    return Governor(
+        oracles={"llm": [Limit(type="calls", max=limit, window="day", mutable={OPS: True})]},
+        store=StoreCounters(stores.counters),
+        handle_interrupt=decide,
+    )
+
+
+OPS = "human:ops"
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Scripted test models stream like real providers."""
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -252,3 +253,34 @@ def test_function_model_needs_exactly_one_of_function_or_stream_function():
         FunctionModel()
     with pytest.raises(UserError, match="exactly one of function or stream_function"):
         FunctionModel(lambda req: "x", stream_function=stream)
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ([[Call("add", {"a": 1})]], r"turn 0 is list .*wrap tool calls as Turn\(tool_calls"),
+        (["fine", 42], "turn 1 is int 42"),
+        ("just text", "takes a list of turns"),
+        ([Turn(tool_calls=Call("add"))], "turn 0: tool_calls must be a list of Call"),  # pyright: ignore[reportArgumentType]
+        ([Turn(tool_calls=["add"])], "turn 0: tool_calls holds 'add'"),  # pyright: ignore[reportArgumentType]
+        ([Turn(text=3)], "turn 0: text must be a string"),  # pyright: ignore[reportArgumentType]
+        ([Turn(usage={"prompt_tokens": 1})], "turn 0: usage must be a Usage"),  # pyright: ignore[reportArgumentType]
+        ([Turn(error=ValueError("x"))], "turn 0: error must be a ModelError"),  # pyright: ignore[reportArgumentType]
+    ],
+)
+def test_a_malformed_script_is_refused_at_construction(script: object, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        ScriptedModel(script)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((3, {"a": 1}), "non-empty tool name"),
+        (("add", [1, 2]), "args must be a dict or a JSON string"),
+        (("add", {"when": object()}), "not JSON-serialisable"),
+    ],
+)
+def test_a_malformed_call_is_refused(args: tuple[Any, Any], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        Call(*args)

@@ -1,6 +1,7 @@
 """The agent: configuration, the run loop and its steps, results, hooks and guardrails."""
 
 from ._agent import Agent, HookFlags
+from ._binding import ApprovalMismatch
 from ._guardrails import (
     GuardrailResult,
     InputGuardrail,
@@ -20,6 +21,7 @@ __all__ = [
     "Agent",
     "AgentHooks",
     "AgentStream",
+    "ApprovalMismatch",
     "GuardrailResult",
     "HookFlags",
     "InputGuardrail",

@@ -65,6 +65,7 @@ from bastion.tools import (
 from ._as_tool import check_subagents, subagent_tool
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink
+from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
 from ._output import OutputSchema
@@ -557,6 +558,8 @@ class Agent(Generic[DepsT, OutputT]):
             return self._resume(input, directive, deps)
         if directive is not None:
             raise UserError("A directive resumes a suspended run: pass its RunState as input.")
+        check_user_input(input)
+        check_history(message_history)
         if input is None and not message_history:
             raise UserError("Give the run an input or a message_history to continue.")
         state = RunState(
@@ -594,12 +597,14 @@ class Agent(Generic[DepsT, OutputT]):
         if journal is not None:
             journal.decided = directive
         scope = self._scope(state, deps, journal)
-        return AgentStream[OutputT](
-            scope,
-            lambda: run_loop(scope, None, None, decisions, resolutions),
-            self._on_start,
-            self._on_done,
-        )
+
+        async def resumed() -> AsyncGenerator[AgentEvent, None]:
+            if journal is not None:  # a kept state: its suspension must still be open
+                await journal.check_open(state)
+            async for event in run_loop(scope, None, None, decisions, resolutions):
+                yield event
+
+        return AgentStream[OutputT](scope, resumed, self._on_start, self._on_done)
 
     def resume_stream(
         self,

@@ -28,6 +28,7 @@ Every entry therefore carries ``event_seq``, the ``seq`` of the event it corresp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from bastion.core import (
     AgentEvent,
     AssistantMessage,
+    BastionError,
     Message,
     ModelResponse,
     RunStatus,
@@ -47,9 +49,10 @@ from bastion.core import (
     ToolMessage,
     Usage,
 )
-from bastion.stores import EntryKind, NewEntry, Stores
+from bastion.stores import EntryKind, JournalConflict, NewEntry, StoreError, Stores
 from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
 
+from ._binding import ApprovalMismatch, call_digest
 from ._state import RunState
 
 if TYPE_CHECKING:
@@ -70,6 +73,7 @@ COMMIT_DELAY = 0.002
 """Seconds an accepted entry may wait for more entries to share its commit."""
 
 _TERMINAL: frozenset[str] = frozenset({"completed", "failed", "aborted", "stopped"})
+_REPEATABLE: frozenset[str] = frozenset({"pure", "read_only"})
 
 
 @cache
@@ -153,6 +157,7 @@ class RunJournal:
     """
 
     __slots__ = (
+        "_acting",
         "_opened",
         "_queue",
         "_ready",
@@ -161,6 +166,7 @@ class RunJournal:
         "_timer",
         "_writer",
         "agent",
+        "barrier_due",
         "decided",
         "failure",
         "mark",
@@ -194,6 +200,10 @@ class RunJournal:
         self.decided: Directive | None = None
         # seq of each call's tool.execute.start event, for its tool_call_started entry
         self.started_seqs: dict[str, int] = {}
+        # Calls of tools that act on the world (not pure / read_only) that started: their
+        # results must be durable before the next model call is sent (``barrier_due``).
+        self._acting: set[str] = set()
+        self.barrier_due = False
         # len(state.messages) after the last entry that accounted for the transcript:
         # messages the loop adds besides answers and tool results (an output retry's
         # prompt) go into the next model_response entry as ``inserted``.
@@ -261,7 +271,7 @@ class RunJournal:
                         self.run_id, entries, expected_seq=seq, agent=self.agent, status=status
                     )
                 except Exception as exc:  # kept for the next barrier; nothing more is written
-                    self.failure = exc
+                    self.failure = _as_store_error(self.run_id, exc)
                     self._queue.clear()
                     return
                 self.seq = seq + len(entries)
@@ -297,6 +307,7 @@ class RunJournal:
         if not self.begun:  # a state kept by the caller, never journaled: start from it
             self.append("run_started", {"event_seq": event_seq, "state": state_payload(state)})
         self.decided = None
+        calls = {p.call.id: p.call for p in state.pending_approvals}
         approvals = [
             {
                 "tool_call_id": d.tool_call_id,
@@ -304,6 +315,10 @@ class RunJournal:
                 "reason": d.reason,
                 "arguments": d.arguments,
                 "result": d.result,
+                # The exact call decided on: a replay refuses a call changed since.
+                "digest": call_digest(state.run_id, calls[d.tool_call_id])
+                if d.tool_call_id in calls
+                else None,
             }
             for d in directive.approvals
         ]
@@ -317,6 +332,29 @@ class RunJournal:
             status="running",
         )
         await self.flush()  # a barrier: a human's decision is never lost to a crash
+
+    async def check_open(self, state: RunState) -> None:
+        """Refuse a decision on a suspension the journal has already gone past.
+
+        Called before a state the caller kept resumes: a decision is consumed once, and
+        resuming the same kept state a second time would otherwise run the approved call
+        again.
+
+        Raises:
+            ApprovalMismatch: The journal's last entry is not the suspension (another
+                process, or an earlier resume, decided it already).
+        """
+        last = await self._open()
+        if last == 0:
+            return  # never journaled: the kept state is all there is
+        [tail] = await self.stores.journal.read(self.run_id, after_seq=last - 1)
+        if tail.kind != "interrupt_raised":
+            raise ApprovalMismatch(
+                f"Run {state.run_id} was already resumed: its journal goes on after the "
+                f"suspension (entry {tail.seq} is {tail.kind!r}), so this decision was "
+                "consumed and nothing was run. Load the run as it is now with "
+                f"agent.resume({state.run_id!r})."
+            )
 
     def model_response(
         self, state: RunState, model: str, response: ModelResponse, event_seq: int
@@ -364,6 +402,8 @@ class RunJournal:
     ) -> None:
         """``tool_call_started``, durable before the tool runs (the side-effect ledger)."""
         key = tool.idempotency_key
+        if tool.side_effect_class not in _REPEATABLE:
+            self._acting.add(call.id)
         self.append(
             "tool_call_started",
             {
@@ -385,7 +425,25 @@ class RunJournal:
         elif isinstance(event, (ToolExecuteEndEvent, ToolExecuteErrorEvent)):
             outcome = _outcome_of(batch, event.tool_call_id)
             if outcome is not None:
-                self.append("tool_result", result_payload(outcome, step, event.seq))
+                payload = result_payload(outcome, step, event.seq)
+                decided = batch.decided.get(event.tool_call_id)
+                if decided is not None and decided.arguments is not None and decided.granted:
+                    payload["edited"] = True  # a human's edit: replay puts it in the transcript
+                self.append("tool_result", payload)
+                if event.tool_call_id in self._acting:
+                    self._acting.discard(event.tool_call_id)
+                    self.barrier_due = True
+
+    async def before_model_call(self) -> None:
+        """A barrier before a model call when an acting tool's result is not yet durable.
+
+        Without it, a process killed in the first milliseconds of the next model call
+        loses a side effect's result that already happened, and a human must decide what
+        a store could have known.
+        """
+        if self.barrier_due:
+            self.barrier_due = False
+            await self.flush()
 
     async def finish(self, state: RunState) -> None:
         """``interrupt_raised`` (a suspended run) or ``run_ended``, with the whole state.
@@ -412,9 +470,30 @@ class RunJournal:
                 self.append("interrupt_raised", payload, status="awaiting_approval")
             elif state.status in _TERMINAL:
                 self.append("run_ended", payload, status=state.status)
+        elif not isinstance(self.failure, JournalConflict):
+            if not self._surfaced and state.status in _TERMINAL:  # the run learns it now
+                state.fail("internal_error", f"{type(self.failure).__name__}: {self.failure}")
+            await self._end_after_failure(state)
         if self._surfaced:
             return
         await self.flush()
+
+    async def _end_after_failure(self, state: RunState) -> None:
+        """After a refused or failed append, still try to close the run in the store.
+
+        The failed batch was written whole or not at all, so the journal ends at
+        ``self.seq``: one ``run_ended`` entry there (with the state, which says why the run
+        failed) keeps the run from looking ``running`` for ever. A store that is still
+        unreachable refuses it too; then a resume finds the run as a crash left it.
+        """
+        if state.status not in _TERMINAL or self.seq is None or self.seq == 0:
+            return
+        payload = {"event_seq": state.last_seq, "state": state_payload(state)}
+        entry = NewEntry(kind="run_ended", payload=payload, schema_version=JOURNAL_SCHEMA_VERSION)
+        with contextlib.suppress(Exception):  # the original failure is what the run reports
+            await self.stores.journal.append(
+                self.run_id, [entry], expected_seq=self.seq, agent=self.agent, status=state.status
+            )
 
 
 def result_payload(outcome: ToolOutcome, step: int, event_seq: int) -> dict[str, Any]:
@@ -476,6 +555,18 @@ def outcome_from_payload(payload: Mapping[str, Any]) -> ToolOutcome:
         metadata=metadata,
         untrusted=bool(payload.get("untrusted", False)),
     )
+
+
+def _as_store_error(run_id: str, exc: Exception) -> Exception:
+    """A backend's own exception (a driver error) as a :class:`StoreError` naming the run."""
+    if isinstance(exc, BastionError):
+        return exc
+    error = StoreError(
+        f"Could not write the journal of run {run_id!r}: {type(exc).__name__}: {exc}. "
+        "Nothing more is written for this run; resume it once the store works again."
+    )
+    error.__cause__ = exc
+    return error
 
 
 def _outcome_of(batch: ToolBatch, tool_call_id: str) -> ToolOutcome | None:

@@ -22,6 +22,7 @@ from bastion.core import (
 from bastion.governance import GovernanceError
 from bastion.tools import ApprovalDecision, InterruptResolution
 
+from ._binding import apply_edits
 from ._context import result_keeper
 from ._hooks import maybe_await
 from ._replay import Recovery
@@ -88,6 +89,7 @@ async def run_loop(
         elif decisions is not None:
             if journal is not None:
                 await journal.decided_directive(state, start_seq)
+            apply_edits(state, decisions)  # the model reads the call as it was approved
             await resolve_deps(scope.ctx)
             resumed = governance is None or await resume_governance(scope, resolutions)
             if governance is not None:
@@ -115,6 +117,8 @@ async def run_loop(
                 await agent.session_link.before_model_call(scope.ctx, state.messages)
                 if scope.abort is not None:  # the session aborted the turn meanwhile
                     raise RunAborted
+            if journal is not None:  # an acting tool's result is durable before the call
+                await journal.before_model_call()
             window = scope.window
             if window is not None:  # compaction, when the request would not fit
                 compacted = await window.before_model_call(scope, result_keeper(scope))
@@ -176,6 +180,7 @@ async def run_loop(
                     if batch.pending:
                         suspend_step(scope, batch, calls)
                     record_outcomes(scope, batch, calls)
+                    apply_edits(state, batch.decided)  # a human's edit, as the model sees it
                 if governance is not None:
                     for event in governance.drain(scope.run_id, scope.next_seq):
                         yield event

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from bastion.core import ModelResponse, ToolCall, ToolMessage, UserError
-from bastion.stores import JournalEntry, Stores
+from bastion.stores import CorruptRecord, EntryKind, JournalEntry, JournalUnreadable, Stores
 from bastion.tools import ApprovalDecision, ApprovalRequest, Tool
 
+from ._binding import apply_edits, bind, check_bindings
 from ._journal import (
+    JOURNAL_SCHEMA_VERSION,
     message_from_payload,
     messages_from_payload,
     outcome_from_payload,
@@ -45,6 +47,16 @@ OUTCOME_UNKNOWN = (
     "granted=True to run it again, or granted=False to fail the call."
 )
 _SAFE = ("pure", "read_only")
+_REPLAYED: tuple[EntryKind, ...] = (
+    "run_started",
+    "model_response",
+    "tool_call_started",
+    "tool_result",
+    "interrupt_raised",
+    "interrupt_decided",
+    "compaction",
+    "run_ended",
+)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -122,6 +134,8 @@ class _Fold:
             self._reset()
             state.status = "running"
             self.decided = {d.tool_call_id: d for d in _decisions(payload.get("approvals"))}
+            check_bindings(state, self.decided)  # the stored call is the one decided on
+            apply_edits(state, self.decided)
             if state.suspended is not None:
                 self.step_calls = [p.call for p in state.pending_approvals]
 
@@ -167,6 +181,10 @@ class _Fold:
 
     def _tool_result(self, state: RunState, payload: Mapping[str, Any]) -> None:
         outcome = outcome_from_payload(payload)
+        if payload.get("edited"):  # approved with edited arguments: the transcript shows them
+            call = outcome.call
+            edit = ApprovalDecision(tool_call_id=call.id, granted=True, arguments=call.args())
+            apply_edits(state, {call.id: edit})
         suspended = state.suspended
         target = state.messages if suspended is None else suspended.results
         record_outcome(state, self.tools, outcome.call, outcome, target)
@@ -238,7 +256,7 @@ class _Fold:
                     step=state.step,
                 )
                 recovery.unknown.append(
-                    PendingApproval(call=call, step=state.step, request=request)
+                    bind(state.run_id, PendingApproval(call=call, step=state.step, request=request))
                 )
         state.pending_approvals = runnable
         return recovery
@@ -261,6 +279,7 @@ def _decisions(approvals: object) -> list[ApprovalDecision]:
             reason=item.get("reason"),
             arguments=item.get("arguments"),
             result=item.get("result"),
+            digest=item.get("digest"),
         )
         for item in items
     ]
@@ -274,23 +293,69 @@ def _arguments(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
 
 
+def check_entry(run_id: str, entry: JournalEntry, position: int) -> None:
+    """Refuse an entry replay cannot use safely (skipping it could run a tool again).
+
+    Raises:
+        JournalUnreadable: A gap in the seqs, a newer or invalid ``schema_version``, a kind
+            this Bastion does not replay, or a journal that does not start with
+            ``run_started``.
+    """
+    if entry.seq != position:
+        raise JournalUnreadable(
+            run_id, entry.seq, f"comes at position {position}: the journal has a gap."
+        )
+    version = entry.schema_version
+    if version > JOURNAL_SCHEMA_VERSION:
+        raise JournalUnreadable(
+            run_id,
+            entry.seq,
+            f"({entry.kind}) was written with schema_version {version}, newer than the "
+            f"{JOURNAL_SCHEMA_VERSION} this Bastion reads: upgrade bastion to resume it.",
+        )
+    if version < 1:
+        raise JournalUnreadable(
+            run_id, entry.seq, f"({entry.kind}) has an invalid schema_version {version!r}."
+        )
+    if entry.kind not in _REPLAYED:
+        raise JournalUnreadable(
+            run_id,
+            entry.seq,
+            f"is of kind {entry.kind!r}, which this Bastion does not replay (it replays "
+            + ", ".join(repr(k) for k in _REPLAYED)
+            + ").",
+        )
+    if position == 1 and entry.kind != "run_started":
+        raise JournalUnreadable(run_id, 1, f"is {entry.kind!r}, not 'run_started'.")
+    if not isinstance(entry.payload.get("event_seq", 0), int):
+        raise JournalUnreadable(run_id, entry.seq, "has an event_seq that is not a number.")
+
+
 async def load_run(stores: Stores, run_id: str, agent: Agent[Any, Any]) -> Replayed:
     """Read a run's journal and rebuild its state.
 
     Raises:
         UserError: The store has no journal for ``run_id``, or it belongs to another agent.
     """
-    entries = await stores.journal.read(run_id)
+    try:
+        entries = await stores.journal.read(run_id)
+    except CorruptRecord as exc:
+        raise JournalUnreadable(run_id, exc.seq or 0, f"is damaged: {exc}") from exc
     if not entries:
         raise UserError(
             f"No journal for run {run_id!r} in {stores.url!r}: check the run id and that "
             "this agent uses the store the run was started with."
         )
     fold = _Fold(agent)
-    for entry in entries:
-        fold.apply(entry)
+    for position, entry in enumerate(entries, start=1):
+        check_entry(run_id, entry, position)
+        try:
+            fold.apply(entry)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # incl. validation
+            problem = f"({entry.kind}) is malformed: {type(exc).__name__}: {exc}."
+            raise JournalUnreadable(run_id, entry.seq, problem) from exc
     state = fold.state
-    assert state is not None  # the first entry is run_started (checked by apply)
+    assert state is not None  # the first entry is run_started (checked by check_entry)
     if state.agent_name != agent.name:
         raise UserError(f"Run {run_id} belongs to agent {state.agent_name!r}, not {agent.name!r}.")
     state.last_seq = max(state.last_seq, fold.event_seq)

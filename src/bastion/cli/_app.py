@@ -23,7 +23,7 @@ from ._demo import find_demo
 from ._format import format_call
 from ._load import load_agent, load_object
 from ._models import models
-from ._runs import runs_app
+from ._runs import explain_suspension, runs_app
 
 __all__ = ["app", "main"]
 
@@ -34,6 +34,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's own help layout: a flag shows as '--json', not as '--json <bool>'.
+    rich_markup_mode=None,
 )
 
 _PLAIN = typer.Option(
@@ -90,7 +92,18 @@ def run(
 ) -> None:
     """Run an agent on a prompt and watch it work, live."""
     agent = _on_model(or_exit(lambda: load_agent(spec)), model)
-    raise typer.Exit(_run(agent, prompt, "json" if json_lines else "plain" if plain else "auto"))
+    output: Output = "json" if json_lines else "plain" if plain else "auto"
+    code, result = stream_run(agent, lambda: agent.stream(prompt), output)
+    if result is not None and result.status == "awaiting_approval":
+        if agent.store is None:  # nothing journaled it: no other process can resume it
+            error(
+                f"Run {result.run_id} is waiting for a decision, but agent {agent.name!r} has "
+                "no store, so it cannot be resumed from another process. Give the agent a "
+                "store (store='sqlite:///app.db') to approve it with 'bastion runs resume'."
+            )
+        else:
+            explain_suspension(result, spec, None, output)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -159,12 +172,6 @@ def resume_command(
 def main() -> None:
     """Run the ``bastion`` command (the console-script entry point)."""
     app(prog_name="bastion")
-
-
-def _run(agent: Agent[object, object], prompt: str, output: Output) -> int:
-    """Stream one run to stdout and return the exit code."""
-    code, _ = stream_run(agent, lambda: agent.stream(prompt), output)
-    return code
 
 
 def _on_model(agent: Agent[object, object], model: str | None) -> Agent[object, object]:

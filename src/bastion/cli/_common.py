@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Literal, TypeAlias, TypeVar
 
 import typer
@@ -12,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from bastion.agent import Agent, AgentStream, RunResult
-from bastion.core import AgentEvent, UserError, dump_event
+from bastion.core import AgentEvent, BastionError, dump_event
 
 from ._load import SpecError
 from ._render import Renderer
@@ -67,19 +69,23 @@ def stream_run(
     (bad input, a run that cannot be resumed), 130 when interrupted. The agent is closed
     (``aclose``) afterwards, so a store it opened is released.
     """
+    interrupted: list[str] = []
     try:
         if output == "json":
-            result = asyncio.run(_stream(agent, open_stream, _print_json))
+            result = asyncio.run(_stream(agent, open_stream, _print_json, interrupted))
         else:
             out = console(plain=output == "plain")
             with Renderer(out, live=out.is_terminal) as renderer:
-                result = asyncio.run(_stream(agent, open_stream, renderer.handle))
-    except UserError as exc:
+                result = asyncio.run(_stream(agent, open_stream, renderer.handle, interrupted))
+    except BastionError as exc:  # misuse, an unreachable store, an unreadable journal
         error(str(exc))
         return EXIT_USAGE, None
     except KeyboardInterrupt:
         error("interrupted")
         return EXIT_INTERRUPTED, None
+    if interrupted:
+        error(f"interrupted: run {interrupted[0]} was aborted (status {result.status!r})")
+        return EXIT_INTERRUPTED, result
     return (0 if result.status == "completed" else EXIT_FAILED_RUN), result
 
 
@@ -87,14 +93,42 @@ async def _stream(
     agent: Agent[object, object],
     open_stream: Callable[[], AgentStream[object]],
     on_event: Callable[[AgentEvent], None],
+    interrupted: list[str],
 ) -> RunResult[object]:
     try:
         async with open_stream() as stream:
-            async for event in stream:
-                on_event(event)
+            with _abort_on_sigint(stream, interrupted):
+                async for event in stream:
+                    on_event(event)
         return stream.result
     finally:
         await agent.aclose()
+
+
+@contextlib.contextmanager
+def _abort_on_sigint(stream: AgentStream[object], interrupted: list[str]) -> Generator[None]:
+    """Ctrl-C aborts the run, which then ends (and is journaled) ``aborted``, not live.
+
+    A second Ctrl-C interrupts at once, as Python does by default.
+    """
+    loop = asyncio.get_running_loop()
+
+    def on_sigint() -> None:
+        if interrupted:  # the second one: stop waiting for the run to wind down
+            loop.remove_signal_handler(signal.SIGINT)
+            raise KeyboardInterrupt
+        interrupted.append(stream.run_id)
+        stream.abort()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread; Windows
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
 
 
 def _print_json(event: AgentEvent) -> None:

@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 from typing import cast
@@ -90,7 +91,12 @@ def _call_factory(value: object, spec: str) -> object:
         ) from None
     except ValueError:
         pass  # no signature to inspect (some builtins): just call it
-    made: object = value()
+    try:
+        made: object = value()
+    except UserError as exc:
+        raise SpecError(f"Calling {spec!r} failed: {exc}") from exc
+    except Exception as exc:  # the factory's own code failed
+        raise SpecError(f"Calling {spec!r} failed: {_where(exc)}") from exc
     if inspect.isawaitable(made):
         if inspect.iscoroutine(made):
             made.close()
@@ -105,8 +111,8 @@ def import_file(path: Path) -> ModuleType:
 
     Raises:
         SpecError: The file does not exist, or importing it raised ``ImportError`` or
-            :class:`~bastion.core.UserError`. Any other exception is a bug in the imported
-            code and propagates with its traceback.
+            :class:`~bastion.core.UserError`, or the module's code raised (a
+            ``SyntaxError`` too): the message names the file and line.
     """
     resolved = path.resolve()
     if not resolved.is_file():
@@ -128,10 +134,22 @@ def import_file(path: Path) -> ModuleType:
     except (ImportError, UserError) as exc:
         del sys.modules[name]
         raise SpecError(f"Importing {str(path)!r} failed: {exc}") from exc
+    except Exception as exc:  # the module's own code failed: say where, without a traceback
+        del sys.modules[name]
+        raise SpecError(f"Importing {str(path)!r} failed: {_where(exc)}") from exc
     except BaseException:
         del sys.modules[name]
         raise
     return module
+
+
+def _where(exc: Exception) -> str:
+    """``file:line: Type: message`` for an exception raised by imported code."""
+    if isinstance(exc, SyntaxError):
+        return f"{exc.filename}:{exc.lineno}: {type(exc).__name__}: {exc.msg}"
+    frames = traceback.extract_tb(exc.__traceback__)
+    place = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    return f"{place}{type(exc).__name__}: {exc}"
 
 
 def _import_module(name: str) -> ModuleType:
@@ -146,6 +164,8 @@ def _import_module(name: str) -> ModuleType:
         raise SpecError(f"Importing {name!r} failed: {exc}") from exc
     except (ImportError, UserError) as exc:
         raise SpecError(f"Importing {name!r} failed: {exc}") from exc
+    except Exception as exc:  # the module's own code failed
+        raise SpecError(f"Importing {name!r} failed: {_where(exc)}") from exc
 
 
 def _add_to_path(directory: Path) -> None:

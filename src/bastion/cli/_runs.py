@@ -16,18 +16,28 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bastion.core import UserError
+from bastion.agent import RunResult, run_state_to_json
+from bastion.core import BastionError, UserError
 from bastion.stores import DEFAULT_STORE_URL, STORE_ENV, JournalEntry, RunRecord, Stores, open_store
-from bastion.tools import ApprovalDecision, Directive
 
 from ._common import EXIT_INTERRUPTED, EXIT_USAGE, console, error, or_exit, stream_run
+from ._decisions import (
+    Pending,
+    build_directive,
+    open_calls,
+    pending_of_entries,
+    pending_of_state,
+    print_pending,
+    resume_command,
+)
 from ._format import format_call, preview
 from ._load import load_agent
 
-__all__ = ["entry_summary", "parse_decisions", "runs_app"]
+__all__ = ["entry_summary", "explain_suspension", "runs_app"]
 
 _T = TypeVar("_T")
 
@@ -37,6 +47,8 @@ runs_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's own help layout: a flag shows as '--json', not as '--json <bool>'.
+    rich_markup_mode=None,
 )
 
 _STORE = typer.Option(
@@ -116,15 +128,28 @@ def show(
         f"created {record.created_at:%Y-%m-%d %H:%M:%S} · updated "
         f"{record.updated_at:%Y-%m-%d %H:%M:%S} · {record.last_seq} entries"
     )
-    pending = pending_approvals(entries) if record.status == "awaiting_approval" else []
-    if pending:
-        out.print("Pending approvals:")
-        for item in pending:
-            out.print(Text(f"  {item['tool_call_id']}  {item['call']}"))
-            if item["classification"]:
-                out.print(Text(f"    classification: {item['classification']}"))
-            if item["reason"]:
-                out.print(Text(f"    reason: {item['reason']}"))
+    if record.status == "awaiting_approval":
+        classifications = {
+            a["tool_call_id"]: a["classification"] for a in pending_approvals(entries)
+        }
+        pending = pending_of_entries(entries)
+        if pending:
+            out.print("Waiting for a decision on:")
+            for item in pending:
+                print_pending(out, [item], None)
+                if classifications.get(item.id):
+                    out.print(Text(f"    classification: {classifications[item.id]}"))
+            command = resume_command(record.run_id, "MODULE:ATTR", store, pending)
+            out.print("Resume it with one decision per item, e.g.:")
+            out.print(Text(f"  {command}", style="bold cyan"), soft_wrap=True)
+    if record.status == "running":
+        started = open_calls(entries)
+        if started:
+            out.print(
+                "Started with no recorded result (the run is live elsewhere, or its process died):"
+            )
+            for line in started:
+                out.print(Text(f"  {line}"), soft_wrap=True)
     out.print("Journal:")
     for entry in entries:
         out.print(Text(f"  {entry.seq:>3} {entry.kind:<18} {entry_summary(entry)}"))
@@ -173,8 +198,27 @@ def resume(  # noqa: PLR0917 (typer options)
         list[str] | None,
         typer.Option(
             "--deny",
-            metavar="CALL_ID[:REASON]",
-            help="Deny this pending call; the model reads the reason.",
+            metavar="ID[:REASON]",
+            help="Deny this pending call or budget interrupt; the model reads the reason.",
+            show_default=False,
+        ),
+    ] = None,
+    happened: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--happened",
+            metavar="CALL_ID[:RESULT]",
+            help="The call's outcome was unknown but it did happen: record RESULT as its "
+            "result without running it again.",
+            show_default=False,
+        ),
+    ] = None,
+    raise_to: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--raise",
+            metavar="INTERRUPT_ID=MAX",
+            help="Raise the limit of this budget interrupt to MAX, and retry.",
             show_default=False,
         ),
     ] = None,
@@ -184,44 +228,63 @@ def resume(  # noqa: PLR0917 (typer options)
     plain: Annotated[bool, _PLAIN] = False,
     store: Annotated[str | None, _STORE] = None,
 ) -> None:
-    """Resume a journaled run (suspended for approval, or cut short by a crash) to its end."""
+    """Resume a journaled run (suspended for a decision, or cut short by a crash) to its end.
+
+    A run waits on tool calls (approval, or an outcome unknown after a crash) and on budget
+    interrupts; 'bastion runs show RUN_ID' lists them with the options that decide each.
+    """
     agent = or_exit(lambda: load_agent(agent_spec))
+    output = "json" if json_lines else "plain" if plain else "auto"
     try:
-        directive = parse_decisions(approve or [], deny or [])
         if store is not None or agent.store is None:
             agent = agent.with_store(store or _default_url())
     except UserError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
-    code, _ = stream_run(
-        agent,
-        lambda: agent.resume_stream(run_id, directive=directive),
-        "json" if json_lines else "plain" if plain else "auto",
+    assert agent.store is not None
+    url = agent.store.url
+    interrupts: dict[str, Any] = {}
+    if deny or raise_to:  # which ids are budget interrupts, and which limit each is
+        pending = _with_store(store or url, lambda stores: _pending(stores, run_id))
+        interrupts = {p.id: p.interrupt for p in pending if p.interrupt is not None}
+    try:
+        directive = build_directive(
+            approve or [], deny or [], happened or [], raise_to or [], interrupts
+        )
+    except UserError as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    code, result = stream_run(
+        agent, lambda: agent.resume_stream(run_id, directive=directive), output
     )
+    if result is not None and result.status == "awaiting_approval":
+        explain_suspension(result, agent_spec, store, output)
     raise typer.Exit(code)
 
 
-def parse_decisions(approve: list[str], deny: list[str]) -> Directive | None:
-    """The directive ``--approve`` / ``--deny`` describe; ``None`` when there is none.
+def explain_suspension(
+    result: RunResult[object], agent_spec: str, store: str | None, output: str
+) -> None:
+    """Print what a suspended run waits for and the exact command that resumes it.
 
-    Raises:
-        UserError: A call id is empty or decided twice.
+    In ``--json`` mode this goes to stderr, so stdout stays JSON lines.
     """
-    decisions = [ApprovalDecision(tool_call_id=c.strip(), granted=True) for c in approve]
-    for item in deny:
-        call_id, _, reason = item.partition(":")
-        decisions.append(
-            ApprovalDecision(
-                tool_call_id=call_id.strip(), granted=False, reason=reason.strip() or None
-            )
-        )
-    ids = [d.tool_call_id for d in decisions]
-    if "" in ids:
-        raise UserError("--approve and --deny need a call id, e.g. --approve call_1.")
-    twice = sorted({i for i in ids if ids.count(i) > 1})
-    if twice:
-        raise UserError(f"Call {twice[0]!r} is decided more than once.")
-    return Directive(approvals=decisions) if decisions else None
+    state = result.state
+    if state is None:
+        return
+    pending = pending_of_state(json.loads(run_state_to_json(state))["state"])
+    out = (
+        Console(stderr=True, highlight=False)
+        if output == "json"
+        else console(plain=output == "plain")
+    )
+    out.print(Text(f"\nRun {result.run_id} is waiting for a decision on:", style="bold"))
+    print_pending(out, pending, resume_command(result.run_id, agent_spec, store, pending))
+
+
+async def _pending(stores: Stores, run_id: str) -> list[Pending]:
+    _, entries = await _load(stores, run_id)
+    return pending_of_entries(entries)
 
 
 def pending_approvals(entries: list[JournalEntry]) -> list[dict[str, Any]]:
@@ -309,7 +372,7 @@ def _with_store(url: str | None, work: Callable[[Stores], Awaitable[_T]]) -> _T:
 
     try:
         return asyncio.run(go())
-    except UserError as exc:
+    except BastionError as exc:  # misuse, an unreachable store, a damaged journal
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:

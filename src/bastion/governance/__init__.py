@@ -52,7 +52,13 @@ from ._signals import (
     signal_data,
 )
 from ._state import CounterView
-from ._store import AtomicCounterStore, CounterRow, CounterStore, MemoryCounterStore
+from ._store import (
+    AtomicCounterStore,
+    CounterRow,
+    CounterStore,
+    MemoryCounterStore,
+    SharedLimitStore,
+)
 from ._windows import Window, WindowSpec, parse_window
 
 __all__ = [
@@ -94,6 +100,7 @@ __all__ = [
     "PolicySignal",
     "ResultDecision",
     "RetryDecision",
+    "SharedLimitStore",
     "SignalListener",
     "Substitute",
     "Window",

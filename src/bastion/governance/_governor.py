@@ -273,8 +273,9 @@ class Governor(Signalling, Interrupting, StateMixin):
                     scope_id = graph if bound.scope == "graph" else invocation
                     counter = f"{counter}|{scope_id}"
                     self._scoped.setdefault(f"{bound.scope}:{scope_id}", set()).add(counter)
+                maximum = await self._shared_max(bound, now)
                 added, total = await store.try_add(
-                    counter, amount, now=now, seconds=bound.seconds, maximum=self._max(bound, now)
+                    counter, amount, now=now, seconds=bound.seconds, maximum=maximum
                 )
                 if not added:
                     substitute = await self._guard(
@@ -283,7 +284,7 @@ class Governor(Signalling, Interrupting, StateMixin):
                     if substitute is not None:
                         await self._give_back(store, reserved, amount, now)
                         return substitute
-                    maximum = self._max(bound, now)
+                    maximum = await self._shared_max(bound, now)
                     added, total = await store.try_add(
                         counter, amount, now=now, seconds=bound.seconds, maximum=maximum
                     )
@@ -566,7 +567,7 @@ class Governor(Signalling, Interrupting, StateMixin):
                 else f"{bound.id}|{graph if scope == 'graph' else invocation}"
             )
             current = await store.get(counter, now=now, seconds=bound.seconds)
-            maximum = self._max(bound, now)
+            maximum = await self._shared_max(bound, now)
             step = bound.step
             if step is None:
                 step = tokens

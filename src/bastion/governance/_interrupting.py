@@ -37,7 +37,7 @@ from ._signals import (
     MutationSignal,
     SignalListener,
 )
-from ._store import CounterStore
+from ._store import CounterStore, SharedLimitStore
 
 if TYPE_CHECKING:
     from ._governor import Governor
@@ -112,6 +112,19 @@ class Interrupting:
             del self._mutations[bound.id]  # the window it was granted for has passed
             return bound.limit.max
         return mutation.max
+
+    async def _shared_max(self, bound: BoundLimit, now: float) -> float:
+        """:meth:`_max`, or the higher max another process raised the limit to.
+
+        Only mutable, unscoped limits on a :class:`SharedLimitStore` can have one.
+        """
+        local = self._max(bound, now)
+        store = self.store
+        if bound.scope is None and bound.limit.mutable and isinstance(store, SharedLimitStore):
+            shared = await store.raised_max(bound.id, now=now, seconds=bound.seconds)
+            if shared is not None and shared > local:
+                return shared
+        return local
 
     def pending(self) -> list[Interrupt]:
         """Return the interrupts waiting for :meth:`decide`, oldest first."""
@@ -292,7 +305,7 @@ class Interrupting:
         bound = self._find_limit(decision, interrupt)
         now = self.clock.now()
         limit = bound.limit
-        previous = self._max(bound, now)
+        previous = await self._shared_max(bound, now)
         rules = dict(limit.mutable or {})
         window = limit.parsed_window
         counter = bound.id
@@ -345,3 +358,6 @@ class Interrupting:
                 node=interrupt.node if interrupt is not None else "",
             )
         self._mutations[bound.id] = Mutation(max=decision.max, at=now, by=approver)
+        if window.scope is None and isinstance(self.store, SharedLimitStore):
+            # Every process sharing the counters sees the raise, not only this one.
+            await self.store.raise_max(bound.id, decision.max, now=now, seconds=window.seconds)

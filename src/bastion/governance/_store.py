@@ -14,7 +14,13 @@ from typing import Protocol, runtime_checkable
 
 from ._windows import SlidingCounter
 
-__all__ = ["AtomicCounterStore", "CounterRow", "CounterStore", "MemoryCounterStore"]
+__all__ = [
+    "AtomicCounterStore",
+    "CounterRow",
+    "CounterStore",
+    "MemoryCounterStore",
+    "SharedLimitStore",
+]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -77,6 +83,26 @@ class AtomicCounterStore(CounterStore, Protocol):
         self, key: str, amount: float, *, now: float, seconds: float | None, maximum: float
     ) -> tuple[bool, float]:
         """Add ``amount`` only if the sum stays ``<= maximum``; return (added, sum)."""
+        ...
+
+
+@runtime_checkable
+class SharedLimitStore(Protocol):
+    """A counter store that also shares raised limits between the processes using it.
+
+    When a human raises a mutable limit (a ``mutate`` decision) in one process, every
+    process checking that limit sees the raised max until the window it was granted in
+    ends. Raises combine as a maximum: of two raises in one window, the higher holds.
+    """
+
+    async def raised_max(self, key: str, *, now: float, seconds: float | None) -> float | None:
+        """Return the max a limit was raised to in the window holding ``now``, if any."""
+        ...
+
+    async def raise_max(
+        self, key: str, maximum: float, *, now: float, seconds: float | None
+    ) -> float:
+        """Raise the limit's shared max to at least ``maximum``; return the max in force."""
         ...
 
 

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from bastion.core import (
+    AuthenticationFailed,
     ConnectionFailed,
     FinishChunk,
     MalformedResponse,
@@ -194,6 +195,14 @@ class HttpModel(Model):
         self.tokenizer = self.profile.tokenizer
         self.accepts_sensitivity = accepts_sensitivity
 
+    def _hosted(self) -> bool:
+        """Whether this is the vendor's own hosted API (which always needs a key).
+
+        A local or self-hosted server (vLLM, LM Studio, a proxy) may take no key.
+        """
+        default = self.protocol.default_base_url.rstrip("/")
+        return self.base_url == default and default.startswith("https://")
+
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             import httpx
@@ -212,6 +221,12 @@ class HttpModel(Model):
         import httpx
 
         protocol = self.protocol
+        if self._api_key is None and protocol.api_key_env and self._hosted():
+            # Fail before sending: the vendor's 401 would not say which variable to set.
+            raise AuthenticationFailed(
+                f"No API key for {self.provider}:{self.name}: set {protocol.api_key_env} "
+                f"(export {protocol.api_key_env}=...) or pass api_key= to the model."
+            )
         whole = request.settings.stream is False
         names = protocol.name_map(request)
         body = protocol.payload(request, self.name, names)

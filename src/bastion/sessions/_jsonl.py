@@ -75,4 +75,9 @@ async def store_rows(
 
 
 def _dump(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: the \uXXXX escape keeps it exactly
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return text

@@ -20,6 +20,9 @@ from ._protocols import CounterStore
 __all__ = ["StoreCounters"]
 
 
+_RAISED = "raised-max|"  # counter key prefix of a limit's shared raised max
+
+
 def _bucket(now: float, seconds: float | None) -> int:
     return 0 if seconds is None else math.floor(now / seconds)
 
@@ -32,6 +35,10 @@ class StoreCounters:
     check-and-add (:meth:`try_add`) as actions are admitted, so processes sharing a ``calls``
     limit together admit exactly its maximum. The store must stay open while the governor
     is used.
+
+    It also shares raised limits (:class:`bastion.governance.SharedLimitStore`): a human's
+    ``mutate`` decision in one process raises the limit for every process until the end of
+    the window's current bucket.
 
     Unlike the in-memory sliding windows, a window here is a fixed bucket: everything
     counted in a bucket is forgotten at once when the next bucket starts (a ``day`` limit
@@ -78,6 +85,34 @@ class StoreCounters:
         if not await self._counters.get(key, window_start=bucket):
             return None
         return bucket * seconds
+
+    async def raised_max(self, key: str, *, now: float, seconds: float | None) -> float | None:
+        """Return the max a limit was raised to in the bucket holding ``now``, if any.
+
+        A raise lasts until the end of the bucket it was granted in, as the counts do.
+        """
+        value = await self._counters.get(_RAISED + key, window_start=_bucket(now, seconds))
+        return value or None
+
+    async def raise_max(
+        self, key: str, maximum: float, *, now: float, seconds: float | None
+    ) -> float:
+        """Raise the limit's shared max to at least ``maximum``; return the max in force.
+
+        The stored value only grows, with atomic check-and-adds: of two processes raising
+        at once, the higher raise holds (a lower one is already exceeded and changes nothing).
+        """
+        bucket = _bucket(now, seconds)
+        name = _RAISED + key
+        while True:
+            current = await self._counters.get(name, window_start=bucket)
+            if current >= maximum:
+                return current
+            result = await self._counters.try_add(
+                name, maximum - current, maximum=maximum, window_start=bucket
+            )
+            if result.accepted:
+                return maximum
 
     async def discard(self, keys: Collection[str]) -> None:
         """Delete the counters (every bucket) of ``keys`` from the store."""

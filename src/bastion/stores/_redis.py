@@ -22,6 +22,7 @@ from ._memory import last_n
 from ._protocols import Stores
 from ._types import (
     Artifact,
+    CorruptRecord,
     CounterResult,
     JournalConflict,
     JournalEntry,
@@ -55,7 +56,14 @@ POOL_TIMEOUT = 30.0
 
 def _split(raw: bytes) -> tuple[list[Any], str]:
     header, _, payload = raw.partition(b"\n")
-    return json.loads(header), payload.decode()
+    try:
+        fields = json.loads(header)
+        text = payload.decode()
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: a damaged item
+        raise CorruptRecord(f"A stored item has a damaged header or payload ({exc}).") from exc
+    if not isinstance(fields, list) or len(fields) < 3:  # pyright: ignore[reportUnknownArgumentType]
+        raise CorruptRecord(f"A stored item has a damaged header {header[:80]!r}.")
+    return fields, text  # pyright: ignore[reportUnknownVariableType]
 
 
 def _s(value: bytes | str) -> str:

@@ -243,18 +243,22 @@ class SqliteDatabase:
         return await self._worker.submit(call)
 
     def _connect(self) -> sqlite3.Connection:
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:  # an uncreatable directory, a bad path
             raise StoreError(f"Cannot open SQLite store {self.path!r}: {exc}") from exc
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        _enable_wal(conn)
-        # NORMAL in WAL mode: a commit survives a killed process; only power loss may drop
-        # the last commits, never corrupt the file.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        _migrate(conn)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            _enable_wal(conn)
+            # NORMAL in WAL mode: a commit survives a killed process; only power loss may
+            # drop the last commits, never corrupt the file.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            _migrate(conn)
+        except sqlite3.Error as exc:  # not a database, read-only, locked for too long
+            conn.close()
+            raise StoreError(f"Cannot open SQLite store {self.path!r}: {exc}") from exc
         return conn
 
 

@@ -8,6 +8,7 @@ back a fresh ``dict``. Artifacts hold text. Imported by every backend and by ``_
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,10 +20,12 @@ from bastion.core import RunError, RunStatus, UserError, new_id
 __all__ = [
     "ENTRY_KINDS",
     "Artifact",
+    "CorruptRecord",
     "CounterResult",
     "EntryKind",
     "JournalConflict",
     "JournalEntry",
+    "JournalUnreadable",
     "JsonObject",
     "JsonValue",
     "NewEntry",
@@ -55,10 +58,47 @@ Sensitivity: TypeAlias = Literal["public", "internal", "secret"]
 SENSITIVITIES: tuple[Sensitivity, ...] = get_args(Sensitivity)
 ENTRY_KINDS: tuple[EntryKind, ...] = get_args(EntryKind)
 RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class StoreError(RunError):
     """A store could not do what was asked (the backend failed or refused)."""
+
+
+class CorruptRecord(StoreError):
+    """A stored row is not what a store writes (bad JSON, not an object, a bad header).
+
+    Raised on read instead of the decoder's own error, so that callers see which record
+    is damaged; nothing is changed in the store.
+
+    Attributes:
+        seq: The journal entry's seq, when the record is a journal entry.
+    """
+
+    def __init__(self, message: str, *, seq: int | None = None) -> None:
+        self.seq = seq
+        super().__init__(message)
+
+
+class JournalUnreadable(StoreError):
+    """A run's journal cannot be replayed safely, so nothing of the run is run.
+
+    Raised by resume when an entry is damaged, of an unknown kind, misses a field, or was
+    written by a newer Bastion (its ``schema_version`` is above the one this one reads).
+
+    Attributes:
+        run_id: The run.
+        seq: The entry that could not be used.
+    """
+
+    def __init__(self, run_id: str, seq: int, problem: str) -> None:
+        self.run_id = run_id
+        self.seq = seq
+        super().__init__(
+            f"The journal of run {run_id!r} cannot be replayed: entry {seq} {problem} "
+            "Nothing was run. Inspect it with 'bastion runs export "
+            f"{run_id}'."
+        )
 
 
 class JournalConflict(StoreError):
@@ -233,17 +273,43 @@ def encode_object(payload: Mapping[str, object], what: str) -> str:
     if not isinstance(payload, Mapping):
         raise UserError(f"{what} must be a mapping with string keys, got {type(payload).__name__}.")
     try:
-        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise UserError(
             f"{what} is not JSON-serialisable ({exc}); store only JSON values "
             "(str, int, float, bool, None, lists and dicts with string keys)."
         ) from exc
+    if not text.isascii() and _SURROGATE.search(text) is not None:
+        # A lone surrogate (a file name decoded with ``surrogateescape``, say) has no UTF-8
+        # form, so no backend can store it raw. JSON's ``\udcXX`` escape keeps it exactly:
+        # ``json.loads`` gives back the same Python string.
+        text = json.dumps(payload, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def check_text(value: str, what: str) -> None:
+    """Raise UserError if ``value`` has no UTF-8 form (it holds a lone surrogate)."""
+    if not value.isascii() and _SURROGATE.search(value) is not None:
+        raise UserError(
+            f"{what} {value!r} is not valid Unicode text (it holds a lone surrogate, as "
+            "os.fsdecode gives for bytes that are not UTF-8), so no store can keep it; "
+            "decode it with errors='replace' or pass it inside a payload, which keeps it."
+        )
 
 
 def decode_object(text: str | bytes) -> JsonObject:
-    """Return the JSON object stored as ``text``."""
-    return cast("JsonObject", json.loads(text))
+    """Return the JSON object stored as ``text``.
+
+    Raises:
+        CorruptRecord: ``text`` is not a JSON object (a damaged or hand-edited row).
+    """
+    try:
+        value: object = json.loads(text)
+    except (ValueError, TypeError) as exc:  # JSONDecodeError, bad UTF-8, a NULL column
+        raise CorruptRecord(f"A stored payload is not valid JSON ({exc}).") from exc
+    if not isinstance(value, dict):
+        raise CorruptRecord(f"A stored payload is {type(value).__name__}, not a JSON object.")
+    return cast("JsonObject", value)
 
 
 def from_timestamp(seconds: float) -> datetime:
@@ -254,14 +320,22 @@ def from_timestamp(seconds: float) -> datetime:
 def stored_entry(
     seq: int, kind: str, schema_version: int, payload: str | bytes, recorded_at: float
 ) -> JournalEntry:
-    """A journal entry as a backend read or wrote it (``payload`` is the JSON text)."""
-    return JournalEntry(
-        seq=int(seq),
-        kind=cast("EntryKind", kind),
-        payload=decode_object(payload),
-        schema_version=schema_version,
-        recorded_at=from_timestamp(recorded_at),
-    )
+    """A journal entry as a backend read or wrote it (``payload`` is the JSON text).
+
+    Raises:
+        CorruptRecord: The row is damaged (its payload or its header).
+    """
+    try:
+        decoded = decode_object(payload)
+        return JournalEntry(
+            seq=int(seq),
+            kind=cast("EntryKind", str(kind)),
+            payload=decoded,
+            schema_version=int(schema_version),
+            recorded_at=from_timestamp(float(recorded_at)),
+        )
+    except (CorruptRecord, ValueError, TypeError, OverflowError, OSError) as exc:
+        raise CorruptRecord(f"Journal entry {seq} ({kind!r}) is damaged: {exc}", seq=seq) from exc
 
 
 def check_entries(entries: Sequence[NewEntry], expected_seq: int) -> list[str]:
@@ -310,6 +384,9 @@ def check_artifact(run_id: str, role: str, sensitivity: str, tags: Sequence[str]
         )
     if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
         raise UserError(f"tags must be a sequence of strings, got {tags!r}.")
+    check_text(role, "Artifact role")
+    for tag in tags:
+        check_text(tag, "Artifact tag")
 
 
 def new_artifact(  # noqa: PLR0917 - mirrors ArtifactStore.write
@@ -322,6 +399,8 @@ def new_artifact(  # noqa: PLR0917 - mirrors ArtifactStore.write
 ) -> Artifact:
     """A checked, timestamped artifact ready to store (UserError on bad input)."""
     check_artifact(run_id, role, sensitivity, tags)
+    check_text(run_id, "Artifact run_id")
+    check_text(content, "Artifact content")
     return Artifact(
         artifact_id=new_id("artifact"),
         run_id=run_id,
@@ -340,10 +419,13 @@ def check_session_entry(
     """Validate a session append before any side effect: (encoded payload, entry id)."""
     check_key(session_id, "session_id")
     check_key(kind, "kind")
+    if entry_id is not None:
+        check_key(entry_id, "entry_id")
     return encode_object(payload, "Session entry payload"), entry_id or new_id("entry")
 
 
 def check_key(key: str, what: str) -> None:
-    """Raise UserError on an empty identifier."""
-    if not isinstance(key, str) or not key:
+    """Raise UserError on an empty identifier, or one no store can encode."""
+    if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"{what} must be a non-empty string, got {key!r}.")
+    check_text(key, what)

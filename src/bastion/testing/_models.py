@@ -48,10 +48,17 @@ class Call:
     def __init__(
         self, name: str, args: dict[str, Any] | str | None = None, *, id: str | None = None
     ) -> None:
+        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"Call needs a non-empty tool name, got {name!r}.")
+        if args is not None and not isinstance(args, (dict, str)):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"Call({name!r}) args must be a dict or a JSON string, got {args!r}.")
         self.name = name
         self.args: dict[str, Any] | str = {} if args is None else args
         self.id = id
-        self.arguments = self.args if isinstance(self.args, str) else json.dumps(self.args)
+        try:
+            self.arguments = self.args if isinstance(self.args, str) else json.dumps(self.args)
+        except (TypeError, ValueError) as exc:
+            raise UserError(f"Call({name!r}) args are not JSON-serialisable: {exc}.") from exc
 
     def __repr__(self) -> str:
         return f"Call({self.name!r}, {self.args!r}, id={self.id!r})"
@@ -88,8 +95,45 @@ class Turn:
 TurnLike: TypeAlias = Turn | str
 
 
-def _as_turn(item: TurnLike) -> Turn:
-    return Turn(text=item) if isinstance(item, str) else item
+def _as_turn(item: object, index: int) -> Turn:
+    """The turn ``item`` stands for; UserError naming the turn when it is malformed."""
+    where = f"ScriptedModel turn {index}"
+    if isinstance(item, str):
+        return Turn(text=item)
+    if not isinstance(item, Turn):
+        is_list = type(item) is list
+        hint = " (wrap tool calls as Turn(tool_calls=[...]))" if is_list else ""
+        shown = repr(item)
+        raise UserError(
+            f"{where} is {type(item).__name__} {shown}{hint}; each turn must be a string "
+            "(the answer text) or a Turn."
+        )
+    _check_turn(item, where)
+    return item
+
+
+def _check_turn(turn: Turn, where: str) -> None:
+    text: object = turn.text
+    if not isinstance(text, str) and (
+        not isinstance(text, Sequence) or not all(isinstance(d, str) for d in text)  # pyright: ignore[reportUnknownVariableType]
+    ):
+        raise UserError(f"{where}: text must be a string or a list of strings, got {text!r}.")
+    calls: object = turn.tool_calls
+    if isinstance(calls, (str, Call)) or not isinstance(calls, Sequence):
+        raise UserError(f"{where}: tool_calls must be a list of Call, got {calls!r}.")
+    for call in calls:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(call, Call):
+            raise UserError(f"{where}: tool_calls holds {call!r}; use Call(name, args).")
+        if not isinstance(call.name, str) or not call.name:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"{where}: a Call needs a non-empty tool name, got {call.name!r}.")
+    usage: object = turn.usage
+    if usage is not None and not isinstance(usage, Usage):
+        raise UserError(f"{where}: usage must be a Usage, got {usage!r}.")
+    error: object = turn.error
+    if error is not None and not isinstance(error, ModelError):
+        raise UserError(f"{where}: error must be a ModelError, got {error!r}.")
+    if turn.error_after < 0:
+        raise UserError(f"{where}: error_after must be >= 0, got {turn.error_after!r}.")
 
 
 def _estimate_usage(request: ModelRequest, turn: Turn, text: str) -> Usage:
@@ -187,7 +231,11 @@ class ScriptedModel(_TestModel):
             yield_to_loop=yield_to_loop,
             record_requests=record_requests,
         )
-        self._script = [_as_turn(t) for t in script]
+        if isinstance(script, (str, Turn)) or not isinstance(script, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"ScriptedModel takes a list of turns (strings or Turn), got {script!r}."
+            )
+        self._script = [_as_turn(t, i) for i, t in enumerate(script)]
 
     @property
     def remaining(self) -> int:
@@ -253,7 +301,7 @@ class FunctionModel(_TestModel):
             result = self._function(request)
             if inspect.isawaitable(result):
                 result = await result
-            turn = _as_turn(result)
+            turn = _as_turn(result, index)
             chunks = _turn_chunks(turn, request, index)
             if not self._yield:
                 for chunk in chunks:

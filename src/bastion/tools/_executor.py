@@ -298,6 +298,8 @@ class ToolBatch:
         self.pending: list[ApprovalRequest] = []
         self._order: list[int] = []  # indices owed an end event, in call order
         self.emitted = 0
+        # Decisions a human gave on this batch's calls (asked live, or passed in on resume).
+        self.decided: dict[str, ApprovalDecision] = {}
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
         """Admit the calls, run those admitted, and yield their lifecycle events."""
@@ -479,6 +481,7 @@ class ToolBatch:
     def _apply_decision(
         self, p: _Prepared, decision: ApprovalDecision, *, timed_out: bool
     ) -> list[AgentEvent]:
+        self.decided[p.call.id] = decision
         event = ToolApprovalResolvedEvent(
             run_id=self._ctx.run_id,
             seq=self._next_seq(),

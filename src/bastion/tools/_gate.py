@@ -126,6 +126,9 @@ class ApprovalRequest:
         classification: The tool's classification (side effects, sensitivity, trust).
         reason: Why approval is needed (from an :class:`Ask` hook decision), if given.
         step: The step the call was made in.
+        digest: A digest of exactly this call (run, call id, tool, canonical arguments),
+            set when the run suspends; a decision may repeat it to bind itself to what
+            the human saw.
     """
 
     tool_call_id: str
@@ -134,6 +137,7 @@ class ApprovalRequest:
     classification: dict[str, Any] = field(default_factory=dict[str, Any])
     reason: str | None = None
     step: int = 0
+    digest: str | None = None
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -147,6 +151,8 @@ class ApprovalDecision:
         arguments: Edited arguments to run with instead (validated again).
         result: Mark the call done with this result instead of running it (for a call
             whose outcome is unknown after a crash, when a human knows it happened).
+        digest: The ``ApprovalRequest.digest`` the human decided on; when given, the
+            decision only applies to that exact call (a call changed since is refused).
     """
 
     tool_call_id: str
@@ -154,6 +160,7 @@ class ApprovalDecision:
     reason: str | None = None
     arguments: dict[str, Any] | None = None
     result: str | None = None
+    digest: str | None = None
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)

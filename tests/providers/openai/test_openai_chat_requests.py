@@ -11,6 +11,7 @@ from bastion import Agent, tool
 from bastion.core import (
     AssistantMessage,
     AudioPart,
+    AuthenticationFailed,
     FilePart,
     ImagePart,
     Message,
@@ -56,6 +57,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def chat_model(recorder: Recorder, **kwargs: Any) -> HttpModel:
+    kwargs.setdefault("api_key", "sk-test")
     return openai_chat_model("gpt-4.1-mini", http_client=recorder.client(), **kwargs)
 
 
@@ -231,7 +233,7 @@ async def test_audio_file_and_tool_only_assistant_turns() -> None:
     # Without tools, OpenAI rejects tool_choice, so it is not sent.
     assert "tool_choice" not in body
     assert "tools" not in body
-    assert "authorization" not in recorder.requests[0].headers
+    assert recorder.requests[0].headers["authorization"] == "Bearer sk-test"
 
 
 @pytest.mark.parametrize(
@@ -276,7 +278,7 @@ async def test_key_from_environment_and_registry(monkeypatch: pytest.MonkeyPatch
     #
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     recorder = Recorder()
-    model = chat_model(recorder)
+    model = openai_chat_model("gpt-4.1-mini", http_client=recorder.client())
     assert model.key == "openai:gpt-4.1-mini"
     await model.request(ModelRequest(messages=[UserMessage(content="hi")]))
     assert recorder.requests[0].headers["authorization"] == "Bearer sk-env"
@@ -402,3 +404,21 @@ def test_public_names_are_pinned() -> None:
         "openai_compatible_model",
         "preset_variables",
     ]
+
+
+async def test_a_missing_key_for_a_hosted_api_names_the_variable_before_sending(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    recorder = Recorder(sse(delta(content="hi")))
+    model = openai_chat_model("gpt-4.1-mini", http_client=recorder.client())
+    with pytest.raises(AuthenticationFailed, match="set OPENAI_API_KEY") as info:
+        await model.request(ModelRequest(messages=[UserMessage(content="hi")]))
+    assert not info.value.retryable
+    assert recorder.requests == []  # nothing was sent
+    local = openai_chat_model(
+        "llama", base_url="http://localhost:8000/v1", http_client=recorder.client()
+    )
+    response = await local.request(ModelRequest(messages=[UserMessage(content="hi")]))
+    assert response.message.text == "hi"  # a self-hosted server may take no key

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 
+from bastion.agent._binding import apply_edits, bind, check_bindings
 from bastion.agent._governance import held_calls
 from bastion.agent._scope import RunScope
 from bastion.agent._state import PendingApproval, RunState, SuspendedStep
@@ -30,7 +31,10 @@ def suspend_step(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]) -
     by_id = {call.id: call for call in calls}
     state.suspended = SuspendedStep(calls=list(calls))
     state.pending_approvals = [
-        PendingApproval(call=by_id[request.tool_call_id], step=state.step, request=request)
+        bind(
+            state.run_id,
+            PendingApproval(call=by_id[request.tool_call_id], step=state.step, request=request),
+        )
         for request in batch.pending
     ]
     state.status = "awaiting_approval"
@@ -42,6 +46,7 @@ def check_directive(state: RunState, directive: Directive | None) -> dict[str, A
     Raises:
         UserError: The run is not waiting for approvals, a pending call has no decision,
             or a decision names a call that is not pending.
+        ApprovalMismatch: A pending call is not the call its approval was asked for.
     """
     if state.status != "awaiting_approval" or (state.suspended is None and not state.interrupts):
         raise UserError(
@@ -64,6 +69,7 @@ def check_directive(state: RunState, directive: Directive | None) -> dict[str, A
             f"Run {state.run_id} waits for decisions on call(s) {missing}; pass "
             "directive=Directive(approvals=[ApprovalDecision(tool_call_id=..., granted=...)])."
         )
+    check_bindings(state, decisions)  # each decision applies to exactly the call it saw
     # A held call runs again once its interrupt is decided; the governor re-checks it.
     decisions.update({i: ApprovalDecision(tool_call_id=i, granted=True) for i in held})
     return decisions
@@ -122,6 +128,7 @@ async def resume_step(
         raise
     finally:
         record_outcomes(scope, batch, calls)  # into suspended.results: the step is still open
+        apply_edits(state, batch.decided)
         if batch.pending or held_back:
             _suspend_again(state, batch, held_back)
         else:
@@ -142,10 +149,13 @@ def _suspend_again(
     """
     before = {p.call.id: p for p in state.pending_approvals}
     state.pending_approvals = [
-        PendingApproval(
-            call=before[request.tool_call_id].call,
-            step=before[request.tool_call_id].step,
-            request=request,
+        bind(
+            state.run_id,
+            PendingApproval(
+                call=before[request.tool_call_id].call,
+                step=before[request.tool_call_id].step,
+                request=request,
+            ),
         )
         for request in batch.pending
     ]
