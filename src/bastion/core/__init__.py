@@ -23,6 +23,7 @@ from ._errors import (
     RunFailed,
     ScriptExhausted,
     SensitivityRefused,
+    StreamInterrupted,
     UserError,
 )
 from ._events import (
@@ -162,6 +163,7 @@ __all__ = [
     "StepEndEvent",
     "StepStartEvent",
     "StreamChunk",
+    "StreamInterrupted",
     "SubagentEvent",
     "SystemClock",
     "SystemMessage",

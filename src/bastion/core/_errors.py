@@ -16,6 +16,7 @@ mapped at the adapter boundary so that retry and fallback can decide on them::
         │   ├── BadRequest
         │   ├── ModelTimeout         (retryable)
         │   ├── ConnectionFailed     (retryable)
+        │   │   └── StreamInterrupted (the answer had started streaming when it broke)
         │   ├── MalformedResponse    (retryable: garbage, truncated or out-of-order stream)
         │   ├── SensitivityRefused   (fallback-eligible: the model may not see this data)
         │   └── ContentFiltered
@@ -47,6 +48,7 @@ __all__ = [
     "RunFailed",
     "ScriptExhausted",
     "SensitivityRefused",
+    "StreamInterrupted",
     "UserError",
 ]
 
@@ -150,6 +152,15 @@ class ConnectionFailed(ModelError):
     """The connection to the vendor could not be made or broke (reset, DNS, refused)."""
 
     retryable = True
+
+
+class StreamInterrupted(ConnectionFailed):
+    """The connection broke after the answer had started streaming.
+
+    Different from failing to connect: the vendor was reached and answered, then the stream
+    stopped before its end (a reset, a proxy cutting the body). Retried like any dropped
+    connection while nothing of the answer has reached the consumer.
+    """
 
 
 class MalformedResponse(ModelError):

@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._errors import UserError
 from ._messages import AssistantMessage, AssistantPart, Message, ReasoningPart, TextPart, ToolCall
 from ._usage import Usage
 
@@ -74,6 +75,21 @@ class ModelSettings:
     timeout: float | None = None
     stream: bool | None = None
     extra: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        timeout = self.timeout
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise UserError(
+                f"ModelSettings.timeout must be a positive number of seconds, got {timeout!r}."
+            )
+        choice = self.tool_choice
+        if choice is not None and (not isinstance(choice, str) or not choice.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                "ModelSettings.tool_choice must be 'auto', 'required', 'none' or a tool name, "
+                f"got {choice!r}."
+            )
 
 
 @dataclass(kw_only=True, slots=True)

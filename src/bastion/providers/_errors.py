@@ -15,15 +15,23 @@ from typing import Any, cast
 from bastion.core import (
     AuthenticationFailed,
     BadRequest,
+    ConnectionFailed,
     ContentFiltered,
     ContextLengthExceeded,
     ModelError,
     ModelTimeout,
     Overloaded,
     RateLimited,
+    StreamInterrupted,
 )
 
-__all__ = ["as_object", "error_from_status", "json_error_fields", "retry_after_seconds"]
+__all__ = [
+    "as_object",
+    "error_from_status",
+    "json_error_fields",
+    "retry_after_seconds",
+    "transport_error",
+]
 
 _CONTEXT_WORDS = (
     "context length",
@@ -109,3 +117,49 @@ def error_from_status(
     if status >= 500:
         return Overloaded(text, **kwargs)  # 500, 502, 503, 529 (Anthropic "overloaded")
     return BadRequest(text, **kwargs)
+
+
+def transport_error(
+    exc: BaseException,
+    *,
+    vendor: str,
+    url: str,
+    answered: bool,
+    chunks: int,
+    timeout: float | None,
+) -> ModelError:
+    """Map a failure of the connection itself (no HTTP status to go by) to the taxonomy.
+
+    The message says how far the call got, because the remedies differ: a host that cannot
+    be reached is a configuration problem, a stream cut after it started is the network or
+    a proxy, and a timeout is fixed with ``ModelSettings(timeout=...)``.
+
+    Args:
+        exc: The transport's exception (kept as the cause by the caller).
+        vendor: The vendor, for the message.
+        url: The URL the request went to.
+        answered: Whether the vendor had sent the status line and headers.
+        chunks: How many stream chunks had been parsed when it failed.
+        timeout: The seconds of the limit that ran out, or None when it was no timeout.
+    """
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if timeout is not None:
+        if not answered:
+            return ModelTimeout(
+                f"{vendor} at {url} did not answer within {timeout:g} s ({detail}). "
+                "Raise ModelSettings(timeout=...) if the server is just slow."
+            )
+        return ModelTimeout(
+            f"The stream from {vendor} stalled: no data for {timeout:g} s after "
+            f"{_chunks(chunks)} ({detail}). Raise ModelSettings(timeout=...) for slow servers."
+        )
+    if answered:
+        return StreamInterrupted(
+            f"The stream from {vendor} broke mid-way, after {_chunks(chunks)}: the "
+            f"connection ended before the answer was complete ({detail})."
+        )
+    return ConnectionFailed(f"Could not reach {vendor} at {url} ({detail}).")
+
+
+def _chunks(count: int) -> str:
+    return "1 chunk" if count == 1 else f"{count} chunks"

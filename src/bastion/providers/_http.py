@@ -18,17 +18,16 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from bastion.core import (
-    ConnectionFailed,
     FinishChunk,
     MalformedResponse,
     Model,
     ModelError,
     ModelRequest,
-    ModelTimeout,
     StreamChunk,
     UserError,
 )
 
+from ._errors import transport_error
 from ._framing import NDJSONDecoder, SSEDecoder, SSEEvent
 from ._names import ToolNameMap
 from ._profiles import ModelProfile, profile_for, with_cost
@@ -160,6 +159,8 @@ class HttpModel(Model):
             api_key = os.environ.get(protocol.api_key_env)
         self._api_key = api_key
         self._extra_headers = dict(headers or {})
+        if timeout <= 0:
+            raise UserError(f"timeout must be a positive number of seconds, got {timeout!r}.")
         self.timeout = timeout
         self._client = http_client
         self.profile = profile or profile_for(self.provider, name)
@@ -169,16 +170,21 @@ class HttpModel(Model):
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0))
-            )
+            self._client = httpx.AsyncClient(timeout=_timeout(self.timeout))
         return self._client
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
         """POST the request and stream the answer as chunks.
 
+        ``request.settings.timeout`` (seconds), when set, replaces the model's timeout for
+        this call: it bounds connecting, sending and every read of the answer.
+
         Raises:
-            ModelError: The mapped failure (HTTP status, transport or malformed stream).
+            ModelError: The mapped failure (HTTP status, transport or malformed stream):
+                :class:`~bastion.core.ModelTimeout` when connecting or a read took too
+                long, :class:`~bastion.core.ConnectionFailed` when the vendor could not be
+                reached, :class:`~bastion.core.StreamInterrupted` when the answer had
+                started and its connection broke.
         """
         import httpx
 
@@ -188,20 +194,31 @@ class HttpModel(Model):
         headers = {**protocol.headers(self._api_key), **self._extra_headers}
         url = f"{self.base_url}{protocol.path(self.name)}"
         client = self._http()
+        seconds = request.settings.timeout
+        timeout = _timeout(self.timeout if seconds is None else seconds)
+        progress = _Progress()
         try:
-            async with client.stream("POST", url, json=body, headers=headers) as response:
+            async with client.stream(
+                "POST", url, json=body, headers=headers, timeout=timeout
+            ) as response:
+                progress.answered = True
                 if response.status_code >= 400:
                     text = (await response.aread()).decode("utf-8", errors="replace")
                     raise protocol.error(response.status_code, text, response.headers)
-                async for chunk in self._decode(response, protocol.parser(names)):
+                async for chunk in self._decode(response, protocol.parser(names), progress):
                     yield chunk
-        except httpx.TimeoutException as exc:
-            raise ModelTimeout(f"{protocol.vendor} did not answer in time: {exc!r}") from exc
         except httpx.TransportError as exc:
-            raise ConnectionFailed(f"Could not reach {protocol.vendor} at {url}: {exc!r}") from exc
+            raise transport_error(
+                exc,
+                vendor=protocol.vendor,
+                url=url,
+                answered=progress.answered,
+                chunks=progress.chunks,
+                timeout=_limit_hit(exc, timeout),
+            ) from exc
 
     async def _decode(
-        self, response: httpx.Response, parser: StreamParser
+        self, response: httpx.Response, parser: StreamParser, progress: _Progress
     ) -> AsyncGenerator[StreamChunk, None]:
         decoder = SSEDecoder() if self.protocol.framing == "sse" else NDJSONDecoder()
         decode = decoder.feed
@@ -209,6 +226,7 @@ class HttpModel(Model):
         async for raw in response.aiter_bytes():  # decoded (gzip, br) like any body
             for item in decode(raw):
                 for chunk in feed(item):
+                    progress.chunks += 1
                     yield chunk
         for item in decoder.close():
             for chunk in feed(item):
@@ -220,6 +238,41 @@ class HttpModel(Model):
         if isinstance(chunk, FinishChunk) and chunk.usage.cost_usd is None:
             chunk.usage = with_cost(chunk.usage, self.profile)
         return chunk
+
+
+class _Progress:
+    """How far one call got: whether the vendor answered, how many chunks were parsed."""
+
+    __slots__ = ("answered", "chunks")
+
+    def __init__(self) -> None:
+        self.answered = False
+        self.chunks = 0
+
+
+def _timeout(seconds: float) -> httpx.Timeout:
+    """Limits of ``seconds`` for reads, writes and the pool; at most 30 s to connect.
+
+    A host that takes longer than 30 s to accept a connection is not coming.
+    """
+    import httpx
+
+    return httpx.Timeout(seconds, connect=min(seconds, 30.0))
+
+
+def _limit_hit(exc: httpx.TransportError, timeout: httpx.Timeout) -> float | None:
+    """The seconds of the limit ``exc`` ran into, or None when it is not a timeout."""
+    import httpx
+
+    if isinstance(exc, httpx.ConnectTimeout):
+        return timeout.connect
+    if isinstance(exc, httpx.ReadTimeout):
+        return timeout.read
+    if isinstance(exc, httpx.WriteTimeout):
+        return timeout.write
+    if isinstance(exc, httpx.PoolTimeout):
+        return timeout.pool
+    return None
 
 
 def sse_json(item: Any) -> Any:
