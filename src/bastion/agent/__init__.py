@@ -1,6 +1,14 @@
 """The agent: configuration, the run loop and its steps, results, hooks and guardrails."""
 
 from ._agent import Agent, HookFlags
+from ._fallback import (
+    FALLBACK_ERRORS,
+    TRANSPORT_ERRORS,
+    CircuitBreaker,
+    CircuitState,
+    FallbackPolicy,
+    OnFallback,
+)
 from ._guardrails import (
     GuardrailResult,
     InputGuardrail,
@@ -20,10 +28,15 @@ __all__ = [
     "Agent",
     "AgentHooks",
     "AgentStream",
+    "CircuitBreaker",
+    "CircuitState",
+    "FALLBACK_ERRORS",
+    "FallbackPolicy",
     "GuardrailResult",
     "HookFlags",
     "InputGuardrail",
     "LoopHooks",
+    "OnFallback",
     "OutputGuardrail",
     "OutputValidationError",
     "PendingApproval",
@@ -32,6 +45,7 @@ __all__ = [
     "RunResult",
     "RunState",
     "SuspendedStep",
+    "TRANSPORT_ERRORS",
     "ToolCallRecord",
     "default_retryable",
     "input_guardrail",

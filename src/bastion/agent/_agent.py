@@ -59,6 +59,7 @@ from bastion.tools import (
 )
 
 from ._as_tool import check_subagents, subagent_tool
+from ._fallback import FallbackPolicy
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink
 from ._journal import RunJournal
@@ -91,6 +92,7 @@ __all__ = ["Agent", "HookFlags"]
 
 Instructions = str | Callable[[RunContext[Any]], "str | Awaitable[str]"]
 _DEFAULT_RETRY = RetryConfig()
+_DEFAULT_FALLBACK = FallbackPolicy()
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -116,7 +118,10 @@ class Agent(Generic[DepsT, OutputT]):
         guardrails: Input and output guardrails, in the order they run.
         retry: Retry of transient model errors; ``None`` disables retrying.
         fallback_models: Models to try, in order, when a step fails on rate limits,
-            capacity or context length.
+            capacity or context length (or the errors ``fallback_policy`` names).
+        fallback_policy: Which errors move a step to the next fallback model, a circuit
+            breaker that skips models failing repeatedly, and an ``on_fallback`` hook
+            (:class:`FallbackPolicy`).
         max_steps: Most model calls in one run (alias of "max tool round trips").
         on_max_steps: ``fail`` (status ``failed``, code ``stop_condition``) or ``return``
             (status ``stopped`` with the last answer).
@@ -216,6 +221,7 @@ class Agent(Generic[DepsT, OutputT]):
         guardrails: Sequence[InputGuardrail | OutputGuardrail] = (),
         retry: RetryConfig | None = _DEFAULT_RETRY,
         fallback_models: Sequence[Model | str] = (),
+        fallback_policy: FallbackPolicy | None = None,
         max_steps: int = 50,
         on_max_steps: Literal["fail", "return"] = "fail",
         max_parallel_tools: int = 8,
@@ -345,6 +351,12 @@ class Agent(Generic[DepsT, OutputT]):
                 "@output_guardrail."
             )
         self.retry = retry
+        if fallback_policy is not None and not isinstance(fallback_policy, FallbackPolicy):
+            raise UserError(
+                f"Agent {name!r}: fallback_policy must be a FallbackPolicy, "
+                f"got {fallback_policy!r}."
+            )
+        self.fallback_policy = fallback_policy or _DEFAULT_FALLBACK
         self.max_steps = max_steps
         self.on_max_steps = on_max_steps
         self.max_parallel_tools = max_parallel_tools

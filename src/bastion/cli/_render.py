@@ -33,6 +33,7 @@ from bastion.core import (
     ContextCompactedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
+    ModelCircuitEvent,
     ModelFellbackEvent,
     ModelRetryEvent,
     ReasoningDeltaEvent,
@@ -189,6 +190,7 @@ class Renderer:
                 | ContextCompactedEvent()
                 | GovernanceEvent()
                 | GuardrailTrippedEvent()
+                | ModelCircuitEvent()
                 | ModelFellbackEvent()
                 | ModelRetryEvent()
                 | ToolApprovalRequestedEvent()

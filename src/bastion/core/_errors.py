@@ -19,6 +19,7 @@ mapped at the adapter boundary so that retry and fallback can decide on them::
         │   │   └── StreamInterrupted (the answer had started streaming when it broke)
         │   ├── MalformedResponse    (retryable: garbage, truncated or out-of-order stream)
         │   ├── SensitivityRefused   (fallback-eligible: the model may not see this data)
+        │   ├── CircuitOpen          (every model of the chain is resting after failures)
         │   └── ContentFiltered
         ├── ScriptExhausted          (a scripted test model ran out of turns)
         └── RunFailed                (raised by ``RunResult.raise_for_status``)
@@ -35,6 +36,7 @@ __all__ = [
     "AuthenticationFailed",
     "BadRequest",
     "BastionError",
+    "CircuitOpen",
     "ConcurrentRunError",
     "ConnectionFailed",
     "ContentFiltered",
@@ -176,6 +178,13 @@ class SensitivityRefused(ModelError):
     """
 
     fallback_eligible = True
+
+
+class CircuitOpen(ModelError):
+    """No call was made: every model the step could use has an open circuit breaker.
+
+    ``retry_after`` is the number of seconds until the first of them may be probed again.
+    """
 
 
 class ContentFiltered(ModelError):
