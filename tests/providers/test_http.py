@@ -12,6 +12,7 @@ import socket
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import httpx
 import pytest
 
 from bastion.core import (
@@ -166,3 +167,22 @@ def test_a_bad_timeout_is_a_user_error(bad: object) -> None:
 def test_a_bad_model_timeout_is_a_user_error() -> None:
     with pytest.raises(UserError, match="timeout must be a positive number"):
         openai_chat_model("gpt-4.1-mini", api_key="k", timeout=0)
+
+
+async def test_an_answer_without_usage_is_unreported_and_unpriced() -> None:
+    # covers issue 12 ("0 tokens" from a server that sent no usage reads as not reported)
+    body = EVENT + (
+        b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",'
+        b'"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    model = openai_chat_model("gpt-4.1-mini", api_key="k", http_client=client)  # priced model
+    response = await model.request(request())
+    assert response.message.text == "Hello"
+    usage = response.usage
+    assert (usage.requests, usage.unreported_requests, usage.cost_usd) == (1, 1, None)
+    assert usage.describe_tokens() == "tokens not reported"

@@ -275,7 +275,10 @@ class ResponseAssembler:
             finish = "tool_calls"
         usage = self.usage
         if usage.requests == 0:
-            usage = usage + Usage(requests=1)
+            # A finish chunk without usage (a server, or a custom model, that reports none)
+            # counts as one call whose usage is unknown, not as a free one.
+            unreported = 1 if usage.is_empty() else 0
+            usage = usage + Usage(requests=1, unreported_requests=unreported)
         return ModelResponse(
             message=AssistantMessage(
                 parts=self._parts,

@@ -24,6 +24,7 @@ from bastion.core import (
     ModelError,
     ModelRequest,
     StreamChunk,
+    Usage,
     UserError,
 )
 
@@ -235,8 +236,16 @@ class HttpModel(Model):
             yield self._priced(chunk)
 
     def _priced(self, chunk: StreamChunk) -> StreamChunk:
-        if isinstance(chunk, FinishChunk) and chunk.usage.cost_usd is None:
-            chunk.usage = with_cost(chunk.usage, self.profile)
+        """The finish chunk with its cost; usage the server never sent stays unpriced."""
+        if not isinstance(chunk, FinishChunk):
+            return chunk
+        usage = chunk.usage
+        if usage.total_tokens == 0 and usage.unreported_requests == 0:
+            # No answer of a real call is zero tokens long: the server sent no usage (or
+            # zeros in its place), whatever the adapter filled in.
+            chunk.usage = Usage(requests=1, unreported_requests=1)
+        elif usage.cost_usd is None and usage.unreported_requests == 0:
+            chunk.usage = with_cost(usage, self.profile)
         return chunk
 
 

@@ -233,7 +233,7 @@ async def test_tool_call_ids_from_ollama_are_kept_and_string_arguments_pass_verb
     assert [(c.id, c.name, c.arguments) for c in response.message.tool_calls] == [
         ("call_abc", "f", '{"a": 1}')
     ]
-    assert response.usage == Usage(requests=1)
+    assert response.usage == Usage(requests=1, unreported_requests=1)  # no counts sent
 
 
 TRANSCRIPTS = ["text.ndjson", "tool_call.ndjson", "two_tool_calls.ndjson", "thinking.ndjson"]

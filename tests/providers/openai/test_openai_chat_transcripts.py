@@ -359,7 +359,7 @@ async def test_finish_reason_without_done_is_accepted() -> None:
     chunks = await chunks_of(model_for([body]))
     assert chunks == [
         TextChunk(text="x"),
-        FinishChunk(finish_reason="content_filter", usage=Usage(requests=1, cost_usd=0.0)),
+        FinishChunk(finish_reason="content_filter", usage=Usage(requests=1, unreported_requests=1)),
     ]
 
 
