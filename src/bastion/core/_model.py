@@ -188,6 +188,7 @@ class ResponseAssembler:
 
     Consecutive text chunks join into one text part, consecutive reasoning chunks into one
     reasoning part; tool calls are keyed by id so interleaved calls assemble correctly.
+    Empty deltas are ignored, so how a server splits its answer never changes the result.
     """
 
     __slots__ = (
@@ -213,12 +214,17 @@ class ResponseAssembler:
         """Fold one chunk in."""
         parts = self._parts
         if chunk.type == "text":
+            text = chunk.text
+            if not text:  # servers send empty deltas; they must not split or add a part
+                return
             last = parts[-1] if parts else None
             if isinstance(last, TextPart):
-                last.text += chunk.text
+                last.text += text
             else:
-                parts.append(TextPart(text=chunk.text))
+                parts.append(TextPart(text=text))
         elif chunk.type == "reasoning":
+            if not (chunk.text or chunk.signature or chunk.redacted or chunk.provider_details):
+                return
             last = parts[-1] if parts else None
             if (
                 not isinstance(last, ReasoningPart)
