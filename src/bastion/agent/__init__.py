@@ -22,6 +22,7 @@ from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_t
 from ._result import RunResult, ToolCallRecord
 from ._retry import RetryConfig, default_retryable
 from ._state import PendingApproval, RunState, SuspendedStep
+from ._step_overrides import StepOverrides
 from ._stream import AgentStream
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "RetryConfig",
     "RunResult",
     "RunState",
+    "StepOverrides",
     "SuspendedStep",
     "TRANSPORT_ERRORS",
     "ToolCallRecord",

@@ -80,6 +80,7 @@ from ._setup import (
     resolve_model,
 )
 from ._state import RunState
+from ._step_overrides import TOOL_CHOICE_MODES
 from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
 from ._tiers import TierResolver
@@ -361,6 +362,13 @@ class Agent(Generic[DepsT, OutputT]):
         self.on_max_steps = on_max_steps
         self.max_parallel_tools = max_parallel_tools
         self.model_settings = model_settings or ModelSettings()
+        choice = self.model_settings.tool_choice
+        if choice not in (None, *TOOL_CHOICE_MODES) and choice not in self.tools:
+            raise UserError(
+                f"Agent {name!r}: model_settings.tool_choice={choice!r} is not one of its "
+                f"tools. Use 'auto', 'required', 'none' or one of: "
+                f"{', '.join(repr(t) for t in self.tools) or '(no tools)'}."
+            )
         self.deps = deps
         self.clock: Clock = clock or SystemClock()
         self.max_concurrent_runs = max_concurrent_runs

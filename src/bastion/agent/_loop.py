@@ -118,7 +118,11 @@ async def run_loop(
             flags = agent.hook_flags
             if flags.before_llm_call:
                 await before_llm_call(scope, request)
-            model = await choose_model(scope) if agent.tiers or flags.prepare_step else agent.model
+            model = (
+                await choose_model(scope, request)
+                if agent.tiers or flags.prepare_step
+                else agent.model
+            )
             event: AgentEvent = StepStartEvent(
                 run_id=scope.run_id, seq=scope.next_seq(), step=state.step, model=model.key
             )
