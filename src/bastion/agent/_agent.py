@@ -23,6 +23,7 @@ from bastion.core import (
     Message,
     Model,
     ModelSettings,
+    OutputMode,
     RunContext,
     SystemClock,
     ToolDefinition,
@@ -64,7 +65,7 @@ from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink
 from ._journal import RunJournal
 from ._loop import run_loop
-from ._output import OutputSchema
+from ._output import OUTPUT_MODES, OUTPUT_TOOL, OutputSchema
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
 from ._replay import load_run
@@ -114,6 +115,10 @@ class Agent(Generic[DepsT, OutputT]):
         output_type: ``str`` (default) or any type pydantic validates (a model, a
             dataclass, ``list[int]``, …); the answer is parsed into it.
         output_retries: How often an answer that does not parse is sent back for a fix.
+        output_mode: How the typed answer is asked for: ``native`` (the vendor's JSON-schema
+            mode), ``prompted`` (JSON mode, the schema in the system prompt) or ``tool``
+            (a ``final_result`` tool whose arguments are the answer). ``None`` (default):
+            what each step's model prefers, from its profile (``Model.output_mode``).
         hooks: Observers of the run (:class:`AgentHooks`).
         loop_hooks: Decision points in the loop (:class:`LoopHooks`).
         guardrails: Input and output guardrails, in the order they run.
@@ -217,6 +222,7 @@ class Agent(Generic[DepsT, OutputT]):
         tools: Sequence[Tool | Callable[..., Any]] = (),
         output_type: type[OutputT] | Any = str,
         output_retries: int = 1,
+        output_mode: OutputMode | None = None,
         hooks: AgentHooks | None = None,
         loop_hooks: LoopHooks | None = None,
         guardrails: Sequence[InputGuardrail | OutputGuardrail] = (),
@@ -341,6 +347,21 @@ class Agent(Generic[DepsT, OutputT]):
         self.output_type = output_type
         self.output_schema = None if output_type is str else OutputSchema(output_type)
         self.output_retries = output_retries
+        if output_mode is not None and output_mode not in OUTPUT_MODES:
+            raise UserError(
+                f"Agent {name!r}: unknown output_mode {output_mode!r}. "
+                f"Use one of: {', '.join(repr(m) for m in OUTPUT_MODES)}."
+            )
+        if output_mode is not None and self.output_schema is None:
+            raise UserError(
+                f"Agent {name!r}: output_mode={output_mode!r} needs an output_type other than str."
+            )
+        if output_mode == "tool" and OUTPUT_TOOL in self.tools:
+            raise UserError(
+                f"Agent {name!r}: output_mode='tool' answers with a {OUTPUT_TOOL!r} tool, "
+                "but one of the agent's tools has that name. Rename it."
+            )
+        self.output_mode: OutputMode | None = output_mode
         self.hooks = hooks
         self.loop_hooks = loop_hooks
         self.hook_flags = HookFlags.of(hooks, loop_hooks)

@@ -22,6 +22,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "OutputMode",
     "OutputSpec",
     "ReasoningChunk",
     "ResponseAssembler",
@@ -48,13 +49,25 @@ class ToolDefinition:
     strict: bool = False
 
 
+OutputMode: TypeAlias = Literal["native", "prompted", "tool"]
+"""How a structured answer is asked for: the vendor's JSON-schema mode (``native``), JSON
+mode with the schema in the prompt (``prompted``), or a final-answer tool (``tool``)."""
+
+
 @dataclass(kw_only=True, slots=True, frozen=True)
 class OutputSpec:
-    """A structured-output request: providers with a native JSON-schema mode use it."""
+    """A structured-output request, read by the adapter.
+
+    ``mode="native"``: send the schema in the vendor's JSON-schema response mode.
+    ``mode="prompted"``: the schema is already in the system prompt; ask only for a JSON
+    object (the vendor's JSON mode where it has one, else nothing) and never force a tool.
+    (The ``tool`` mode never reaches adapters: it is an ordinary tool of the request.)
+    """
 
     name: str
     json_schema: dict[str, Any]
     strict: bool = True
+    mode: Literal["native", "prompted"] = "native"
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -306,11 +319,19 @@ class Model(ABC):
     ``"<provider>:<name>"``, used for usage attribution and as the governance oracle key
     ``llm:<provider>:<name>``. ``accepts_sensitivity`` lists the data tiers the provider
     may receive (SPEC G-08); by default every tier.
+
+    ``stream`` must honour ``request.settings.stream``: when it is ``False``, make one
+    non-streaming call and yield the whole answer as chunks (the same kinds, in the same
+    order, just fewer of them). Failures are raised as :class:`~bastion.core.ModelError`
+    subclasses so retry and fallback can decide on them; ``docs/custom-models.md`` walks
+    through writing one, and ``bastion.testing.ModelConformance`` checks it.
     """
 
     provider: str = "unknown"
     name: str = "unknown"
     accepts_sensitivity: tuple[str, ...] = ("public", "internal", "secret")
+    output_mode: OutputMode = "native"
+    """The structured-output mode that works best with this model (agents may override)."""
     _key_cache: tuple[str, str, str] | None = None
 
     @property

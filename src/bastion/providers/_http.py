@@ -165,6 +165,8 @@ class HttpModel(Model):
         self.timeout = timeout
         self._client = http_client
         self.profile = profile or profile_for(self.provider, name)
+        mode = self.profile.output_mode
+        self.output_mode = mode or ("native" if self.profile.json_schema else "prompted")
         self.accepts_sensitivity = accepts_sensitivity
 
     def _http(self) -> httpx.AsyncClient:

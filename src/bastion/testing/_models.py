@@ -23,6 +23,7 @@ from bastion.core import (
     Model,
     ModelError,
     ModelRequest,
+    OutputMode,
     ReasoningChunk,
     ScriptExhausted,
     StreamChunk,
@@ -172,10 +173,21 @@ class _TestModel(Model):
     """What both test models share: counting, recording and yielding on each request."""
 
     def __init__(
-        self, *, name: str, provider: str, yield_to_loop: bool, record_requests: bool
+        self,
+        *,
+        name: str,
+        provider: str,
+        yield_to_loop: bool,
+        record_requests: bool,
+        output_mode: OutputMode = "native",
     ) -> None:
+        if output_mode not in ("native", "prompted", "tool"):
+            raise UserError(
+                f"output_mode must be 'native', 'prompted' or 'tool', got {output_mode!r}."
+            )
         self.name = name
         self.provider = provider
+        self.output_mode = output_mode
         self._yield = yield_to_loop
         self._record = record_requests
         self._count = 0
@@ -205,6 +217,8 @@ class ScriptedModel(_TestModel):
     Attributes:
         requests: Every request received, for assertions (unless ``record_requests`` is
             False, as benchmarks and long-running tests want: it grows with every call).
+        output_mode: The structured-output mode the model prefers (``output_mode=``), as a
+            provider profile would set it.
     """
 
     def __init__(
@@ -215,12 +229,14 @@ class ScriptedModel(_TestModel):
         provider: str = "test",
         yield_to_loop: bool = True,
         record_requests: bool = True,
+        output_mode: OutputMode = "native",
     ) -> None:
         super().__init__(
             name=name,
             provider=provider,
             yield_to_loop=yield_to_loop,
             record_requests=record_requests,
+            output_mode=output_mode,
         )
         self._script = [_as_turn(t) for t in script]
 
@@ -276,6 +292,7 @@ class FunctionModel(_TestModel):
         provider: str = "test",
         yield_to_loop: bool = True,
         record_requests: bool = True,
+        output_mode: OutputMode = "native",
     ) -> None:
         if (function is None) == (stream_function is None):
             raise UserError("FunctionModel needs exactly one of function or stream_function.")
@@ -284,6 +301,7 @@ class FunctionModel(_TestModel):
             provider=provider,
             yield_to_loop=yield_to_loop,
             record_requests=record_requests,
+            output_mode=output_mode,
         )
         self._function = function
         self._stream_function = stream_function

@@ -27,6 +27,7 @@ from bastion.core import (
     Message,
     ModelRequest,
     ModelSettings,
+    OutputSpec,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -65,7 +66,7 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
         {"name": names.wire(t.name), "description": t.description, "input_schema": t.parameters}
         for t in request.tools
     ]
-    output = request.output
+    output = _output_tool(request)
     if output is not None:
         tools.append(
             {
@@ -91,6 +92,12 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
     return body
 
 
+def _output_tool(request: ModelRequest) -> OutputSpec | None:
+    """The output spec sent as a forced tool; a prompted one is in the system prompt only."""
+    output = request.output
+    return output if output is not None and output.mode == "native" else None
+
+
 def _thinking_enabled(settings: ModelSettings) -> bool:
     thinking = as_object((settings.extra or {}).get("thinking"))
     return thinking is not None and thinking.get("type") == "enabled"
@@ -100,14 +107,15 @@ def _tool_choice(request: ModelRequest, names: ToolNameMap) -> Block | None:
     settings = request.settings
     wanted = settings.tool_choice
     choice: Block | None
-    if request.output is not None and wanted != "none":
+    output = _output_tool(request)
+    if output is not None and wanted != "none":
         # Extended thinking rejects forced tool use; then the output tool is only offered.
         if _thinking_enabled(settings):
             choice = {"type": "auto"}
         elif request.tools:
             choice = {"type": "any"}  # a real tool or the answer, never bare text
         else:
-            choice = {"type": "tool", "name": names.wire(request.output.name)}
+            choice = {"type": "tool", "name": names.wire(output.name)}
     elif wanted is None:
         choice = None
     elif wanted == "auto":

@@ -79,7 +79,9 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
                 function["strict"] = True
             tools.append({"type": "function", "function": function})
         body["tools"] = tools
-    if request.output is not None:
+    if request.output is not None and request.output.mode == "prompted":
+        body["response_format"] = {"type": "json_object"}  # the schema is in the prompt
+    elif request.output is not None:
         body["response_format"] = {
             "type": "json_schema",
             "json_schema": {
