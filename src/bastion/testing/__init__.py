@@ -1,4 +1,4 @@
-"""Test doubles for Bastion and for your own tests: scripted models and a virtual clock."""
+"""Test doubles for Bastion and your own tests: scripted models, clock, conformance suites."""
 
 from typing import TYPE_CHECKING
 
@@ -6,12 +6,17 @@ from ._clock import VirtualClock
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 
 if TYPE_CHECKING:
+    from ._model_conformance import SCENARIOS, ModelConformance, Scenario, ScenarioSpec
     from ._store_conformance import ProcessStoreConformance, StoreConformance
 
 __all__ = [
     "Call",
     "FunctionModel",
+    "ModelConformance",
     "ProcessStoreConformance",
+    "SCENARIOS",
+    "Scenario",
+    "ScenarioSpec",
     "ScriptedModel",
     "StoreConformance",
     "Turn",
@@ -21,9 +26,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # The store conformance suites import pytest, so they load on first use only.
+    # The conformance suites import pytest, so they load on first use only.
     if name in {"ProcessStoreConformance", "StoreConformance"}:
         from . import _store_conformance
 
         return getattr(_store_conformance, name)
+    if name in {"SCENARIOS", "ModelConformance", "Scenario", "ScenarioSpec"}:
+        from . import _model_conformance
+
+        return getattr(_model_conformance, name)
     raise AttributeError(f"module 'bastion.testing' has no attribute {name!r}")
