@@ -16,7 +16,7 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import pytest
 
@@ -149,7 +149,7 @@ _ERRORS: list[Scenario] = [
     "context_length",
     "broken_stream",
 ]
-_ANSWERS: list[Scenario] = ["text", "tool_call", "parallel_tool_calls", "reasoning"]
+_ANSWERS: list[Scenario] = ["text", "tool_call", "parallel_tool_calls"]
 
 
 def _request(stream: bool | None, *history: Any) -> ModelRequest:
@@ -171,7 +171,8 @@ class ModelConformance(ABC):
     """Behaviour every model class must show; subclass as ``Test…``.
 
     Implement :meth:`make_model` and :meth:`sent`; the tests run with pytest-asyncio
-    (``asyncio_mode = "auto"``).
+    (``asyncio_mode = "auto"``). A model without reasoning sets ``supports_reasoning =
+    False``: it is then checked to accept a history holding another model's reasoning.
 
     Example::
 
@@ -182,6 +183,8 @@ class ModelConformance(ABC):
             def sent(self, model):
                 return model.last_body
     """
+
+    supports_reasoning: ClassVar[bool] = True
 
     @abstractmethod
     def make_model(self, *scenarios: Scenario) -> Model:
@@ -233,9 +236,11 @@ class ModelConformance(ABC):
         assert response.finish_reason == ("tool_calls" if spec.tool_calls else "stop")
         assert not response.incomplete_tool_calls
 
-    @pytest.mark.parametrize("scenario", _ANSWERS)
+    @pytest.mark.parametrize("scenario", [*_ANSWERS, "reasoning"])
     async def test_streamed_and_whole_answers_are_the_same(self, scenario: Scenario) -> None:
         """``ModelSettings(stream=False)`` changes how the answer travels, not what it is."""
+        if scenario == "reasoning" and not self.supports_reasoning:
+            scenario = "text"
         _, streamed = await _collect(self.make_model(scenario), _request(None))
         _, whole = await _collect(self.make_model(scenario), _request(False))
         assert _shape(whole.message) == _shape(streamed.message)
@@ -244,19 +249,44 @@ class ModelConformance(ABC):
 
     # -- reasoning -----------------------------------------------------------------------
 
+    @pytest.mark.parametrize("stream", [None, False], ids=["streamed", "whole"])
+    async def test_reasoning_arrives_as_a_part_with_its_opaque_data(
+        self, stream: bool | None
+    ) -> None:
+        """Reasoning is a part of its own, before the answer, with what the vendor needs back."""
+        if not self.supports_reasoning:
+            _, response = await _collect(self.make_model("text"), _request(stream))
+            assert not any(isinstance(p, ReasoningPart) for p in response.message.parts)
+            return
+        _, response = await _collect(self.make_model("reasoning"), _request(stream))
+        parts = response.message.parts
+        assert [p.type for p in parts] == ["reasoning", "text"]
+        reasoning = parts[0]
+        assert isinstance(reasoning, ReasoningPart)
+        assert reasoning.text == SCENARIOS["reasoning"].reasoning
+        assert reasoning.signature or reasoning.provider_details, "no opaque reasoning data"
+        assert response.message.text == SCENARIOS["reasoning"].text
+
     async def test_reasoning_round_trips_byte_exact(self) -> None:
-        """Reasoning arrives as a part with its opaque data, and goes back as it came."""
-        model = self.make_model("reasoning", "text")
+        """Reasoning sent back in the history goes on the wire as it came.
+
+        A model without reasoning must accept a history holding another model's reasoning.
+        """
+        first_scenario: Scenario = "reasoning" if self.supports_reasoning else "text"
+        model = self.make_model(first_scenario, "text")
         _, first = await _collect(model, _request(None))
-        reasoning = [p for p in first.message.parts if isinstance(p, ReasoningPart)]
-        assert [p.text for p in reasoning] == [SCENARIOS["reasoning"].reasoning]
-        opaque = reasoning[0].signature or reasoning[0].provider_details
-        assert opaque, "the reasoning part carries no signature or provider details"
-        history = [UserMessage(content="Hello"), first.message, UserMessage(content="Thanks")]
+        message = first.message
+        if not self.supports_reasoning:  # another model's reasoning in the history
+            foreign = ReasoningPart(text="Earlier thought.", signature="sig-from-elsewhere")
+            message = AssistantMessage(parts=[foreign, *message.parts])
+        reasoning = next(p for p in message.parts if isinstance(p, ReasoningPart))
+        history = [UserMessage(content="Hello"), message, UserMessage(content="Thanks")]
         _, second = await _collect(model, _request(None, *history))
         assert second.message.text == SCENARIOS["text"].text
+        if not self.supports_reasoning:
+            return
         sent = self.sent(model)
-        for value in _opaque_strings(reasoning[0]):
+        for value in _opaque_strings(reasoning):
             assert value in sent or json.dumps(value)[1:-1] in sent, (
                 f"the opaque reasoning value {value[:40]!r} was not sent back"
             )
