@@ -85,6 +85,47 @@ def json_error_fields(body: str) -> tuple[str, str | None]:
     return message, None if code is None else str(code)
 
 
+_REQUEST_ERROR_TYPES = frozenset(
+    {
+        "invalid_request_error",
+        "invalid_request",
+        "badrequesterror",
+        "bad_request",
+        "validation_error",
+        "invalid_argument",
+        "unprocessableentityerror",
+    }
+)
+
+
+def _status_in_body(body: str, code: str | None) -> int | None:
+    """The 4xx status a body reports for itself, or None when it reports none.
+
+    Read from a numeric ``code``/``status`` (vLLM's ``"code": 400``), a request-error
+    ``type`` (``invalid_request_error``, ``BadRequestError``), or FastAPI's validation
+    ``detail`` list.
+    """
+    try:
+        data: object = json.loads(body)
+    except ValueError:
+        return None
+    outer = as_object(data) or {}
+    inner = as_object(outer.get("error")) or {}
+    for fields in (inner, outer):
+        for key in ("code", "status", "status_code"):
+            value = fields.get(key)
+            if isinstance(value, str) and value.isdigit():
+                value = int(value)
+            if isinstance(value, int) and 400 <= value < 500:
+                return value
+    kinds = {str(f.get("type", "")).lower() for f in (inner, outer)} | {(code or "").lower()}
+    if kinds & _REQUEST_ERROR_TYPES:
+        return 400
+    if isinstance(outer.get("detail"), list):  # FastAPI / pydantic request validation
+        return 422
+    return None
+
+
 def as_object(value: object) -> dict[str, Any] | None:
     """``value`` as a JSON object, or None when it is not one."""
     return cast("dict[str, Any]", value) if isinstance(value, dict) else None
@@ -104,6 +145,10 @@ def error_from_status(
         "retry_after": retry_after_seconds(headers),
     }
     lowered = f"{message} {code or ''}".lower()
+    if status >= 500 or status == 200:
+        # A server error (or an error event inside a 200 stream) whose body says the request
+        # was invalid or rate limited: the body knows better than the status.
+        status = _status_in_body(body, code) or status
     if status == 429:
         return RateLimited(text, **kwargs)
     if status in (401, 403):
