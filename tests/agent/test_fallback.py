@@ -33,6 +33,24 @@ def outage(n: int) -> list[Turn]:
     return [Turn(error=ConnectionFailed("Could not reach vendor"))] * n
 
 
+def fallback_agent(
+    primary: ScriptedModel,
+    backup: ScriptedModel,
+    policy: FallbackPolicy,
+    *,
+    retry: RetryConfig | None = None,
+    clock: VirtualClock | None = None,
+) -> Agent[Any, str]:
+    return Agent(
+        "a",
+        model=primary,
+        fallback_models=[backup],
+        retry=retry,
+        clock=clock,
+        fallback_policy=policy,
+    )
+
+
 async def events_of(agent: Agent[Any, Any], prompt: str = "go") -> list[AgentEvent]:
     return [e async for e in agent.stream(prompt)]
 
@@ -58,12 +76,8 @@ async def test_transport_errors_fall_back_when_the_policy_names_them(error: Exce
     # covers issue 12 (ConnectionFailed / ModelTimeout as fallback options)
     primary = ScriptedModel([Turn(error=error)], name="primary")  # pyright: ignore[reportArgumentType]
     backup = ScriptedModel(["from backup"], name="backup")
-    agent = Agent(
-        "a",
-        model=primary,
-        fallback_models=[backup],
-        retry=None,
-        fallback_policy=FallbackPolicy(on=(*FALLBACK_ERRORS, *TRANSPORT_ERRORS)),
+    agent = fallback_agent(
+        primary, backup, FallbackPolicy(on=(*FALLBACK_ERRORS, *TRANSPORT_ERRORS))
     )
     events = await events_of(agent)
     assert brief(events)[:3] == [
@@ -78,14 +92,7 @@ async def test_transport_errors_fall_back_when_the_policy_names_them(error: Exce
 async def test_a_custom_set_can_exclude_the_default_errors() -> None:
     primary = ScriptedModel([Turn(error=Overloaded("busy", status=503))], name="primary")
     backup = ScriptedModel(["from backup"], name="backup")
-    agent = Agent(
-        "a",
-        model=primary,
-        fallback_models=[backup],
-        retry=None,
-        fallback_policy=FallbackPolicy(on=TRANSPORT_ERRORS),
-    )
-    result = await agent.run("go")
+    result = await fallback_agent(primary, backup, FallbackPolicy(on=TRANSPORT_ERRORS)).run("go")
     assert result.status == "failed"
     assert "Overloaded" in (result.error.message if result.error else "")
 
@@ -121,13 +128,8 @@ async def test_a_fatal_error_does_not_fall_back_even_with_transport_errors_on() 
     # covers §3.3 scenario 17 (a fatal error throws immediately)
     primary = ScriptedModel([Turn(error=BadRequest("bad field", status=400))], name="primary")
     backup = ScriptedModel(["from backup"], name="backup")
-    agent = Agent(
-        "a",
-        model=primary,
-        fallback_models=[backup],
-        fallback_policy=FallbackPolicy(on=(*FALLBACK_ERRORS, *TRANSPORT_ERRORS)),
-    )
-    result = await agent.run("go")
+    policy = FallbackPolicy(on=(*FALLBACK_ERRORS, *TRANSPORT_ERRORS))
+    result = await fallback_agent(primary, backup, policy, retry=RetryConfig()).run("go")
     assert result.status == "failed"
     assert backup.remaining == 1
 
@@ -135,14 +137,8 @@ async def test_a_fatal_error_does_not_fall_back_even_with_transport_errors_on() 
 def breaker_agent(
     primary: ScriptedModel, backup: ScriptedModel, breaker: CircuitBreaker, clock: VirtualClock
 ) -> Agent[Any, str]:
-    return Agent(
-        "a",
-        model=primary,
-        fallback_models=[backup],
-        retry=None,
-        clock=clock,
-        fallback_policy=FallbackPolicy(on=TRANSPORT_ERRORS, circuit_breaker=breaker),
-    )
+    policy = FallbackPolicy(on=TRANSPORT_ERRORS, circuit_breaker=breaker)
+    return fallback_agent(primary, backup, policy, clock=clock)
 
 
 async def test_an_open_circuit_is_skipped_by_later_runs_until_a_probe_succeeds() -> None:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-import httpx
 import pytest
 from pydantic import BaseModel
 
 from bastion import Agent, tool
 from bastion.core import SystemMessage, ToolMessage, UserError, UserMessage
 from bastion.providers import HttpModel, ModelProfile
-from bastion.providers.openai import ChatCompletionsProtocol, openai_chat_model
+from bastion.providers.openai import ChatCompletionsProtocol
 from bastion.testing import Call, ScriptedModel, Turn
-from tests.agent.conftest import brief
+from tests.agent.conftest import brief, chat_model_answering
 
 
 class City(BaseModel):
@@ -168,19 +166,7 @@ def test_profiles_pick_the_mode_of_http_models() -> None:
 
 
 async def test_prompted_mode_asks_the_wire_for_json_mode_not_a_schema() -> None:
-    bodies: list[dict[str, Any]] = []
-    answer = (
-        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":'
-        b'[{"index":0,"delta":{"content":"{\\"name\\": \\"Lyon\\", \\"population\\": 1}"},'
-        b'"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
-    )
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        bodies.append(json.loads(request.content))
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=answer)
-
-    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    model = openai_chat_model("gpt-4.1-mini", api_key="k", http_client=client)
+    model, bodies = chat_model_answering('{"name": "Lyon", "population": 1}')
     agent = Agent("a", model=model, output_type=City, output_mode="prompted", retry=None)
     result = await agent.run("city?")
     assert result.output == City(name="Lyon", population=1)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-import httpx
 import pytest
 
 from bastion import Agent, LoopHooks, ModelSettings, RunContext, tool
 from bastion.agent import StepOverrides
 from bastion.core import UserError
-from bastion.providers.openai import openai_chat_model
 from bastion.testing import Call, ScriptedModel, Turn
+from tests.agent.conftest import chat_model_answering
 
 
 @tool(side_effect_class="pure")
@@ -68,18 +66,7 @@ async def test_prepare_step_sets_tool_choice_tools_and_settings_per_step() -> No
 
 async def test_a_named_tool_choice_reaches_the_wire() -> None:
     # covers issue 12 (tool_choice passed through to the vendor request)
-    bodies: list[dict[str, Any]] = []
-    answer = (
-        b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":'
-        b'[{"index":0,"delta":{"content":"3"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
-    )
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        bodies.append(json.loads(request.content))
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=answer)
-
-    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    model = openai_chat_model("gpt-4.1-mini", api_key="k", http_client=client)
+    model, bodies = chat_model_answering("3")
 
     class ForceMul(LoopHooks):
         def prepare_step(self, ctx: RunContext[Any], step: int) -> StepOverrides:

@@ -141,14 +141,7 @@ WEATHER = ToolDefinition(
     },
 )
 
-_ERRORS: list[Scenario] = [
-    "rate_limited",
-    "overloaded",
-    "bad_request",
-    "authentication",
-    "context_length",
-    "broken_stream",
-]
+_ERRORS: list[Scenario] = [name for name, spec in SCENARIOS.items() if spec.error is not None]
 _ANSWERS: list[Scenario] = ["text", "tool_call", "parallel_tool_calls"]
 
 

@@ -169,6 +169,13 @@ def _whole(chunks: Sequence[StreamChunk]) -> list[StreamChunk]:
     return whole
 
 
+def _whole_answer(turn: Turn, chunks: Sequence[StreamChunk]) -> list[StreamChunk]:
+    """A turn answered without streaming: its error before any chunk, else ``_whole``."""
+    if turn.error is not None:
+        raise turn.error
+    return _whole(chunks)
+
+
 class _TestModel(Model):
     """What both test models share: counting, recording and yielding on each request."""
 
@@ -256,9 +263,7 @@ class ScriptedModel(_TestModel):
         turn = self._script[index]
         chunks = _turn_chunks(turn, request, index)
         if request.settings.stream is False:
-            if turn.error is not None:
-                raise turn.error
-            for chunk in _whole(chunks):
+            for chunk in _whole_answer(turn, chunks):
                 yield chunk
             return
         for chunk in chunks:
@@ -316,9 +321,7 @@ class FunctionModel(_TestModel):
             turn = _as_turn(result)
             chunks = _turn_chunks(turn, request, index)
             if request.settings.stream is False:
-                if turn.error is not None:
-                    raise turn.error
-                for chunk in _whole(chunks):
+                for chunk in _whole_answer(turn, chunks):
                     yield chunk
                 return
             if not self._yield:
