@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
+
+import httpx
 
 from bastion.core import AgentEvent
+from bastion.providers import HttpModel
+from bastion.providers.openai import openai_chat_model
 
 
 def kinds(events: Sequence[AgentEvent]) -> list[str]:
@@ -45,3 +51,24 @@ def brief(events: Sequence[AgentEvent]) -> list[str]:
             case _:
                 lines.append(e.type)
     return lines
+
+
+def chat_model_answering(text: str) -> tuple[HttpModel, list[dict[str, Any]]]:
+    """An OpenAI Chat Completions model over MockTransport that streams ``text`` to every
+    call, and the list the JSON body of each request is recorded in."""
+    bodies: list[dict[str, Any]] = []
+    chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}],
+    }
+    answer = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=answer)
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    return openai_chat_model("gpt-4.1-mini", api_key="k", http_client=client), bodies

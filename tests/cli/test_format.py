@@ -44,3 +44,20 @@ def test_format_summary_counts_with_plurals_and_shows_cost_when_known():
     assert format_summary(
         status="failed", steps=3, tool_calls=0, usage=usage, duration=2
     ) == snapshot("failed · 3 steps · 0 tool calls · 1,234 tokens · $0.0123 · 2.00 s")
+
+
+def test_format_summary_says_not_reported_instead_of_zero_tokens():
+    # covers issue 12 ("0 tokens" when a server reports no usage reads "not reported")
+    unreported = Usage(requests=2, unreported_requests=2, cost_usd=0.0)
+    assert format_summary(
+        status="completed", steps=2, tool_calls=1, usage=unreported, duration=0.05
+    ) == snapshot("completed · 2 steps · 1 tool call · tokens not reported · 50 ms")
+    partly = Usage(
+        prompt_tokens=1000, completion_tokens=234, requests=3, unreported_requests=1, cost_usd=0.01
+    )
+    assert format_summary(
+        status="completed", steps=3, tool_calls=2, usage=partly, duration=0.05
+    ) == snapshot(
+        "completed · 3 steps · 2 tool calls · ≥ 1,234 tokens (1 call not reported) · "
+        "≥ $0.0100 · 50 ms"
+    )

@@ -18,6 +18,7 @@ from bastion.core import (
     ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
+    ModelCircuitEvent,
     ModelFellbackEvent,
     ModelRetryEvent,
     ReasoningDeltaEvent,
@@ -249,6 +250,15 @@ def one_of_each_event() -> list[AgentEvent]:
             next_model="test:backup",
             error="RateLimited",
         ),
+        ModelCircuitEvent(
+            run_id=RUN,
+            seq=next(seq),
+            model=MODEL,
+            state="open",
+            failures=3,
+            cool_down=30.0,
+            error="ConnectionFailed: down",
+        ),
         AgentCancellingEvent(run_id=RUN, seq=next(seq), drain=True),
         AgentErrorEvent(
             run_id=RUN, seq=next(seq), code="guardrail_blocked", message="Output blocked by 'pii'."
@@ -279,6 +289,7 @@ Hi
   ⚖ tool:transfer denied: outside trading hours
   ↻ test:scripted failed (Overloaded('busy')); retry 2 in 1.50 s
   ⤳ falling back from test:scripted to test:backup (RateLimited)
+  ○ test:scripted circuit open after 3 failure(s); skipped for 30.00 s
   ■ cancelling: finishing the current step
 ✗ guardrail_blocked: Output blocked by 'pii'.
 ✗ failed · 1 step · 2 tool calls · 0 tokens · 250 ms

@@ -1,5 +1,6 @@
 """The model protocol: ``ResponseAssembler`` and ``Model.request`` draining ``stream``."""
 
+import itertools
 from collections.abc import AsyncGenerator
 
 from hypothesis import given, settings
@@ -219,3 +220,83 @@ async def test_request_drains_stream_into_one_response():
     assert response.usage.requests == 1
     assert model.key == "unit:two"
     assert repr(model) == "_TwoChunks('unit:two')"
+
+
+def _pieces(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` cut at random places (empty pieces included: servers send them)."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+Segment = tuple[str, str, str | None]  # (kind, text, signature)
+
+
+@st.composite
+def responses(draw: st.DrawFn) -> tuple[list[Segment], list[tuple[str, str]]]:
+    """A response: alternating text and reasoning segments, then tool calls (id → args)."""
+    kinds = draw(st.lists(st.sampled_from(["text", "reasoning"]), max_size=4))
+    segments: list[Segment] = []
+    for kind in kinds:
+        if segments and segments[-1][0] == kind:
+            continue  # adjacent segments of one kind are one part: keep them apart
+        text = draw(st.text(min_size=1, max_size=12))
+        signature = (
+            draw(st.none() | st.text(min_size=1, max_size=8)) if kind == "reasoning" else None
+        )
+        segments.append((kind, text, signature))
+    count = draw(st.integers(0, 3))
+    calls = [(f"call_{i}", draw(st.text(max_size=20))) for i in range(count)]
+    return segments, calls
+
+
+@st.composite
+def chunkings(draw: st.DrawFn) -> tuple[list[StreamChunk], list[StreamChunk]]:
+    """One response as its fewest chunks, and as a random chunking of the same content."""
+    segments, calls = draw(responses())
+    usage = Usage(prompt_tokens=draw(st.integers(1, 99)), completion_tokens=3, requests=1)
+    whole: list[StreamChunk] = []
+    split: list[StreamChunk] = []
+    for kind, text, signature in segments:
+        if kind == "text":
+            whole.append(TextChunk(text=text))
+            split += [TextChunk(text=p) for p in _pieces(draw, text)]
+        else:
+            whole.append(ReasoningChunk(text=text, signature=signature))
+            split += [ReasoningChunk(text=p) for p in _pieces(draw, text)]
+            if signature is not None:  # the signature comes last, on an empty chunk
+                split.append(ReasoningChunk(signature=signature))
+    queues: dict[str, list[StreamChunk]] = {}
+    for call_id, arguments in calls:
+        whole += [
+            ToolCallStartChunk(id=call_id, name="t"),
+            ToolCallDeltaChunk(id=call_id, arguments_delta=arguments),
+            ToolCallEndChunk(id=call_id),
+        ]
+        queues[call_id] = [
+            ToolCallStartChunk(id=call_id, name="t"),
+            *(ToolCallDeltaChunk(id=call_id, arguments_delta=p) for p in _pieces(draw, arguments)),
+            ToolCallEndChunk(id=call_id),
+        ]
+    while any(queues.values()):  # calls interleave, each in its own order
+        ready = [k for k, q in queues.items() if q]
+        call_id = draw(st.sampled_from(ready))
+        if queues[call_id][0].type == "tool_call_start":  # starts keep the calls' order
+            call_id = next(k for k in ready if k <= call_id and queues[k])
+        split.append(queues[call_id].pop(0))
+    for _ in range(draw(st.integers(0, 3))):  # empty deltas anywhere, as servers send them
+        empty = draw(st.sampled_from([TextChunk(text=""), ReasoningChunk()]))
+        split.insert(draw(st.integers(0, len(split))), empty)
+    finish = FinishChunk(finish_reason="stop", usage=usage)
+    return [*whole, finish], [*split, finish]
+
+
+@settings(max_examples=300, deadline=None)
+@given(chunkings())
+def test_any_chunking_assembles_the_same_response(
+    case: tuple[list[StreamChunk], list[StreamChunk]],
+):
+    # covers issue 12 (any chunking of a response assembles the same ModelResponse)
+    whole, split = case
+    expected = assemble(*whole).response()
+    assert assemble(*split).response() == expected

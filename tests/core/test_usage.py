@@ -1,6 +1,6 @@
 """Usage arithmetic and aliases (SPEC C2)."""
 
-from bastion.core import Usage
+from bastion.core import FinishChunk, ResponseAssembler, TextChunk, Usage
 
 
 def test_total_is_prompt_plus_completion_and_excludes_reasoning():
@@ -86,3 +86,28 @@ def test_is_empty_until_something_is_counted():
     assert Usage(provider_metrics={"raw": 1}).is_empty()
     assert not Usage(requests=1).is_empty()
     assert not Usage(cost_usd=0.01).is_empty()
+
+
+def test_describe_tokens_never_shows_zero_for_unreported_usage() -> None:
+    # covers issue 12 (unreported usage reads "not reported")
+    assert Usage(prompt_tokens=10, completion_tokens=5, requests=1).describe_tokens() == (
+        "15 tokens"
+    )
+    assert Usage(requests=1, unreported_requests=1).describe_tokens() == "tokens not reported"
+    assert not Usage(requests=1, unreported_requests=1).reported
+    summed = Usage(prompt_tokens=10, requests=1) + Usage(requests=1, unreported_requests=1)
+    assert summed.reported
+    assert summed.describe_tokens() == "≥ 10 tokens (1 call not reported)"
+    assert Usage().describe_tokens() == "0 tokens"  # no call at all: nothing to report
+
+
+def test_a_finish_without_usage_counts_as_one_unreported_call() -> None:
+    # covers issue 12 (a model whose server sent no usage)
+    assembler = ResponseAssembler("test:m")
+    assembler.add(TextChunk(text="hi"))
+    assembler.add(FinishChunk(finish_reason="stop"))
+    usage = assembler.response().usage
+    assert (usage.requests, usage.unreported_requests) == (1, 1)
+    reported = ResponseAssembler("test:m")
+    reported.add(FinishChunk(finish_reason="stop", usage=Usage(prompt_tokens=3)))
+    assert reported.response().usage.unreported_requests == 0

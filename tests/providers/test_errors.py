@@ -86,3 +86,35 @@ async def test_openai_insufficient_quota_is_not_retried() -> None:
     for error in (http_error(429, body, {}, vendor="openai"), responses_error(429, body, {})):
         assert isinstance(error, RateLimited)
         assert error.retryable is False
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        # vLLM: an error object carrying the real status as "code"
+        (
+            500,
+            '{"object": "error", "message": "max_tokens must be at least 1", '
+            '"type": "BadRequestError", "code": 400}',
+            BadRequest,
+        ),
+        (500, '{"error": {"message": "bad field", "type": "invalid_request_error"}}', BadRequest),
+        (500, '{"detail": [{"loc": ["body", "messages"], "msg": "Field required"}]}', BadRequest),
+        (503, '{"error": {"message": "slow down", "code": 429}}', RateLimited),
+        (
+            500,
+            '{"error": {"message": "maximum context length is 8192 tokens", "code": "400"}}',
+            ContextLengthExceeded,
+        ),
+        (500, '{"error": {"message": "boom", "type": "server_error"}}', Overloaded),
+        (503, '{"error": {"code": 503, "status": "UNAVAILABLE"}}', Overloaded),
+    ],
+)
+def test_a_server_error_whose_body_is_a_request_error_is_not_retried(
+    status: int, body: str, expected: type[ModelError]
+) -> None:
+    # covers issue 12 (errors classified by status and body: bad requests never retried)
+    error = error_from_status(status, body, {}, vendor="vllm")
+    assert type(error) is expected
+    assert error.status == status  # the HTTP status is kept as sent
+    assert error.retryable == (expected in (RateLimited, Overloaded))

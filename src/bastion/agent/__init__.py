@@ -2,6 +2,14 @@
 
 from ._agent import Agent, HookFlags
 from ._binding import ApprovalMismatch
+from ._fallback import (
+    FALLBACK_ERRORS,
+    TRANSPORT_ERRORS,
+    CircuitBreaker,
+    CircuitState,
+    FallbackPolicy,
+    OnFallback,
+)
 from ._guardrails import (
     GuardrailResult,
     InputGuardrail,
@@ -15,6 +23,7 @@ from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_t
 from ._result import RunResult, ToolCallRecord
 from ._retry import RetryConfig, default_retryable
 from ._state import PendingApproval, RunState, SuspendedStep
+from ._step_overrides import StepOverrides
 from ._stream import AgentStream
 
 __all__ = [
@@ -22,10 +31,15 @@ __all__ = [
     "AgentHooks",
     "AgentStream",
     "ApprovalMismatch",
+    "CircuitBreaker",
+    "CircuitState",
+    "FALLBACK_ERRORS",
+    "FallbackPolicy",
     "GuardrailResult",
     "HookFlags",
     "InputGuardrail",
     "LoopHooks",
+    "OnFallback",
     "OutputGuardrail",
     "OutputValidationError",
     "PendingApproval",
@@ -33,7 +47,9 @@ __all__ = [
     "RetryConfig",
     "RunResult",
     "RunState",
+    "StepOverrides",
     "SuspendedStep",
+    "TRANSPORT_ERRORS",
     "ToolCallRecord",
     "default_retryable",
     "input_guardrail",

@@ -24,6 +24,7 @@ from bastion.core import (
     Message,
     Model,
     ModelSettings,
+    OutputMode,
     RunContext,
     Runtime,
     SandboxConfig,
@@ -63,12 +64,13 @@ from bastion.tools import (
 )
 
 from ._as_tool import check_subagents, subagent_tool
+from ._fallback import FallbackPolicy
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink
 from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
-from ._output import OutputSchema
+from ._output import OUTPUT_MODES, OUTPUT_TOOL, OutputSchema
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
 from ._replay import load_run
@@ -85,6 +87,7 @@ from ._setup import (
     resolve_model,
 )
 from ._state import RunState
+from ._step_overrides import TOOL_CHOICE_MODES
 from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
 from ._tiers import TierResolver
@@ -97,6 +100,7 @@ __all__ = ["Agent", "HookFlags"]
 
 Instructions = str | Callable[[RunContext[Any]], "str | Awaitable[str]"]
 _DEFAULT_RETRY = RetryConfig()
+_DEFAULT_FALLBACK = FallbackPolicy()
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -117,12 +121,19 @@ class Agent(Generic[DepsT, OutputT]):
         output_type: ``str`` (default) or any type pydantic validates (a model, a
             dataclass, ``list[int]``, …); the answer is parsed into it.
         output_retries: How often an answer that does not parse is sent back for a fix.
+        output_mode: How the typed answer is asked for: ``native`` (the vendor's JSON-schema
+            mode), ``prompted`` (JSON mode, the schema in the system prompt) or ``tool``
+            (a ``final_result`` tool whose arguments are the answer). ``None`` (default):
+            what each step's model prefers, from its profile (``Model.output_mode``).
         hooks: Observers of the run (:class:`AgentHooks`).
         loop_hooks: Decision points in the loop (:class:`LoopHooks`).
         guardrails: Input and output guardrails, in the order they run.
         retry: Retry of transient model errors; ``None`` disables retrying.
         fallback_models: Models to try, in order, when a step fails on rate limits,
-            capacity or context length.
+            capacity or context length (or the errors ``fallback_policy`` names).
+        fallback_policy: Which errors move a step to the next fallback model, a circuit
+            breaker that skips models failing repeatedly, and an ``on_fallback`` hook
+            (:class:`FallbackPolicy`).
         max_steps: Most model calls in one run (alias of "max tool round trips").
         on_max_steps: ``fail`` (status ``failed``, code ``stop_condition``) or ``return``
             (status ``stopped`` with the last answer).
@@ -226,11 +237,13 @@ class Agent(Generic[DepsT, OutputT]):
         tools: Sequence[Tool | Callable[..., Any]] = (),
         output_type: type[OutputT] | Any = str,
         output_retries: int = 1,
+        output_mode: OutputMode | None = None,
         hooks: AgentHooks | None = None,
         loop_hooks: LoopHooks | None = None,
         guardrails: Sequence[InputGuardrail | OutputGuardrail] = (),
         retry: RetryConfig | None = _DEFAULT_RETRY,
         fallback_models: Sequence[Model | str] = (),
+        fallback_policy: FallbackPolicy | None = None,
         max_steps: int = 50,
         on_max_steps: Literal["fail", "return"] = "fail",
         max_parallel_tools: int = 8,
@@ -360,6 +373,21 @@ class Agent(Generic[DepsT, OutputT]):
         self.output_type = output_type
         self.output_schema = None if output_type is str else OutputSchema(output_type)
         self.output_retries = output_retries
+        if output_mode is not None and output_mode not in OUTPUT_MODES:
+            raise UserError(
+                f"Agent {name!r}: unknown output_mode {output_mode!r}. "
+                f"Use one of: {', '.join(repr(m) for m in OUTPUT_MODES)}."
+            )
+        if output_mode is not None and self.output_schema is None:
+            raise UserError(
+                f"Agent {name!r}: output_mode={output_mode!r} needs an output_type other than str."
+            )
+        if output_mode == "tool" and OUTPUT_TOOL in self.tools:
+            raise UserError(
+                f"Agent {name!r}: output_mode='tool' answers with a {OUTPUT_TOOL!r} tool, "
+                "but one of the agent's tools has that name. Rename it."
+            )
+        self.output_mode: OutputMode | None = output_mode
         self.hooks = hooks
         self.loop_hooks = loop_hooks
         self.hook_flags = HookFlags.of(hooks, loop_hooks)
@@ -371,10 +399,23 @@ class Agent(Generic[DepsT, OutputT]):
                 "@output_guardrail."
             )
         self.retry = retry
+        if fallback_policy is not None and not isinstance(fallback_policy, FallbackPolicy):
+            raise UserError(
+                f"Agent {name!r}: fallback_policy must be a FallbackPolicy, "
+                f"got {fallback_policy!r}."
+            )
+        self.fallback_policy = fallback_policy or _DEFAULT_FALLBACK
         self.max_steps = max_steps
         self.on_max_steps = on_max_steps
         self.max_parallel_tools = max_parallel_tools
         self.model_settings = model_settings or ModelSettings()
+        choice = self.model_settings.tool_choice
+        if choice not in (None, *TOOL_CHOICE_MODES) and choice not in self.tools:
+            raise UserError(
+                f"Agent {name!r}: model_settings.tool_choice={choice!r} is not one of its "
+                f"tools. Use 'auto', 'required', 'none' or one of: "
+                f"{', '.join(repr(t) for t in self.tools) or '(no tools)'}."
+            )
         self.deps = deps
         self.clock: Clock = clock or SystemClock()
         self.max_concurrent_runs = max_concurrent_runs

@@ -15,6 +15,7 @@ from bastion.tools import SkipTool
 
 if TYPE_CHECKING:
     from ._result import RunResult
+    from ._step_overrides import StepOverrides
 
 __all__ = ["AgentHooks", "LoopHooks", "SessionLink", "maybe_await", "overridden"]
 
@@ -44,10 +45,12 @@ class LoopHooks:
 
     def prepare_step(
         self, ctx: RunContext[Any], step: int
-    ) -> Awaitable[Model | str | None] | Model | str | None:
+    ) -> Awaitable[Model | str | StepOverrides | None] | Model | str | StepOverrides | None:
         """Return a model (or ``"provider:model"``) for this step, or None for the usual choice.
 
-        Beats every other model preference (SPEC G-85); fallback models still apply.
+        Return :class:`StepOverrides` to also change this step's ``tool_choice``, settings
+        or advertised tools. A model given here beats every other model preference (SPEC
+        G-85); fallback models still apply.
         """
 
     def before_llm_call(

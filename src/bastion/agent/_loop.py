@@ -25,6 +25,7 @@ from bastion.tools import ApprovalDecision, InterruptResolution
 from ._binding import apply_edits
 from ._context import result_keeper
 from ._hooks import maybe_await
+from ._output import output_call
 from ._replay import Recovery
 from ._scope import RunAborted, RunScope
 from .steps._approvals import resume_step, suspend_step
@@ -34,7 +35,7 @@ from .steps._end import end_run
 from .steps._finalize import finalize
 from .steps._govern import finish_governance, govern_round, resume_governance, settle
 from .steps._guardrails import check_input
-from .steps._prepare import before_llm_call, open_run, resolve_deps
+from .steps._prepare import before_llm_call, open_run, resolve_deps, shape_output
 from .steps._recover import recover
 from .steps._respond import (
     after_llm_call,
@@ -128,7 +129,13 @@ async def run_loop(
             flags = agent.hook_flags
             if flags.before_llm_call:
                 await before_llm_call(scope, request)
-            model = await choose_model(scope) if agent.tiers or flags.prepare_step else agent.model
+            model = (
+                await choose_model(scope, request)
+                if agent.tiers or flags.prepare_step
+                else agent.model
+            )
+            if agent.output_schema is not None:
+                shape_output(scope, request, model)
             event: AgentEvent = StepStartEvent(
                 run_id=scope.run_id, seq=scope.next_seq(), step=state.step, model=model.key
             )
@@ -150,7 +157,7 @@ async def run_loop(
                     yield event
                 break
             calls = response.message.tool_calls
-            if calls:
+            if calls and (agent.output_schema is None or output_call(calls) is None):
                 if governance is not None:
                     governed = await govern_round(scope, call.model, calls)
                     for event in governance.drain(scope.run_id, scope.next_seq):

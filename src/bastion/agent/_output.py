@@ -1,15 +1,30 @@
-"""Structured output: the schema sent to the model and the parsing of its answer (SPEC C17)."""
+"""Structured output: the schema sent to the model and the parsing of its answer (SPEC C17).
+
+Three ways to ask a model for a typed answer (``OutputMode``): ``native`` sends the schema
+in the vendor's JSON-schema response mode; ``prompted`` puts the schema in the system prompt
+and asks for JSON mode (vendors and small local models without JSON-schema support);
+``tool`` advertises a final-answer tool whose arguments are the answer (models that call
+tools reliably but ignore response formats). ``steps/_prepare.shape_output`` shapes the
+request, ``steps/_finalize`` parses the answer.
+"""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from bastion.core import OutputSpec
+from bastion.core import OutputSpec, ToolCall, ToolDefinition
 
-__all__ = ["OutputSchema", "OutputValidationError"]
+__all__ = ["OUTPUT_MODES", "OUTPUT_TOOL", "OutputSchema", "OutputValidationError", "output_call"]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+OUTPUT_TOOL = "final_result"
+"""The name of the final-answer tool of ``output_mode="tool"``."""
+OUTPUT_MODES = ("native", "prompted", "tool")
+_WRAPPER = "response"
 
 
 class OutputValidationError(Exception):
@@ -27,6 +42,14 @@ class OutputValidationError(Exception):
             "Answer again with only the JSON value, fixed."
         )
 
+    def tool_retry_prompt(self) -> str:
+        """The error the final-answer tool returns, so the model calls it again, fixed."""
+        listed = "\n".join(f"- {p}" for p in self.problems)
+        return (
+            f"The arguments do not match the required schema:\n{listed}\n"
+            f"Call {OUTPUT_TOOL} again with the arguments fixed."
+        )
+
 
 class OutputSchema:
     """The output type of an agent other than ``str``, as a JSON schema and a validator."""
@@ -39,6 +62,31 @@ class OutputSchema:
         schema = self._adapter.json_schema()
         name = getattr(output_type, "__name__", None) or "output"
         self.spec = OutputSpec(name=re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64], json_schema=schema)
+        self.prompted_spec = replace(self.spec, mode="prompted")
+        # Tool arguments must be a JSON object: any other type is wrapped in one field.
+        self._wrapped = schema.get("type") != "object"
+        parameters: dict[str, Any] = schema
+        if self._wrapped:  # "$defs" must stay at the root for the "#/$defs/..." references
+            inner = {k: v for k, v in schema.items() if k != "$defs"}
+            parameters = {
+                "type": "object",
+                "properties": {_WRAPPER: inner},
+                "required": [_WRAPPER],
+            }
+            if "$defs" in schema:
+                parameters["$defs"] = schema["$defs"]
+        self.tool = ToolDefinition(
+            name=OUTPUT_TOOL,
+            description=(
+                "Give your final answer: call this tool once, with the answer as its "
+                "arguments, when you are done."
+            ),
+            parameters=parameters,
+        )
+        self.instructions = (
+            "Answer with a single JSON value that matches this JSON schema, and nothing "
+            f"else (no prose, no code fence):\n{json.dumps(self.spec.json_schema)}"
+        )
 
     def parse(self, text: str) -> Any:
         """Parse and validate the model's text (a fenced code block is unwrapped).
@@ -46,14 +94,33 @@ class OutputSchema:
         Raises:
             OutputValidationError: The text is not valid JSON or does not fit the type.
         """
-        from pydantic import ValidationError
-
         candidate = text.strip()
         fenced = _FENCE.search(candidate)
         if fenced:
             candidate = fenced.group(1).strip()
         if not candidate:
             raise OutputValidationError(["the answer is empty; a JSON value is required"])
+        return self._validate(candidate)
+
+    def parse_arguments(self, arguments: str) -> Any:
+        """Parse and validate the arguments of a call to the final-answer tool.
+
+        Raises:
+            OutputValidationError: The arguments are not valid JSON or do not fit the type.
+        """
+        if not self._wrapped:
+            return self._validate(arguments or "{}")
+        try:
+            value: Any = json.loads(arguments or "{}")
+        except ValueError as exc:
+            raise OutputValidationError([f"the arguments are not valid JSON: {exc}"]) from None
+        if not isinstance(value, dict) or _WRAPPER not in value:
+            raise OutputValidationError([f"`{_WRAPPER}`: Field required"])
+        return self._validate(json.dumps(value[_WRAPPER]))
+
+    def _validate(self, candidate: str) -> Any:
+        from pydantic import ValidationError
+
         try:
             return self._adapter.validate_json(candidate)
         except ValidationError as exc:
@@ -62,3 +129,11 @@ class OutputSchema:
                 loc = ".".join(str(p) for p in err["loc"])
                 problems.append(f"`{loc}`: {err['msg']}" if loc else str(err["msg"]))
             raise OutputValidationError(problems) from None
+
+
+def output_call(calls: Sequence[ToolCall]) -> ToolCall | None:
+    """The call to the final-answer tool among ``calls``, if the model made one."""
+    for call in calls:
+        if call.name == OUTPUT_TOOL:
+            return call
+    return None

@@ -32,6 +32,7 @@ from ._journal import (
     state_from_payload,
     usage_from_payload,
 )
+from ._output import output_call
 from ._state import PendingApproval, RunState, SuspendedStep
 from .steps._dispatch_tools import record_outcome
 
@@ -101,6 +102,7 @@ class _Fold:
 
     def __init__(self, agent: Agent[Any, Any]) -> None:
         self.tools = agent.tools
+        self.output_tool = agent.output_schema is not None
         self.state: RunState | None = None
         self.step_calls: list[ToolCall] = []  # calls of the last answer (no checkpoint since)
         self.started: dict[str, Mapping[str, Any]] = {}
@@ -171,7 +173,9 @@ class _Fold:
             self.incomplete = True
             return
         self.step_calls = list(message.tool_calls)
-        if not message.tool_calls:
+        if self.output_tool and output_call(message.tool_calls) is not None:
+            self.step_calls = []  # the final answer, given with the final-answer tool
+        if not self.step_calls:
             self.final = ModelResponse(
                 message=message,
                 usage=usage,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from bastion.core import Clock, RunContext, ToolCall
+from bastion.core import Clock, OutputMode, RunContext, ToolCall
 from bastion.tools import ToolOutcome
 
 from ._state import RunState
@@ -59,6 +59,7 @@ class RunScope:
         "journal",
         "model_hint",
         "next_seq",
+        "output_mode",
         "run_id",
         "state",
         "unreported",
@@ -93,6 +94,8 @@ class RunScope:
         self.journal = journal
         # The run's context window (token ledger, compaction); None without ContextConfig.
         self.window = window
+        # The structured-output mode of the current step (set when the agent has one).
+        self.output_mode: OutputMode | None = None
         # Told of each abort request (a sub-agent's run follows its parent's abort).
         self.abort_listeners: list[Callable[[AbortRequest], None]] = []
         _LIVE[state.run_id] = self

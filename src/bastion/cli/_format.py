@@ -56,15 +56,20 @@ def format_duration(seconds: float) -> str:
 def format_summary(
     *, status: RunStatus, steps: int, tool_calls: int, usage: Usage, duration: float
 ) -> str:
-    """Return the run's closing line: status, steps, tool calls, tokens, cost and duration."""
+    """Return the run's closing line: status, steps, tool calls, tokens, cost and duration.
+
+    Tokens a server never reported read "not reported", not "0 tokens"; the cost is left
+    out when unknown, and marked as a lower bound when some calls were not reported.
+    """
     parts = [
         status,
         _plural(steps, "step"),
         _plural(tool_calls, "tool call"),
-        f"{usage.total_tokens:,} tokens",
+        usage.describe_tokens(),
     ]
-    if usage.cost_usd is not None:
-        parts.append(f"${usage.cost_usd:.4f}")
+    if usage.cost_usd is not None and usage.reported:
+        bound = "≥ " if usage.unreported_requests else ""
+        parts.append(f"{bound}${usage.cost_usd:.4f}")
     parts.append(format_duration(duration))
     return " · ".join(parts)
 

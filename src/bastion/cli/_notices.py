@@ -17,6 +17,7 @@ from bastion.core import (
     ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
+    ModelCircuitEvent,
     ModelFellbackEvent,
     ModelRetryEvent,
     ToolApprovalRequestedEvent,
@@ -35,6 +36,7 @@ NoticeEvent: TypeAlias = (
     | ContextCompactionFailedEvent
     | GovernanceEvent
     | GuardrailTrippedEvent
+    | ModelCircuitEvent
     | ModelFellbackEvent
     | ModelRetryEvent
     | ToolApprovalRequestedEvent
@@ -54,10 +56,19 @@ def notice(event: NoticeEvent) -> Text:
                 "yellow",
             )
         case ModelFellbackEvent():
+            why = "circuit open" if event.reason == "circuit_open" else preview(event.error)
             return _line(
                 "⤳",
-                f"falling back from {event.previous_model} to {event.next_model} "
-                f"({preview(event.error)})",
+                f"falling back from {event.previous_model} to {event.next_model} ({why})",
+                "yellow",
+            )
+        case ModelCircuitEvent():
+            if event.state == "closed":
+                return _line("●", f"{event.model} answers again: circuit closed", "green")
+            return _line(
+                "○",
+                f"{event.model} circuit open after {event.failures} failure(s); "
+                f"skipped for {format_duration(event.cool_down)}",
                 "yellow",
             )
         case GuardrailTrippedEvent():

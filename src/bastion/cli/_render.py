@@ -34,6 +34,7 @@ from bastion.core import (
     ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
+    ModelCircuitEvent,
     ModelFellbackEvent,
     ModelRetryEvent,
     ReasoningDeltaEvent,
@@ -191,6 +192,7 @@ class Renderer:
                 | ContextCompactionFailedEvent()
                 | GovernanceEvent()
                 | GuardrailTrippedEvent()
+                | ModelCircuitEvent()
                 | ModelFellbackEvent()
                 | ModelRetryEvent()
                 | ToolApprovalRequestedEvent()

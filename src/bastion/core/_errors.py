@@ -16,8 +16,10 @@ mapped at the adapter boundary so that retry and fallback can decide on them::
         │   ├── BadRequest
         │   ├── ModelTimeout         (retryable)
         │   ├── ConnectionFailed     (retryable)
+        │   │   └── StreamInterrupted (the answer had started streaming when it broke)
         │   ├── MalformedResponse    (retryable: garbage, truncated or out-of-order stream)
         │   ├── SensitivityRefused   (fallback-eligible: the model may not see this data)
+        │   ├── CircuitOpen          (every model of the chain is resting after failures)
         │   └── ContentFiltered
         ├── ScriptExhausted          (a scripted test model ran out of turns)
         └── RunFailed                (raised by ``RunResult.raise_for_status``)
@@ -34,6 +36,7 @@ __all__ = [
     "AuthenticationFailed",
     "BadRequest",
     "BastionError",
+    "CircuitOpen",
     "ConcurrentRunError",
     "ConnectionFailed",
     "ContentFiltered",
@@ -47,6 +50,7 @@ __all__ = [
     "RunFailed",
     "ScriptExhausted",
     "SensitivityRefused",
+    "StreamInterrupted",
     "UserError",
 ]
 
@@ -152,6 +156,15 @@ class ConnectionFailed(ModelError):
     retryable = True
 
 
+class StreamInterrupted(ConnectionFailed):
+    """The connection broke after the answer had started streaming.
+
+    Different from failing to connect: the vendor was reached and answered, then the stream
+    stopped before its end (a reset, a proxy cutting the body). Retried like any dropped
+    connection while nothing of the answer has reached the consumer.
+    """
+
+
 class MalformedResponse(ModelError):
     """The vendor's answer could not be parsed (garbage, truncated or out-of-order stream)."""
 
@@ -165,6 +178,13 @@ class SensitivityRefused(ModelError):
     """
 
     fallback_eligible = True
+
+
+class CircuitOpen(ModelError):
+    """No call was made: every model the step could use has an open circuit breaker.
+
+    ``retry_after`` is the number of seconds until the first of them may be probed again.
+    """
 
 
 class ContentFiltered(ModelError):

@@ -27,6 +27,7 @@ __all__ = [
     "ContextCompactionFailedEvent",
     "GovernanceEvent",
     "GuardrailTrippedEvent",
+    "ModelCircuitEvent",
     "ModelFellbackEvent",
     "ModelRetryEvent",
     "ReasoningDeltaEvent",
@@ -359,14 +360,38 @@ class ModelRetryEvent:
 
 @dataclass(kw_only=True, slots=True)
 class ModelFellbackEvent:
-    """The step moves to the next fallback model."""
+    """The step moves to the next fallback model.
+
+    ``reason`` is ``error`` when ``previous_model`` failed with ``error``, and
+    ``circuit_open`` when it was skipped without a call because its circuit is open.
+    """
 
     run_id: str
     seq: int
     previous_model: str
     next_model: str
     error: str
+    reason: Literal["error", "circuit_open"] = "error"
     type: Literal["agent.model.fellback"] = "agent.model.fellback"
+
+
+@dataclass(kw_only=True, slots=True)
+class ModelCircuitEvent:
+    """A model's circuit breaker changed state.
+
+    ``open``: the model failed too often in a row and is skipped by every run sharing the
+    breaker until ``cool_down`` seconds have passed; then one call probes it. ``closed``:
+    a probe succeeded and the model is used again. ``error`` is the failure that opened it.
+    """
+
+    run_id: str
+    seq: int
+    model: str
+    state: Literal["open", "closed"]
+    failures: int = 0
+    cool_down: float = 0.0
+    error: str | None = None
+    type: Literal["agent.model.circuit"] = "agent.model.circuit"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -446,6 +471,7 @@ AgentEvent: TypeAlias = (
     | GovernanceEvent
     | ModelRetryEvent
     | ModelFellbackEvent
+    | ModelCircuitEvent
     | AgentCancellingEvent
     | AgentErrorEvent
     | AgentEndEvent

@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ._errors import UserError
 from ._messages import AssistantMessage, AssistantPart, Message, ReasoningPart, TextPart, ToolCall
 from ._usage import Usage
 
@@ -21,6 +22,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "OutputMode",
     "OutputSpec",
     "ReasoningChunk",
     "ResponseAssembler",
@@ -47,13 +49,25 @@ class ToolDefinition:
     strict: bool = False
 
 
+OutputMode: TypeAlias = Literal["native", "prompted", "tool"]
+"""How a structured answer is asked for: the vendor's JSON-schema mode (``native``), JSON
+mode with the schema in the prompt (``prompted``), or a final-answer tool (``tool``)."""
+
+
 @dataclass(kw_only=True, slots=True, frozen=True)
 class OutputSpec:
-    """A structured-output request: providers with a native JSON-schema mode use it."""
+    """A structured-output request, read by the adapter.
+
+    ``mode="native"``: send the schema in the vendor's JSON-schema response mode.
+    ``mode="prompted"``: the schema is already in the system prompt; ask only for a JSON
+    object (the vendor's JSON mode where it has one, else nothing) and never force a tool.
+    (The ``tool`` mode never reaches adapters: it is an ordinary tool of the request.)
+    """
 
     name: str
     json_schema: dict[str, Any]
     strict: bool = True
+    mode: Literal["native", "prompted"] = "native"
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -74,6 +88,21 @@ class ModelSettings:
     timeout: float | None = None
     stream: bool | None = None
     extra: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        timeout = self.timeout
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise UserError(
+                f"ModelSettings.timeout must be a positive number of seconds, got {timeout!r}."
+            )
+        choice = self.tool_choice
+        if choice is not None and (not isinstance(choice, str) or not choice.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                "ModelSettings.tool_choice must be 'auto', 'required', 'none' or a tool name, "
+                f"got {choice!r}."
+            )
 
 
 @dataclass(kw_only=True, slots=True)
@@ -173,7 +202,8 @@ class ResponseAssembler:
     Consecutive text chunks join into one text part, consecutive reasoning chunks into one
     reasoning part unless they carry different item ids (``provider_details["id"]``: a vendor
     whose reasoning comes in separate items, each sent back on its own); tool calls are
-    keyed by id so interleaved calls assemble correctly.
+    keyed by id so interleaved calls assemble correctly. Empty deltas are ignored, so how a
+    server splits its answer never changes the result.
     """
 
     __slots__ = (
@@ -199,12 +229,17 @@ class ResponseAssembler:
         """Fold one chunk in."""
         parts = self._parts
         if chunk.type == "text":
+            text = chunk.text
+            if not text:  # servers send empty deltas; they must not split or add a part
+                return
             last = parts[-1] if parts else None
             if isinstance(last, TextPart):
-                last.text += chunk.text
+                last.text += text
             else:
-                parts.append(TextPart(text=chunk.text))
+                parts.append(TextPart(text=text))
         elif chunk.type == "reasoning":
+            if not (chunk.text or chunk.signature or chunk.redacted or chunk.provider_details):
+                return
             last = parts[-1] if parts else None
             details = chunk.provider_details
             if (
@@ -263,7 +298,10 @@ class ResponseAssembler:
             finish = "tool_calls"
         usage = self.usage
         if usage.requests == 0:
-            usage = usage + Usage(requests=1)
+            # A finish chunk without usage (a server, or a custom model, that reports none)
+            # counts as one call whose usage is unknown, not as a free one.
+            unreported = 1 if usage.is_empty() else 0
+            usage = usage + Usage(requests=1, unreported_requests=unreported)
         return ModelResponse(
             message=AssistantMessage(
                 parts=self._parts,
@@ -292,6 +330,12 @@ class Model(ABC):
     ``"<provider>:<name>"``, used for usage attribution and as the governance oracle key
     ``llm:<provider>:<name>``. ``accepts_sensitivity`` lists the data tiers the provider
     may receive (SPEC G-08); by default every tier.
+
+    ``stream`` must honour ``request.settings.stream``: when it is ``False``, make one
+    non-streaming call and yield the whole answer as chunks (the same kinds, in the same
+    order, just fewer of them). Failures are raised as :class:`~bastion.core.ModelError`
+    subclasses so retry and fallback can decide on them; ``docs/custom-models.md`` walks
+    through writing one, and ``bastion.testing.ModelConformance`` checks it.
     """
 
     provider: str = "unknown"
@@ -301,6 +345,8 @@ class Model(ABC):
     """The tokens one request and its answer may hold together, when known."""
     tokenizer: str | None = None
     """The offline encoding that counts this model's tokens (``None``: not public)."""
+    output_mode: OutputMode = "native"
+    """The structured-output mode that works best with this model (agents may override)."""
     _key_cache: tuple[str, str, str] | None = None
 
     @property

@@ -13,7 +13,10 @@ class Usage:
     """What model calls consumed.
 
     ``total_tokens`` is ``prompt_tokens + completion_tokens``: reasoning tokens are part of
-    the completion on every vendor that reports them, so they are not added again.
+    the completion on every vendor that reports them, so they are not added again. Likewise
+    ``prompt_tokens`` includes the cached tokens read (``cached_read_tokens``), the tokens
+    written to the cache (``cache_write_tokens``) and audio input; adapters of vendors that
+    report them apart (Anthropic) add them up, so cost can price each share.
     ``cost_usd`` is ``None`` when no price was known for any call summed in.
     ``unreported_requests`` counts the calls whose server sent no usage at all: their zeros
     mean "not reported", not "free".
@@ -71,6 +74,25 @@ class Usage:
             cost_usd=cost,
             provider_metrics=None,
         )
+
+    @property
+    def reported(self) -> bool:
+        """False when no call summed in reported usage (its zeros mean "unknown")."""
+        return self.unreported_requests == 0 or self.unreported_requests < self.requests
+
+    def describe_tokens(self) -> str:
+        """The tokens as people should read them, never "0" for what was not reported.
+
+        ``"1,234 tokens"``; ``"tokens not reported"`` when no call's server sent usage; a
+        lower bound (``"≥ 1,234 tokens (1 call not reported)"``) when some did not.
+        """
+        unreported = self.unreported_requests
+        if unreported == 0:
+            return f"{self.total_tokens:,} tokens"
+        if not self.reported:
+            return "tokens not reported"
+        calls = "1 call" if unreported == 1 else f"{unreported} calls"
+        return f"≥ {self.total_tokens:,} tokens ({calls} not reported)"
 
     def is_empty(self) -> bool:
         """Return True when nothing was counted."""

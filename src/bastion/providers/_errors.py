@@ -15,15 +15,23 @@ from typing import Any, cast
 from bastion.core import (
     AuthenticationFailed,
     BadRequest,
+    ConnectionFailed,
     ContentFiltered,
     ContextLengthExceeded,
     ModelError,
     ModelTimeout,
     Overloaded,
     RateLimited,
+    StreamInterrupted,
 )
 
-__all__ = ["as_object", "error_from_status", "json_error_fields", "retry_after_seconds"]
+__all__ = [
+    "as_object",
+    "error_from_status",
+    "json_error_fields",
+    "retry_after_seconds",
+    "transport_error",
+]
 
 _CONTEXT_WORDS = (
     "context length",
@@ -77,6 +85,47 @@ def json_error_fields(body: str) -> tuple[str, str | None]:
     return message, None if code is None else str(code)
 
 
+_REQUEST_ERROR_TYPES = frozenset(
+    {
+        "invalid_request_error",
+        "invalid_request",
+        "badrequesterror",
+        "bad_request",
+        "validation_error",
+        "invalid_argument",
+        "unprocessableentityerror",
+    }
+)
+
+
+def _status_in_body(body: str, code: str | None) -> int | None:
+    """The 4xx status a body reports for itself, or None when it reports none.
+
+    Read from a numeric ``code``/``status`` (vLLM's ``"code": 400``), a request-error
+    ``type`` (``invalid_request_error``, ``BadRequestError``), or FastAPI's validation
+    ``detail`` list.
+    """
+    try:
+        data: object = json.loads(body)
+    except ValueError:
+        return None
+    outer = as_object(data) or {}
+    inner = as_object(outer.get("error")) or {}
+    for fields in (inner, outer):
+        for key in ("code", "status", "status_code"):
+            value = fields.get(key)
+            if isinstance(value, str) and value.isdigit():
+                value = int(value)
+            if isinstance(value, int) and 400 <= value < 500:
+                return value
+    kinds = {str(f.get("type", "")).lower() for f in (inner, outer)} | {(code or "").lower()}
+    if kinds & _REQUEST_ERROR_TYPES:
+        return 400
+    if isinstance(outer.get("detail"), list):  # FastAPI / pydantic request validation
+        return 422
+    return None
+
+
 def as_object(value: object) -> dict[str, Any] | None:
     """``value`` as a JSON object, or None when it is not one."""
     return cast("dict[str, Any]", value) if isinstance(value, dict) else None
@@ -96,6 +145,10 @@ def error_from_status(
         "retry_after": retry_after_seconds(headers),
     }
     lowered = f"{message} {code or ''}".lower()
+    if status >= 500 or status == 200:
+        # A server error (or an error event inside a 200 stream) whose body says the request
+        # was invalid or rate limited: the body knows better than the status.
+        status = _status_in_body(body, code) or status
     if status == 429:
         return RateLimited(text, **kwargs)
     if status in (401, 403):
@@ -109,3 +162,49 @@ def error_from_status(
     if status >= 500:
         return Overloaded(text, **kwargs)  # 500, 502, 503, 529 (Anthropic "overloaded")
     return BadRequest(text, **kwargs)
+
+
+def transport_error(
+    exc: BaseException,
+    *,
+    vendor: str,
+    url: str,
+    answered: bool,
+    chunks: int,
+    timeout: float | None,
+) -> ModelError:
+    """Map a failure of the connection itself (no HTTP status to go by) to the taxonomy.
+
+    The message says how far the call got, because the remedies differ: a host that cannot
+    be reached is a configuration problem, a stream cut after it started is the network or
+    a proxy, and a timeout is fixed with ``ModelSettings(timeout=...)``.
+
+    Args:
+        exc: The transport's exception (kept as the cause by the caller).
+        vendor: The vendor, for the message.
+        url: The URL the request went to.
+        answered: Whether the vendor had sent the status line and headers.
+        chunks: How many stream chunks had been parsed when it failed.
+        timeout: The seconds of the limit that ran out, or None when it was no timeout.
+    """
+    detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if timeout is not None:
+        if not answered:
+            return ModelTimeout(
+                f"{vendor} at {url} did not answer within {timeout:g} s ({detail}). "
+                "Raise ModelSettings(timeout=...) if the server is just slow."
+            )
+        return ModelTimeout(
+            f"The stream from {vendor} stalled: no data for {timeout:g} s after "
+            f"{_chunks(chunks)} ({detail}). Raise ModelSettings(timeout=...) for slow servers."
+        )
+    if answered:
+        return StreamInterrupted(
+            f"The stream from {vendor} broke mid-way, after {_chunks(chunks)}: the "
+            f"connection ended before the answer was complete ({detail})."
+        )
+    return ConnectionFailed(f"Could not reach {vendor} at {url} ({detail}).")
+
+
+def _chunks(count: int) -> str:
+    return "1 chunk" if count == 1 else f"{count} chunks"

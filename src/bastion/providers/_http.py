@@ -20,17 +20,17 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, runtime_che
 
 from bastion.core import (
     AuthenticationFailed,
-    ConnectionFailed,
     FinishChunk,
     MalformedResponse,
     Model,
     ModelError,
     ModelRequest,
-    ModelTimeout,
     StreamChunk,
+    Usage,
     UserError,
 )
 
+from ._errors import transport_error
 from ._framing import NDJSONDecoder, SSEDecoder, SSEEvent
 from ._names import ToolNameMap
 from ._profiles import ModelProfile, profile_for, with_cost
@@ -188,11 +188,15 @@ class HttpModel(Model):
             api_key = os.environ.get(protocol.api_key_env)
         self._api_key = api_key
         self._extra_headers = dict(headers or {})
+        if timeout <= 0:
+            raise UserError(f"timeout must be a positive number of seconds, got {timeout!r}.")
         self.timeout = timeout
         self._client = http_client
         self.profile = profile or profile_for(self.provider, name)
         self.context_window = self.profile.context_window
         self.tokenizer = self.profile.tokenizer
+        mode = self.profile.output_mode
+        self.output_mode = mode or ("native" if self.profile.json_schema else "prompted")
         self.accepts_sensitivity = accepts_sensitivity
 
     def _hosted(self) -> bool:
@@ -207,16 +211,21 @@ class HttpModel(Model):
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 30.0))
-            )
+            self._client = httpx.AsyncClient(timeout=_timeout(self.timeout))
         return self._client
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
         """POST the request and stream the answer as chunks.
 
+        ``request.settings.timeout`` (seconds), when set, replaces the model's timeout for
+        this call: it bounds connecting, sending and every read of the answer.
+
         Raises:
-            ModelError: The mapped failure (HTTP status, transport or malformed stream).
+            ModelError: The mapped failure (HTTP status, transport or malformed stream):
+                :class:`~bastion.core.ModelTimeout` when connecting or a read took too
+                long, :class:`~bastion.core.ConnectionFailed` when the vendor could not be
+                reached, :class:`~bastion.core.StreamInterrupted` when the answer had
+                started and its connection broke.
         """
         import httpx
 
@@ -231,14 +240,20 @@ class HttpModel(Model):
         names = protocol.name_map(request)
         body = protocol.payload(request, self.name, names)
         headers = {**protocol.headers(self._api_key), **self._extra_headers}
+        seconds = request.settings.timeout
+        timeout = _timeout(self.timeout if seconds is None else seconds)
         if isinstance(protocol, WholeBodyProtocol) and whole:
-            async for chunk in self._whole(protocol, body, headers, names):
+            async for chunk in self._whole(protocol, body, headers, names, timeout):
                 yield chunk
             return
         url = f"{self.base_url}{protocol.path(self.name)}"
         client = self._http()
+        progress = _Progress()
         try:
-            async with client.stream("POST", url, json=body, headers=headers) as response:
+            async with client.stream(
+                "POST", url, json=body, headers=headers, timeout=timeout
+            ) as response:
+                progress.answered = True
                 if response.status_code >= 400:
                     text = (await response.aread()).decode("utf-8", errors="replace")
                     raise protocol.error(response.status_code, text, response.headers)
@@ -246,13 +261,18 @@ class HttpModel(Model):
                 if whole:  # the protocol's parser reads the whole JSON answer as one item
                     decoded = self._parsed_whole(response, parser)
                 else:
-                    decoded = self._decode(response, parser)
+                    decoded = self._decode(response, parser, progress)
                 async for chunk in decoded:
                     yield chunk
-        except httpx.TimeoutException as exc:
-            raise ModelTimeout(f"{protocol.vendor} did not answer in time: {exc!r}") from exc
         except httpx.TransportError as exc:
-            raise ConnectionFailed(f"Could not reach {protocol.vendor} at {url}: {exc!r}") from exc
+            raise transport_error(
+                exc,
+                vendor=protocol.vendor,
+                url=url,
+                answered=progress.answered,
+                chunks=progress.chunks,
+                timeout=_limit_hit(exc, timeout),
+            ) from exc
 
     async def _whole(
         self,
@@ -260,7 +280,9 @@ class HttpModel(Model):
         body: dict[str, Any],
         headers: dict[str, str],
         names: ToolNameMap,
+        limits: httpx.Timeout,
     ) -> AsyncGenerator[StreamChunk, None]:
+        """A non-streaming request to the protocol's own endpoint; the same chunks come out."""
         import httpx
 
         vendor = self.protocol.vendor
@@ -268,11 +290,12 @@ class HttpModel(Model):
         headers = {k: v for k, v in headers.items() if k.lower() != "accept"}
         headers["Accept"] = "application/json"
         try:
-            response = await self._http().post(url, json=body, headers=headers)
-        except httpx.TimeoutException as exc:
-            raise ModelTimeout(f"{vendor} did not answer in time: {exc!r}") from exc
+            response = await self._http().post(url, json=body, headers=headers, timeout=limits)
         except httpx.TransportError as exc:
-            raise ConnectionFailed(f"Could not reach {vendor} at {url}: {exc!r}") from exc
+            raise transport_error(
+                exc, vendor=vendor, url=url, answered=False, chunks=0,
+                timeout=_limit_hit(exc, limits),
+            ) from exc  # fmt: skip
         text = response.content.decode("utf-8", errors="replace")
         if response.status_code >= 400:
             raise self.protocol.error(response.status_code, text, response.headers)
@@ -288,7 +311,7 @@ class HttpModel(Model):
             yield self._priced(chunk)
 
     async def _decode(
-        self, response: httpx.Response, parser: StreamParser
+        self, response: httpx.Response, parser: StreamParser, progress: _Progress
     ) -> AsyncGenerator[StreamChunk, None]:
         decoder = SSEDecoder() if self.protocol.framing == "sse" else NDJSONDecoder()
         decode = decoder.feed
@@ -296,6 +319,7 @@ class HttpModel(Model):
         async for raw in response.aiter_bytes():  # decoded (gzip, br) like any body
             for item in decode(raw):
                 for chunk in feed(item):
+                    progress.chunks += 1
                     yield chunk
         for item in decoder.close():
             for chunk in feed(item):
@@ -340,12 +364,52 @@ class HttpModel(Model):
             yield self._priced(chunk)
 
     def _priced(self, chunk: StreamChunk) -> StreamChunk:
-        if isinstance(chunk, FinishChunk):
-            usage = chunk.usage
-            # Unreported usage stays unpriced: its zeros are unknown counts, not a free call.
-            if usage.cost_usd is None and not usage.unreported_requests:
-                chunk.usage = with_cost(usage, self.profile)
+        """The finish chunk with its cost; usage the server never sent stays unpriced."""
+        if not isinstance(chunk, FinishChunk):
+            return chunk
+        usage = chunk.usage
+        if usage.total_tokens == 0 and usage.unreported_requests == 0:
+            # No answer of a real call is zero tokens long: the server sent no usage (or
+            # zeros in its place), whatever the adapter filled in.
+            chunk.usage = Usage(requests=1, unreported_requests=1)
+        elif usage.cost_usd is None and usage.unreported_requests == 0:
+            chunk.usage = with_cost(usage, self.profile)
         return chunk
+
+
+class _Progress:
+    """How far one call got: whether the vendor answered, how many chunks were parsed."""
+
+    __slots__ = ("answered", "chunks")
+
+    def __init__(self) -> None:
+        self.answered = False
+        self.chunks = 0
+
+
+def _timeout(seconds: float) -> httpx.Timeout:
+    """Limits of ``seconds`` for reads, writes and the pool; at most 30 s to connect.
+
+    A host that takes longer than 30 s to accept a connection is not coming.
+    """
+    import httpx
+
+    return httpx.Timeout(seconds, connect=min(seconds, 30.0))
+
+
+def _limit_hit(exc: httpx.TransportError, timeout: httpx.Timeout) -> float | None:
+    """The seconds of the limit ``exc`` ran into, or None when it is not a timeout."""
+    import httpx
+
+    if isinstance(exc, httpx.ConnectTimeout):
+        return timeout.connect
+    if isinstance(exc, httpx.ReadTimeout):
+        return timeout.read
+    if isinstance(exc, httpx.WriteTimeout):
+        return timeout.write
+    if isinstance(exc, httpx.PoolTimeout):
+        return timeout.pool
+    return None
 
 
 def sse_json(item: Any) -> Any:

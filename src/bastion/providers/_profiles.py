@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from bastion.core import Usage
+from bastion.core import OutputMode, Usage
 
 __all__ = ["ModelProfile", "profile_for", "with_cost"]
 
@@ -18,12 +18,18 @@ _V = TypeVar("_V")
 
 @dataclass(kw_only=True, slots=True, frozen=True)
 class ModelProfile:
-    """What a model family supports, its context window and its prices."""
+    """What a model family supports, its context window and its prices.
+
+    ``output_mode`` names the structured-output mode that works best with the family
+    (``native``, ``prompted`` or ``tool``); ``None`` derives it: ``native`` when the
+    family has a JSON-schema mode, else ``prompted``.
+    """
 
     tools: bool = True
     parallel_tools: bool = True
     reasoning: bool = False
     json_schema: bool = True
+    output_mode: OutputMode | None = None
     vision: bool = False
     context_window: int | None = None
     input_price: float | None = None

@@ -1,4 +1,4 @@
-"""Test doubles for Bastion and for your own tests: scripted models, a virtual clock, a runtime."""
+"""Test doubles for Bastion and your tests: scripted models, clock, runtime, conformance suites."""
 
 from typing import TYPE_CHECKING
 
@@ -7,6 +7,7 @@ from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 from ._runtime import CommandHandler, ExecCall, InMemoryRuntime
 
 if TYPE_CHECKING:
+    from ._model_conformance import SCENARIOS, ModelConformance, Scenario, ScenarioSpec
     from ._store_conformance import ProcessStoreConformance, StoreConformance
 
 __all__ = [
@@ -15,7 +16,11 @@ __all__ = [
     "ExecCall",
     "FunctionModel",
     "InMemoryRuntime",
+    "ModelConformance",
     "ProcessStoreConformance",
+    "SCENARIOS",
+    "Scenario",
+    "ScenarioSpec",
     "ScriptedModel",
     "StoreConformance",
     "Turn",
@@ -25,9 +30,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # The store conformance suites import pytest, so they load on first use only.
+    # The conformance suites import pytest, so they load on first use only.
     if name in {"ProcessStoreConformance", "StoreConformance"}:
         from . import _store_conformance
 
         return getattr(_store_conformance, name)
+    if name in {"SCENARIOS", "ModelConformance", "Scenario", "ScenarioSpec"}:
+        from . import _model_conformance
+
+        return getattr(_model_conformance, name)
     raise AttributeError(f"module 'bastion.testing' has no attribute {name!r}")

@@ -1,7 +1,10 @@
 """Scripted test models: ``ScriptedModel`` (a list of turns) and ``FunctionModel``.
 
 Both stream like a real provider: they yield to the event loop once per request and once
-per streamed delta (as network I/O would), so tests exercise real interleavings.
+per streamed delta (as network I/O would), so tests exercise real interleavings. Asked for
+a whole answer (``ModelSettings(stream=False)``) they behave like a non-streaming call:
+one yield to the loop, then the answer as few chunks as it takes (one text, one reasoning
+block, one delta per tool call), and a failing turn fails before any chunk.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from bastion.core import (
     Model,
     ModelError,
     ModelRequest,
+    OutputMode,
     ReasoningChunk,
     ScriptExhausted,
     StreamChunk,
@@ -177,14 +181,64 @@ def _turn_chunks(turn: Turn, request: ModelRequest, request_index: int) -> list[
     return chunks
 
 
+def _whole(chunks: Sequence[StreamChunk]) -> list[StreamChunk]:
+    """The chunks of a non-streamed answer: runs of text, reasoning and arguments joined."""
+    whole: list[StreamChunk] = []
+    for chunk in chunks:
+        last = whole[-1] if whole else None
+        if isinstance(chunk, TextChunk) and isinstance(last, TextChunk):
+            whole[-1] = TextChunk(text=last.text + chunk.text)
+        elif (
+            isinstance(chunk, ReasoningChunk)
+            and isinstance(last, ReasoningChunk)
+            and not (last.redacted or chunk.redacted)
+            and not (last.signature and chunk.text)
+        ):
+            whole[-1] = ReasoningChunk(
+                text=last.text + chunk.text,
+                signature=chunk.signature if chunk.signature is not None else last.signature,
+                provider_details={**(last.provider_details or {}), **(chunk.provider_details or {})}
+                or None,
+            )
+        elif (
+            isinstance(chunk, ToolCallDeltaChunk)
+            and isinstance(last, ToolCallDeltaChunk)
+            and last.id == chunk.id
+        ):
+            whole[-1] = ToolCallDeltaChunk(
+                id=chunk.id, arguments_delta=last.arguments_delta + chunk.arguments_delta
+            )
+        else:
+            whole.append(chunk)
+    return whole
+
+
+def _whole_answer(turn: Turn, chunks: Sequence[StreamChunk]) -> list[StreamChunk]:
+    """A turn answered without streaming: its error before any chunk, else ``_whole``."""
+    if turn.error is not None:
+        raise turn.error
+    return _whole(chunks)
+
+
 class _TestModel(Model):
     """What both test models share: counting, recording and yielding on each request."""
 
     def __init__(
-        self, *, name: str, provider: str, yield_to_loop: bool, record_requests: bool
+        self,
+        *,
+        name: str,
+        provider: str,
+        yield_to_loop: bool,
+        record_requests: bool,
+        output_mode: OutputMode = "native",
     ) -> None:
+        if output_mode not in ("native", "prompted", "tool"):
+            raise UserError(
+                f"output_mode must be 'native', 'prompted' or 'tool', got {output_mode!r}."
+            )
         self.name = name
         self.provider = provider
+        self.output_mode = output_mode
         self._yield = yield_to_loop
         self._record = record_requests
         self._count = 0
@@ -214,6 +268,8 @@ class ScriptedModel(_TestModel):
     Attributes:
         requests: Every request received, for assertions (unless ``record_requests`` is
             False, as benchmarks and long-running tests want: it grows with every call).
+        output_mode: The structured-output mode the model prefers (``output_mode=``), as a
+            provider profile would set it.
     """
 
     def __init__(
@@ -224,12 +280,14 @@ class ScriptedModel(_TestModel):
         provider: str = "test",
         yield_to_loop: bool = True,
         record_requests: bool = True,
+        output_mode: OutputMode = "native",
     ) -> None:
         super().__init__(
             name=name,
             provider=provider,
             yield_to_loop=yield_to_loop,
             record_requests=record_requests,
+            output_mode=output_mode,
         )
         if isinstance(script, (str, Turn)) or not isinstance(script, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
@@ -251,7 +309,12 @@ class ScriptedModel(_TestModel):
                 f"{len(self._script)} turn(s). Add turns or check why the loop kept going."
             )
         turn = self._script[index]
-        for chunk in _turn_chunks(turn, request, index):
+        chunks = _turn_chunks(turn, request, index)
+        if request.settings.stream is False:
+            for chunk in _whole_answer(turn, chunks):
+                yield chunk
+            return
+        for chunk in chunks:
             if self._yield and chunk.type != "finish":
                 await asyncio.sleep(0)
             yield chunk
@@ -282,6 +345,7 @@ class FunctionModel(_TestModel):
         provider: str = "test",
         yield_to_loop: bool = True,
         record_requests: bool = True,
+        output_mode: OutputMode = "native",
     ) -> None:
         if (function is None) == (stream_function is None):
             raise UserError("FunctionModel needs exactly one of function or stream_function.")
@@ -290,6 +354,7 @@ class FunctionModel(_TestModel):
             provider=provider,
             yield_to_loop=yield_to_loop,
             record_requests=record_requests,
+            output_mode=output_mode,
         )
         self._function = function
         self._stream_function = stream_function
@@ -303,6 +368,10 @@ class FunctionModel(_TestModel):
                 result = await result
             turn = _as_turn(result, index)
             chunks = _turn_chunks(turn, request, index)
+            if request.settings.stream is False:
+                for chunk in _whole_answer(turn, chunks):
+                    yield chunk
+                return
             if not self._yield:
                 for chunk in chunks:
                     yield chunk
@@ -315,6 +384,16 @@ class FunctionModel(_TestModel):
                 raise turn.error
             return
         assert self._stream_function is not None
+        if request.settings.stream is False:
+            items = [
+                TextChunk(text=item) if isinstance(item, str) else item
+                async for item in self._stream_function(request)
+            ]
+            if not any(isinstance(c, FinishChunk) for c in items):
+                items.append(FinishChunk(finish_reason="stop", usage=Usage(requests=1)))
+            for chunk in _whole(items):
+                yield chunk
+            return
         finished = False
         async for item in self._stream_function(request):
             if self._yield:

@@ -1,22 +1,28 @@
 """Call model: stream one model call into events, with retries and fallback models.
 
-Transient errors are retried with backoff (``RetryConfig``); rate-limit, capacity and
-context-length errors then move the step to the next fallback model with an
-``agent.model.fellback`` event (G-65..G-68). A stream that already emitted events is never
-restarted: its error fails the step. Under governance each attempt is an action on
+Transient errors are retried with backoff (``RetryConfig``); the errors of the agent's
+``FallbackPolicy`` (by default rate-limit, capacity and context-length errors) then move
+the step to the next fallback model with an ``agent.model.fellback`` event (G-65..G-68).
+The policy's circuit breaker skips models that keep failing (``agent.model.circuit`` when a
+circuit opens or closes). A stream that already emitted events is never restarted: its
+error fails the step. Under governance each attempt is an action on
 ``llm:<provider>:<model>``: checked before it is sent, counted after (``_govern.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
+from bastion.agent._fallback import CircuitBreaker
+from bastion.agent._hooks import maybe_await
 from bastion.agent._scope import RunAborted, RunScope
 from bastion.agent.steps._govern import substitute_response
 from bastion.core import (
     AgentEvent,
+    CircuitOpen,
     Model,
-    ModelError,
+    ModelCircuitEvent,
     ModelFellbackEvent,
     ModelRequest,
     ModelResponse,
@@ -70,8 +76,15 @@ class ModelCall:
         retry = scope.agent.retry
         models = self._models
         governance = scope.governance
+        policy = scope.agent.fallback_policy
+        breaker = policy.circuit_breaker
         for index, model in enumerate(models):
             self.model = model
+            if breaker is not None and not breaker.allow(model.key):
+                skipped = self._skip(index, breaker)  # raises CircuitOpen on the last model
+                yield skipped
+                await self._fell_back(skipped)
+                continue
             attempt = 0
             while True:
                 if governance is not None:  # check before anything is sent (L-16)
@@ -136,16 +149,31 @@ class ModelCall:
                     except BaseException:
                         await chunks.aclose()  # end the provider's stream (its connection) now
                         raise
-                except RunAborted:
+                except (RunAborted, asyncio.CancelledError):
+                    if breaker is not None:
+                        breaker.release(model.key)  # an abort gives a claimed probe back
                     raise
                 except Exception as error:
                     if governance is not None:  # a failed call counts as a call
                         await governance.record_model(model, None)
                         for event in governance.drain(run_id, next_seq):
                             yield event
+                    tripped = False
+                    if breaker is not None:
+                        if breaker.counts_as_failure(error):
+                            tripped = breaker.record_failure(model.key, error)
+                            if tripped:
+                                yield self._circuit(model, breaker, error)
+                        else:  # about the request, not the model's health
+                            breaker.release(model.key)
                     if emitted:
                         raise
-                    if retry is not None and attempt < retry.max_retries and retry.retryable(error):
+                    if (
+                        not tripped
+                        and retry is not None
+                        and attempt < retry.max_retries
+                        and retry.retryable(error)
+                    ):
                         delay = retry.delay(attempt, error)
                         attempt += 1
                         yield ModelRetryEvent(
@@ -159,22 +187,24 @@ class ModelCall:
                         await scope.clock.sleep(delay)
                         check_abort()
                         continue
-                    if (
-                        isinstance(error, ModelError)
-                        and error.fallback_eligible
-                        and index + 1 < len(models)
-                    ):
-                        yield ModelFellbackEvent(
+                    if (tripped or policy.moves_on(error)) and index + 1 < len(models):
+                        fell_back = ModelFellbackEvent(
                             run_id=run_id,
                             seq=next_seq(),
                             previous_model=model.key,
                             next_model=models[index + 1].key,
                             error=_describe(error),
                         )
+                        yield fell_back
+                        await self._fell_back(fell_back)
                         break
                     raise
                 response = assembler.response()
                 self.response = response
+                if breaker is not None and breaker.record_success(model.key):
+                    yield ModelCircuitEvent(
+                        run_id=run_id, seq=next_seq(), model=model.key, state="closed"
+                    )
                 if governance is not None:
                     await governance.record_model(model, response.usage)
                     for event in governance.drain(run_id, next_seq):
@@ -184,6 +214,48 @@ class ModelCall:
                         run_id=run_id, seq=next_seq(), text=response.message.text
                     )
                 return
+
+    def _skip(self, index: int, breaker: CircuitBreaker) -> ModelFellbackEvent:
+        """The event that skips the open model at ``index``; CircuitOpen if none is left."""
+        models = self._models
+        model = models[index]
+        if index + 1 < len(models):
+            scope = self._scope
+            return ModelFellbackEvent(
+                run_id=scope.run_id,
+                seq=scope.next_seq(),
+                previous_model=model.key,
+                next_model=models[index + 1].key,
+                error=f"circuit open for {breaker.retry_in(model.key):.3g} s more",
+                reason="circuit_open",
+            )
+        waits = {m.key: breaker.retry_in(m.key) for m in models}
+        listed = ", ".join(f"{key!r} ({wait:.3g} s)" for key, wait in waits.items())
+        raise CircuitOpen(
+            f"Every model of this step has an open circuit breaker after repeated failures: "
+            f"{listed}. Each is probed again after its cool-down; add a fallback model, or "
+            "raise CircuitBreaker(failure_threshold=...) to trip less readily.",
+            retry_after=min(waits.values()),
+        )
+
+    def _circuit(
+        self, model: Model, breaker: CircuitBreaker, error: BaseException
+    ) -> ModelCircuitEvent:
+        scope = self._scope
+        return ModelCircuitEvent(
+            run_id=scope.run_id,
+            seq=scope.next_seq(),
+            model=model.key,
+            state="open",
+            failures=breaker.failures(model.key),
+            cool_down=breaker.cool_down,
+            error=_describe(error),
+        )
+
+    async def _fell_back(self, event: ModelFellbackEvent) -> None:
+        hook = self._scope.agent.fallback_policy.on_fallback
+        if hook is not None:
+            await maybe_await(hook(event))
 
 
 _TIERS = ("public", "internal", "secret")

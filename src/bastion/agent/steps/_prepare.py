@@ -13,17 +13,20 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bastion.agent._hooks import maybe_await
+from bastion.agent._output import OUTPUT_TOOL
 from bastion.agent._scope import RunScope
 from bastion.core import (
     AssistantMessage,
     Lazy,
     Message,
+    Model,
     ModelRequest,
     ReasoningPart,
     RunContext,
     SystemMessage,
     TextPart,
     ToolDefinition,
+    UserError,
     UserMessage,
     UserPart,
 )
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "before_llm_call",
     "build_request",
+    "shape_output",
     "open_run",
     "replace_input_text",
     "resolve_deps",
@@ -150,6 +154,49 @@ def _without_reasoning(messages: list[Message]) -> list[Message]:
         else:
             stripped.append(message)
     return stripped
+
+
+def shape_output(scope: RunScope, request: ModelRequest, model: Model) -> None:
+    """Ask for the agent's output type in the step's structured-output mode.
+
+    The mode is the agent's ``output_mode``, else the one the step's model prefers
+    (``Model.output_mode``, from its profile). ``native`` sends the schema as the request's
+    output spec; ``prompted`` appends the schema to the system prompt (in a copy, the
+    transcript keeps the instructions) and asks for JSON mode; ``tool`` advertises the
+    final-answer tool and, unless the agent set a ``tool_choice``, requires a tool call.
+
+    Raises:
+        UserError: ``tool`` mode, and a tool of the step is named like the final-answer tool.
+    """
+    agent = scope.agent
+    schema = agent.output_schema
+    assert schema is not None  # only called for agents with an output type
+    mode = agent.output_mode or model.output_mode
+    scope.output_mode = mode
+    if mode == "native":
+        request.output = schema.spec
+    elif mode == "prompted":
+        request.output = schema.prompted_spec
+        request.messages = _with_system_text(list(request.messages), schema.instructions)
+    else:
+        if any(d.name == OUTPUT_TOOL for d in request.tools):
+            raise UserError(
+                f"Agent {agent.name!r} asks {model.key} for its output with the "
+                f"{OUTPUT_TOOL!r} tool, but one of its tools has that name. Rename the tool "
+                "or pass output_mode='native' or 'prompted'."
+            )
+        request.output = None
+        request.tools = (*request.tools, schema.tool)
+        if request.settings.tool_choice is None:
+            request.settings = replace(request.settings, tool_choice="required")
+
+
+def _with_system_text(messages: list[Message], text: str) -> list[Message]:
+    """``messages`` with ``text`` appended to the leading system message (or as one)."""
+    if messages and isinstance(messages[0], SystemMessage):
+        first = messages[0]
+        return [replace(first, content=f"{first.content}\n\n{text}"), *messages[1:]]
+    return [SystemMessage(content=text), *messages]
 
 
 async def before_llm_call(scope: RunScope, request: ModelRequest) -> None:

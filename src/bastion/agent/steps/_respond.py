@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from bastion.agent._hooks import maybe_await
 from bastion.agent._scope import RunScope
+from bastion.agent._step_overrides import StepOverrides, apply_overrides, check_tool_choice
 from bastion.core import (
     AgentEvent,
     Model,
@@ -40,19 +41,35 @@ __all__ = [
 
 
 def begin_step(scope: RunScope) -> ModelRequest:
-    """Number the next step and build its request (``before_llm_call`` comes after)."""
+    """Number the next step and build its request (``before_llm_call`` comes after).
+
+    Raises:
+        UserError: The agent's ``tool_choice`` names a tool this step does not advertise
+            (a deferred tool ``tool_search`` has not promoted yet).
+    """
     state = scope.state
     state.step += 1
     scope.ctx.step = state.step
-    return build_request(scope)
+    request = build_request(scope)
+    choice = request.settings.tool_choice
+    if choice is not None and choice not in ("auto", "none"):
+        check_tool_choice(choice, request.tools)
+    return request
 
 
-async def choose_model(scope: RunScope) -> Model:
-    """The model of this step, by the precedence of SPEC G-85 (see ``_tiers``)."""
+async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
+    """The model of this step, by the precedence of SPEC G-85 (see ``_tiers``).
+
+    A ``prepare_step`` that returns :class:`StepOverrides` also changes this step's
+    request: settings, ``tool_choice`` and the advertised tools.
+    """
     agent = scope.agent
     hooks = agent.loop_hooks
     if hooks is not None and agent.hook_flags.prepare_step:
         override = await maybe_await(hooks.prepare_step(scope.ctx, scope.state.step))
+        if isinstance(override, StepOverrides):
+            apply_overrides(request, override)
+            override = override.model
         if override is not None:
             return override if isinstance(override, Model) else resolve_model(override)
     tiers = agent.tiers

@@ -91,7 +91,7 @@ def build_payload(
         body["system"] = system
     body["messages"] = messages
     tools: list[Block] = [_tool(t, names, structured=native_output) for t in request.tools]
-    output = request.output
+    output = _output_tool(request)
     native = native_format(output) if output is not None and native_output else None
     if native is not None:
         body["output_config"] = {"format": native}
@@ -146,6 +146,12 @@ def _tool(tool: ToolDefinition, names: ToolNameMap, *, structured: bool) -> Bloc
     return block
 
 
+def _output_tool(request: ModelRequest) -> OutputSpec | None:
+    """The output spec sent as a forced tool; a prompted one is in the system prompt only."""
+    output = request.output
+    return output if output is not None and output.mode == "native" else None
+
+
 def _thinking_enabled(settings: ModelSettings) -> bool:
     thinking = as_object((settings.extra or {}).get("thinking"))
     return thinking is not None and thinking.get("type") == "enabled"
@@ -155,14 +161,15 @@ def _tool_choice(request: ModelRequest, names: ToolNameMap) -> Block | None:
     settings = request.settings
     wanted = settings.tool_choice
     choice: Block | None
-    if request.output is not None and wanted != "none":
+    output = _output_tool(request)
+    if output is not None and wanted != "none":
         # Extended thinking rejects forced tool use; then the output tool is only offered.
         if _thinking_enabled(settings):
             choice = {"type": "auto"}
         elif request.tools:
             choice = {"type": "any"}  # a real tool or the answer, never bare text
         else:
-            choice = {"type": "tool", "name": names.wire(request.output.name)}
+            choice = {"type": "tool", "name": names.wire(output.name)}
     elif wanted is None:
         choice = None
     elif wanted == "auto":

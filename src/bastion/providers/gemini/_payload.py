@@ -80,7 +80,8 @@ def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
     config = _generation_config(settings)
     if request.output is not None:
         config["responseMimeType"] = "application/json"
-        config["responseJsonSchema"] = request.output.json_schema
+        if request.output.mode == "native":  # prompted: the schema is in the prompt
+            config["responseJsonSchema"] = request.output.json_schema
     if settings.extra:
         config.update(settings.extra)
     if config:

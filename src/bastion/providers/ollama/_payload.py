@@ -56,7 +56,8 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
         body["tools"] = tools
     options = _options(settings)
     if request.output is not None:
-        body["format"] = request.output.json_schema
+        prompted = request.output.mode == "prompted"  # the schema is in the prompt
+        body["format"] = "json" if prompted else request.output.json_schema
     extra = dict(settings.extra or {})
     effort = extra.pop("reasoning_effort", None)
     if effort is not None and "think" not in extra:

@@ -128,6 +128,9 @@ def _offered_tools(
 
 
 def _output_format(body: dict[str, Any], output: OutputSpec, params: ChatParams) -> None:
+    if output.mode == "prompted":  # the schema is in the system prompt already
+        body["response_format"] = {"type": "json_object"}
+        return
     if params.json_schema:
         body["response_format"] = {
             "type": "json_schema",
