@@ -7,6 +7,7 @@
 
 from ._governance_counters import StoreCounters
 from ._open import DEFAULT_STORE_URL, STORE_ENV, open_store
+from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore, RunBusy, SessionConflict
 from ._protocols import ArtifactStore, CounterStore, JournalStore, SessionStore, Stores, branch
 from ._types import (
     ENTRY_KINDS,
@@ -39,11 +40,17 @@ __all__ = [
     "JournalStore",
     "JsonObject",
     "JsonValue",
+    "Lease",
+    "LeaseHeld",
+    "LeaseLost",
+    "LeaseStore",
     "NewEntry",
+    "RunBusy",
     "RunPage",
     "RunRecord",
     "STORE_ENV",
     "Sensitivity",
+    "SessionConflict",
     "SessionEntry",
     "SessionInfo",
     "SessionStore",

@@ -27,6 +27,8 @@ from bastion.stores import (
     open_store,
 )
 
+from ._ownership_conformance import OwnershipConformance, ProcessOwnershipConformance
+
 __all__ = ["ProcessStoreConformance", "StoreConformance"]
 
 MB = 1024 * 1024
@@ -53,7 +55,7 @@ async def _append_until(stores: Stores, run_id: str, writer: str, count: int) ->
     return won
 
 
-class StoreConformance:
+class StoreConformance(OwnershipConformance):
     """Behaviour every :class:`~bastion.stores.Stores` backend must show, in one process.
 
     Subclasses provide a ``store_url`` fixture. ``independent_handles = False`` (the in-memory
@@ -465,7 +467,7 @@ async def _start_together(*argv: Sequence[str]) -> list[asyncio.subprocess.Proce
     return procs
 
 
-class ProcessStoreConformance:
+class ProcessStoreConformance(ProcessOwnershipConformance):
     """Behaviour of backends shared by several processes: real OS processes race and die."""
 
     async def test_two_processes_one_winner_per_seq(self, store_url: str) -> None:
