@@ -6,6 +6,7 @@
 """
 
 from ._governance_counters import StoreCounters
+from ._keeper import DEFAULT_LEASE_TTL, LeaseKeeper, new_owner
 from ._open import DEFAULT_STORE_URL, STORE_ENV, open_store
 from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore, RunBusy, SessionConflict
 from ._protocols import ArtifactStore, CounterStore, JournalStore, SessionStore, Stores, branch
@@ -32,6 +33,7 @@ __all__ = [
     "ArtifactStore",
     "CounterResult",
     "CounterStore",
+    "DEFAULT_LEASE_TTL",
     "DEFAULT_STORE_URL",
     "ENTRY_KINDS",
     "EntryKind",
@@ -42,6 +44,7 @@ __all__ = [
     "JsonValue",
     "Lease",
     "LeaseHeld",
+    "LeaseKeeper",
     "LeaseLost",
     "LeaseStore",
     "NewEntry",
@@ -58,5 +61,6 @@ __all__ = [
     "StoreError",
     "Stores",
     "branch",
+    "new_owner",
     "open_store",
 ]

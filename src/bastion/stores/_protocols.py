@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from bastion.core import RunStatus, UserError
 
+from ._keeper import DEFAULT_LEASE_TTL
 from ._ownership import LeaseStore
 from ._types import (
     Artifact,
@@ -208,6 +209,8 @@ class Stores:
         artifacts: Progress artifacts.
         counters: Governance counters.
         leases: Owners of runs and session turns (leases with heartbeats).
+        lease_ttl: Seconds the leases of runs and session turns on this store live without
+            a heartbeat (default 30): how long a crashed owner keeps others waiting.
     """
 
     url: str
@@ -216,6 +219,7 @@ class Stores:
     artifacts: ArtifactStore
     counters: CounterStore
     leases: LeaseStore
+    lease_ttl: float = DEFAULT_LEASE_TTL
 
     async def open(self) -> None:
         """Connect and create or migrate the schema; idempotent."""

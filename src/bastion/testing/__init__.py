@@ -2,7 +2,7 @@
 
 from typing import TYPE_CHECKING
 
-from ._clock import VirtualClock
+from ._clock import LaterClock, VirtualClock
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 
 if TYPE_CHECKING:
@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Call",
     "FunctionModel",
+    "LaterClock",
     "ProcessStoreConformance",
     "ScriptedModel",
     "StoreConformance",

@@ -1,0 +1,118 @@
+"""``LeaseKeeper``: holds one lease for a run or a session's turn, with a heartbeat.
+
+Used by the agent (a run's lease) and by sessions (a turn's lease). The heartbeat renews the
+lease every third of its time to live. The lease's times come from the caller's
+:class:`~bastion.core.Clock` (a test expires a lease by moving a virtual clock), while the
+heartbeat's period is event-loop time, as the journal's commit timer is: a heartbeat must
+not move a virtual clock that auto-advances on every sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+
+from bastion.core import Clock, new_id
+
+from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore
+
+__all__ = ["DEFAULT_LEASE_TTL", "LeaseKeeper", "new_owner"]
+
+DEFAULT_LEASE_TTL = 30.0
+"""Seconds a lease lives without a heartbeat: how long a crashed owner blocks a takeover."""
+
+
+def new_owner() -> str:
+    """A fresh owner id: host, process id and a random part (one per run or session)."""
+    return f"{socket.gethostname()}:pid{os.getpid()}:{new_id('owner')}"
+
+
+class LeaseKeeper:
+    """Acquires one lease, renews it in the background, releases it.
+
+    Attributes:
+        key: What is owned.
+        owner: This holder's id.
+        lost: Set when a heartbeat found the lease taken over (it stops then).
+    """
+
+    __slots__ = ("_beat", "_clock", "_leases", "_ttl", "held", "key", "lost", "owner")
+
+    def __init__(
+        self, leases: LeaseStore, key: str, clock: Clock, *, ttl: float, owner: str
+    ) -> None:
+        self._leases = leases
+        self._clock = clock
+        self._ttl = ttl
+        self.key = key
+        self.owner = owner
+        self.held = False
+        self.lost: LeaseLost | None = None
+        self._beat: asyncio.Task[None] | None = None
+
+    async def acquire(self) -> Lease:
+        """Take the lease and start the heartbeat.
+
+        Raises:
+            LeaseHeld: Another owner's lease is live.
+        """
+        lease = await self._leases.acquire(
+            self.key, self.owner, ttl=self._ttl, now=self._clock.now()
+        )
+        self._start()
+        return lease
+
+    async def wait(self, poll: float | None = None) -> Lease:
+        """Take the lease, waiting while another owner holds it (until it ends or expires)."""
+        period = poll if poll is not None else min(0.25, self._ttl / 4)
+        while True:
+            try:
+                return await self.acquire()
+            except LeaseHeld:
+                await asyncio.sleep(period)
+
+    async def check(self) -> Lease | None:
+        """The live lease another owner holds on the key, else ``None``."""
+        lease = await self._leases.get(self.key)
+        if lease is None or lease.owner == self.owner or not lease.live(self._clock.now()):
+            return None
+        return lease
+
+    def _start(self) -> None:
+        self.held = True
+        self.lost = None
+        if self._beat is None or self._beat.done():
+            self._beat = asyncio.get_running_loop().create_task(
+                self._heartbeat(), name=f"bastion-lease-{self.key}"
+            )
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self._ttl / 3)
+            try:
+                await self._leases.renew(self.key, self.owner, ttl=self._ttl, now=self._clock.now())
+            except LeaseLost as exc:
+                self.lost = exc
+                self.held = False
+                return
+            except Exception:  # a store hiccup: the next beat tries again before expiry
+                continue
+
+    def stop(self) -> None:
+        """Stop the heartbeat (the lease then expires unless released)."""
+        beat, self._beat = self._beat, None
+        if beat is not None and not beat.done():
+            beat.cancel()
+
+    async def release(self) -> None:
+        """Stop the heartbeat and drop the lease (a no-op when not held)."""
+        beat, self._beat = self._beat, None
+        if beat is not None and not beat.done():
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        if self.held:
+            self.held = False
+            await self._leases.release(self.key, self.owner)
