@@ -10,22 +10,24 @@ too (:func:`check_session_owner`).
 from __future__ import annotations
 
 from bastion.core import Clock
-from bastion.stores import LeaseKeeper, RunBusy, Stores, new_owner
+from bastion.stores import (
+    LeaseKeeper,
+    RunBusy,
+    Stores,
+    new_owner,
+    run_lease_key,
+    session_lease_key,
+)
 
 from ._state import RunState
 
-__all__ = ["check_session_owner", "run_keeper", "session_lease_key"]
-
-
-def session_lease_key(session_id: str) -> str:
-    """The lease a session's turn holds (shared with ``bastion.sessions``)."""
-    return f"session:{session_id}"
+__all__ = ["check_session_owner", "run_keeper"]
 
 
 def run_keeper(stores: Stores, run_id: str, clock: Clock) -> LeaseKeeper:
     """A keeper of the run's own lease, with a fresh owner id."""
     return LeaseKeeper(
-        stores.leases, f"run:{run_id}", clock, ttl=stores.lease_ttl, owner=new_owner()
+        stores.leases, run_lease_key(run_id), clock, ttl=stores.lease_ttl, owner=new_owner()
     )
 
 

@@ -6,7 +6,13 @@
 """
 
 from ._governance_counters import StoreCounters
-from ._keeper import DEFAULT_LEASE_TTL, LeaseKeeper, new_owner
+from ._keeper import (
+    DEFAULT_LEASE_TTL,
+    LeaseKeeper,
+    new_owner,
+    run_lease_key,
+    session_lease_key,
+)
 from ._open import DEFAULT_STORE_URL, STORE_ENV, open_store
 from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore, RunBusy, SessionConflict
 from ._protocols import ArtifactStore, CounterStore, JournalStore, SessionStore, Stores, branch
@@ -63,4 +69,6 @@ __all__ = [
     "branch",
     "new_owner",
     "open_store",
+    "run_lease_key",
+    "session_lease_key",
 ]

@@ -18,10 +18,20 @@ from bastion.core import Clock, new_id
 
 from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore
 
-__all__ = ["DEFAULT_LEASE_TTL", "LeaseKeeper", "new_owner"]
+__all__ = ["DEFAULT_LEASE_TTL", "LeaseKeeper", "new_owner", "run_lease_key", "session_lease_key"]
 
 DEFAULT_LEASE_TTL = 30.0
 """Seconds a lease lives without a heartbeat: how long a crashed owner blocks a takeover."""
+
+
+def run_lease_key(run_id: str) -> str:
+    """The lease a run outside sessions holds while a process works on it."""
+    return f"run:{run_id}"
+
+
+def session_lease_key(session_id: str) -> str:
+    """The lease a session's turn holds (its run included) while a process runs it."""
+    return f"session:{session_id}"
 
 
 def new_owner() -> str:
