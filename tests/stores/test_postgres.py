@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bastion.core import new_id
-from bastion.stores import open_store
+from bastion.stores import StoreError, open_store
 from bastion.testing import ProcessStoreConformance, StoreConformance
 
 from ._governed import GovernedProcesses
@@ -85,3 +85,29 @@ async def test_max_connections_in_the_url_sizes_the_pool(store_url: str) -> None
             *(stores.sessions.append(f"s{i}", kind="m", payload={}) for i in range(100))
         )
         assert 1 <= await _connections(name) <= 3
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("postgresql://postgres@127.0.0.1:1/test", "port 1 failed: Connection refused"),
+        ("postgresql://bastion_no_such_role@127.0.0.1:5432/test", 'role "bastion_no_such_role"'),
+        (
+            "postgresql://postgres@127.0.0.1:5432/bastion_no_such_db",
+            'database "bastion_no_such_db"',
+        ),
+    ],
+)
+async def test_an_unreachable_server_fails_once_with_the_drivers_reason(
+    url: str, reason: str
+) -> None:
+    """Refused, unknown role, unknown database: a StoreError naming the cause, no pool left."""
+    stores = open_store(url)
+    with pytest.raises(StoreError) as info:
+        await stores.open()
+    message = str(info.value)
+    assert message.startswith(f"Cannot connect to PostgreSQL store {url!r}: connection failed:")
+    assert reason in message
+    assert "pool initialization incomplete" not in message
+    with pytest.raises(StoreError, match="is not open"):
+        await stores.journal.last_seq("r")  # nothing was left half-open

@@ -543,7 +543,7 @@ class PostgresStores(Stores):
 
     async def _open(self) -> None:
         try:
-            from psycopg import sql
+            from psycopg import AsyncConnection, sql
             from psycopg_pool import AsyncConnectionPool
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise UserError(
@@ -562,13 +562,23 @@ class PostgresStores(Stores):
             configure=configure,
             open=False,
         )
+        # One direct connection first: an unreachable server, an unknown role or database
+        # fails at once with the driver's reason, where the pool would retry in the
+        # background until its timeout and report only "pool initialization incomplete".
         try:
+            first = await AsyncConnection.connect(_with_timeout(self._dsn), autocommit=True)
+        except Exception as exc:
+            raise StoreError(
+                f"Cannot connect to PostgreSQL store {self.url!r}: {_reason(exc)}"
+            ) from exc
+        try:
+            async with first:
+                await first.execute(search_path)
+                await migrate(first, self.schema)
             await pool.open(wait=True, timeout=10)
-            async with pool.connection() as conn:
-                await migrate(conn, self.schema)
         except Exception as exc:
             await pool.close()
-            raise StoreError(f"Cannot open PostgreSQL store {self.url!r}: {exc}") from exc
+            raise StoreError(f"Cannot open PostgreSQL store {self.url!r}: {_reason(exc)}") from exc
         self._pool = pool
 
     async def close(self) -> None:
@@ -577,3 +587,21 @@ class PostgresStores(Stores):
         self._opening = asyncio.Lock()  # bound to this loop once contended; a reopen may not be
         if pool is not None:
             await pool.close()
+
+
+CONNECT_TIMEOUT = 10
+"""Seconds the first connection may take when the URL sets no ``connect_timeout``."""
+
+
+def _with_timeout(dsn: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    if "connect_timeout" in conninfo_to_dict(dsn):
+        return dsn
+    return make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own words, without libpq's repeated multi-line framing."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return "; ".join(dict.fromkeys(lines)) or type(exc).__name__
