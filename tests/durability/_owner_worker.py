@@ -7,6 +7,9 @@
 * ``hold-turn SESSION``: sends ``slow``, whose tool prints ``in-tool`` and waits for a line on
   stdin before it returns ``went``; prints the turn's text at the end.
 * ``hold-run``: starts a run (printing its id) whose tool does the same; prints its status.
+* ``fuzz PLAN``: runs a JSON plan ``{session: [op, …]}`` on one handle per session, the
+  sessions at once; an op is ``["send", text, mode]``, ``["abort"]`` or ``["wait"]``.
+  Prints ``{text: final status}`` of every message sent.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import sys
 
 from bastion import Agent, tool
 from bastion.core import AssistantMessage, ModelRequest, ToolMessage, UserMessage
+from bastion.sessions import SentMessage
 from bastion.testing import Call, FunctionModel, Turn
 
 
@@ -52,6 +56,23 @@ def build_agent(store: str) -> Agent[None, str]:
     return Agent("owner", model=FunctionModel(answer), tools=[note, wait_for_go], store=store)
 
 
+async def _play(
+    agent: Agent[None, str], session_id: str, ops: list[list[str]], statuses: dict[str, str]
+) -> None:
+    """One handle on ``session_id`` plays ``ops``; records each message's final status."""
+    session = agent.session(session_id)
+    sent: list[SentMessage] = []
+    for op in ops:
+        if op[0] == "send":
+            sent.append(session.send(op[1], mode="steer" if op[2] == "steer" else "queue"))
+        elif op[0] == "abort":
+            session.abort()
+        else:
+            await session.wait_for_idle()
+    await session.wait_for_idle()
+    statuses.update((m.text, m.status) for m in sent)
+
+
 async def main(store: str, mode: str, *rest: str) -> None:
     agent = build_agent(store)
     try:
@@ -69,6 +90,11 @@ async def main(store: str, mode: str, *rest: str) -> None:
             last = session.messages[-1]
             assert isinstance(last, AssistantMessage)
             print(json.dumps(last.text), flush=True)
+        elif mode == "fuzz":
+            plan: dict[str, list[list[str]]] = json.loads(rest[0])
+            statuses: dict[str, str] = {}
+            await asyncio.gather(*(_play(agent, sid, ops, statuses) for sid, ops in plan.items()))
+            print(json.dumps(statuses), flush=True)
         elif mode == "hold-run":
             stream = agent.stream("slow")
             print(stream.run_id, flush=True)
