@@ -28,6 +28,7 @@ Every entry therefore carries ``event_seq``, the ``seq`` of the event it corresp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
@@ -263,10 +264,14 @@ class RunJournal:
             raise self.failure from None
 
     async def release(self) -> None:
-        """Drop the run's lease now (idempotent): the run ended, suspended or was closed."""
+        """Drop the run's lease now (idempotent): the run ended, suspended or was closed.
+
+        A store that fails here is not the run's failure: the lease then lapses on its own.
+        """
         keeper, self.keeper = self.keeper, None
         if keeper is not None:
-            await keeper.release()
+            with contextlib.suppress(Exception):
+                await keeper.release()
 
     def _check(self) -> None:
         keeper = self.keeper

@@ -376,7 +376,8 @@ class Session(Listeners):
             await self._emit_error(exc)
             raise
         finally:
-            await keeper.release()
+            with contextlib.suppress(Exception):  # else the lease lapses on its own
+                await keeper.release()
 
     async def _step(self) -> str | _Waiting | None:
         """Run the next turn, or resume the waiting one; return the turn's text.
