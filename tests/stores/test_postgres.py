@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bastion.core import new_id
-from bastion.stores import StoreError, open_store
+from bastion.stores import SessionConflict, StoreError, open_store
 from bastion.testing import ProcessStoreConformance, StoreConformance
 
 from ._governed import GovernedProcesses
@@ -111,3 +111,37 @@ async def test_an_unreachable_server_fails_once_with_the_drivers_reason(
     assert "pool initialization incomplete" not in message
     with pytest.raises(StoreError, match="is not open"):
         await stores.journal.last_seq("r")  # nothing was left half-open
+
+
+async def test_a_version_1_schema_gets_leases_and_session_heads(store_url: str) -> None:
+    """Sessions stored by the first schema get their head backfilled when the store opens."""
+    import psycopg
+    from psycopg import sql
+
+    from bastion.stores._postgres_schema import MIGRATIONS
+
+    schema = store_url.rsplit("schema=", 1)[1]
+    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
+        await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        await conn.execute("CREATE TABLE bastion_schema (version integer NOT NULL)")
+        for statement in MIGRATIONS[0]:
+            await conn.execute(statement)
+        await conn.execute("INSERT INTO bastion_schema (version) VALUES (1)")
+        await conn.execute("INSERT INTO sessions VALUES ('old', 2, NULL, 1.0, 1.0)")
+        await conn.execute(
+            "INSERT INTO session_entries VALUES ('old', 'e1', NULL, 'message', '{}', 1, 1.0), "
+            "('old', 'e2', 'e1', 'message', '{}', 2, 1.0)"
+        )
+    async with open_store(store_url) as stores:
+        with pytest.raises(SessionConflict) as info:
+            await stores.sessions.append(
+                "old", kind="message", payload={}, parent_id="e1", expect_head=True
+            )
+        assert info.value.actual_head == "e2"
+        third = await stores.sessions.append(
+            "old", kind="message", payload={}, parent_id="e2", expect_head=True
+        )
+        assert third.position == 3
+        lease = await stores.leases.acquire("run:r", "w", ttl=5, now=1.0)
+        assert lease.expires_at == 6.0
