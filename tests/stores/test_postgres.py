@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from bastion.core import new_id
 from bastion.stores import SessionConflict, StoreError, open_store
-from bastion.testing import ProcessStoreConformance, StoreConformance
+from bastion.testing import ProcessStoreConformance, StoreConformance, isolated_store
 
 from ._governed import GovernedProcesses
 
@@ -23,16 +24,9 @@ DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0
 
 
 @pytest.fixture
-async def store_url() -> AsyncIterator[str]:
-    import psycopg
-    from psycopg import sql
-
-    schema = new_id("bastion_test")
-    yield f"{DSN}{'&' if '?' in DSN else '?'}schema={schema}"
-    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
-        await conn.execute(
-            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
-        )
+async def store_url(tmp_path: Path) -> AsyncIterator[str]:
+    async with isolated_store("postgres", tmp_path) as url:
+        yield url
 
 
 class TestPostgresStores(StoreConformance, ProcessStoreConformance):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from bastion.core import new_id
 from bastion.stores import SessionConflict, Stores, open_store
 from bastion.stores._redis import POOL_SIZE
-from bastion.testing import ProcessStoreConformance, StoreConformance
+from bastion.testing import ProcessStoreConformance, StoreConformance, isolated_store
 
 from ._governed import GovernedProcesses
 
@@ -25,18 +26,9 @@ URL = os.environ.get("BASTION_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @pytest.fixture
-async def store_url() -> AsyncIterator[str]:
-    from redis.asyncio import Redis
-
-    prefix = new_id("bastion_test") + ":"
-    yield f"{URL}{'&' if '?' in URL else '?'}prefix={prefix}"
-    client: Any = Redis.from_url(URL)  # pyright: ignore[reportUnknownMemberType]
-    try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
+async def store_url(tmp_path: Path) -> AsyncIterator[str]:
+    async with isolated_store("redis", tmp_path) as url:
+        yield url
 
 
 class TestRedisStores(StoreConformance, ProcessStoreConformance):

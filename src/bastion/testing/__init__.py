@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING
 
 from ._clock import LaterClock, VirtualClock
+from ._isolated import isolated_store
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ __all__ = [
     "Turn",
     "TurnLike",
     "VirtualClock",
+    "isolated_store",
 ]
 
 

@@ -27,7 +27,14 @@ from bastion.stores import (
     open_store,
 )
 
-__all__ = ["OwnershipConformance", "ProcessOwnershipConformance", "append_after_head"]
+__all__ = [
+    "OwnershipConformance",
+    "ProcessOwnershipConformance",
+    "append_after_head",
+    "read_line",
+    "start_together",
+    "start_worker",
+]
 
 T0 = 1_700_000_000.0
 
@@ -193,18 +200,20 @@ class OwnershipConformance:
         assert await stores.leases.get("k") is None
 
 
-async def _worker(args: Sequence[str]) -> asyncio.subprocess.Process:
+async def start_worker(module: str, args: Sequence[str]) -> asyncio.subprocess.Process:
+    """Start ``python -m module args…`` with pipes to its stdin and stdout."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bastion.testing._ownership_conformance",
+        module,
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )
 
 
-async def _line(proc: asyncio.subprocess.Process) -> str:
+async def read_line(proc: asyncio.subprocess.Process) -> str:
+    """The worker's next line of output (an error if it exits first)."""
     assert proc.stdout is not None
     line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
     if not line:
@@ -212,16 +221,22 @@ async def _line(proc: asyncio.subprocess.Process) -> str:
     return line.decode().strip()
 
 
-async def _together(*argv: Sequence[str]) -> list[str]:
-    """Start workers, release them at once when all have opened the store; their answers."""
-    procs = [await _worker(a) for a in argv]
+async def start_together(module: str, *argv: Sequence[str]) -> list[asyncio.subprocess.Process]:
+    """Start workers, wait until each has opened the store, then release them at once."""
+    procs = [await start_worker(module, a) for a in argv]
     for proc in procs:
-        assert await _line(proc) == "ready"
+        assert await read_line(proc) == "ready"
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.write(b"go\n")
         await proc.stdin.drain()
-    answers = [await _line(p) for p in procs]
+    return procs
+
+
+async def _together(*argv: Sequence[str]) -> list[str]:
+    """Run workers of this module together; their answers."""
+    procs = await start_together("bastion.testing._ownership_conformance", *argv)
+    answers = [await read_line(p) for p in procs]
     assert [await p.wait() for p in procs] == [0] * len(procs)
     return answers
 
