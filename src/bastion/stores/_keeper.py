@@ -48,7 +48,7 @@ class LeaseKeeper:
         lost: Set when a heartbeat found the lease taken over (it stops then).
     """
 
-    __slots__ = ("_beat", "_clock", "_leases", "_ttl", "held", "key", "lost", "owner")
+    __slots__ = ("_beat", "_clock", "_leases", "_stop", "_ttl", "held", "key", "lost", "owner")
 
     def __init__(
         self, leases: LeaseStore, key: str, clock: Clock, *, ttl: float, owner: str
@@ -61,6 +61,7 @@ class LeaseKeeper:
         self.held = False
         self.lost: LeaseLost | None = None
         self._beat: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None  # made with the heartbeat, in its loop
 
     async def acquire(self) -> Lease:
         """Take the lease and start the heartbeat.
@@ -94,13 +95,19 @@ class LeaseKeeper:
         self.held = True
         self.lost = None
         if self._beat is None or self._beat.done():
+            stop = self._stop = asyncio.Event()
             self._beat = asyncio.get_running_loop().create_task(
-                self._heartbeat(), name=f"bastion-lease-{self.key}"
+                self._heartbeat(stop), name=f"bastion-lease-{self.key}"
             )
 
-    async def _heartbeat(self) -> None:
+    async def _heartbeat(self, stop: asyncio.Event) -> None:
+        # Stopped by an event, never cancelled: a renew in flight is let finish, so no
+        # store call (a pooled connection mid-query) is cut in half.
         while True:
-            await asyncio.sleep(self._ttl / 3)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._ttl / 3)
+            if stop.is_set():
+                return
             try:
                 await self._leases.renew(self.key, self.owner, ttl=self._ttl, now=self._clock.now())
             except LeaseLost as exc:
@@ -111,18 +118,17 @@ class LeaseKeeper:
                 continue
 
     def stop(self) -> None:
-        """Stop the heartbeat (the lease then expires unless released)."""
-        beat, self._beat = self._beat, None
-        if beat is not None and not beat.done():
-            beat.cancel()
+        """Stop the heartbeat after any renew in flight (the lease then expires unless released)."""
+        self._beat = None
+        if self._stop is not None:
+            self._stop.set()
 
     async def release(self) -> None:
         """Stop the heartbeat and drop the lease (a no-op when not held)."""
-        beat, self._beat = self._beat, None
-        if beat is not None and not beat.done():
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
+        beat = self._beat
+        self.stop()
+        if beat is not None:
+            await asyncio.shield(beat)  # a renew in flight finishes before the release
         if self.held:
             self.held = False
             await self._leases.release(self.key, self.owner)
