@@ -101,10 +101,10 @@ class LeaseLost(StoreError):
         self.key = key
         self.owner = owner
         self.holder = holder
-        taken = f"now owned by {holder.owner!r}" if holder is not None else "released"
+        taken = f"is now owned by {holder.owner!r}" if holder is not None else "was released"
         super().__init__(
-            f"Lease on {key!r} of owner {owner!r} expired and was {taken}; this process "
-            "stops writing to it."
+            f"Lease on {key!r} of owner {owner!r} expired and {taken}; this process stops "
+            "writing to it."
         )
 
 
