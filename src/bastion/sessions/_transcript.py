@@ -54,6 +54,9 @@ class Transcript:
         self._live: list[Message] | None = None
         self._synced: int | None = None
         self._lock: asyncio.Lock | None = None  # made on first write, in the running loop
+        self.merged = False
+        """Entries of other handles were merged since :meth:`load`: the session's own view
+        (a waiting turn, its decisions) may be stale, so strict writes refuse to go on."""
 
     def load(self, entries: Sequence[SessionEntry]) -> Suspended | None:
         """Rebuild from the stored entries (root to the last one).
@@ -63,6 +66,7 @@ class Transcript:
             entry and of the ``decided`` entries after it; else ``None``.
         """
         self.messages = []
+        self.merged = False
         suspended: Suspended | None = None
         if not entries:
             return None
@@ -143,8 +147,9 @@ class Transcript:
         after them.
 
         Raises:
-            SessionConflict: With ``strict``, the head had moved: nothing was written (the
-                caller re-reads the session and decides again).
+            SessionConflict: With ``strict``, the head had moved, or other handles' entries
+                were merged since the session was read: nothing was written (the caller
+                re-reads the session and decides again).
         """
         if self._lock is None:
             self._lock = asyncio.Lock()
@@ -152,6 +157,10 @@ class Transcript:
         try:
             async with self._lock:
                 store = await self._store()
+                if strict and self.merged:  # decide again on the whole session, re-read
+                    raise SessionConflict(
+                        self.session_id, expected_head=self.leaf, actual_head=self.leaf
+                    )
                 while True:
                     try:
                         entry = await store.append(
@@ -180,6 +189,7 @@ class Transcript:
             0 if self.leaf is None else len(entries),
         )
         adapter = message_adapter()
+        self.merged = self.merged or start < len(entries)
         for entry in entries[start:]:
             if entry.kind == "message":
                 self.messages.append(adapter.validate_python(entry.payload["message"]))
