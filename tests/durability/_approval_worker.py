@@ -22,7 +22,8 @@ from typing import Any
 
 from bastion import Agent, ApprovalConfig, tool
 from bastion.core import AssistantMessage, ModelRequest, RunContext, ToolMessage
-from bastion.testing import Call, FunctionModel, Turn
+from bastion.stores import DEFAULT_LEASE_TTL
+from bastion.testing import Call, FunctionModel, LaterClock, Turn
 from bastion.tools import ApprovalDecision, ApprovalRequest, Directive
 
 
@@ -61,6 +62,8 @@ def build_agent(store: str, workdir: Path, *, block: bool, ask: bool = True) -> 
         tools=[write_line],
         store=store,
         approval=ApprovalConfig(on_approval=on_approval if ask else None, timeout=3600),
+        # A resumer starts after the killed worker's lease expired (else it would be refused).
+        clock=None if block else LaterClock(DEFAULT_LEASE_TTL + 1),
     )
 
 

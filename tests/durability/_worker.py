@@ -23,8 +23,15 @@ from typing import Any
 
 from bastion import Agent, tool
 from bastion.core import AssistantMessage, ModelRequest, RunStatus, ToolMessage
-from bastion.stores import JournalEntry, JournalStore, NewEntry, RunPage, RunRecord
-from bastion.testing import Call, FunctionModel, Turn
+from bastion.stores import (
+    DEFAULT_LEASE_TTL,
+    JournalEntry,
+    JournalStore,
+    NewEntry,
+    RunPage,
+    RunRecord,
+)
+from bastion.testing import Call, FunctionModel, LaterClock, Turn
 from bastion.tools import ApprovalDecision, Directive
 
 OUTCOME_UNKNOWN = "Outcome unknown after crash"
@@ -82,7 +89,7 @@ class CrashingJournal:
         return await self._inner.list_runs(status=status, agent=agent, limit=limit, offset=offset)
 
 
-def build_agent(store: str, workdir: Path) -> Agent[None, str]:
+def build_agent(store: str, workdir: Path, *, later: bool = False) -> Agent[None, str]:
     """The agent of the matrix: three steps, a pure, a side-effecting and an idempotent tool."""
 
     @tool(side_effect_class="pure")
@@ -131,13 +138,19 @@ def build_agent(store: str, workdir: Path) -> Agent[None, str]:
         results = [m.content for m in request.messages if isinstance(m, ToolMessage)]
         return Turn(text="Done: " + " | ".join(str(r) for r in results))
 
+    # A resumer starts after the killed worker's lease expired (else it would be refused).
+    clock = LaterClock(DEFAULT_LEASE_TTL + 1) if later else None
     return Agent(
-        "crash", model=FunctionModel(answer), tools=[lookup, write_line, charge], store=store
+        "crash",
+        model=FunctionModel(answer),
+        tools=[lookup, write_line, charge],
+        store=store,
+        clock=clock,
     )
 
 
 async def main(store: str, workdir: Path, mode: str) -> None:
-    agent = build_agent(store, workdir)
+    agent = build_agent(store, workdir, later=mode != "start")
     assert agent.store is not None
     await agent.store.open()
     crash = os.environ.get("BASTION_CRASH")

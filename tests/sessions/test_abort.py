@@ -215,13 +215,19 @@ class _SlowSessions:
         payload: Mapping[str, object],
         parent_id: str | None = None,
         entry_id: str | None = None,
+        expect_head: bool = False,
     ) -> SessionEntry:
         assistant = '"role": "assistant"' in json.dumps(payload.get("message"))
         if assistant and not self.holding.is_set():
             self.holding.set()
             await self.release.wait()
         return await self.inner.append(
-            session_id, kind=kind, payload=payload, parent_id=parent_id, entry_id=entry_id
+            session_id,
+            kind=kind,
+            payload=payload,
+            parent_id=parent_id,
+            entry_id=entry_id,
+            expect_head=expect_head,
         )
 
     async def entries(self, session_id: str) -> list[SessionEntry]:

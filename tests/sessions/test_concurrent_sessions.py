@@ -11,23 +11,19 @@ fails the test. ``benchmarks/sessions.py`` times the same work at 1,000 sessions
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bastion import Agent, tool
-from bastion.core import AssistantMessage, ToolMessage, UserMessage, new_id
+from bastion.core import AssistantMessage, ToolMessage, UserMessage
 from bastion.core._serde import message_adapter
 from bastion.stores import Stores, open_store
-from bastion.testing import Call, ScriptedModel, Turn
+from bastion.testing import Call, ScriptedModel, Turn, isolated_store
 
 SESSIONS = 200
 MESSAGES = 2
-PG_DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("BASTION_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @tool(side_effect_class="read_only")
@@ -56,32 +52,8 @@ def _script(sid: str) -> list[Turn | str]:
 
 @pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
 async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    backend: str = request.param
-    if backend == "memory":
-        yield "memory://"
-    elif backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'bastion.db'}"
-    elif backend == "postgres":
-        import psycopg
-        from psycopg import sql
-
-        schema = new_id("bastion_test")
-        yield f"{PG_DSN}{'&' if '?' in PG_DSN else '?'}schema={schema}"
-        async with await psycopg.AsyncConnection.connect(PG_DSN, autocommit=True) as conn:
-            drop = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
-            await conn.execute(drop)
-    else:
-        from redis.asyncio import Redis
-
-        prefix = new_id("bastion_test") + ":"
-        yield f"{REDIS_URL}{'&' if '?' in REDIS_URL else '?'}prefix={prefix}"
-        client: Any = Redis.from_url(REDIS_URL)  # pyright: ignore[reportUnknownMemberType]
-        try:
-            keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
-            if keys:
-                await client.delete(*keys)
-        finally:
-            await client.aclose()
+    async with isolated_store(request.param, tmp_path) as url:
+        yield url
 
 
 async def _converse(stores: Stores, sid: str) -> list[str]:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from bastion.core import new_id
-from bastion.stores import open_store
-from bastion.testing import ProcessStoreConformance, StoreConformance
+from bastion.stores import SessionConflict, StoreError, open_store
+from bastion.testing import ProcessStoreConformance, StoreConformance, isolated_store
 
 from ._governed import GovernedProcesses
 
@@ -22,16 +23,9 @@ DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0
 
 
 @pytest.fixture
-async def store_url() -> AsyncIterator[str]:
-    import psycopg
-    from psycopg import sql
-
-    schema = new_id("bastion_test")
-    yield f"{DSN}{'&' if '?' in DSN else '?'}schema={schema}"
-    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
-        await conn.execute(
-            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
-        )
+async def store_url(tmp_path: Path) -> AsyncIterator[str]:
+    async with isolated_store("postgres", tmp_path) as url:
+        yield url
 
 
 class TestPostgresStores(StoreConformance, ProcessStoreConformance):
@@ -84,3 +78,63 @@ async def test_max_connections_in_the_url_sizes_the_pool(store_url: str) -> None
             *(stores.sessions.append(f"s{i}", kind="m", payload={}) for i in range(100))
         )
         assert 1 <= await _connections(name) <= 3
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("postgresql://postgres@127.0.0.1:1/test", "port 1 failed: Connection refused"),
+        ("postgresql://bastion_no_such_role@127.0.0.1:5432/test", 'role "bastion_no_such_role"'),
+        (
+            "postgresql://postgres@127.0.0.1:5432/bastion_no_such_db",
+            'database "bastion_no_such_db"',
+        ),
+    ],
+)
+async def test_an_unreachable_server_fails_once_with_the_drivers_reason(
+    url: str, reason: str
+) -> None:
+    """Refused, unknown role, unknown database: a StoreError naming the cause, no pool left."""
+    stores = open_store(url)
+    with pytest.raises(StoreError) as info:
+        await stores.open()
+    message = str(info.value)
+    assert message.startswith(f"Cannot connect to PostgreSQL store {url!r}: connection failed:")
+    assert reason in message
+    assert "pool initialization incomplete" not in message
+    with pytest.raises(StoreError, match="is not open"):
+        await stores.journal.last_seq("r")  # nothing was left half-open
+
+
+async def test_a_version_1_schema_gets_leases_and_session_heads(store_url: str) -> None:
+    """Sessions stored by the first schema get their head backfilled when the store opens."""
+    import psycopg
+    from psycopg import sql
+
+    from bastion.stores._postgres_schema import MIGRATIONS
+
+    schema = store_url.rsplit("schema=", 1)[1]
+    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
+        await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        await conn.execute("CREATE TABLE bastion_schema (version integer NOT NULL)")
+        for statement in MIGRATIONS[0]:
+            await conn.execute(statement)
+        await conn.execute("INSERT INTO bastion_schema (version) VALUES (1)")
+        await conn.execute("INSERT INTO sessions VALUES ('old', 2, NULL, 1.0, 1.0)")
+        await conn.execute(
+            "INSERT INTO session_entries VALUES ('old', 'e1', NULL, 'message', '{}', 1, 1.0), "
+            "('old', 'e2', 'e1', 'message', '{}', 2, 1.0)"
+        )
+    async with open_store(store_url) as stores:
+        with pytest.raises(SessionConflict) as info:
+            await stores.sessions.append(
+                "old", kind="message", payload={}, parent_id="e1", expect_head=True
+            )
+        assert info.value.actual_head == "e2"
+        third = await stores.sessions.append(
+            "old", kind="message", payload={}, parent_id="e2", expect_head=True
+        )
+        assert third.position == 3
+        lease = await stores.leases.acquire("run:r", "w", ttl=5, now=1.0)
+        assert lease.expires_at == 6.0

@@ -9,14 +9,15 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bastion.core import new_id
-from bastion.stores import Stores, open_store
+from bastion.stores import SessionConflict, Stores, open_store
 from bastion.stores._redis import POOL_SIZE
-from bastion.testing import ProcessStoreConformance, StoreConformance
+from bastion.testing import ProcessStoreConformance, StoreConformance, isolated_store
 
 from ._governed import GovernedProcesses
 
@@ -24,18 +25,9 @@ URL = os.environ.get("BASTION_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @pytest.fixture
-async def store_url() -> AsyncIterator[str]:
-    from redis.asyncio import Redis
-
-    prefix = new_id("bastion_test") + ":"
-    yield f"{URL}{'&' if '?' in URL else '?'}prefix={prefix}"
-    client: Any = Redis.from_url(URL)  # pyright: ignore[reportUnknownMemberType]
-    try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*", count=1000)]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
+async def store_url(tmp_path: Path) -> AsyncIterator[str]:
+    async with isolated_store("redis", tmp_path) as url:
+        yield url
 
 
 class TestRedisStores(StoreConformance, ProcessStoreConformance):
@@ -81,3 +73,29 @@ async def test_max_connections_in_the_url_sizes_the_pool(store_url: str) -> None
     async with open_store(f"{store_url}&client_name={name}&max_connections=3") as stores:
         await _burst(stores, 100)
         assert 1 <= await _clients(name) <= 3
+
+
+async def test_sessions_stored_before_the_head_field_append_conditionally(store_url: str) -> None:
+    """A session written without a ``head`` field: its last entry's id is the head."""
+    from redis.asyncio import Redis
+
+    async with open_store(store_url) as stores:
+        first = await stores.sessions.append("old", kind="message", payload={"n": 1})
+        second = await stores.sessions.append(
+            "old", kind="message", payload={"n": 2}, parent_id=first.entry_id
+        )
+        prefix = store_url.rsplit("prefix=", 1)[1]
+        client: Any = Redis.from_url(URL)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            assert await client.hdel(f"{prefix}session:old", "head") == 1  # as stored before
+        finally:
+            await client.aclose()
+        with pytest.raises(SessionConflict) as info:
+            await stores.sessions.append(
+                "old", kind="message", payload={}, parent_id=first.entry_id, expect_head=True
+            )
+        assert info.value.actual_head == second.entry_id
+        third = await stores.sessions.append(
+            "old", kind="message", payload={"n": 3}, parent_id=second.entry_id, expect_head=True
+        )
+        assert third.position == 3

@@ -71,6 +71,7 @@ from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
 from ._output import OUTPUT_MODES, OUTPUT_TOOL, OutputSchema
+from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
 from ._replay import load_run
@@ -706,10 +707,28 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         await self._open_store()
-        replayed = await load_run(stores, run_id, self)
-        state = replayed.state
-        journal = self._journal(run_id, replayed.seq)
+        journal = self._journal(run_id, None)
         assert journal is not None  # the agent has a store
+        await journal.claim()  # a live owner's run is refused (RunBusy) before it is read
+        try:
+            async for event in self._continue(stream, journal, run_id, directive, deps):
+                yield event
+        finally:
+            await journal.release()  # ended, refused or closed early (else the end released it)
+
+    async def _continue(
+        self,
+        stream: AgentStream[OutputT],
+        journal: RunJournal,
+        run_id: str,
+        directive: Directive | None,
+        deps: DepsT | None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        stores = journal.stores
+        replayed = await load_run(stores, run_id, self)
+        await check_session_owner(stores, replayed.state, self.clock)
+        state = replayed.state
+        journal.seq = replayed.seq
         journal.mark = replayed.mark
         if state.status not in ("running", "awaiting_approval"):
             if directive is not None:
@@ -826,9 +845,12 @@ class Agent(Generic[DepsT, OutputT]):
         return await self._artifact_stores()
 
     def _journal(self, run_id: str, seq: int | None) -> RunJournal | None:
-        if self.store is None:
+        store = self.store
+        if store is None:
             return None
-        return RunJournal(self.store, run_id, self.name, self._open_store, seq)
+        # A session's run is owned through its session's turn lease (``bastion.sessions``).
+        keeper = None if self.session_link is not None else run_keeper(store, run_id, self.clock)
+        return RunJournal(store, run_id, self.name, self._open_store, seq, keeper=keeper)
 
     async def _artifact_stores(self) -> Stores:
         if self.store is not None:
@@ -976,6 +998,9 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _on_done(self, stream: AgentStream[Any]) -> None:
         self._live.discard(stream)
+        journal = stream._scope.journal  # pyright: ignore[reportPrivateUsage]
+        if journal is not None and journal.keeper is not None:
+            journal.keeper.stop()  # closed before its end: the lease lapses, nothing renews it
 
 
 def _end_event(state: RunState) -> AgentEndEvent:

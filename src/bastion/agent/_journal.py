@@ -49,7 +49,17 @@ from bastion.core import (
     ToolMessage,
     Usage,
 )
-from bastion.stores import EntryKind, JournalConflict, NewEntry, StoreError, Stores
+from bastion.stores import (
+    EntryKind,
+    JournalConflict,
+    LeaseHeld,
+    LeaseKeeper,
+    LeaseLost,
+    NewEntry,
+    RunBusy,
+    StoreError,
+    Stores,
+)
 from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
 
 from ._binding import ApprovalMismatch, call_digest
@@ -154,6 +164,8 @@ class RunJournal:
         ready: Opens the store once; awaited before the first append.
         seq: The journal's last seq as this writer knows it (0 for a new run; ``None``:
             read it from the store before the first append, for a state the caller kept).
+        keeper: The run's lease (``None``: a session's turn owns it), taken before the
+            first entry is written and released once the last one is.
     """
 
     __slots__ = (
@@ -169,6 +181,7 @@ class RunJournal:
         "barrier_due",
         "decided",
         "failure",
+        "keeper",
         "mark",
         "run_id",
         "seq",
@@ -183,8 +196,11 @@ class RunJournal:
         agent: str,
         ready: Callable[[], Awaitable[object]],
         seq: int | None = 0,
+        *,
+        keeper: LeaseKeeper | None = None,
     ) -> None:
         self.stores = stores
+        self.keeper = keeper
         self.run_id = run_id
         self.agent = agent
         self._ready = ready
@@ -249,7 +265,37 @@ class RunJournal:
             await asyncio.shield(writer)  # a cancelled run never cuts a commit in half
         self._check()
 
+    async def claim(self) -> None:
+        """Take the run's lease (once): this process owns the run until it ends or suspends.
+
+        Raises:
+            RunBusy: A live process owns the run; nothing was written.
+        """
+        keeper = self.keeper
+        if keeper is None or keeper.held:
+            return
+        try:
+            await keeper.acquire()
+        except LeaseHeld as held:
+            self.keeper = None  # not ours: never released by this writer
+            self.failure = RunBusy(self.run_id, held.lease, held.now)  # nothing is written
+            self._surfaced = True
+            raise self.failure from None
+
+    async def release(self) -> None:
+        """Drop the run's lease now (idempotent): the run ended, suspended or was closed.
+
+        A store that fails here is not the run's failure: the lease then lapses on its own.
+        """
+        keeper, self.keeper = self.keeper, None
+        if keeper is not None:
+            with contextlib.suppress(Exception):
+                await keeper.release()
+
     def _check(self) -> None:
+        keeper = self.keeper
+        if keeper is not None and keeper.lost is not None and self.failure is None:
+            self.failure = keeper.lost  # another process took the run over: stop writing
         if self.failure is not None:  # the run cannot be journaled any more
             self._surfaced = True
             raise self.failure
@@ -263,10 +309,15 @@ class RunJournal:
         """The writer: commit the queue, one append per batch, until it is empty."""
         try:
             while self._queue and self.failure is None:
-                seq = await self._open()
+                keeper = self.keeper
+                if keeper is not None and keeper.lost is not None:  # taken over: stop writing
+                    self.failure = keeper.lost
+                    self._queue.clear()
+                    return
                 entries, self._queue = self._queue, []
                 status, self._status = self._status, None
                 try:
+                    seq = await self._open()
                     await self.stores.journal.append(
                         self.run_id, entries, expected_seq=seq, agent=self.agent, status=status
                     )
@@ -279,10 +330,11 @@ class RunJournal:
             self._writer = None
 
     async def _open(self) -> int:
-        """Open the store once, and learn the journal's last seq if unknown."""
+        """Open the store, take the run's lease; learn the journal's last seq if unknown."""
         if not self._opened:
             await self._ready()
             self._opened = True
+        await self.claim()
         if self.seq is None:
             self.seq = await self.stores.journal.last_seq(self.run_id)
         return self.seq
@@ -470,13 +522,16 @@ class RunJournal:
                 self.append("interrupt_raised", payload, status="awaiting_approval")
             elif state.status in _TERMINAL:
                 self.append("run_ended", payload, status=state.status)
-        elif not isinstance(self.failure, JournalConflict):
+        elif not isinstance(self.failure, JournalConflict | LeaseHeld | LeaseLost):
+            # Another writer or owner has the run: it is theirs to close, not ours.
             if not self._surfaced and state.status in _TERMINAL:  # the run learns it now
                 state.fail("internal_error", f"{type(self.failure).__name__}: {self.failure}")
             await self._end_after_failure(state)
-        if self._surfaced:
-            return
-        await self.flush()
+        try:
+            if not self._surfaced:
+                await self.flush()
+        finally:
+            await self.release()  # suspended or ended: any process may go on with it
 
     async def _end_after_failure(self, state: RunState) -> None:
         """After a refused or failed append, still try to close the run in the store.

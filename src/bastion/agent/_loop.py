@@ -20,6 +20,7 @@ from bastion.core import (
     UserPart,
 )
 from bastion.governance import GovernanceError
+from bastion.stores import JournalConflict, LeaseLost, RunBusy
 from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._binding import apply_edits
@@ -231,4 +232,8 @@ async def run_loop(
 def _failure_code(exc: Exception) -> str:
     if isinstance(exc, (ModelError, ScriptExhausted)):
         return "model_error"
+    if isinstance(exc, RunBusy):  # another live process owns the run
+        return "run_busy"
+    if isinstance(exc, (JournalConflict, LeaseLost)):  # another process took the run over
+        return "conflict"
     return "internal_error"

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bastion.core import Message, ModelResponse, RunContext
+from bastion.core import Clock, Message, ModelResponse, RunContext
 from bastion.stores import Stores
 from bastion.tools import BeforeToolCall, Directive
 
@@ -26,6 +26,11 @@ class SessionAgent(Protocol):
     @property
     def session_send_mode(self) -> str:
         """The default ``mode`` of ``send()``."""
+        ...
+
+    @property
+    def clock(self) -> Clock:
+        """The clock leases are stamped with."""
         ...
 
     @property

@@ -24,7 +24,14 @@ from bastion.core import (
     UserMessage,
     new_id,
 )
-from bastion.stores import SessionEntry, SessionStore
+from bastion.stores import (
+    LeaseKeeper,
+    SessionConflict,
+    SessionEntry,
+    SessionStore,
+    new_owner,
+    session_lease_key,
+)
 from bastion.tools import (
     ApprovalDecision,
     ApprovalRequest,
@@ -65,6 +72,14 @@ ABORTED = "aborted"
 CUT_SHORT = "Tool call not run: the turn was aborted."
 
 SentStatus = Literal["pending", "running", "done", "aborted", "failed"]
+
+
+class _Waiting:
+    """The type of :data:`WAITING`."""
+
+
+WAITING = _Waiting()
+"""What a step of the loop returns when its turn waits for a human."""
 
 
 class SentMessage:
@@ -126,6 +141,7 @@ class Session(Listeners):
         self._abort = False
         self._stream: AgentStream[Any] | None = None
         self._suspended: Suspension | None = None
+        self._keeper: LeaseKeeper | None = None  # the turn lease, made on the first turn
 
     @property
     def messages(self) -> list[Message]:
@@ -174,6 +190,7 @@ class Session(Listeners):
             self._link.state.clear()
             self._link.state.update(state)
         suspended = self._transcript.load(entries)
+        self._suspended = None
         if suspended is not None:
             stored, decided = suspended
             run = self._base.deserialize_state(json.dumps(stored["run"]))
@@ -183,6 +200,24 @@ class Session(Listeners):
 
     async def _store(self) -> SessionStore:
         return (await self._base.stores()).sessions
+
+    async def _reload(self) -> None:
+        """Read the session again: another handle wrote to it (the store is the truth)."""
+        store = await self._store()
+        self._load(await store.entries(self.id), await store.get_state(self.id))
+
+    async def _lease(self) -> LeaseKeeper:
+        """The keeper of this handle's turn lease (one owner id per handle)."""
+        if self._keeper is None:
+            stores = await self._base.stores()
+            self._keeper = LeaseKeeper(
+                stores.leases,
+                session_lease_key(self.id),
+                self._base.clock,
+                ttl=stores.lease_ttl,
+                owner=new_owner(),
+            )
+        return self._keeper
 
     # sending
 
@@ -311,24 +346,24 @@ class Session(Listeners):
 
     async def _loop(self) -> None:
         text: str | None = None
+        keeper = await self._lease()
         try:
+            # One turn at a time per session, across handles and processes: a turn running
+            # elsewhere ends (or its process dies and its lease expires) before this one.
+            await keeper.wait()
             if not self._loaded:
-                store = await self._store()
-                self._load(await store.entries(self.id), await store.get_state(self.id))
+                await self._reload()
             while True:
-                suspended = self._suspended
-                if suspended is not None:
-                    if self._abort:
-                        suspended.deny_rest(ABORTED, interrupts=True)
-                    elif self._steering:
-                        suspended.deny_rest(STEERED, interrupts=False)
-                    if not suspended.decided():
-                        return  # waits for a human: approve(), deny(), decide()
-                    text = await self._resume(suspended)
-                elif self._steering or self._queue:  # steering left over goes first
-                    text = await self._turn((self._steering or self._queue).pop(0))
-                else:
+                try:
+                    step = await self._step()
+                except SessionConflict:  # another handle wrote first: read it all again
+                    await self._reload()
+                    continue
+                if isinstance(step, _Waiting):
+                    return  # waits for a human: approve(), deny(), decide()
+                if step is None:
                     break
+                text = step
             if text is not None:  # a turn ran (every message may have been dropped)
                 await self._emit("turn_end", TurnEnd(list(self.messages), text))
         except BaseException as exc:
@@ -340,6 +375,38 @@ class Session(Listeners):
             self._in_turn = False
             await self._emit_error(exc)
             raise
+        finally:
+            with contextlib.suppress(Exception):  # else the lease lapses on its own
+                await keeper.release()
+
+    async def _step(self) -> str | _Waiting | None:
+        """Run the next turn, or resume the waiting one; return the turn's text.
+
+        Returns ``None`` when there is nothing to do, :data:`WAITING` when the waiting turn
+        still needs a human's decisions.
+
+        Raises:
+            SessionConflict: Another handle wrote to the session since this one read it;
+                nothing was written and the message waits again.
+        """
+        suspended = self._suspended
+        if suspended is not None:
+            if self._abort:
+                suspended.deny_rest(ABORTED, interrupts=True)
+            elif self._steering:
+                suspended.deny_rest(STEERED, interrupts=False)
+            if not suspended.decided():
+                return WAITING
+            return await self._resume(suspended)
+        if not (self._steering or self._queue):
+            return None
+        waiting = self._steering or self._queue  # steering left over goes first
+        sent = waiting.pop(0)
+        try:
+            return await self._turn(sent)
+        except SessionConflict:
+            waiting.insert(0, sent)
+            raise
 
     async def _emit_error(self, exc: BaseException) -> None:
         with contextlib.suppress(Exception):  # a failing listener must not hide ``exc``
@@ -350,8 +417,14 @@ class Session(Listeners):
         self._current = [sent]
         self._in_turn = True
         self._abort = False
-        await self._answer_cut_calls()  # a stored turn cut short by a crash
-        await self._transcript.add(UserMessage(content=sent.text))
+        try:  # strict: written only after the head this handle knows, else read it again
+            await self._answer_cut_calls(strict=True)  # a stored turn cut short by a crash
+            await self._transcript.add(UserMessage(content=sent.text), strict=True)
+        except SessionConflict:
+            sent.status = "pending"
+            self._current = []
+            self._in_turn = False
+            raise
         self._transcript.follow()
         stream = self._agent.stream(None, message_history=list(self.messages), session_id=self.id)
         return await self._consume(stream)
@@ -362,7 +435,11 @@ class Session(Listeners):
             self._abort = False
             stream.abort(drain=True)
         self._in_turn = True
-        await self._transcript.mark(RESUMED, suspended.record())
+        try:  # strict: another handle may have resumed (or ended) this suspension already
+            await self._transcript.mark(RESUMED, suspended.record(), strict=True)
+        except SessionConflict:
+            self._in_turn = False
+            raise
         self._suspended = None
         self._transcript.follow(len(suspended.state.messages))
         return await self._consume(stream)
@@ -412,12 +489,15 @@ class Session(Listeners):
             await self._emit_error(TurnAborted(f"A turn of session {self.id!r} was aborted."))
         return result.text
 
-    async def _answer_cut_calls(self) -> None:
+    async def _answer_cut_calls(self, *, strict: bool = False) -> None:
         """Give a result to calls an abort left without one, so the transcript stays valid.
 
         The run answers the calls of a step it stops in; only an abort landing between
         the model's answer and its tool phase (in a ``step`` listener), or a process that
-        died mid-turn (seen when the stored session is continued), leaves calls open.
+        died mid-turn (seen when the stored session is continued), leaves calls open. A
+        turn running in another process is not cut short: this handle holds the turn lease
+        only once that turn has ended or its process has died (its lease expired), and a
+        ``strict`` write finds the results that turn stored since this handle read it.
         """
         for call in self._transcript.unanswered():
             await self._transcript.add(
@@ -426,7 +506,8 @@ class Session(Listeners):
                     tool_name=call.name,
                     content=CUT_SHORT,
                     is_error=True,
-                )
+                ),
+                strict=strict,
             )
             await self._emit("tool_result", ToolResult(call.id, call.name, CUT_SHORT, True))
 

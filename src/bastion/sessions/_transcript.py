@@ -6,7 +6,11 @@ takes each new message once, in order: appended as a ``message`` entry (``parent
 previous entry), added to :attr:`messages`, and announced. Entries of kind ``suspended``
 (the run state of a turn waiting for approvals), ``decided`` (decisions made while it
 waits, one entry per ``decide()``) and ``resumed`` (all the decisions) mark a suspension in
-the same chain. Writes are serialised, so the chain has no forks.
+the same chain. Writes are serialised, and each is a compare-and-set on the store's head
+(``expect_head``), so the chain never forks even when other handles (other processes)
+write to the same session: a write that finds the head moved takes the entries written
+meanwhile (:meth:`Transcript.merge`) and appends after them, or with ``strict`` raises
+:class:`~bastion.stores.SessionConflict` so that the session re-reads the whole state.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage
 from bastion.core._serde import message_adapter
-from bastion.stores import SessionEntry, SessionStore, branch
+from bastion.stores import SessionConflict, SessionEntry, SessionStore, branch
 
 __all__ = ["DECIDED", "RESUMED", "SUSPENDED", "Suspended", "Transcript"]
 
@@ -50,6 +54,9 @@ class Transcript:
         self._live: list[Message] | None = None
         self._synced: int | None = None
         self._lock: asyncio.Lock | None = None  # made on first write, in the running loop
+        self.merged = False
+        """Entries of other handles were merged since :meth:`load`: the session's own view
+        (a waiting turn, its decisions) may be stale, so strict writes refuse to go on."""
 
     def load(self, entries: Sequence[SessionEntry]) -> Suspended | None:
         """Rebuild from the stored entries (root to the last one).
@@ -59,6 +66,7 @@ class Transcript:
             entry and of the ``decided`` entries after it; else ``None``.
         """
         self.messages = []
+        self.merged = False
         suspended: Suspended | None = None
         if not entries:
             return None
@@ -124,25 +132,66 @@ class Transcript:
                 return []
         return []
 
-    async def add(self, message: Message) -> None:
-        """Append ``message`` to the transcript and the store; announce it."""
+    async def add(self, message: Message, *, strict: bool = False) -> None:
+        """Append ``message`` to the transcript and the store; announce it (see :meth:`mark`)."""
         payload = {"message": message_adapter().dump_python(message, mode="json")}
-        await self.mark("message", payload)
+        await self.mark("message", payload, strict=strict)
         self.messages.append(message)
         await self._announce(message)
 
-    async def mark(self, kind: str, payload: Mapping[str, object]) -> None:
-        """Append an entry of ``kind`` after the last one (writes wait their turn, in order)."""
+    async def mark(self, kind: str, payload: Mapping[str, object], *, strict: bool = False) -> None:
+        """Append an entry of ``kind`` after the store's head (writes wait their turn, in order).
+
+        When another handle appended since this one last wrote or read, its entries are
+        merged first (their messages join :attr:`messages`, in chain order) and the entry goes
+        after them.
+
+        Raises:
+            SessionConflict: With ``strict``, the head had moved, or other handles' entries
+                were merged since the session was read: nothing was written (the caller
+                re-reads the session and decides again).
+        """
         if self._lock is None:
             self._lock = asyncio.Lock()
         self.writing += 1
         try:
             async with self._lock:
                 store = await self._store()
-                entry = await store.append(
-                    self.session_id, kind=kind, payload=payload, parent_id=self.leaf
-                )
-                self.leaf = entry.entry_id
+                if strict and self.merged:  # decide again on the whole session, re-read
+                    raise SessionConflict(
+                        self.session_id, expected_head=self.leaf, actual_head=self.leaf
+                    )
+                while True:
+                    try:
+                        entry = await store.append(
+                            self.session_id,
+                            kind=kind,
+                            payload=payload,
+                            parent_id=self.leaf,
+                            expect_head=True,
+                        )
+                    except SessionConflict:
+                        if strict:
+                            raise
+                        await self.merge(store)
+                        continue
+                    self.leaf = entry.entry_id
+                    break
         finally:
             self.writing -= 1
         self._written()
+
+    async def merge(self, store: SessionStore) -> None:
+        """Take the entries other handles appended after :attr:`leaf` (their messages)."""
+        entries = await store.entries(self.session_id)
+        start = next(
+            (i + 1 for i, e in enumerate(entries) if e.entry_id == self.leaf),
+            0 if self.leaf is None else len(entries),
+        )
+        adapter = message_adapter()
+        self.merged = self.merged or start < len(entries)
+        for entry in entries[start:]:
+            if entry.kind == "message":
+                self.messages.append(adapter.validate_python(entry.payload["message"]))
+        if entries:
+            self.leaf = entries[-1].entry_id

@@ -6,7 +6,15 @@
 """
 
 from ._governance_counters import StoreCounters
+from ._keeper import (
+    DEFAULT_LEASE_TTL,
+    LeaseKeeper,
+    new_owner,
+    run_lease_key,
+    session_lease_key,
+)
 from ._open import DEFAULT_STORE_URL, STORE_ENV, open_store
+from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore, RunBusy, SessionConflict
 from ._protocols import ArtifactStore, CounterStore, JournalStore, SessionStore, Stores, branch
 from ._types import (
     ENTRY_KINDS,
@@ -34,6 +42,7 @@ __all__ = [
     "CorruptRecord",
     "CounterResult",
     "CounterStore",
+    "DEFAULT_LEASE_TTL",
     "DEFAULT_STORE_URL",
     "ENTRY_KINDS",
     "EntryKind",
@@ -43,11 +52,18 @@ __all__ = [
     "JournalUnreadable",
     "JsonObject",
     "JsonValue",
+    "Lease",
+    "LeaseHeld",
+    "LeaseKeeper",
+    "LeaseLost",
+    "LeaseStore",
     "NewEntry",
+    "RunBusy",
     "RunPage",
     "RunRecord",
     "STORE_ENV",
     "Sensitivity",
+    "SessionConflict",
     "SessionEntry",
     "SessionInfo",
     "SessionStore",
@@ -55,5 +71,8 @@ __all__ = [
     "StoreError",
     "Stores",
     "branch",
+    "new_owner",
     "open_store",
+    "run_lease_key",
+    "session_lease_key",
 ]

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 
 from bastion.core import RunStatus, UserError
 
+from ._leases import MemoryLeaseStore
+from ._ownership import SessionConflict
 from ._protocols import Stores
 from ._types import (
     Artifact,
@@ -175,8 +177,9 @@ class MemorySessionStore:
         payload: Mapping[str, object],
         parent_id: str | None = None,
         entry_id: str | None = None,
+        expect_head: bool = False,
     ) -> SessionEntry:
-        """Append a transcript entry."""
+        """Append a transcript entry (compare-and-set on the head with ``expect_head``)."""
         text, entry_id = check_session_entry(session_id, kind, payload, entry_id)
         known = self._sessions.get(session_id)
         ids = known.ids if known is not None else set[str]()
@@ -184,6 +187,10 @@ class MemorySessionStore:
             raise UserError(_no_parent(session_id, parent_id))
         if entry_id in ids:
             raise UserError(_taken(session_id, entry_id))
+        if expect_head:
+            head = known.entries[-1].entry_id if known is not None and known.entries else None
+            if head != parent_id:
+                raise SessionConflict(session_id, expected_head=parent_id, actual_head=head)
         session = self._session(session_id)
         now = from_timestamp(time.time())
         entry = SessionEntry(
@@ -340,3 +347,4 @@ class MemoryStores(Stores):
         self.sessions = MemorySessionStore()
         self.artifacts = MemoryArtifactStore()
         self.counters = MemoryCounterStore()
+        self.leases = MemoryLeaseStore()

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from bastion.core import RunStatus, UserError
 
+from ._leases import PostgresLeaseStore
 from ._memory import last_n
+from ._ownership import SessionConflict
 from ._postgres_schema import migrate
 from ._protocols import Stores
 from ._types import (
@@ -98,17 +100,20 @@ _APPEND_TO_RUN = (
 # concurrent appends to one session, so positions are dense) and inserts it. The checks see
 # the entries committed when the statement began: a parent is always appended, and its id
 # known, before a child names it. Two appends racing with one explicit entry id: the second
-# hits the primary key (unique_violation) and nothing of it is written.
+# hits the primary key (unique_violation) and nothing of it is written. The session row
+# keeps the head (last entry): a compare-and-set append (``cas``) counts the entry only if
+# the head, re-read on the locked row, is its parent; else nothing is written.
 _APPEND_SESSION_ENTRY = (
     "WITH checked AS (SELECT "
     "(%(parent)s::text IS NULL OR EXISTS (SELECT 1 FROM session_entries "
     "WHERE session_id = %(session)s AND entry_id = %(parent)s)) AS parent_ok, "
     "EXISTS (SELECT 1 FROM session_entries "
     "WHERE session_id = %(session)s AND entry_id = %(entry)s) AS taken), "
-    "counted AS (INSERT INTO sessions (session_id, entry_count, state, created_at, updated_at) "
-    "SELECT %(session)s, 1, NULL, %(now)s, %(now)s FROM checked WHERE parent_ok AND NOT taken "
-    "ON CONFLICT (session_id) DO UPDATE SET entry_count = sessions.entry_count + 1, "
-    "updated_at = EXCLUDED.updated_at RETURNING entry_count), "
+    "counted AS (INSERT INTO sessions AS s (session_id, entry_count, state, created_at, "
+    "updated_at, head) SELECT %(session)s, 1, NULL, %(now)s, %(now)s, %(entry)s FROM checked "
+    "WHERE parent_ok AND NOT taken ON CONFLICT (session_id) DO UPDATE SET "
+    "entry_count = s.entry_count + 1, updated_at = EXCLUDED.updated_at, head = EXCLUDED.head "
+    "WHERE NOT %(cas)s OR s.head IS NOT DISTINCT FROM %(parent)s::text RETURNING entry_count), "
     "added AS (INSERT INTO session_entries (session_id, entry_id, parent_id, kind, payload, "
     "position, created_at) SELECT %(session)s, %(entry)s, %(parent)s, %(kind)s, %(payload)s, "
     "entry_count, %(now)s FROM counted RETURNING position) "
@@ -235,8 +240,9 @@ class PostgresSessionStore(_Base):
         payload: Mapping[str, object],
         parent_id: str | None = None,
         entry_id: str | None = None,
+        expect_head: bool = False,
     ) -> SessionEntry:
-        """Append a transcript entry."""
+        """Append a transcript entry (compare-and-set on the head with ``expect_head``)."""
         text, entry_id = check_session_entry(session_id, kind, payload, entry_id)
         now = time.time()
         params = {
@@ -246,6 +252,7 @@ class PostgresSessionStore(_Base):
             "kind": kind,
             "payload": text,
             "now": now,
+            "cas": expect_head,
         }
         try:
             async with self._pool.connection() as conn:
@@ -264,6 +271,14 @@ class PostgresSessionStore(_Base):
             )
         if taken:
             raise _taken(session_id, entry_id)
+        if position is None:  # the compare-and-set lost: the head moved
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(
+                    "SELECT head FROM sessions WHERE session_id = %s", (session_id,)
+                )
+                head = await cur.fetchone()
+            actual = head[0] if head is not None else None
+            raise SessionConflict(session_id, expected_head=parent_id, actual_head=actual)
         position = int(position)
         return SessionEntry(
             session_id=session_id,
@@ -503,6 +518,7 @@ class PostgresStores(Stores):
         self.sessions = PostgresSessionStore(self)
         self.artifacts = PostgresArtifactStore(self)
         self.counters = PostgresCounterStore(self)
+        self.leases = PostgresLeaseStore(self)
 
     @property
     def pool(self) -> AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]]:
@@ -527,7 +543,7 @@ class PostgresStores(Stores):
 
     async def _open(self) -> None:
         try:
-            from psycopg import sql
+            from psycopg import AsyncConnection, sql
             from psycopg_pool import AsyncConnectionPool
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise UserError(
@@ -546,13 +562,23 @@ class PostgresStores(Stores):
             configure=configure,
             open=False,
         )
+        # One direct connection first: an unreachable server, an unknown role or database
+        # fails at once with the driver's reason, where the pool would retry in the
+        # background until its timeout and report only "pool initialization incomplete".
         try:
+            first = await AsyncConnection.connect(_with_timeout(self._dsn), autocommit=True)
+        except Exception as exc:
+            raise StoreError(
+                f"Cannot connect to PostgreSQL store {self.url!r}: {_reason(exc)}"
+            ) from exc
+        try:
+            async with first:
+                await first.execute(search_path)
+                await migrate(first, self.schema)
             await pool.open(wait=True, timeout=10)
-            async with pool.connection() as conn:
-                await migrate(conn, self.schema)
         except Exception as exc:
             await pool.close()
-            raise StoreError(f"Cannot open PostgreSQL store {self.url!r}: {exc}") from exc
+            raise StoreError(f"Cannot open PostgreSQL store {self.url!r}: {_reason(exc)}") from exc
         self._pool = pool
 
     async def close(self) -> None:
@@ -561,3 +587,21 @@ class PostgresStores(Stores):
         self._opening = asyncio.Lock()  # bound to this loop once contended; a reopen may not be
         if pool is not None:
             await pool.close()
+
+
+CONNECT_TIMEOUT = 10
+"""Seconds the first connection may take when the URL sets no ``connect_timeout``."""
+
+
+def _with_timeout(dsn: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    if "connect_timeout" in conninfo_to_dict(dsn):
+        return dsn
+    return make_conninfo(dsn, connect_timeout=CONNECT_TIMEOUT)
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own words, without libpq's repeated multi-line framing."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return "; ".join(dict.fromkeys(lines)) or type(exc).__name__

@@ -45,6 +45,15 @@ MIGRATIONS: tuple[tuple[LiteralString, ...], ...] = (
             key text NOT NULL, window_start bigint NOT NULL, value double precision NOT NULL,
             PRIMARY KEY (key, window_start))""",
     ),
+    (
+        """CREATE TABLE leases (
+            key text PRIMARY KEY, owner text NOT NULL, acquired_at double precision NOT NULL,
+            renewed_at double precision NOT NULL, expires_at double precision NOT NULL)""",
+        # The session's last entry, compared and set by every append (one row lock).
+        "ALTER TABLE sessions ADD COLUMN head text",
+        """UPDATE sessions s SET head = (SELECT e.entry_id FROM session_entries e
+            WHERE e.session_id = s.session_id ORDER BY e.position DESC LIMIT 1)""",
+    ),
 )
 
 

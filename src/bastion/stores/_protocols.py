@@ -12,6 +12,8 @@ from typing import Protocol, runtime_checkable
 
 from bastion.core import RunStatus, UserError
 
+from ._keeper import DEFAULT_LEASE_TTL
+from ._ownership import LeaseStore
 from ._types import (
     Artifact,
     CounterResult,
@@ -102,10 +104,17 @@ class SessionStore(Protocol):
         payload: Mapping[str, object],
         parent_id: str | None = None,
         entry_id: str | None = None,
+        expect_head: bool = False,
     ) -> SessionEntry:
         """Append a transcript entry; a fresh ``entry_id`` is generated when not given.
 
+        With ``expect_head`` the append is a compare-and-set on the session's head (its last
+        entry): it is written only if ``parent_id`` is the head (``None``: the session has no
+        entry yet), so writers sharing a session never fork its chain.
+
         Raises:
+            SessionConflict: With ``expect_head``, the head is another entry (another writer
+                appended first); nothing was written.
             UserError: ``parent_id`` names no entry of this session, ``entry_id`` is taken,
                 or the payload is not a JSON object.
         """
@@ -188,7 +197,7 @@ class CounterStore(Protocol):
 
 
 class Stores:
-    """The four stores of one backend, opened by :func:`bastion.stores.open_store`.
+    """The stores of one backend, opened by :func:`bastion.stores.open_store`.
 
     Use as an async context manager (``async with open_store(url) as stores``), or call
     :meth:`open` and :meth:`close` yourself.
@@ -199,6 +208,9 @@ class Stores:
         sessions: Session transcripts and state.
         artifacts: Progress artifacts.
         counters: Governance counters.
+        leases: Owners of runs and session turns (leases with heartbeats).
+        lease_ttl: Seconds the leases of runs and session turns on this store live without
+            a heartbeat (default 30): how long a crashed owner keeps others waiting.
     """
 
     url: str
@@ -206,6 +218,8 @@ class Stores:
     sessions: SessionStore
     artifacts: ArtifactStore
     counters: CounterStore
+    leases: LeaseStore
+    lease_ttl: float = DEFAULT_LEASE_TTL
 
     async def open(self) -> None:
         """Connect and create or migrate the schema; idempotent."""

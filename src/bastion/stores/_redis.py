@@ -18,7 +18,9 @@ from typing import Any, cast
 from bastion.core import RunStatus, UserError
 
 from . import _redis_lua as lua
+from ._leases import RedisLeaseStore
 from ._memory import last_n
+from ._ownership import SessionConflict
 from ._protocols import Stores
 from ._types import (
     Artifact,
@@ -212,21 +214,26 @@ class RedisSessionStore(_Base):
         payload: Mapping[str, object],
         parent_id: str | None = None,
         entry_id: str | None = None,
+        expect_head: bool = False,
     ) -> SessionEntry:
-        """Append a transcript entry."""
+        """Append a transcript entry (compare-and-set on the head with ``expect_head``)."""
         text, entry_id = check_session_entry(session_id, kind, payload, entry_id)
         if parent_id == "":
             raise UserError(_no_parent(session_id, parent_id))
         now = time.time()
         item = json.dumps([entry_id, parent_id, kind, now]).encode() + b"\n" + text.encode()
-        ok, result = await self._eval(
+        reply = await self._eval(
             lua.SESSION_APPEND,
             self._keys(session_id),
-            [session_id, entry_id, parent_id or "", repr(now), item],
+            [session_id, entry_id, parent_id or "", repr(now), item, "1" if expect_head else "0"],
         )
+        ok, result = reply[0], reply[1]
         if not ok:
             if _s(result) == "parent":
                 raise UserError(_no_parent(session_id, parent_id or ""))
+            if _s(result) == "head":
+                head = _s(reply[2]) or None
+                raise SessionConflict(session_id, expected_head=parent_id, actual_head=head)
             raise UserError(
                 f"Session {session_id!r} already has an entry {entry_id!r}; entry ids are unique."
             )
@@ -431,6 +438,7 @@ class RedisStores(Stores):
         self.sessions = RedisSessionStore(self)
         self.artifacts = RedisArtifactStore(self)
         self.counters = RedisCounterStore(self)
+        self.leases = RedisLeaseStore(self)
 
     @property
     def client(self) -> Any:

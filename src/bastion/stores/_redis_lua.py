@@ -37,17 +37,29 @@ return {1, new_last}
 """
 
 # KEYS: session hash, entries list, ids hash, sessions zset.
-# ARGV: session_id, entry_id, parent_id ('' = root), now, encoded entry.
-# Returns {1, position} or {0, 'parent'|'taken'}.
+# ARGV: session_id, entry_id, parent_id ('' = root), now, encoded entry, '1' = append only if
+# parent_id is the head (the hash's ``head``; a session stored before it existed: the id in
+# the last entry's header).  Returns {1, position} or {0, 'parent'|'taken'|'head', head}.
 SESSION_APPEND = """
 if ARGV[3] ~= '' and redis.call('HEXISTS', KEYS[3], ARGV[3]) == 0 then return {0, 'parent'} end
 if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then return {0, 'taken'} end
+if ARGV[6] == '1' then
+  local head = redis.call('HGET', KEYS[1], 'head')
+  if not head then
+    head = ''
+    local last = redis.call('LINDEX', KEYS[2], -1)
+    if last then
+      head = cjson.decode(string.sub(last, 1, string.find(last, '\\n', 1, true) - 1))[1]
+    end
+  end
+  if head ~= ARGV[3] then return {0, 'head', head} end
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], 'created_at', ARGV[4], 'entry_count', 0)
   redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
 end
 local position = redis.call('HINCRBY', KEYS[1], 'entry_count', 1)
-redis.call('HSET', KEYS[1], 'updated_at', ARGV[4])
+redis.call('HSET', KEYS[1], 'updated_at', ARGV[4], 'head', ARGV[2])
 redis.call('HSET', KEYS[3], ARGV[2], position)
 redis.call('RPUSH', KEYS[2], ARGV[5])
 return {1, position}

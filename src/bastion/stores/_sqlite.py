@@ -14,7 +14,9 @@ from typing import cast
 
 from bastion.core import RunStatus, UserError
 
+from ._leases import SqliteLeaseStore
 from ._memory import last_n
+from ._ownership import SessionConflict
 from ._protocols import Stores
 from ._sqlite_db import SqliteDatabase, transaction
 from ._types import (
@@ -193,8 +195,9 @@ class SqliteSessionStore:
         payload: Mapping[str, object],
         parent_id: str | None = None,
         entry_id: str | None = None,
+        expect_head: bool = False,
     ) -> SessionEntry:
-        """Append a transcript entry."""
+        """Append a transcript entry (compare-and-set on the head with ``expect_head``)."""
         text, entry_id = check_session_entry(session_id, kind, payload, entry_id)
         position, now = await self._db.run(
             _session_append,
@@ -203,6 +206,7 @@ class SqliteSessionStore:
             parent_id=parent_id,
             kind=kind,
             text=text,
+            expect_head=expect_head,
         )
         return SessionEntry(
             session_id=session_id,
@@ -286,6 +290,7 @@ def _session_append(
     parent_id: str | None,
     kind: str,
     text: str,
+    expect_head: bool,
 ) -> tuple[int, float]:
     with transaction(conn):
         now = time.time()
@@ -299,6 +304,15 @@ def _session_append(
             raise UserError(
                 f"Session {session_id!r} already has an entry {entry_id!r}; entry ids are unique."
             )
+        if expect_head:  # the write lock is held (BEGIN IMMEDIATE): no one appends meanwhile
+            row = conn.execute(
+                "SELECT entry_id FROM session_entries WHERE session_id = ? "
+                "ORDER BY position DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+            head = cast("str | None", row[0] if row is not None else None)
+            if head != parent_id:
+                raise SessionConflict(session_id, expected_head=parent_id, actual_head=head)
         _touch_session(conn, session_id, now)
         position = int(
             conn.execute(
@@ -458,6 +472,7 @@ class SqliteStores(Stores):
         self.sessions = SqliteSessionStore(self._db)
         self.artifacts = SqliteArtifactStore(self._db)
         self.counters = SqliteCounterStore(self._db)
+        self.leases = SqliteLeaseStore(self._db)
 
     async def open(self) -> None:
         """Open the file (creating its directory), enable WAL and migrate."""

@@ -56,6 +56,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             key TEXT NOT NULL, window_start INTEGER NOT NULL, value REAL NOT NULL,
             PRIMARY KEY (key, window_start))""",
     ),
+    (
+        """CREATE TABLE leases (
+            key TEXT PRIMARY KEY, owner TEXT NOT NULL, acquired_at REAL NOT NULL,
+            renewed_at REAL NOT NULL, expires_at REAL NOT NULL)""",
+    ),
 )
 
 

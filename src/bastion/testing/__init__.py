@@ -2,7 +2,8 @@
 
 from typing import TYPE_CHECKING
 
-from ._clock import VirtualClock
+from ._clock import LaterClock, VirtualClock
+from ._isolated import isolated_store
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 from ._runtime import CommandHandler, ExecCall, InMemoryRuntime
 
@@ -16,6 +17,7 @@ __all__ = [
     "ExecCall",
     "FunctionModel",
     "InMemoryRuntime",
+    "LaterClock",
     "ModelConformance",
     "ProcessStoreConformance",
     "SCENARIOS",
@@ -26,6 +28,7 @@ __all__ = [
     "Turn",
     "TurnLike",
     "VirtualClock",
+    "isolated_store",
 ]
 
 

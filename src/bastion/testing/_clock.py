@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import time
 
-__all__ = ["VirtualClock"]
+__all__ = ["LaterClock", "VirtualClock"]
 
 
 class VirtualClock:
@@ -87,3 +88,27 @@ class VirtualClock:
         for count, future in self._watchers:
             if count <= pending and not future.done():
                 future.set_result(None)
+
+
+class LaterClock:
+    """The system clock read ``seconds`` ahead: a process that starts that much later.
+
+    For crash tests: a worker resuming with ``Agent(clock=LaterClock(store.lease_ttl + 1))``
+    sees the leases of a killed process as expired, as a process started after their time
+    to live would, without the test waiting for it.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def now(self) -> float:
+        """Wall-clock time, ``seconds`` ahead."""
+        return time.time() + self.seconds
+
+    def monotonic(self) -> float:
+        """The real monotonic clock (durations are unchanged)."""
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        """Really sleep."""
+        await asyncio.sleep(seconds)

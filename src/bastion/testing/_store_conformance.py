@@ -27,6 +27,14 @@ from bastion.stores import (
     open_store,
 )
 
+from ._ownership_conformance import (
+    OwnershipConformance,
+    ProcessOwnershipConformance,
+    read_line,
+    start_together,
+    start_worker,
+)
+
 __all__ = ["ProcessStoreConformance", "StoreConformance"]
 
 MB = 1024 * 1024
@@ -53,7 +61,7 @@ async def _append_until(stores: Stores, run_id: str, writer: str, count: int) ->
     return won
 
 
-class StoreConformance:
+class StoreConformance(OwnershipConformance):
     """Behaviour every :class:`~bastion.stores.Stores` backend must show, in one process.
 
     Subclasses provide a ``store_url`` fixture. ``independent_handles = False`` (the in-memory
@@ -435,37 +443,14 @@ class StoreConformance:
 
 
 async def _worker(args: Sequence[str]) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bastion.testing._store_conformance",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-    )
-
-
-async def _line(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), timeout=30)
-    if not line:
-        raise AssertionError(f"worker exited early with status {await proc.wait()}")
-    return line.decode().strip()
+    return await start_worker("bastion.testing._store_conformance", args)
 
 
 async def _start_together(*argv: Sequence[str]) -> list[asyncio.subprocess.Process]:
-    """Start workers, wait until each has opened the store, then release them at once."""
-    procs = [await _worker(a) for a in argv]
-    for proc in procs:
-        assert await _line(proc) == "ready"
-    for proc in procs:
-        assert proc.stdin is not None
-        proc.stdin.write(b"go\n")
-        await proc.stdin.drain()
-    return procs
+    return await start_together("bastion.testing._store_conformance", *argv)
 
 
-class ProcessStoreConformance:
+class ProcessStoreConformance(ProcessOwnershipConformance):
     """Behaviour of backends shared by several processes: real OS processes race and die."""
 
     async def test_two_processes_one_winner_per_seq(self, store_url: str) -> None:
@@ -473,7 +458,7 @@ class ProcessStoreConformance:
         procs = await _start_together(
             *(["writer", store_url, "shared", f"p{i}", "25"] for i in range(2))
         )
-        won: list[list[int]] = [json.loads(await _line(p)) for p in procs]
+        won: list[list[int]] = [json.loads(await read_line(p)) for p in procs]
         assert [await p.wait() for p in procs] == [0, 0]
         assert sorted(won[0] + won[1]) == list(range(1, 51))
         async with open_store(store_url) as stores:
@@ -487,7 +472,7 @@ class ProcessStoreConformance:
     async def test_process_killed_mid_write_leaves_store_consistent(self, store_url: str) -> None:
         """A writer SIGKILLed mid-append leaves whole entries only, and the run goes on."""
         proc = await _worker(["flood", store_url, "killed"])
-        seen = [int(await _line(proc)) for _ in range(4)]
+        seen = [int(await read_line(proc)) for _ in range(4)]
         assert seen == [1, 2, 3, 4]
         proc.send_signal(signal.SIGKILL)
         assert await proc.wait() == -signal.SIGKILL
@@ -506,7 +491,7 @@ class ProcessStoreConformance:
         procs = await _start_together(
             *(["spend", store_url, "daily", "40", "50"] for _ in range(2))
         )
-        accepted = [int(await _line(p)) for p in procs]
+        accepted = [int(await read_line(p)) for p in procs]
         assert [await p.wait() for p in procs] == [0, 0]
         assert sum(accepted) == 50
         async with open_store(store_url) as stores:
