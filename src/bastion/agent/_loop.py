@@ -71,6 +71,7 @@ async def run_loop(
     governance = scope.governance
     journal = scope.journal
     state.started_at = scope.clock.monotonic()
+    failed_sources: set[str] = set()  # tool sources whose failure this run reported
     start_seq = scope.next_seq()
     yield AgentStartEvent(
         run_id=scope.run_id,
@@ -80,6 +81,11 @@ async def run_loop(
         resumed=decisions is not None or recovery is not None,
     )
     try:
+        if agent.tool_sources.sources:  # before a resumed step runs a source's tool
+            for event in await agent.tool_sources.refresh(
+                scope.run_id, scope.next_seq, failed_sources
+            ):
+                yield event
         if recovery is not None:
             await resolve_deps(scope.ctx)
             async for event in recover(scope, recovery):
@@ -114,6 +120,11 @@ async def run_loop(
                 await agent.session_link.before_model_call(scope.ctx, state.messages)
                 if scope.abort is not None:  # the session aborted the turn meanwhile
                     raise RunAborted
+            if agent.tool_sources.sources:  # MCP servers: their current tools
+                for event in await agent.tool_sources.refresh(
+                    scope.run_id, scope.next_seq, failed_sources
+                ):
+                    yield event
             request = begin_step(scope)
             flags = agent.hook_flags
             if flags.before_llm_call:

@@ -53,6 +53,7 @@ from bastion.core import (
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
+    ToolSourceErrorEvent,
 )
 from bastion.tools import render_output
 
@@ -194,6 +195,7 @@ class Renderer:
                 | ToolApprovalRequestedEvent()
                 | ToolApprovalResolvedEvent()
                 | ToolCallIncompleteEvent()
+                | ToolSourceErrorEvent()
             ):
                 self._line(notice(event))
             case AgentEndEvent():

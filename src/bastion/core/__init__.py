@@ -56,6 +56,7 @@ from ._events import (
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
+    ToolSourceErrorEvent,
 )
 from ._ids import new_id
 from ._messages import (
@@ -188,6 +189,7 @@ __all__ = [
     "ToolExecuteStartEvent",
     "ToolMessage",
     "ToolProgressSink",
+    "ToolSourceErrorEvent",
     "Usage",
     "UserContent",
     "UserError",

@@ -48,6 +48,7 @@ __all__ = [
     "ToolExecutePartialEvent",
     "ToolExecuteProgressEvent",
     "ToolExecuteStartEvent",
+    "ToolSourceErrorEvent",
 ]
 
 RunStatus: TypeAlias = Literal[
@@ -239,6 +240,22 @@ class ToolExecuteErrorEvent:
 
 
 @dataclass(kw_only=True, slots=True)
+class ToolSourceErrorEvent:
+    """A tool source (an MCP server) could not list its tools; the run goes on without them.
+
+    Attributes:
+        source: The source's name.
+        message: What failed, for humans.
+    """
+
+    run_id: str
+    seq: int
+    source: str
+    message: str
+    type: Literal["tool.source.error"] = "tool.source.error"
+
+
+@dataclass(kw_only=True, slots=True)
 class ToolApprovalRequestedEvent:
     """A tool call waits for a human decision; carries the tool's classification."""
 
@@ -416,6 +433,7 @@ AgentEvent: TypeAlias = (
     | ToolExecutePartialEvent
     | ToolExecuteEndEvent
     | ToolExecuteErrorEvent
+    | ToolSourceErrorEvent
     | ToolApprovalRequestedEvent
     | ToolApprovalResolvedEvent
     | ContextCompactedEvent
