@@ -330,7 +330,8 @@ class Agent(Generic[DepsT, OutputT]):
             summary_model=self.model
             if summarizer is None
             else resolve_model(summarizer, "summary_model"),
-            result_readers=result_readers,
+            # An MCP server reads the resources its tools link to (``mcp:<server>:<uri>``).
+            result_readers=[*result_readers, *(s for s in sources if isinstance(s, ResultReader))],
             owner=f"Agent {name!r}",
         )
         read_result = self.result_limiter.read_result_tool()

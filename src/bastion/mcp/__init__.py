@@ -1,0 +1,22 @@
+"""MCP: use any MCP server's tools, resources and prompts from Bastion agents.
+
+``MCPServer.stdio(...)`` / ``MCPServer.http(...)`` make a server a tool source:
+``Agent(tools=[server])``. ``load_config`` reads the common ``mcpServers`` JSON. Needs the
+``mcp`` extra (``pip install 'bastion[mcp]'``).
+"""
+
+from ._config import load_config, servers_from_config
+from ._connection import ConnectionLost
+from ._options import ServerOptions
+from ._server import DEFER_THRESHOLD, MCPServer
+from ._transport import Transport
+
+__all__ = [
+    "DEFER_THRESHOLD",
+    "ConnectionLost",
+    "MCPServer",
+    "ServerOptions",
+    "Transport",
+    "load_config",
+    "servers_from_config",
+]
