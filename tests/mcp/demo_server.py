@@ -1,7 +1,7 @@
 """A real MCP server for the tests, built on the SDK's ``MCPServer``.
 
-Run as ``python demo_server.py stdio`` or ``python demo_server.py http PORT``; ``--tools N``
-adds N generated tools (the catalogue-size tests). ``DEMO_COUNT_FILE`` names a file each
+Run as ``python demo_server.py stdio`` or ``python demo_server.py http PORT``.
+``DEMO_COUNT_FILE`` names a file each
 call of ``count`` appends a line to, so a test sees how often the tool really ran.
 """
 
@@ -126,24 +126,11 @@ def reviewer(language: str) -> str:
     return f"You review code. Answer in {language}."
 
 
-def _generated(count: int) -> None:
-    for i in range(count):
-
-        def generated(x: int, _i: int = i) -> int:
-            return x + _i
-
-        server.add_tool(
-            generated, name=f"tool_{i:05d}", description=f"Generated tool number {i}: adds {i}."
-        )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=["stdio", "http"])
     parser.add_argument("port", nargs="?", type=int, default=0)
-    parser.add_argument("--tools", type=int, default=0)
     options = parser.parse_args()
-    _generated(options.tools)
     if options.transport == "stdio":
         server.run()
         return

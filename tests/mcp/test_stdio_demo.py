@@ -34,7 +34,7 @@ async def test_tools_are_listed_lazily_and_called_with_structured_content(stdio_
         assert {"add", "slow", "report_link"} <= set(advertised)
         assert advertised["add"].parameters["required"] == ["a", "b"]  # the server's schema
         (reply,) = tool_messages(result)
-        assert '{"result": 5}' in str(reply.content) or '{"result":5}' in str(reply.content)
+        assert '{"result":5}' in str(reply.content)
         assert "untrusted-data begin" in str(reply.content)  # MCP output is wrapped
         assert agent.tools["add"].trust_class == "mcp_derived"
         assert agent.tools["add"].side_effect_class == "external_stateful"
