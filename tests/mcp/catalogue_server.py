@@ -11,10 +11,9 @@ import sys
 from typing import Any
 
 import anyio
+from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-
-from mcp import types
 
 PAGE = 1000
 COUNT = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000

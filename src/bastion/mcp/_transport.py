@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -58,6 +58,24 @@ class Transport:
         return self.url
 
 
+def _errlog(stack: AsyncExitStack) -> TextIO:
+    """Where a stdio server's stderr goes: ours, when it is a real file.
+
+    Notebooks and test runners replace ``sys.stderr`` with objects that have no file
+    descriptor, which a subprocess cannot write to: the real stderr then, else nowhere.
+    """
+    for candidate in (sys.stderr, sys.__stderr__):
+        try:
+            if candidate is not None:
+                candidate.fileno()
+                return candidate
+        except (AttributeError, OSError, ValueError):
+            continue
+    sink = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - closed by the stack
+    stack.callback(sink.close)
+    return sink
+
+
 async def open_transport(
     transport: Transport,
     stack: AsyncExitStack,
@@ -82,7 +100,7 @@ async def open_transport(
             env={**os.environ, **transport.env},
             cwd=transport.cwd,
         )
-        return await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
+        return await stack.enter_async_context(stdio_client(params, errlog=_errlog(stack)))
     if transport.kind == "http":
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
