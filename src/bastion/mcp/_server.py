@@ -44,6 +44,7 @@ DEFER_THRESHOLD = 20
 behind ``tool_search`` (the model searches the catalogue instead of reading it whole)."""
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9._-]")
+_NOT_SERVER = re.compile(r"[^A-Za-z0-9_-]")
 _LINK_CACHE = 16  # resources kept for paging with read_result
 
 
@@ -558,14 +559,14 @@ def _stdio_name(command: str, args: Sequence[str]) -> str:
         rest = [w for w in words[1:] if not w.startswith("-") and w not in ("run", "tool")]
         picked = rest[0] if rest else base
     picked = picked.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0] or base
-    return _NOT_NAME.sub("_", picked.split("@", 1)[0] or picked)[:64] or "mcp"
+    return _NOT_SERVER.sub("_", picked.split("@", 1)[0] or picked)[:64] or "mcp"
 
 
 def _url_name(url: str) -> str:
     from urllib.parse import urlsplit
 
     host = urlsplit(url).hostname or "mcp"
-    return _NOT_NAME.sub("_", host)[:64]
+    return _NOT_SERVER.sub("_", host)[:64]
 
 
 def _check_url(url: str) -> str:
