@@ -11,12 +11,14 @@ died is replaced by at the next call. Each tool call is governed as
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import hashlib
 import io
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bastion.core import RunContext, UserError
@@ -285,7 +287,8 @@ class MCPServer:
         defer = options.defer_loading
         if defer is None:
             defer = len(chosen) > DEFER_THRESHOLD
-        built = [self._tool(t, defer=defer) for t in chosen]
+        with _gc_paused(len(chosen) > 1000):
+            built = [self._tool(t, defer=defer) for t in chosen]
         if options.resources:
             built.extend(self._resource_tools())
         return tuple(built)
@@ -308,7 +311,7 @@ class MCPServer:
             name=_local_name(remote),
             description=wire.description or wire.title or f"The {remote} tool of {self.name}.",
             function=call_mcp_tool,
-            validator=RawSchema(dict(wire.input_schema)),
+            validator=RawSchema(wire.input_schema),  # as given: no copy, no compile
             takes_ctx=True,
             side_effect_class=options.side_effect_of(remote),
             idempotency_key=_arguments_key if idempotent else None,
@@ -520,6 +523,24 @@ async def _list_all_tools(session: ClientSession) -> list[WireTool]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+
+
+@contextlib.contextmanager
+def _gc_paused(pause: bool) -> Iterator[None]:
+    """Pause the cyclic GC while a big catalogue's tools are built.
+
+    Tens of thousands of new objects trigger full collections that walk the whole heap
+    (the SDK's parsed listing included); they free nothing here and cost more than the
+    building itself. The GC is resumed (if it was on) whatever happens.
+    """
+    if not pause or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _byte_range(data: bytes, offset: int, length: int | None) -> str:
