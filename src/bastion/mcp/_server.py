@@ -18,7 +18,7 @@ import io
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bastion.core import RunContext, UserError
@@ -526,7 +526,7 @@ async def _list_all_tools(session: ClientSession) -> list[WireTool]:
 
 
 @contextlib.contextmanager
-def _gc_paused(pause: bool) -> Iterator[None]:
+def _gc_paused(pause: bool) -> Generator[None, None, None]:
     """Pause the cyclic GC while a big catalogue's tools are built.
 
     Tens of thousands of new objects trigger full collections that walk the whole heap
