@@ -1,16 +1,16 @@
 """MCP cost: per-call overhead over the raw SDK, and registering a 10,000-tool server.
 
 ``python -m benchmarks.mcp`` starts the test suite's demo server (``tests/mcp``) over
-stdio and times, on that one server process, in interleaved rounds (so machine load hits
-every variant alike):
+streamable HTTP and times, on that one server process, one call of each variant in turn
+(so machine load hits every variant alike):
 
 * **raw SDK**: ``ClientSession.call_tool("add")``, the floor;
 * **MCPServer.call_tool**: Bastion's connection (owning task, deadline, loss handling);
 * **agent tool path**: the MCP tool through the agent's executor (argument validation,
   the governance-free gate, inbound sanitisation, the result limiter), i.e. everything a
   model's call of the tool costs in a run;
-* **openai-agents** ``MCPServerStdio.call_tool`` on its own connection to the same kind
-  of server (pydantic-ai's MCP client needs ``fastmcp``, not in the lock file: reported).
+* **openai-agents** ``MCPServerStreamableHttp.call_tool`` on the same server
+  (pydantic-ai's MCP client needs ``fastmcp``, not in the lock file: reported).
 
 Then it lists the low-level catalogue server's 10,000 tools once, and times turning the
 listing into an agent's tools: building the tools, registering them (collision
@@ -37,26 +37,21 @@ from bastion.tools import InboundSanitizer, ResultLimiter, ToolExecutor
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = str(ROOT / "tests" / "mcp" / "demo_server.py")
 CATALOGUE = str(ROOT / "tests" / "mcp" / "catalogue_server.py")
-ROUNDS = 10
-CALLS = 60  # per variant and round
-
-
-async def _timed(call: Callable[[], Awaitable[Any]]) -> list[float]:
-    samples: list[float] = []
-    for _ in range(CALLS):
-        start = time.perf_counter()
-        await call()
-        samples.append(time.perf_counter() - start)
-    return samples
+CALLS = 500  # per variant
 
 
 async def per_call() -> dict[str, float]:
-    """Median µs per ``add`` call, per variant."""
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    """Median µs per ``add`` call, per variant, all on one HTTP server process."""
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
 
-    params = StdioServerParameters(command=sys.executable, args=[DEMO, "stdio"])
-    server = MCPServer.stdio(sys.executable, [DEMO, "stdio"], name="demo")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, DEMO, "http", "0", stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None
+    url = f"http://127.0.0.1:{int((await process.stdout.readline()).split()[1])}/mcp"
+    server = MCPServer.http(url, name="demo")
     tools = {t.name: t for t in await server.list_tools()}
     executor = ToolExecutor(
         tools,
@@ -67,35 +62,45 @@ async def per_call() -> dict[str, float]:
     ctx: RunContext[None] = RunContext(run_id="r", agent_name="bench")
     call = ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')
     arguments = {"a": 1, "b": 2}
-    variants: dict[str, Callable[[], Awaitable[Any]]] = {}
-    peers = await _openai_agents()
+    peer = await _openai_agents(url)
     samples: dict[str, list[float]] = {}
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        variants["raw SDK ClientSession.call_tool"] = lambda: session.call_tool("add", arguments)
-        variants["MCPServer.call_tool"] = lambda: server.call_tool("add", arguments)
-        variants["agent tool path (executor)"] = lambda: executor.run_one(call, ctx)
-        if peers is not None:
-            variants["openai-agents MCPServerStdio.call_tool"] = lambda: peers.call_tool(
-                "add", arguments
-            )
-        for name, run in variants.items():  # warm-up
-            await _timed(run)
-        for _ in range(ROUNDS):
-            for name, run in variants.items():
-                samples.setdefault(name, []).extend(await _timed(run))
-    await server.aclose()
-    if peers is not None:
-        await peers.cleanup()
+    try:
+        async with (
+            httpx2.AsyncClient() as client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            variants: dict[str, Callable[[], Awaitable[Any]]] = {
+                "raw SDK ClientSession.call_tool": lambda: session.call_tool("add", arguments),
+                "MCPServer.call_tool": lambda: server.call_tool("add", arguments),
+                "agent tool path (executor)": lambda: executor.run_one(call, ctx),
+            }
+            if peer is not None:
+                variants["openai-agents MCPServerStreamableHttp"] = lambda: peer.call_tool(
+                    "add", arguments
+                )
+            for i in range(CALLS + 20):  # one call of each variant in turn: load hits all alike
+                for name, run in variants.items():
+                    start = time.perf_counter()
+                    await run()
+                    if i >= 20:  # the first rounds warm up
+                        samples.setdefault(name, []).append(time.perf_counter() - start)
+    finally:
+        await server.aclose()
+        if peer is not None:
+            await peer.cleanup()
+        process.kill()
+        await process.wait()
     return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
 
 
-async def _openai_agents() -> Any:
+async def _openai_agents(url: str) -> Any:
     try:
-        from agents.mcp import MCPServerStdio
+        from agents.mcp import MCPServerStreamableHttp
     except ImportError:
         return None
-    peer = MCPServerStdio(params={"command": sys.executable, "args": [DEMO, "stdio"]})
+    peer = MCPServerStreamableHttp(params={"url": url})
     try:
         await peer.connect()
     except Exception as exc:  # a peer that does not run on this SDK is reported, not fatal
@@ -131,7 +136,7 @@ async def catalogue(count: int = 10_000) -> dict[str, float]:
 async def main() -> None:
     calls = await per_call()
     floor = calls["raw SDK ClientSession.call_tool"]
-    print(f"MCP per-call cost, demo server over stdio, median of {ROUNDS * CALLS} calls")
+    print(f"MCP per-call cost, one demo server over streamable HTTP, median of {CALLS} calls")
     for name, value in calls.items():
         extra = (value - floor) / floor * 100
         print(f"  {name:42s} {value:8.0f} µs  {extra:+6.1f}% vs raw SDK")

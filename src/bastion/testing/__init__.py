@@ -1,4 +1,4 @@
-"""Test doubles for Bastion and for your own tests: scripted models and a virtual clock."""
+"""Test doubles for Bastion and for your own tests: scripted models, a clock, MCP servers."""
 
 from typing import TYPE_CHECKING
 
@@ -6,6 +6,7 @@ from ._clock import VirtualClock
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 
 if TYPE_CHECKING:
+    from ._mcp import fake_mcp_server
     from ._store_conformance import ProcessStoreConformance, StoreConformance
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Turn",
     "TurnLike",
     "VirtualClock",
+    "fake_mcp_server",
 ]
 
 
@@ -26,4 +28,8 @@ def __getattr__(name: str) -> object:
         from . import _store_conformance
 
         return getattr(_store_conformance, name)
+    if name == "fake_mcp_server":  # needs the mcp extra: loaded on first use
+        from ._mcp import fake_mcp_server
+
+        return fake_mcp_server
     raise AttributeError(f"module 'bastion.testing' has no attribute {name!r}")
