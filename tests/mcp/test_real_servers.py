@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -81,3 +82,19 @@ async def test_mcp_server_git_reports_the_status_of_a_repository(repo: Path):
     (status,) = [m for m in result.state.messages if isinstance(m, ToolMessage)]
     assert "notes.txt" in str(status.content)
     assert json.dumps(tools["git_status"].parameters)  # schemas are plain JSON
+
+
+async def test_the_documented_example_runs():
+    example = Path(__file__).parents[2] / "examples" / "mcp_time.py"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(example),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0
+    lines = out.decode().splitlines()
+    assert lines[0] == "get_current_time -> [bastion:untrusted-data begin]"
+    assert '"timezone":"Asia/Tokyo"' in lines[1]
+    assert lines[-1] == "completed: I asked the time server for Tokyo's time."
