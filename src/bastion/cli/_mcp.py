@@ -1,4 +1,4 @@
-"""``bastion mcp list|tools|call``: inspect MCP servers from the command line.
+"""``bastion mcp list|tools|call|serve``: inspect MCP servers, or serve an agent as one.
 
 Servers come from an ``mcpServers`` JSON file (``--config``, else ``$BASTION_MCP_CONFIG``,
 else ``./.mcp.json``), or one ad-hoc server: ``--stdio "uvx mcp-server-time"`` or
@@ -20,10 +20,11 @@ import typer
 from rich.table import Table
 
 from bastion.core import UserError
-from bastion.mcp import ConnectionLost, MCPServer, load_config
+from bastion.mcp import ConnectionLost, MCPServer, load_config, serve_agent
 from bastion.tools import ToolError
 
-from ._common import EXIT_FAILED_RUN, EXIT_USAGE, console, error
+from ._common import EXIT_FAILED_RUN, EXIT_USAGE, console, error, or_exit
+from ._load import load_agent
 
 __all__ = ["CONFIG_ENV", "mcp_app"]
 
@@ -200,3 +201,19 @@ def _run(work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
             error(f"MCP error: {exc.message}")
             raise typer.Exit(EXIT_FAILED_RUN) from None
         raise
+
+
+@mcp_app.command("serve")
+def serve(
+    agent: Annotated[str, typer.Argument(help="The agent: module:attr or path/to/file.py:attr.")],
+    http: Annotated[bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str, typer.Option("--host", help="HTTP host.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8000,
+) -> None:
+    """Serve an agent as an MCP server (one tool, named after the agent)."""
+    loaded = or_exit(lambda: load_agent(agent))
+    try:
+        serve_agent(loaded, transport="http" if http else "stdio", host=host, port=port)
+    except UserError as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
