@@ -332,8 +332,10 @@ class ToolRegistry(Mapping[str, Tool]):
         first: dict[str, Tool] = {}
         groups: dict[str, list[Tool]] = {}
         for t in entries:
-            seen = first.setdefault(t.name, t)
-            if seen is not t:
+            seen = first.get(t.name)
+            if seen is None:
+                first[t.name] = t
+            else:  # the same tool object twice is a duplicate too
                 groups.setdefault(t.name, [seen]).append(t)
         same_rung = [
             (name, PRECEDENCE[a.trust_class])
