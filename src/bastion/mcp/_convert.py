@@ -8,12 +8,11 @@ call, so listing a server with 10,000 tools costs no schema compilation at all.
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from bastion.tools import ToolArgumentsError, ToolError
-from bastion.tools._schema import ArgsValidator
+from bastion.tools._schema import ArgsValidator, check_against, parse_arguments
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock, ReadResourceResult
@@ -43,28 +42,14 @@ class RawSchema(ArgsValidator):
 
     def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Parse the JSON object and list every violation of the schema."""
-        try:
-            value: Any = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError([f"arguments are not valid JSON: {exc}"]) from None
-        except RecursionError:
-            raise ToolArgumentsError(["arguments are nested too deeply"]) from None
+        value = parse_arguments(arguments)
         if not isinstance(value, dict):
             raise ToolArgumentsError([f"arguments must be a JSON object, got {arguments[:80]!r}"])
         validator = self._validator
         if validator is None:
             validator = self._validator = _compile(self.parameters)
         if validator is not False:
-            errors: list[Any] = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
-            if errors:
-                raise ToolArgumentsError(
-                    [
-                        f"`{'.'.join(str(p) for p in e.path)}`: {e.message}"
-                        if e.path
-                        else e.message
-                        for e in errors
-                    ]
-                )
+            check_against(validator, value)
         return (cast("dict[str, Any]", value),), {}
 
 
