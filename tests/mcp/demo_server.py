@@ -49,6 +49,14 @@ def crash() -> str:
 
 
 @server.tool()
+def authorization(ctx: Context) -> str:
+    """The Authorization header of the HTTP request (empty over stdio)."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    return "" if headers is None else str(headers.get("authorization", ""))
+
+
+@server.tool()
 def pid() -> int:
     """The server's process id."""
     return os.getpid()

@@ -15,7 +15,7 @@ from bastion.tools import ToolArgumentsError, ToolError
 SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 
 
-def test_arguments_are_checked_against_the_servers_schema_on_first_use():
+def test_arguments_are_checked_against_the_servers_schema_on_first_use():
     schema = RawSchema(SCHEMA)
     assert schema.parameters is SCHEMA  # advertised as given
     assert schema.validate('{"x": 3}') == (({"x": 3},), {})

@@ -14,13 +14,13 @@ from bastion.testing import Call, ScriptedModel, Turn
 from .conftest import HttpDemo
 
 
-async def test_an_http_server_streams_progress_and_returns_structured_content(
+async def test_an_http_server_gets_the_headers_and_streams_progress(
     http_demo: HttpDemo,
 ):
-    server = MCPServer.http(http_demo.url, headers={"X-Test": "1"}, name="demo")
+    server = MCPServer.http(http_demo.url, headers={"Authorization": "Bearer t0ken"}, name="demo")
     model = ScriptedModel(
         [
-            Turn(tool_calls=[Call("slow", {"steps": 2}), Call("add", {"a": 40, "b": 2})]),
+            Turn(tool_calls=[Call("slow", {"steps": 2}), Call("authorization")]),
             Turn(text="42"),
         ]
     )
@@ -28,8 +28,9 @@ async def test_an_http_server_streams_progress_and_returns_structured_content(
         events = [e async for e in agent.stream("go")]
     progress = [e.message for e in events if isinstance(e, ToolExecuteProgressEvent)]
     assert progress == ["step 1", "step 2"]
-    result = events[-1]
-    assert result.status == "completed"  # type: ignore[union-attr]
+    (sent,) = [e for e in events if e.type == "tool.execute.end" and e.tool_name == "authorization"]
+    assert '"result":"Bearer t0ken"' in sent.result  # type: ignore[union-attr]
+    assert events[-1].status == "completed"  # type: ignore[union-attr]
 
 
 async def test_two_hundred_concurrent_calls_share_one_connection(http_demo: HttpDemo):

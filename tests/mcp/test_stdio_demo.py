@@ -153,7 +153,7 @@ async def test_injected_instructions_in_mcp_output_are_stripped_and_wrapped(stdi
     assert "untrusted-data begin" in text
 
 
-async def test_a_resource_link_is_a_handle_read_result_pages(stdio_demo: Make):
+async def test_a_resource_link_is_a_handle_read_result_pages(stdio_demo: Make):  # covers G-43
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("report_link")]),

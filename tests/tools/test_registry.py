@@ -459,7 +459,7 @@ def test_register_many_resolves_a_whole_server_in_one_pass() -> None:
     assert "new" not in registry  # all or nothing
 
 
-def test_two_mcp_servers_with_one_tool_name_are_resolved_by_the_strategy() -> None:
+def test_two_mcp_servers_with_one_tool_name_are_resolved_by_the_strategy() -> None:  # covers T-03
     one, two = make("x", "mcp_derived", source="one"), make("x", "mcp_derived", source="two")
     prefixed = ToolRegistry([one, two])
     assert prefixed.names() == ("x", "two__x")
