@@ -56,6 +56,7 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks.stores
 	$(BIN)/python -m benchmarks.journal
 	$(BIN)/python -m benchmarks.sessions
+	$(BIN)/python -m benchmarks.mcp
 
 demo: install  ## The demo app, offline: a run suspends for approval, a new process resumes it
 	@rm -f .bastion/demo/next.sh
