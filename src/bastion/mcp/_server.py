@@ -13,10 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import hashlib
 import io
-import json
-import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,6 +25,7 @@ from bastion.tools._read_result import READ_RESULT_MAX_BYTES, read_line_range
 
 from ._connection import Connection, ConnectionLost, is_connection_loss
 from ._convert import RawSchema, link_handle, resource_text, to_output
+from ._naming import arguments_key, check_url, local_name, stdio_name, url_name
 from ._options import ServerOptions
 from ._transport import Transport
 
@@ -45,8 +43,6 @@ DEFER_THRESHOLD = 20
 """With ``defer_loading=None``, a server listing more tools than this defers them all
 behind ``tool_search`` (the model searches the catalogue instead of reading it whole)."""
 
-_NOT_NAME = re.compile(r"[^A-Za-z0-9._-]")
-_NOT_SERVER = re.compile(r"[^A-Za-z0-9_-]")
 _LINK_CACHE = 16  # resources kept for paging with read_result
 
 
@@ -107,7 +103,7 @@ class MCPServer:
         transport = Transport(
             kind="stdio", command=command, args=tuple(args), env=dict(env or {}), cwd=cwd
         )
-        return cls(transport, ServerOptions.build(name or _stdio_name(command, args), options))
+        return cls(transport, ServerOptions.build(name or stdio_name(command, args), options))
 
     @classmethod
     def http(
@@ -130,8 +126,8 @@ class MCPServer:
             UserError: The URL is not http(s), or invalid options.
         """
         return cls(
-            Transport(kind="http", url=_check_url(url), headers=dict(headers or {})),
-            ServerOptions.build(name or _url_name(url), options),
+            Transport(kind="http", url=check_url(url), headers=dict(headers or {})),
+            ServerOptions.build(name or url_name(url), options),
         )
 
     @classmethod
@@ -145,8 +141,8 @@ class MCPServer:
     ) -> MCPServer:
         """A server reached over the legacy HTTP+SSE transport (older servers only)."""
         return cls(
-            Transport(kind="sse", url=_check_url(url), headers=dict(headers or {})),
-            ServerOptions.build(name or _url_name(url), options),
+            Transport(kind="sse", url=check_url(url), headers=dict(headers or {})),
+            ServerOptions.build(name or url_name(url), options),
         )
 
     @classmethod
@@ -308,13 +304,13 @@ class MCPServer:
             return ToolResult(output=output, metadata=metadata)
 
         return Tool(
-            name=_local_name(remote),
+            name=local_name(remote),
             description=wire.description or wire.title or f"The {remote} tool of {self.name}.",
             function=call_mcp_tool,
             validator=RawSchema(wire.input_schema),  # as given: no copy, no compile
             takes_ctx=True,
             side_effect_class=options.side_effect_of(remote),
-            idempotency_key=_arguments_key if idempotent else None,
+            idempotency_key=arguments_key if idempotent else None,
             needs_approval=options.needs_approval_of(remote),
             defer_loading=defer,
             trust_class="mcp_derived",
@@ -557,40 +553,3 @@ def _byte_range(data: bytes, offset: int, length: int | None) -> str:
     if end < size:
         header += f"; next offset {end}"
     return f"{header}]\n{piece.decode('utf-8', 'replace')}"
-
-
-def _arguments_key(arguments: dict[str, Any]) -> str:
-    """The idempotency key of a call to an idempotent tool: its canonical arguments."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
-
-
-def _local_name(remote: str) -> str:
-    name = _NOT_NAME.sub("_", remote)[:128]
-    return name or "tool"
-
-
-def _stdio_name(command: str, args: Sequence[str]) -> str:
-    """``uvx mcp-server-git --repository x`` -> ``mcp-server-git``; ``./srv.py`` -> ``srv``."""
-    words = [command, *args]
-    launchers = {"uvx", "npx", "uv", "python", "python3", "node", "bunx", "pipx", "docker"}
-    picked = command
-    base = command.replace("\\", "/").rsplit("/", 1)[-1]
-    if base in launchers or base.startswith("python"):
-        rest = [w for w in words[1:] if not w.startswith("-") and w not in ("run", "tool")]
-        picked = rest[0] if rest else base
-    picked = picked.replace("\\", "/").rsplit("/", 1)[-1].rsplit(".", 1)[0] or base
-    return _NOT_SERVER.sub("_", picked.split("@", 1)[0] or picked)[:64] or "mcp"
-
-
-def _url_name(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    host = urlsplit(url).hostname or "mcp"
-    return _NOT_SERVER.sub("_", host)[:64]
-
-
-def _check_url(url: str) -> str:
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(f"An MCP server URL must start with http:// or https://, got {url!r}.")
-    return url
