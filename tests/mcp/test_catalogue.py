@@ -6,6 +6,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from bastion import Agent
 from bastion.core import ToolMessage
 from bastion.mcp import DEFER_THRESHOLD, MCPServer
@@ -15,6 +17,7 @@ Make = Callable[..., MCPServer]
 CATALOGUE = str(Path(__file__).with_name("catalogue_server.py"))
 
 
+@pytest.mark.timeout(300)  # listing 10,000 tools over stdio takes seconds on a loaded machine
 async def test_ten_thousand_tools_are_deferred_and_found_by_tool_search():
     server = MCPServer.stdio(sys.executable, [CATALOGUE, "10000"], name="catalogue")
     model = ScriptedModel(
