@@ -95,3 +95,18 @@ async def test_a_server_that_cannot_be_reached_is_a_typed_event_not_a_crashed_ru
     assert "nowhere" in errors[0].message  # type: ignore[union-attr]
     assert events[-1].status == "completed"  # type: ignore[union-attr]
     assert not [e for e in events if isinstance(e, ToolExecuteErrorEvent)]
+
+
+async def test_a_server_restarted_while_idle_gets_a_new_session_without_an_error(
+    http_demo: HttpDemo,
+):
+    server = MCPServer.http(http_demo.url, name="demo")
+    try:
+        first = await server.call_tool("pid")
+        await http_demo.restart()  # same port: the old session id is now unknown (404)
+        second = await server.call_tool("pid")  # rejected unrun, so resent on a new session
+        assert not second.is_error
+        assert second.structured_content != first.structured_content
+        assert server.restarts == 1
+    finally:
+        await server.aclose()

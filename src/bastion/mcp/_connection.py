@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mcp.client.session import MessageHandlerFnT
     from mcp.types import InitializeResult
 
-__all__ = ["Connection", "ConnectionLost", "is_connection_loss"]
+__all__ = ["Connection", "ConnectionLost", "is_connection_loss", "is_session_expired"]
 
 
 class ConnectionLost(Exception):
@@ -45,6 +45,21 @@ def is_connection_loss(exc: BaseException) -> bool:
     return isinstance(
         exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError)
     )
+
+
+def is_session_expired(exc: BaseException) -> bool:
+    """Whether an HTTP server rejected the request because it no longer knows the session.
+
+    A restarted (or scaled, or idle-expired) server answers 404 "Session not found"; the
+    request did not run, and the spec asks the client to start a new session. So it is
+    safe to resend on a new connection, whatever the tool.
+    """
+    from mcp.shared.exceptions import MCPError
+
+    if not isinstance(exc, MCPError):
+        return False
+    message = exc.message.lower()
+    return "session not found" in message or "session terminated" in message
 
 
 class Connection:

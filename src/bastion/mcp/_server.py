@@ -23,7 +23,7 @@ from bastion.security import InboundPolicy, sanitize_inbound
 from bastion.tools import ResultReadError, Tool, ToolError, ToolResult
 from bastion.tools._read_result import READ_RESULT_MAX_BYTES, read_line_range
 
-from ._connection import Connection, ConnectionLost, is_connection_loss
+from ._connection import Connection, ConnectionLost, is_connection_loss, is_session_expired
 from ._convert import RawSchema, link_handle, resource_text, to_output
 from ._naming import arguments_key, check_url, local_name, stdio_name, url_name
 from ._options import ServerOptions
@@ -226,6 +226,9 @@ class MCPServer:
     ) -> T:
         """Send one request; a lost connection is dropped (and retried once if ``retry``).
 
+        A request an HTTP server rejected for an unknown session (it restarted) is resent
+        once on a new session whatever ``retry`` says: it never ran.
+
         Raises:
             ConnectionLost: The server could not be reached, or went away mid-request.
         """
@@ -235,13 +238,14 @@ class MCPServer:
             try:
                 return await send(session)
             except Exception as exc:
-                if conn is not None and conn.alive and not is_connection_loss(exc):
+                expired = is_session_expired(exc)  # not run by the server: safe to resend
+                if not expired and conn is not None and conn.alive and not is_connection_loss(exc):
                     raise
                 if self._conn is conn:
                     self._conn = None
                 if conn is not None:
                     await conn.close(grace=1.0)
-                if not retry or attempt == 2:
+                if not (retry or expired) or attempt == 2:
                     raise ConnectionLost(
                         f"MCP server {self.name!r} went away during {what} "
                         f"({type(exc).__name__}: {exc})"
