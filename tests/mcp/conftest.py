@@ -19,17 +19,24 @@ DEMO = str(Path(__file__).with_name("demo_server.py"))
 class HttpDemo:
     """A demo server process serving streamable HTTP; :meth:`restart` keeps the port."""
 
-    def __init__(self) -> None:
+    def __init__(self, transport: str = "http") -> None:
+        self.transport = transport
         self.process: asyncio.subprocess.Process | None = None
         self.port = 0
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        path = "sse" if self.transport == "sse" else "mcp"
+        return f"http://127.0.0.1:{self.port}/{path}"
 
     async def start(self, *extra: str) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, DEMO, "http", str(self.port), *extra, stdout=asyncio.subprocess.PIPE
+            sys.executable,
+            DEMO,
+            self.transport,
+            str(self.port),
+            *extra,
+            stdout=asyncio.subprocess.PIPE,
         )
         assert self.process.stdout is not None
         line = await asyncio.wait_for(self.process.stdout.readline(), 30)

@@ -1,6 +1,7 @@
 """A real MCP server for the tests, built on the SDK's ``MCPServer``.
 
-Run as ``python demo_server.py stdio`` or ``python demo_server.py http PORT``.
+Run as ``python demo_server.py stdio``, or ``python demo_server.py http|sse PORT`` (PORT 0:
+any free port, printed as ``port N`` once the server listens).
 ``DEMO_COUNT_FILE`` names a file each
 call of ``count`` appends a line to, so a test sees how often the tool really ran.
 """
@@ -136,7 +137,7 @@ def reviewer(language: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("transport", choices=["stdio", "http"])
+    parser.add_argument("transport", choices=["stdio", "http", "sse"])
     parser.add_argument("port", nargs="?", type=int, default=0)
     options = parser.parse_args()
     if options.transport == "stdio":
@@ -152,7 +153,8 @@ def main() -> None:
     sock.bind(("127.0.0.1", options.port))
     sock.listen(128)
     print(f"port {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    app = server.sse_app() if options.transport == "sse" else server.streamable_http_app()
+    config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
 
 

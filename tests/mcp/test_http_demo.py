@@ -110,3 +110,26 @@ async def test_a_server_restarted_while_idle_gets_a_new_session_without_an_error
         assert server.restarts == 1
     finally:
         await server.aclose()
+
+
+async def test_a_legacy_sse_server_serves_tools_and_progress():
+    demo = HttpDemo("sse")
+    await demo.start()
+    server = MCPServer.sse(demo.url, name="legacy")
+    model = ScriptedModel(
+        [
+            Turn(tool_calls=[Call("slow", {"steps": 2}), Call("add", {"a": 1, "b": 2})]),
+            Turn(text="3"),
+        ]
+    )
+    try:
+        async with Agent("a", model=model, tools=[server]) as agent:
+            events = [e async for e in agent.stream("go")]
+    finally:
+        await demo.kill()
+    assert [e.message for e in events if isinstance(e, ToolExecuteProgressEvent)] == [
+        "step 1",
+        "step 2",
+    ]
+    (added,) = [e for e in events if e.type == "tool.execute.end" and e.tool_name == "add"]
+    assert '"result":3' in added.result  # type: ignore[union-attr]
