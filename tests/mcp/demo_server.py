@@ -15,6 +15,7 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import ResourceLink
+from pydantic import BaseModel
 
 server = MCPServer("demo", log_level="WARNING")
 _hang_cancelled = anyio.Event()
@@ -55,6 +56,21 @@ def authorization(ctx: Context) -> str:
     request = ctx.request_context.request
     headers = getattr(request, "headers", None)
     return "" if headers is None else str(headers.get("authorization", ""))
+
+
+class Approval(BaseModel):
+    """The answer the confirm tool asks for."""
+
+    ok: bool
+
+
+@server.tool()
+async def confirm(action: str, ctx: Context) -> str:
+    """Ask the user to confirm the action first."""
+    answer = await ctx.elicit(f"Really {action}?", schema=Approval)
+    if answer.action == "accept" and answer.data.ok:
+        return f"{action}: confirmed"
+    return f"{action}: {answer.action}"
 
 
 @server.tool()

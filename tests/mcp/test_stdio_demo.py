@@ -189,3 +189,18 @@ async def test_prompts_serve_as_instructions(stdio_demo: Make):
     async with agent:
         await agent.run("review this")
     assert model.requests[0].messages[0].content == "You review code. Answer in French."  # type: ignore[union-attr]
+
+
+async def test_elicitation_is_answered_by_on_elicit_or_declined(stdio_demo: Make):
+    asked: list[tuple[str, list[str]]] = []
+
+    async def answer(message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        asked.append((message, list(schema["properties"])))
+        return {"ok": True}
+
+    answered = stdio_demo(on_elicit=answer)
+    result = await answered.call_tool("confirm", {"action": "deploy"})
+    assert result.structured_content == {"result": "deploy: confirmed"}
+    assert asked == [("Really deploy?", ["ok"])]
+    declined = await stdio_demo().call_tool("confirm", {"action": "deploy"})
+    assert declined.structured_content == {"result": "deploy: decline"}

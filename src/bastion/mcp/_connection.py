@@ -24,7 +24,7 @@ from ._transport import Transport, open_transport
 
 if TYPE_CHECKING:
     from mcp import ClientSession
-    from mcp.client.session import MessageHandlerFnT
+    from mcp.client.session import ElicitationFnT, MessageHandlerFnT
     from mcp.types import InitializeResult
 
 __all__ = ["Connection", "ConnectionLost", "is_connection_loss", "is_session_expired"]
@@ -69,9 +69,16 @@ class Connection:
         name: The server's name (names the task).
         transport: Where the server is.
         on_message: Receives the server's notifications (``tools/list_changed``, ...).
+        on_elicit: Answers the server's elicitation requests (``None``: the SDK declines).
     """
 
-    def __init__(self, name: str, transport: Transport, on_message: MessageHandlerFnT) -> None:
+    def __init__(
+        self,
+        name: str,
+        transport: Transport,
+        on_message: MessageHandlerFnT,
+        on_elicit: ElicitationFnT | None = None,
+    ) -> None:
         self.name = name
         self.transport = transport
         self.loop = asyncio.get_running_loop()
@@ -79,6 +86,7 @@ class Connection:
         self.initialized: InitializeResult | None = None
         self.error: BaseException | None = None
         self._on_message = on_message
+        self._on_elicit = on_elicit
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -131,7 +139,12 @@ class Connection:
             async with AsyncExitStack() as stack:
                 read, write = await open_transport(self.transport, stack, seconds=seconds)
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, message_handler=self._on_message)
+                    ClientSession(
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._on_elicit,
+                    )
                 )
                 with anyio_fail_after(seconds):
                     self.initialized = await session.initialize()

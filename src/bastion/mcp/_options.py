@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from fnmatch import fnmatchcase
 from typing import Any
@@ -17,7 +17,11 @@ from bastion.core import UserError
 from bastion.security import INBOUND_POLICIES, InboundPolicy
 from bastion.tools import SideEffectClass
 
-__all__ = ["ServerOptions"]
+__all__ = ["ElicitHandler", "ServerOptions"]
+
+ElicitHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+"""Answers a server's elicitation: given its message and the JSON Schema of the answer,
+returns the answer's content (accept) or ``None`` (decline)."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _CLASSES: tuple[str, ...] = ("pure", "read_only", "side_effecting", "external_stateful")
@@ -48,6 +52,8 @@ class ServerOptions:
         inbound_sanitization: The inbound policy of the tools' output (default for MCP:
             ``detect-and-strip-and-wrap``).
         resources: Also expose ``list_resources`` and ``read_resource`` tools.
+        on_elicit: Answers the server's elicitation requests (questions to the user in
+            the middle of a call); without it they are declined, and the server goes on.
     """
 
     name: str
@@ -61,6 +67,7 @@ class ServerOptions:
     defer_loading: bool | None = None
     inbound_sanitization: InboundPolicy | None = None
     resources: bool = False
+    on_elicit: ElicitHandler | None = None
 
     @classmethod
     def build(cls, name: str, options: Mapping[str, Any]) -> ServerOptions:
@@ -113,6 +120,9 @@ class ServerOptions:
                 f"{where}: unknown inbound_sanitization {policy!r}. "
                 f"Use one of: {', '.join(repr(p) for p in INBOUND_POLICIES)}."
             )
+        handler = values.get("on_elicit")
+        if handler is not None and not callable(handler):
+            raise UserError(f"{where}: on_elicit must be an async function, got {handler!r}.")
         defer = values.get("defer_loading")
         if defer is not None and not isinstance(defer, bool):
             raise UserError(f"{where}: defer_loading must be True, False or None, got {defer!r}.")

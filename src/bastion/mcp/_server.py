@@ -198,7 +198,7 @@ class MCPServer:
             if conn is not None and conn.loop is loop:
                 await conn.close(grace=1.0)
             self._conn = None
-            fresh = Connection(self.name, self.transport, self._on_message)
+            fresh = Connection(self.name, self.transport, self._on_message, self._on_elicit)
             session = await fresh.open(self.options.connect_timeout)
             self._conn = fresh
             self._restarts += 1
@@ -220,6 +220,25 @@ class MCPServer:
 
         if isinstance(message, ToolListChangedNotification):
             self._stale = True
+
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """Ask ``on_elicit`` for a form elicitation's answer.
+
+        Without a handler (and for URL elicitation) the answer is "decline", so a server
+        that asks can go on (the SDK's default, "not supported", fails its call).
+        """
+        from mcp.types import INTERNAL_ERROR, ElicitRequestFormParams, ElicitResult, ErrorData
+
+        handler = self.options.on_elicit
+        if handler is None or not isinstance(params, ElicitRequestFormParams):
+            return ElicitResult(action="decline")
+        try:
+            answer = await handler(params.message, dict(params.requested_schema))
+        except Exception as exc:  # the server gets an error answer; the call goes on
+            return ErrorData(code=INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
+        if answer is None:
+            return ElicitResult(action="decline")
+        return ElicitResult(action="accept", content=answer)
 
     async def _request(
         self, what: str, send: Callable[[ClientSession], Awaitable[T]], *, retry: bool
