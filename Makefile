@@ -70,6 +70,7 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks.sessions
 	$(BIN)/python -m benchmarks.context
 	$(BIN)/python -m benchmarks.runtimes
+	$(BIN)/python -m benchmarks.mcp
 
 demo: install  ## The demo app, offline: a run suspends for approval, a new process resumes it
 	@rm -f .bastion/demo/next.sh

@@ -157,6 +157,7 @@ def test_top_level_exports_are_pinned() -> None:
         "ToolMessage",
         "ToolRegistry",
         "ToolResult",
+        "ToolSourceErrorEvent",
         "UnlimitedResultWarning",
         "Usage",
         "UserContent",

@@ -38,6 +38,7 @@ from bastion.core import (
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
+    ToolSourceErrorEvent,
     Usage,
 )
 
@@ -176,6 +177,7 @@ def one_of_each_event() -> list[AgentEvent]:
             run_id=RUN, seq=next(seq), tool_call_id="c1", tool_name="t", arguments="{}"
         ),
         ToolCallIncompleteEvent(run_id=RUN, seq=next(seq), tool_call_id="c9", tool_name="cut"),
+        ToolSourceErrorEvent(run_id=RUN, seq=next(seq), source="git", message="OSError: gone"),
         ToolExecuteStartEvent(
             run_id=RUN, seq=next(seq), tool_call_id="c1", tool_name="t", arguments="{}"
         ),
@@ -276,6 +278,7 @@ step 1 · test:scripted
 thinking: pondering
 Hi
   ✗ the call to cut was cut off before its arguments were complete; it was not run
+  ✗ tools of git unavailable: OSError: gone
   … t() running
   … t() running 2/4 half
   ✓ t() 1.0 ms → ok

@@ -169,11 +169,11 @@ def test_manual_raises_listing_every_collision_and_registers_nothing() -> None:
 
 
 @pytest.mark.parametrize("strategy", ["auto-prefix", "priority", "manual"])
-def test_same_rung_duplicates_are_always_an_error(strategy: Any) -> None:
+def test_same_rung_duplicates_of_one_source_are_always_an_error(strategy: Any) -> None:
     # covers T-03
     with pytest.raises(DuplicateToolNameError, match=r"two tools are named 'x' \(both MCP\)"):
         ToolRegistry(
-            [make("x", "mcp_derived", source="one"), make("x", "mcp_derived", source="two")],
+            [make("x", "mcp_derived", source="one"), make("x", "mcp_derived", source="one")],
             collision_strategy=strategy,
         )
     with pytest.raises(DuplicateToolNameError, match=r"'y' \(both first-party\)"):
@@ -201,7 +201,7 @@ def test_register_later_renames_an_earlier_lower_tool_and_is_atomic() -> None:
     assert renamed is not None
     assert renamed.name == "other__files"
     with pytest.raises(DuplicateToolNameError):
-        registry.register(make("files", "mcp_derived", source="fs2"))  # same rung as fs
+        registry.register(make("files", "mcp_derived", source="fs"))  # a second from fs
     assert registry.names() == ("files", "other__files", "fs__files")  # unchanged
     assert counters.get("tool.collision.renamed.total") == 2
 
@@ -479,3 +479,38 @@ def test_register_many_resolves_a_whole_server_in_one_pass() -> None:
     with pytest.raises(DuplicateToolNameError):
         registry.register_many([make("new"), make("list", "mcp_derived", source="fs")])
     assert "new" not in registry  # all or nothing
+
+
+def test_two_mcp_servers_with_one_tool_name_are_resolved_by_the_strategy() -> None:  # covers T-03
+    one, two = make("x", "mcp_derived", source="one"), make("x", "mcp_derived", source="two")
+    prefixed = ToolRegistry([one, two])
+    assert prefixed.names() == ("x", "two__x")
+    assert prefixed.original("two__x") is two
+    assert ToolRegistry([one, two], collision_strategy="priority").names() == ("x",)
+    with pytest.raises(DuplicateToolNameError, match="collision_strategy='manual'"):
+        ToolRegistry([one, two], collision_strategy="manual")
+
+
+def test_a_source_group_is_replaced_whole_and_versions_count_changes() -> None:
+    registry = ToolRegistry([make("local")])
+    start = registry.version
+    first = registry.set_source("source:srv", [make("a", "mcp_derived", source="srv")])
+    assert [t.name for t in first if t is not None] == ["a"]
+    registry.set_source(
+        "source:srv",
+        [make("b", "mcp_derived", source="srv"), make("local", "mcp_derived", source="srv")],
+    )
+    assert registry.names() == ("local", "srv__local", "b")
+    assert registry.version == start + 2
+    registry.set_source("source:srv", [])
+    assert registry.names() == ("local",)
+
+
+def test_a_tool_put_again_into_the_synced_dict_replaces_the_one_adopted_before() -> None:
+    live: dict[str, Tool] = {}
+    registry = ToolRegistry([make("a")], into=live)
+    live["builtin"] = make("builtin", "first_party_built_in")
+    registry.register(make("b"))
+    live["builtin"] = make("builtin", "first_party_built_in")  # rebuilt, same key
+    registry.register(make("c"))  # would be a same-rung duplicate without the replacement
+    assert registry.names() == ("a", "b", "builtin", "c")

@@ -60,8 +60,11 @@ from bastion.tools import (
     ToolExecutor,
     ToolGate,
     ToolRegistry,
+    ToolSource,
     add_tool_search,
+    tool_search_tool,
 )
+from bastion.tools._search import TOOL_SEARCH
 
 from ._as_tool import check_subagents, subagent_tool
 from ._fallback import FallbackPolicy
@@ -87,6 +90,7 @@ from ._setup import (
     check_positive,
     resolve_model,
 )
+from ._sources import ToolSources, split_sources
 from ._state import RunState
 from ._step_overrides import TOOL_CHOICE_MODES
 from ._stream import AgentStream, check_capacity
@@ -118,7 +122,10 @@ class Agent(Generic[DepsT, OutputT]):
         model: A :class:`~bastion.core.Model`, or a ``"provider:model"`` string.
         instructions: The system prompt, or a function of the ``RunContext`` (sync or
             async) resolved once per run. Empty: no system message.
-        tools: Tools, or plain functions (made into tools with :func:`bastion.tool`).
+        tools: Tools, plain functions (made into tools with :func:`bastion.tool`), and
+            tool sources such as MCP servers (``bastion.mcp.MCPServer``): a source is asked
+            for its tools before every model call, so its list may change while the agent
+            lives. Close the agent (``async with agent:`` or :meth:`aclose`) to stop them.
         output_type: ``str`` (default) or any type pydantic validates (a model, a
             dataclass, ``list[int]``, …); the answer is parsed into it.
         output_retries: How often an answer that does not parse is sent back for a fix.
@@ -235,7 +242,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         model: Model | str,
         instructions: Instructions = "",
-        tools: Sequence[Tool | Callable[..., Any]] = (),
+        tools: Sequence[Tool | Callable[..., Any] | ToolSource] = (),
         output_type: type[OutputT] | Any = str,
         output_retries: int = 1,
         output_mode: OutputMode | None = None,
@@ -330,8 +337,14 @@ class Agent(Generic[DepsT, OutputT]):
         # The registry resolves names and keeps ``self.tools`` (what the executor reads)
         # in sync; built-in tools added to ``self.tools`` below are adopted by it.
         self.tools: dict[str, Tool] = {}
+        plain_tools, sources = split_sources(tools, f"Agent {name!r}")
+        if sources and tool_invocation == "code-mode":
+            raise UserError(
+                f"Agent {name!r}: tool sources (MCP servers) cannot be used with "
+                "tool_invocation='code-mode' yet; use 'direct'."
+            )
         self.registry = ToolRegistry(
-            tools,
+            plain_tools,
             collision_strategy=collision_strategy,
             owner=f"Agent {name!r}",
             counters=self.audit.counters,
@@ -342,6 +355,11 @@ class Agent(Generic[DepsT, OutputT]):
         self.deferred_definitions = add_tool_search(
             self.tools, embedder=tool_search_embedder, agent=name
         )
+        self._tool_search_embedder = tool_search_embedder
+        self._tool_search: Tool | None = (
+            self.tools.get(TOOL_SEARCH) if self.deferred_definitions else None
+        )
+        self.tool_sources = ToolSources(sources, self.registry)
         # Result limits (SPEC T-18): read_result joins the tools when a tool may spill or
         # result_readers are given (G-39, G-45); the limiter is the last result processor.
         fast = (model_tier_map or {}).get("fast")
@@ -352,7 +370,8 @@ class Agent(Generic[DepsT, OutputT]):
             summary_model=self.model
             if summarizer is None
             else resolve_model(summarizer, "summary_model"),
-            result_readers=result_readers,
+            # An MCP server reads the resources its tools link to (``mcp:<server>:<uri>``).
+            result_readers=[*result_readers, *(s for s in sources if isinstance(s, ResultReader))],
             owner=f"Agent {name!r}",
         )
         read_result = self.result_limiter.read_result_tool()
@@ -371,6 +390,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.code_mode = build_code_mode(tool_invocation, code_mode, self.tools, approval, name)
         if self.code_mode is not None:
             self.tool_definitions = tuple(t.definition() for t in self.code_mode.tools)
+        self._views_version = self.registry.version
         self.output_type = output_type
         self.output_schema = None if output_type is str else OutputSchema(output_type)
         self.output_retries = output_retries
@@ -960,11 +980,49 @@ class Agent(Generic[DepsT, OutputT]):
         finally:
             await self.aclose()  # the sandbox's pool must not outlive run_sync's event loop
 
-    async def aclose(self) -> None:
-        """Release what the agent holds between runs: the code-mode sandbox's worker.
+    def sync_tool_views(self) -> None:
+        """Rebuild what the model is shown after the registry changed; cheap when it did not.
 
-        The agent stays usable; a later code-mode run starts a new worker.
+        Tools registered after construction (``agent.registry.register``, a tool source's
+        new list) join ``tool_definitions``; deferred ones are indexed by a new
+        ``tool_search``. Called by the loop before every model request.
         """
+        if self.registry.version == self._views_version:
+            return
+        deferred = [t for n, t in self.tools.items() if t.defer_loading and n != TOOL_SEARCH]
+        current = self.tools.get(TOOL_SEARCH)
+        if (deferred or self._tool_search is not None) and (
+            current is None or current is self._tool_search
+        ):
+            # Only the built-in search is replaced; a user's own tool_search is left alone.
+            self._tool_search = tool_search_tool(deferred, embedder=self._tool_search_embedder)
+            self.tools[TOOL_SEARCH] = self._tool_search
+        self.deferred_definitions = {
+            t.name: ToolDefinition(
+                name=t.name, description=t.description, parameters=t.parameters, strict=t.strict
+            )
+            for t in deferred
+        }
+        if self.code_mode is None:
+            self.tool_definitions = tuple(
+                t.definition() for t in self.tools.values() if not t.defer_loading
+            )
+        self._views_version = self.registry.version
+
+    async def __aenter__(self) -> Agent[DepsT, OutputT]:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Release what the agent holds between runs.
+
+        That is: its tool sources (MCP server processes and connections), the code-mode
+        sandbox's worker, and a store opened from a URL. The agent stays usable; a later
+        run starts what it needs again.
+        """
+        await self.tool_sources.aclose()
         if self.code_mode is not None:
             await self.code_mode.aclose()
         if self._owns_store and self.store is not None and self._store_ready:

@@ -75,6 +75,7 @@ async def run_loop(
     governance = scope.governance
     journal = scope.journal
     state.started_at = scope.clock.monotonic()
+    failed_sources: set[str] = set()  # tool sources whose failure this run reported
     start_seq = scope.next_seq()
     yield AgentStartEvent(
         run_id=scope.run_id,
@@ -84,6 +85,11 @@ async def run_loop(
         resumed=decisions is not None or recovery is not None,
     )
     try:
+        if agent.tool_sources.sources:  # before a resumed step runs a source's tool
+            for event in await agent.tool_sources.refresh(
+                scope.run_id, scope.next_seq, failed_sources
+            ):
+                yield event
         if recovery is not None:
             await resolve_deps(scope.ctx)
             async for event in recover(scope, recovery):
@@ -121,6 +127,11 @@ async def run_loop(
                     raise RunAborted
             if journal is not None:  # an acting tool's result is durable before the call
                 await journal.before_model_call()
+            if agent.tool_sources.sources:  # MCP servers: their current tools
+                for event in await agent.tool_sources.refresh(
+                    scope.run_id, scope.next_seq, failed_sources
+                ):
+                    yield event
             window = scope.window
             if window is not None:  # compaction, when the request would not fit
                 compacted = await window.before_model_call(scope, result_keeper(scope))

@@ -22,6 +22,7 @@ from ._common import EXIT_USAGE, Output, console, error, or_exit, stream_run
 from ._demo import find_demo
 from ._format import format_call
 from ._load import load_agent, load_object
+from ._mcp import mcp_app
 from ._models import models
 from ._runs import explain_suspension, runs_app
 
@@ -52,6 +53,7 @@ _MODEL = typer.Option(
 
 app.add_typer(runs_app, name="runs")
 app.command("models")(models)
+app.add_typer(mcp_app, name="mcp")
 
 
 def _print_version(value: bool) -> None:

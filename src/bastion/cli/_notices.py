@@ -23,6 +23,7 @@ from bastion.core import (
     ToolApprovalRequestedEvent,
     ToolApprovalResolvedEvent,
     ToolCallIncompleteEvent,
+    ToolSourceErrorEvent,
 )
 
 from ._format import format_call, format_duration, preview
@@ -42,6 +43,7 @@ NoticeEvent: TypeAlias = (
     | ToolApprovalRequestedEvent
     | ToolApprovalResolvedEvent
     | ToolCallIncompleteEvent
+    | ToolSourceErrorEvent
 )
 
 
@@ -114,6 +116,8 @@ def notice(event: NoticeEvent) -> Text:
         case AgentCancellingEvent():
             what = "finishing the current step" if event.drain else "stopping now"
             return _line("■", f"cancelling: {what}", "yellow")
+        case ToolSourceErrorEvent():
+            return _line("✗", f"tools of {event.source} unavailable: {event.message}", "red")
         case AgentErrorEvent():
             return Text(f"✗ {event.code}: {event.message}", style="bold red")
         case _:

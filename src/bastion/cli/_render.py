@@ -55,6 +55,7 @@ from bastion.core import (
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
+    ToolSourceErrorEvent,
 )
 from bastion.tools import render_output
 
@@ -198,6 +199,7 @@ class Renderer:
                 | ToolApprovalRequestedEvent()
                 | ToolApprovalResolvedEvent()
                 | ToolCallIncompleteEvent()
+                | ToolSourceErrorEvent()
             ):
                 self._line(notice(event))
             case AgentEndEvent():

@@ -60,6 +60,7 @@ from ._events import (
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
+    ToolSourceErrorEvent,
 )
 from ._ids import new_id
 from ._messages import (
@@ -215,6 +216,7 @@ __all__ = [
     "ToolExecuteStartEvent",
     "ToolMessage",
     "ToolProgressSink",
+    "ToolSourceErrorEvent",
     "Usage",
     "UserContent",
     "UserError",

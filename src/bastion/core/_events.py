@@ -50,6 +50,7 @@ __all__ = [
     "ToolExecutePartialEvent",
     "ToolExecuteProgressEvent",
     "ToolExecuteStartEvent",
+    "ToolSourceErrorEvent",
 ]
 
 RunStatus: TypeAlias = Literal[
@@ -238,6 +239,22 @@ class ToolExecuteErrorEvent:
     message: str
     duration: float = 0.0
     type: Literal["tool.execute.error"] = "tool.execute.error"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolSourceErrorEvent:
+    """A tool source (an MCP server) could not list its tools; the run goes on without them.
+
+    Attributes:
+        source: The source's name.
+        message: What failed, for humans.
+    """
+
+    run_id: str
+    seq: int
+    source: str
+    message: str
+    type: Literal["tool.source.error"] = "tool.source.error"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -462,6 +479,7 @@ AgentEvent: TypeAlias = (
     | ToolExecutePartialEvent
     | ToolExecuteEndEvent
     | ToolExecuteErrorEvent
+    | ToolSourceErrorEvent
     | ToolApprovalRequestedEvent
     | ToolApprovalResolvedEvent
     | ContextCompactedEvent

@@ -1,4 +1,4 @@
-"""Test doubles for Bastion and your tests: scripted models, clock, runtime, conformance suites."""
+"""Test doubles for Bastion and your tests: scripted models, clock, runtime, MCP, conformance."""
 
 from typing import TYPE_CHECKING
 
@@ -8,6 +8,7 @@ from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 from ._runtime import CommandHandler, ExecCall, InMemoryRuntime
 
 if TYPE_CHECKING:
+    from ._mcp import fake_mcp_server
     from ._model_conformance import SCENARIOS, ModelConformance, Scenario, ScenarioSpec
     from ._store_conformance import ProcessStoreConformance, StoreConformance
 
@@ -28,6 +29,7 @@ __all__ = [
     "Turn",
     "TurnLike",
     "VirtualClock",
+    "fake_mcp_server",
     "isolated_store",
 ]
 
@@ -42,4 +44,8 @@ def __getattr__(name: str) -> object:
         from . import _model_conformance
 
         return getattr(_model_conformance, name)
+    if name == "fake_mcp_server":  # needs the mcp extra: loaded on first use
+        from ._mcp import fake_mcp_server
+
+        return fake_mcp_server
     raise AttributeError(f"module 'bastion.testing' has no attribute {name!r}")

@@ -73,6 +73,7 @@ from ._search import (
     add_tool_search,
     tool_search_tool,
 )
+from ._source import ToolSource
 from ._spill import ResultReadError, SpillStore
 from ._tool import (
     ExecutionMode,
@@ -164,6 +165,7 @@ __all__ = [
     "ToolOutcome",
     "ToolRegistry",
     "ToolResult",
+    "ToolSource",
     "ToolTrustClass",
     "TruncationStrategy",
     "UNTRUSTED",

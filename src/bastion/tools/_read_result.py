@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Sequence
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from bastion.core import RunContext
 
@@ -39,6 +39,7 @@ READ_RESULT_MAX_BYTES = 24_000
 _READ_RESULT_MAX_TOKENS = 8_192  # above the cap plus header: the limiter never cuts a page
 
 
+@runtime_checkable
 class ResultReader(Protocol):
     """A source of handles ``read_result`` can page, besides the spill store (G-44).
 

@@ -3,14 +3,19 @@
 ``Agent`` builds a :class:`ToolRegistry` from ``tools=``; MCP clients and skill loaders add
 theirs later with :meth:`ToolRegistry.register`. Each tool's ``trust_class`` places it on
 the precedence ladder (first-party > trusted skill > untrusted skill > MCP). Two tools of
-the same rung with one name are always an error; across rungs the collision strategy
+the same rung with one name are an error (unless they come from two named sources, such as
+two MCP servers: then the first registered is the winner); across rungs the collision strategy
 decides: ``auto-prefix`` (default) keeps the higher tool's name and renames the lower one
 ``<source>__<name>``, ``priority`` drops the lower one, ``manual`` refuses. Registration
 also checks what can be checked before a run: worked examples against the schemas, and
 the cache TTL.
 
 The registry keeps one plain ``dict`` in sync (the agent's ``agent.tools``, which the
-executor reads); tools put straight into that dict are adopted at the next registration.
+executor reads); tools put straight into that dict are adopted at the next registration (a
+tool put again under the same key replaces the one adopted before). A *tool source* (an MCP
+server) owns a group of entries that :meth:`ToolRegistry.set_source` replaces as a whole
+when its list changes; :attr:`ToolRegistry.version` counts the changes, so the agent knows
+when to rebuild what it advertises.
 """
 
 from __future__ import annotations
@@ -135,6 +140,7 @@ class ToolRegistry(Mapping[str, Tool]):
     """
 
     __slots__ = (
+        "_adopted_ids",
         "_collisions",
         "_counted",
         "_counters",
@@ -143,7 +149,9 @@ class ToolRegistry(Mapping[str, Tool]):
         "_origins",
         "_owner",
         "_placed",
+        "_sources",
         "_strategy",
+        "_version",
     )
 
     def __init__(
@@ -169,12 +177,20 @@ class ToolRegistry(Mapping[str, Tool]):
         self._origins: dict[str, Tool] = {}  # resolved name -> the tool as registered
         self._counted: set[tuple[str, str, str | None]] = set()
         self._collisions: tuple[ToolCollision, ...] = ()
+        self._sources: dict[str, tuple[Tool, ...]] = {}  # source key -> its entries
+        self._adopted_ids: dict[str, int] = {}  # name -> id of the entry adopted from the dict
+        self._version = 0
         self.register_many(tools)
 
     @property
     def collisions(self) -> tuple[ToolCollision, ...]:
         """Every cross-source collision resolved, and how (renamed or dropped)."""
         return self._collisions
+
+    @property
+    def version(self) -> int:
+        """Grows by one at every change of the resolved tools (registration or source update)."""
+        return self._version
 
     @property
     def collision_strategy(self) -> CollisionStrategy:
@@ -203,7 +219,8 @@ class ToolRegistry(Mapping[str, Tool]):
             DuplicateToolNameError: As for :meth:`register` (nothing is added).
         """
         built = [self._check(t if isinstance(t, Tool) else tool(t)) for t in tools]
-        resolved = self._commit([*self._adopted(), *built])
+        adopted, dropped = self._adopted()
+        resolved = self._commit(adopted, built, dropped)
         for t in built:
             if t.side_effect_class in ("side_effecting", "external_stateful") and (
                 t.idempotency_key is None
@@ -211,6 +228,24 @@ class ToolRegistry(Mapping[str, Tool]):
                 # SPEC T-24 asks for a warning; here it would fire for every default
                 # (side-effecting) tool, so the gap is counted and shown in classification().
                 self._counters.incr("tool.classification.idempotency_key_missing.total")
+        placed = {id(origin): name for name, origin in self._origins.items()}
+        return tuple(resolved[placed[id(t)]] if id(t) in placed else None for t in built)
+
+    def set_source(self, key: str, tools: Iterable[Tool]) -> tuple[Tool | None, ...]:
+        """Replace every tool registered under source ``key`` by ``tools`` (one pass).
+
+        Used by tool sources whose list changes while the agent lives (an MCP server's
+        ``tools/list_changed``). Returns each tool as registered, or ``None`` if dropped.
+
+        Raises:
+            UserError: A tool fails the registration checks (nothing changes).
+            DuplicateToolNameError: As for :meth:`register` (nothing changes).
+        """
+        built = [self._check(t) for t in tools]
+        adopted, dropped = self._adopted()
+        dropped |= {id(t) for t in self._sources.get(key, ())}
+        resolved = self._commit(adopted, built, dropped)
+        self._sources[key] = tuple(built)
         placed = {id(origin): name for name, origin in self._origins.items()}
         return tuple(resolved[placed[id(t)]] if id(t) in placed else None for t in built)
 
@@ -253,18 +288,29 @@ class ToolRegistry(Mapping[str, Tool]):
     def __repr__(self) -> str:
         return f"ToolRegistry({list(self._live)!r}, collision_strategy={self._strategy!r})"
 
-    def _adopted(self) -> list[Tool]:
-        """Tools put straight into the synced dict since the last resolution."""
-        placed = self._placed
-        return [
-            t if t.name == name else replace(t, name=name)
-            for name, t in self._live.items()
-            if placed.get(name) is not t
-        ]
+    def _adopted(self) -> tuple[list[Tool], set[int]]:
+        """Tools put straight into the synced dict since the last resolution.
 
-    def _commit(self, added: list[Tool]) -> dict[str, Tool]:
-        entries = [*self._entries, *added]
+        Returns them, and the ids of the entries they replace: a tool put under a key that
+        held an adopted tool replaces that entry (the agent rebuilds ``tool_search`` so
+        when its deferred tools change).
+        """
+        placed = self._placed
+        adopted: list[Tool] = []
+        replaced: set[int] = set()
+        for name, t in self._live.items():
+            if placed.get(name) is not t:
+                adopted.append(t if t.name == name else replace(t, name=name))
+                if name in self._adopted_ids:
+                    replaced.add(self._adopted_ids[name])
+        return adopted, replaced
+
+    def _commit(self, adopted: list[Tool], built: list[Tool], dropped: set[int]) -> dict[str, Tool]:
+        kept = [t for t in self._entries if id(t) not in dropped] if dropped else self._entries
+        entries = [*kept, *adopted, *built]
         resolved, origins, collisions = self._resolve(entries)
+        self._version += 1
+        self._adopted_ids.update((t.name, id(t)) for t in adopted)
         self._entries = entries
         self._origins = origins
         self._placed = dict(resolved)
@@ -281,15 +327,23 @@ class ToolRegistry(Mapping[str, Tool]):
     def _resolve(
         self, entries: list[Tool]
     ) -> tuple[dict[str, Tool], dict[str, Tool], list[ToolCollision]]:
+        # One dict entry per name; lists only for the (rare) names claimed twice, so a
+        # server of 10,000 tools allocates no per-tool lists (GC time dominated here).
+        first: dict[str, Tool] = {}
         groups: dict[str, list[Tool]] = {}
         for t in entries:
-            groups.setdefault(t.name, []).append(t)
+            seen = first.get(t.name)
+            if seen is None:
+                first[t.name] = t
+            else:  # the same tool object twice is a duplicate too
+                groups.setdefault(t.name, [seen]).append(t)
         same_rung = [
             (name, PRECEDENCE[a.trust_class])
             for name, group in groups.items()
             for i, a in enumerate(group)
             for b in group[i + 1 :]
             if PRECEDENCE[a.trust_class] == PRECEDENCE[b.trust_class]
+            and not self._across_sources(a, b)
         ]
         if same_rung:
             listed = "; ".join(
@@ -317,14 +371,19 @@ class ToolRegistry(Mapping[str, Tool]):
         resolved: dict[str, Tool] = {}
         origins: dict[str, Tool] = {}
         collisions: list[ToolCollision] = []
-        for name, (winner, *lower) in ranked.items():
+        for name, only in first.items():
+            group = ranked.get(name)
+            if group is None:
+                resolved[name] = origins[name] = only
+                continue
+            winner, *lower = group
             resolved[name] = origins[name] = winner
             for loser in lower:  # higher precedence first; each right after its winner
                 if self._strategy == "priority":
                     collisions.append(_collision(winner, loser, "dropped"))
                     continue
                 new_name = _prefixed(loser)
-                if new_name in groups or new_name in resolved:
+                if new_name in first or new_name in resolved:
                     raise DuplicateToolNameError(
                         f"{self._owner}: tool {loser.name!r} collides with a "
                         f"{_RUNG[PRECEDENCE[winner.trust_class]]} tool, and its prefixed "
@@ -335,6 +394,14 @@ class ToolRegistry(Mapping[str, Tool]):
                 origins[new_name] = loser
                 collisions.append(_collision(winner, loser, "renamed", new_name))
         return resolved, origins, collisions
+
+    def _across_sources(self, a: Tool, b: Tool) -> bool:
+        """Whether two same-rung tools come from two named sources (two MCP servers).
+
+        The strategy then resolves them like a cross-rung collision: the first registered
+        keeps the name.
+        """
+        return a.source is not None and b.source is not None and a.source != b.source
 
     def _check(self, t: Tool) -> Tool:
         """The registration checks (fail fast, before any run)."""

@@ -130,23 +130,39 @@ class JsonSchemaValidator(ArgsValidator):
 
     def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Parse the JSON and list every schema violation."""
-        try:
-            value: Any = json.loads(arguments) if arguments.strip() else {}
-        except ValueError as exc:
-            raise ToolArgumentsError([f"arguments are not valid JSON: {exc}"]) from None
-        except RecursionError:
-            raise ToolArgumentsError(["arguments are nested too deeply"]) from None
-        errors: list[Any] = sorted(
-            self._validator.iter_errors(value),  # pyright: ignore[reportUnknownMemberType]
-            key=lambda e: list(e.path),
-        )
-        if errors:
-            problems = [
+        value = parse_arguments(arguments)
+        check_against(self._validator, value)
+        return (value,), {}
+
+
+def parse_arguments(arguments: str) -> Any:
+    """The JSON value of a tool call's arguments (empty text: ``{}``).
+
+    Raises:
+        ToolArgumentsError: Not JSON, or nested too deeply.
+    """
+    try:
+        return json.loads(arguments) if arguments.strip() else {}
+    except ValueError as exc:
+        raise ToolArgumentsError([f"arguments are not valid JSON: {exc}"]) from None
+    except RecursionError:
+        raise ToolArgumentsError(["arguments are nested too deeply"]) from None
+
+
+def check_against(validator: Any, value: Any) -> None:
+    """Raise with every violation of a ``jsonschema`` validator, each with its path.
+
+    Raises:
+        ToolArgumentsError: ``value`` does not fit.
+    """
+    errors: list[Any] = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+    if errors:
+        raise ToolArgumentsError(
+            [
                 f"`{'.'.join(str(p) for p in e.path)}`: {e.message}" if e.path else e.message
                 for e in errors
             ]
-            raise ToolArgumentsError(problems)
-        return (value,), {}
+        )
 
 
 def _is_run_context(annotation: Any) -> bool:

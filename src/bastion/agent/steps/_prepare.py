@@ -118,11 +118,15 @@ def build_request(scope: RunScope) -> ModelRequest:
 
 
 def _step_tools(agent: Agent[Any, Any], promoted: list[str]) -> tuple[ToolDefinition, ...]:
-    """The eager tools, then the deferred tools ``tool_search`` promoted (no examples)."""
+    """The eager tools, then the deferred tools ``tool_search`` promoted (no examples).
+
+    A promoted tool that left the catalogue since (its MCP server dropped it) is skipped.
+    """
+    agent.sync_tool_views()  # tools registered after construction are shown too
     if not promoted:
         return agent.tool_definitions  # the common case: no copy
     deferred = agent.deferred_definitions
-    return agent.tool_definitions + tuple(deferred[name] for name in promoted)
+    return agent.tool_definitions + tuple(deferred[n] for n in promoted if n in deferred)
 
 
 def with_inbound_preamble(messages: list[Message]) -> list[Message]:
