@@ -32,3 +32,22 @@ def test_cost_uses_cached_and_cache_write_prices() -> None:
 def test_unpriced_models_have_no_cost() -> None:
     usage = Usage(prompt_tokens=10, completion_tokens=10)
     assert with_cost(usage, profile_for("ollama", "llama3")).cost_usd is None
+
+
+def test_audio_tokens_are_priced_at_the_audio_rates() -> None:
+    # covers C2
+    profile = profile_for("openai", "gpt-4o-audio-preview-2025-06-03")
+    assert (profile.audio_input_price, profile.audio_output_price) == (40.0, 80.0)
+    usage = Usage(
+        prompt_tokens=1_000,  # 400 of them audio
+        completion_tokens=500,  # 300 of them audio
+        audio_input_tokens=400,
+        audio_output_tokens=300,
+        requests=1,
+    )
+    cost = with_cost(usage, profile).cost_usd
+    expected = (600 * 2.50 + 400 * 40.0 + 200 * 10.0 + 300 * 80.0) / 1_000_000
+    assert cost == pytest.approx(expected)
+    # Text-only models count audio tokens at their text prices (they report none).
+    plain = with_cost(usage, profile_for("openai", "gpt-4o"))
+    assert plain.cost_usd == pytest.approx((1_000 * 2.50 + 500 * 10.0) / 1_000_000)

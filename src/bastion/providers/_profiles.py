@@ -36,6 +36,8 @@ class ModelProfile:
     output_price: float | None = None
     cached_input_price: float | None = None
     cache_write_price: float | None = None
+    audio_input_price: float | None = None
+    audio_output_price: float | None = None
     tokenizer: str | None = None  # the offline encoding that counts exactly; None: estimate
 
 
@@ -77,6 +79,20 @@ _PROFILES: dict[tuple[str, str], ModelProfile] = {
         input_price=2.50,
         output_price=10.00,
         cached_input_price=1.25,
+    ),
+    ("openai", "gpt-4o-audio-preview"): ModelProfile(
+        context_window=128_000,
+        input_price=2.50,
+        output_price=10.00,
+        audio_input_price=40.00,
+        audio_output_price=80.00,
+    ),
+    ("openai", "gpt-4o-mini-audio-preview"): ModelProfile(
+        context_window=128_000,
+        input_price=0.15,
+        output_price=0.60,
+        audio_input_price=10.00,
+        audio_output_price=20.00,
     ),
     ("openai", "o4-mini"): ModelProfile(
         reasoning=True,
@@ -172,14 +188,18 @@ def profile_for(provider: str, model: str) -> ModelProfile:
 def with_cost(usage: Usage, profile: ModelProfile) -> Usage:
     """``usage`` with ``cost_usd`` filled in from the profile's prices (None if unpriced).
 
-    Cached input is billed at the cached price, cache writes at the write price, the rest of
-    the prompt at the input price; reasoning tokens are part of the completion.
+    Cached input is billed at the cached price, cache writes at the write price, audio at the
+    audio prices where the profile has them (audio tokens are counted inside the prompt and
+    completion totals), the rest of the prompt at the input price; reasoning tokens are part
+    of the completion.
     """
     if profile.input_price is None or profile.output_price is None:
         return usage
     cached = usage.cached_read_tokens
     written = usage.cache_write_tokens
-    plain = max(0, usage.prompt_tokens - cached - written)
+    audio_in = usage.audio_input_tokens if profile.audio_input_price is not None else 0
+    audio_out = usage.audio_output_tokens if profile.audio_output_price is not None else 0
+    plain = max(0, usage.prompt_tokens - cached - written - audio_in)
     cost = (
         plain * profile.input_price
         + cached
@@ -194,6 +214,8 @@ def with_cost(usage: Usage, profile: ModelProfile) -> Usage:
             if profile.cache_write_price is not None
             else profile.input_price
         )
-        + usage.completion_tokens * profile.output_price
+        + max(0, usage.completion_tokens - audio_out) * profile.output_price
+        + audio_in * (profile.audio_input_price or 0.0)
+        + audio_out * (profile.audio_output_price or 0.0)
     ) / 1_000_000
     return replace(usage, cost_usd=cost)
