@@ -28,8 +28,8 @@ from contextlib import AsyncExitStack
 
 from bastion import Agent, tool
 from bastion.core import RunStatus
-from bastion.stores import JournalEntry, JournalStore, NewEntry, RunPage, RunRecord, Stores
-from bastion.testing import Call, ScriptedModel, Turn
+from bastion.stores import JournalEntry, JournalStore, NewEntry, Stores
+from bastion.testing import Call, ForwardingJournal, ScriptedModel, Turn
 
 from .stores import _backend  # pyright: ignore[reportPrivateUsage]
 
@@ -105,11 +105,11 @@ RESUME_ENTRIES = 1 + 3 * RESUME_STEPS
 RESUME_SAMPLES = 7
 
 
-class _CutJournal:
+class _CutJournal(ForwardingJournal):
     """A journal whose appends fail after ``limit`` entries: the run stops as if killed."""
 
     def __init__(self, inner: JournalStore, limit: int) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._limit = limit
         self._count = 0
 
@@ -125,28 +125,9 @@ class _CutJournal:
         if self._count + len(entries) > self._limit:
             raise ConnectionError("simulated crash")
         self._count += len(entries)
-        return await self._inner.append(
+        return await self.inner.append(
             run_id, entries, expected_seq=expected_seq, agent=agent, status=status
         )
-
-    async def read(self, run_id: str, after_seq: int = 0) -> list[JournalEntry]:
-        return await self._inner.read(run_id, after_seq)
-
-    async def last_seq(self, run_id: str) -> int:
-        return await self._inner.last_seq(run_id)
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        return await self._inner.get_run(run_id)
-
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | None = None,
-        agent: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> RunPage:
-        return await self._inner.list_runs(status=status, agent=agent, limit=limit, offset=offset)
 
 
 async def _long_run(stores: Stores) -> str:

@@ -28,16 +28,14 @@ from bastion.stores import (
     JournalEntry,
     JournalStore,
     NewEntry,
-    RunPage,
-    RunRecord,
 )
-from bastion.testing import Call, FunctionModel, LaterClock, Turn
+from bastion.testing import Call, ForwardingJournal, FunctionModel, LaterClock, Turn
 from bastion.tools import ApprovalDecision, Directive
 
 OUTCOME_UNKNOWN = "Outcome unknown after crash"
 
 
-class CrashingJournal:
+class CrashingJournal(ForwardingJournal):
     """A journal that kills the process at one entry (``BASTION_CRASH``).
 
     ``before:N`` kills right before the append that would store entry N (with the rest of
@@ -45,7 +43,7 @@ class CrashingJournal:
     """
 
     def __init__(self, inner: JournalStore, spec: str) -> None:
-        self._inner = inner
+        super().__init__(inner)
         when, _, number = spec.partition(":")
         self._when = when
         self._at = int(number) if number else 0
@@ -62,31 +60,12 @@ class CrashingJournal:
         hit = expected_seq < self._at <= expected_seq + len(entries)
         if self._when == "before" and hit:
             os.kill(os.getpid(), signal.SIGKILL)
-        stored = await self._inner.append(
+        stored = await self.inner.append(
             run_id, entries, expected_seq=expected_seq, agent=agent, status=status
         )
         if self._when == "after" and hit:
             os.kill(os.getpid(), signal.SIGKILL)
         return stored
-
-    async def read(self, run_id: str, after_seq: int = 0) -> list[JournalEntry]:
-        return await self._inner.read(run_id, after_seq)
-
-    async def last_seq(self, run_id: str) -> int:
-        return await self._inner.last_seq(run_id)
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        return await self._inner.get_run(run_id)
-
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | None = None,
-        agent: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> RunPage:
-        return await self._inner.list_runs(status=status, agent=agent, limit=limit, offset=offset)
 
 
 def build_agent(store: str, workdir: Path, *, later: bool = False) -> Agent[None, str]:

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from bastion import Agent, tool
 from bastion.core import RunStatus, ToolMessage, UserError
-from bastion.stores import JournalEntry, JournalStore, NewEntry, RunPage, RunRecord, open_store
+from bastion.stores import JournalEntry, JournalStore, NewEntry, open_store
 from bastion.stores._types import decode_object, encode_object
-from bastion.testing import Call, ScriptedModel, Turn
+from bastion.testing import Call, ForwardingJournal, ScriptedModel, Turn
 
 from ._backends import store_url
 
@@ -100,11 +100,11 @@ async def test_text_a_store_keeps_verbatim_refuses_lone_surrogates_and_writes_no
         assert await stores.artifacts.read() == []
 
 
-class _FailingJournal:
+class _FailingJournal(ForwardingJournal):
     """A journal whose append of a ``tool_result`` fails once, as a dropped connection would."""
 
     def __init__(self, inner: JournalStore) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.failed = False
 
     async def append(
@@ -119,28 +119,9 @@ class _FailingJournal:
         if not self.failed and any(e.kind == "tool_result" for e in entries):
             self.failed = True
             raise ConnectionResetError("connection reset by peer")
-        return await self._inner.append(
+        return await self.inner.append(
             run_id, entries, expected_seq=expected_seq, agent=agent, status=status
         )
-
-    async def read(self, run_id: str, after_seq: int = 0) -> list[JournalEntry]:
-        return await self._inner.read(run_id, after_seq)
-
-    async def last_seq(self, run_id: str) -> int:
-        return await self._inner.last_seq(run_id)
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        return await self._inner.get_run(run_id)
-
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | None = None,
-        agent: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> RunPage:
-        return await self._inner.list_runs(status=status, agent=agent, limit=limit, offset=offset)
 
 
 async def test_a_store_error_fails_the_run_and_never_leaves_it_running(store_url: str) -> None:

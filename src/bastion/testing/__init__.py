@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 from ._clock import LaterClock, VirtualClock
 from ._isolated import isolated_store
+from ._journal import ForwardingJournal
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 from ._runtime import CommandHandler, ExecCall, InMemoryRuntime
 
@@ -16,6 +17,7 @@ __all__ = [
     "Call",
     "CommandHandler",
     "ExecCall",
+    "ForwardingJournal",
     "FunctionModel",
     "InMemoryRuntime",
     "LaterClock",
