@@ -433,3 +433,31 @@ async def test_abort_while_a_human_decides_ends_the_run_and_runs_nothing() -> No
     # The conversation still holds a result for every call the model made.
     results = [m for m in stream.result.messages if isinstance(m, ToolMessage)]
     assert [m.tool_call_id for m in results] == ["c1", "c2"]
+
+
+async def test_a_saved_state_resumed_without_a_directive_stays_suspended() -> None:
+    # SPEC §3.1 scenario 9: no directive, no provider call; what waits is reported.
+    # covers C4, G-54
+    ran: list[str] = []
+
+    @tool(side_effect_class="side_effecting", needs_approval=True)
+    def wire(to: str) -> str:
+        """Wire money."""
+        ran.append(to)
+        return f"wired {to}"
+
+    model = ScriptedModel([Turn(tool_calls=[Call("wire", {"to": "bob"}, id="w1")]), "Sent."])
+    agent = Agent("bank", model=model, tools=[wire])
+    suspended = await agent.run("pay bob")
+    assert suspended.status == "awaiting_approval"
+    assert suspended.state is not None
+    saved = run_state_from_json(run_state_to_json(suspended.state))
+    again = await agent.run(saved)
+    assert again.status == "awaiting_approval"
+    assert [p.tool_call_id for p in again.pending_approvals] == ["w1"]
+    assert len(model.requests) == 1
+    assert ran == []
+    done = await agent.run(
+        saved, directive=Directive(approvals=[ApprovalDecision(tool_call_id="w1", granted=True)])
+    )
+    assert (done.status, done.output, ran) == ("completed", "Sent.", ["bob"])

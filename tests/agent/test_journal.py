@@ -157,8 +157,12 @@ async def test_approval_suspends_into_the_journal_and_resumes_by_id_elsewhere() 
         record = await stores.journal.get_run(suspended.run_id)
         assert record is not None
         assert record.status == "awaiting_approval"
-        with pytest.raises(UserError, match="waits for decisions"):
-            await world.agent(stores, approval=True).resume(suspended.run_id)
+        # SPEC §3.1 scenario 9: resumed with no decision, it stays suspended; no model call.
+        calls_before = world.model_calls
+        waiting = await world.agent(stores, approval=True).resume(suspended.run_id)
+        assert waiting.status == "awaiting_approval"
+        assert [p.tool_call_id for p in waiting.pending_approvals] == ["c2"]
+        assert world.model_calls == calls_before
         directive = Directive(approvals=[ApprovalDecision(tool_call_id="c2", granted=True)])
         done = await world.agent(stores, approval=True).resume(
             suspended.run_id, directive=directive

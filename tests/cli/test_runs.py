@@ -130,13 +130,18 @@ def test_resume_with_deny_gives_the_model_the_reason(store: str):
     assert "not today" in json.dumps(decided["payload"])
 
 
-def test_resume_without_a_decision_is_a_usage_error(store: str):
+def test_resume_without_a_decision_leaves_the_run_waiting_and_says_for_what(store: str):
+    # SPEC §3.1 scenario 9: no decision, no model call; the run stays suspended.
     run_id, _ = suspended_run(store)
+    _, before = read_run(store, run_id)
     result = cli("runs", "resume", run_id, "--agent", f"{AGENTS}:mailer")
-    assert result.exit_code == 2
-    record, _ = read_run(store, run_id)
+    assert result.exit_code == 1, result.output  # suspended, not completed
+    assert f"Run {run_id} is waiting for a decision on:" in result.output
+    assert "--approve" in result.output
+    record, after = read_run(store, run_id)
     assert record is not None
     assert record.status == "awaiting_approval"
+    assert [e.kind for e in after] == [e.kind for e in before]  # nothing was written
 
 
 def test_export_prints_the_journal_as_json_lines(store: str):

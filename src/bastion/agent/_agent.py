@@ -652,6 +652,8 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Run {saved.run_id} is suspended on governance interrupts, but agent "
                 f"{self.name!r} has no governance: configure the same policies and budget."
             )
+        if directive is None and saved.status == "awaiting_approval":
+            return self._still_suspended(copy.deepcopy(saved), deps)
         decisions = check_directive(saved, directive)
         resolutions = tuple(directive.interrupts) if directive is not None else ()
         state = copy.deepcopy(saved)  # the caller's copy stays as it was
@@ -667,6 +669,15 @@ class Agent(Generic[DepsT, OutputT]):
                 yield event
 
         return AgentStream[OutputT](scope, resumed, self._on_start, self._on_done)
+
+    def _still_suspended(self, state: RunState, deps: DepsT | None) -> AgentStream[OutputT]:
+        """A suspended run resumed with no decision: it stays as it was; no model is called."""
+        scope = self._scope(state, deps, governed=False)
+
+        async def unchanged() -> AsyncGenerator[AgentEvent, None]:
+            yield _end_event(state)
+
+        return AgentStream[OutputT](scope, unchanged, self._on_start, self._on_done)
 
     def resume_stream(
         self,
@@ -756,6 +767,11 @@ class Agent(Generic[DepsT, OutputT]):
                     f"Run {run_id} has ended with status {state.status!r}; "
                     "there is nothing to decide."
                 )
+            stream._bind(self._scope(state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
+            yield _end_event(state)
+            return
+        if state.status == "awaiting_approval" and directive is None:
+            # Nothing decided: the run stays suspended, and its result says what waits.
             stream._bind(self._scope(state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
             yield _end_event(state)
             return
