@@ -323,3 +323,54 @@ async def test_when_only_kept_exchanges_remain_it_says_so_once_and_asks_no_summa
     assert summary.requests == []
     assert events[-1].type == "agent.end"
     assert events[-1].status == "completed"
+
+
+async def test_a_broken_history_is_repaired_in_the_request_not_sent_as_it_is() -> None:
+    # A crash between a call and its result left the history with an open call, and an
+    # edit left a result whose call is gone: the model gets a valid transcript.
+    history: list[Message] = [
+        UserMessage(content="Look it up."),
+        AssistantMessage(tool_calls=[ToolCall(id="lost", name="fetch", arguments='{"n": 1}')]),
+        UserMessage(content="Are you there?"),
+        ToolMessage(tool_call_id="ghost", tool_name="fetch", content="stale"),
+    ]
+    model = ScriptedModel(["Yes."])
+    result = await Agent("a", model=model, tools=[fetch]).run("Go on.", message_history=history)
+    assert result.status == "completed"
+    (request,) = model.requests
+    sent_messages = list(request.messages)
+    assert sent_messages[:4] == [
+        history[0],
+        history[1],
+        ToolMessage(
+            tool_call_id="lost",
+            tool_name="fetch",
+            content="Tool call not run: no result was recorded for it.",
+            is_error=True,
+        ),
+        history[2],
+    ]
+    assert all(getattr(m, "tool_call_id", None) != "ghost" for m in sent_messages)
+    # The run's own transcript keeps what happened.
+    assert history[3] in result.messages
+
+
+async def test_two_calls_sharing_an_id_fail_the_run_clearly() -> None:
+    history: list[Message] = [
+        UserMessage(content="x"),
+        AssistantMessage(
+            tool_calls=[
+                ToolCall(id="c", name="fetch", arguments='{"n": 1}'),
+                ToolCall(id="c", name="fetch", arguments='{"n": 2}'),
+            ]
+        ),
+        ToolMessage(tool_call_id="c", tool_name="fetch", content="1"),
+        ToolMessage(tool_call_id="c", tool_name="fetch", content="2"),
+    ]
+    model = ScriptedModel(["never"])
+    result = await Agent("a", model=model, tools=[fetch]).run("go", message_history=history)
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code == "invalid_transcript"
+    assert "share the id 'c'" in result.error.message
+    assert model.requests == []

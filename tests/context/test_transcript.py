@@ -103,9 +103,16 @@ def test_protocols_that_need_a_user_turn_first_get_one_after_the_system_prompt()
     assert repaired.messages[2:] == history[1:]
 
 
-def test_two_calls_sharing_an_id_cannot_be_repaired():
-    with pytest.raises(TranscriptError, match="Two tool calls share the id 'a' \\(message 3\\)"):
-        repair_transcript([user(), asks("a"), result("a"), asks("a")])
+def test_two_calls_of_one_answer_sharing_an_id_cannot_be_repaired():
+    with pytest.raises(TranscriptError, match="share the id 'a' \\(message 3\\)"):
+        repair_transcript([user(), asks("a"), result("a"), asks("a", "a")])
+
+
+def test_an_id_reused_in_a_later_answer_is_matched_to_the_answer_before_its_result():
+    history: list[Message] = [user(), asks("a"), result("a", "1"), asks("a"), result("a", "2")]
+    repaired = repair_transcript(history)
+    assert repaired.messages == history
+    assert repaired.repairs == ()
 
 
 # -- property: any history, any protocol --------------------------------------------------
@@ -115,23 +122,20 @@ _IDS = ("a", "b", "c", "d", "e", "f")
 
 @st.composite
 def histories(draw: st.DrawFn) -> list[Message]:
-    """Random histories, with calls whose ids are unique (results may be anything)."""
-    unused = list(_IDS)
+    """Random histories; an answer's call ids are unique, later answers may reuse them."""
     out: list[Message] = [SystemMessage(content="s")] if draw(st.booleans()) else []
-    for kind in draw(
-        st.lists(st.sampled_from(["user", "text", "calls", "result", "empty"]), max_size=14)
-    ):
+    kinds = st.sampled_from(["user", "text", "calls", "result", "empty"])
+    for kind in draw(st.lists(kinds, max_size=14)):
         if kind == "user":
             out.append(user())
         elif kind == "text":
             out.append(answer())
         elif kind == "empty":
             out.append(AssistantMessage())
-        elif kind == "calls" and unused:
-            n = draw(st.integers(1, min(3, len(unused))))
-            ids, unused = unused[:n], unused[n:]
+        elif kind == "calls":
+            ids = draw(st.lists(st.sampled_from(_IDS), min_size=1, max_size=3, unique=True))
             out.append(asks(*ids))
-        elif kind == "result":
+        else:
             out.append(result(draw(st.sampled_from(_IDS))))
     return out
 

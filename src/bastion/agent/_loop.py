@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
 
+from bastion.context import TranscriptError
 from bastion.core import (
     AgentEvent,
     AgentStartEvent,
@@ -247,4 +248,6 @@ def _failure_code(exc: Exception) -> str:
         return "run_busy"
     if isinstance(exc, (JournalConflict, LeaseLost)):  # another process took the run over
         return "conflict"
+    if isinstance(exc, TranscriptError):  # a history no provider would accept, not guessed at
+        return "invalid_transcript"
     return "internal_error"

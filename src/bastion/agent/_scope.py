@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from bastion.context import TranscriptGuard
 from bastion.core import Clock, OutputMode, RunContext, ToolCall
 from bastion.tools import ToolOutcome
 
@@ -56,6 +57,7 @@ class RunScope:
         "ctx",
         "ending",
         "governance",
+        "guard",
         "journal",
         "model_hint",
         "next_seq",
@@ -94,6 +96,8 @@ class RunScope:
         self.journal = journal
         # The run's context window (token ledger, compaction); None without ContextConfig.
         self.window = window
+        # Checks each request's history, only what the run added since the last request.
+        self.guard = TranscriptGuard()
         # The structured-output mode of the current step (set when the agent has one).
         self.output_mode: OutputMode | None = None
         # Told of each abort request (a sub-agent's run follows its parent's abort).

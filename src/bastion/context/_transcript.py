@@ -5,7 +5,7 @@ imported session: each can leave a history that a vendor rejects with HTTP 400 (
 result with no call, a call with no result, a user turn between a call and its result, an
 empty assistant turn, a conversation that starts with the assistant). :func:`repair_transcript`
 runs before a request is built, in one pass, and fixes what is safe to fix, saying what it
-did; what cannot be fixed without guessing (two calls sharing an id) raises
+did; what cannot be fixed without guessing (two calls of one answer sharing an id) raises
 :class:`TranscriptError`.
 
 Role alternation is not checked here: the adapters whose protocol requires it merge
@@ -107,7 +107,7 @@ class RepairedTranscript:
 class _Repairer:
     """One pass over a history: tool results follow their calls, each call gets one result."""
 
-    __slots__ = ("answered", "deferred", "log", "moved", "out", "pending", "repairs", "seen")
+    __slots__ = ("answered", "deferred", "moved", "out", "pending", "repairs")
 
     def __init__(self) -> None:
         self.out: list[Message] = []
@@ -115,24 +115,23 @@ class _Repairer:
         self.pending: dict[str, ToolCall] = {}  # calls of the last assistant turn, unanswered
         self.deferred: list[tuple[int, Message]] = []  # turns that came between call and result
         self.moved = False  # a result arrived after a deferred turn
-        self.seen: set[str] = set()  # every call id so far
-        self.answered: set[str] = set()
-        self.log: list[tuple[str, str]] | None = None  # ids added, for TranscriptGuard
+        self.answered: set[str] = set()  # the last answer's calls already answered
 
     def assistant(self, index: int, message: AssistantMessage) -> None:
         self.close()
         if not message.parts and not message.tool_calls:
             self.repairs.append(Repair(kind="empty_assistant_dropped", index=index))
             return
-        for call in message.tool_calls:
-            if call.id in self.seen:
-                raise TranscriptError(
-                    f"Two tool calls share the id {call.id!r} (message {index}): results "
-                    "cannot be matched to calls. Give each call its own id."
-                )
-            self.seen.add(call.id)
-            if self.log is not None:
-                self.log.append(("seen", call.id))
+        # Results are matched to the calls of the answer just before them, so an id only
+        # has to be unique within one answer (some servers reuse ids from step to step).
+        ids = [call.id for call in message.tool_calls]
+        if len(set(ids)) != len(ids):
+            repeated = next(i for i in ids if ids.count(i) > 1)
+            raise TranscriptError(
+                f"Two tool calls of one answer share the id {repeated!r} (message {index}): "
+                "their results cannot be told apart. Give each call its own id."
+            )
+        self.answered = set()
         self.out.append(message)
         self.pending = {call.id: call for call in message.tool_calls}
 
@@ -154,8 +153,6 @@ class _Repairer:
 
     def _answer(self, call_id: str) -> None:
         self.answered.add(call_id)
-        if self.log is not None:
-            self.log.append(("answered", call_id))
 
     def other(self, index: int, message: Message) -> None:
         if self.pending:
@@ -201,7 +198,7 @@ def repair_transcript(
     no repairs.
 
     Raises:
-        TranscriptError: Two tool calls share an id.
+        TranscriptError: Two tool calls of one answer share an id.
     """
     repairer = _Repairer()
     for index, message in enumerate(messages):
@@ -234,17 +231,16 @@ class TranscriptGuard:
     means a full check.
     """
 
-    __slots__ = ("_answered", "_clean", "_seen", "rules")
+    __slots__ = ("_answered", "_clean", "rules")
 
     def __init__(self, rules: TranscriptRules = GENERIC_RULES) -> None:
         self.rules = rules
         self._clean: list[Message] = []  # a valid prefix, as the objects it held
-        self._seen: set[str] = set()  # the call ids of that prefix
-        self._answered: set[str] = set()
+        self._answered: set[str] = set()  # the calls answered in that prefix
 
     def reset(self) -> None:
         """Forget the valid prefix: the next check is a full one."""
-        self._clean, self._seen, self._answered = [], set(), set()
+        self._clean, self._answered = [], set()
 
     def check(self, messages: Sequence[Message]) -> RepairedTranscript:
         """The history to send, and the repairs (as :func:`repair_transcript`)."""
@@ -253,11 +249,10 @@ class TranscriptGuard:
         repairer = _Repairer()
         if start and start <= len(messages) and all(map(operator.is_, clean, messages)):
             repairer.out = list(messages[:start])
-            repairer.seen, repairer.answered = self._seen, self._answered
+            repairer.answered = set(self._answered)
         else:
             start = 0
-        repairer.log = []
-        mark = (start, 0)  # the end of the valid prefix, and how many ids were added by then
+        mark = (start, frozenset(repairer.answered))  # the end of the valid prefix
         try:
             for index in range(start, len(messages)):
                 message = messages[index]
@@ -268,15 +263,12 @@ class TranscriptGuard:
                 else:
                     repairer.other(index, message)
                 if not repairer.pending and not repairer.deferred and not repairer.repairs:
-                    mark = (index + 1, len(repairer.log))
+                    mark = (index + 1, frozenset(repairer.answered))
         except TranscriptError:
             self.reset()
             raise
-        end, logged = mark
+        end, answered = mark
         repairer.close()
-        # The ids added after the valid prefix do not belong to it: take them back out.
-        for kind, call_id in repairer.log[logged:]:
-            (repairer.seen if kind == "seen" else repairer.answered).discard(call_id)
         self._clean = list(messages[:end])
-        self._seen, self._answered = repairer.seen, repairer.answered
+        self._answered = set(answered)
         return _finish(repairer, self.rules)

@@ -98,12 +98,18 @@ def replace_input_text(message: UserMessage, text: str) -> None:
 def build_request(scope: RunScope) -> ModelRequest:
     """Build the model request of the current step.
 
-    With ``reasoning_retention="strip"`` earlier reasoning is left out of the request (the
-    transcript keeps it). Once untrusted tool output entered the run, the request's system
-    prompt carries the inbound preamble (:func:`with_inbound_preamble`).
+    The history is checked first (only what the run added since the last check): a tool call
+    without a result, a result without its call, a turn between a call and its result — what
+    a crash, an abort or an edited history can leave — is repaired in the request, never sent
+    as it is (the transcript keeps what happened). With ``reasoning_retention="strip"``
+    earlier reasoning is left out of the request. Once untrusted tool output entered the run,
+    the request's system prompt carries the inbound preamble (:func:`with_inbound_preamble`).
     """
     agent = scope.agent
     messages = scope.state.messages
+    checked = scope.guard.check(messages)
+    if checked.repairs:
+        messages = checked.messages
     request_messages = (
         _without_reasoning(messages) if agent.reasoning_retention == "strip" else list(messages)
     )
@@ -147,7 +153,7 @@ def with_inbound_preamble(messages: list[Message]) -> list[Message]:
     return [SystemMessage(content=INBOUND_PREAMBLE), *messages]
 
 
-def _without_reasoning(messages: list[Message]) -> list[Message]:
+def _without_reasoning(messages: Sequence[Message]) -> list[Message]:
     stripped: list[Message] = []
     for message in messages:
         if isinstance(message, AssistantMessage) and any(
