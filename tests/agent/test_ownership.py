@@ -14,6 +14,7 @@ import pytest
 from bastion import Agent, tool
 from bastion.stores import (
     Lease,
+    LeaseKeeper,
     LeaseLost,
     LeaseStore,
     RunBusy,
@@ -129,3 +130,33 @@ async def test_an_owner_whose_lease_was_taken_over_stops_writing_and_fails_as_co
     lease = await stores.leases.get(key)
     assert lease is not None
     assert lease.owner == "rescuer"  # the loser did not release the taker's lease
+
+
+class _Unreachable(_Watched):
+    """A lease store whose heartbeats fail as a dropped connection would."""
+
+    def __init__(self, inner: LeaseStore) -> None:
+        super().__init__(inner)
+        self.failed = asyncio.Event()
+
+    async def renew(self, key: str, owner: str, *, ttl: float, now: float) -> Lease:
+        self.failed.set()
+        raise ConnectionError("connection refused")
+
+
+async def test_a_refused_heartbeat_is_kept_and_past_the_lease_time_the_lease_is_lost() -> None:
+    stores = open_store("memory://")
+    unreachable = _Unreachable(stores.leases)
+    clock = VirtualClock(auto_advance=False)
+    keeper = LeaseKeeper(unreachable, "run:r1", clock, ttl=0.06, owner="me")
+    await keeper.acquire()
+    await unreachable.failed.wait()  # handled in the same loop step as the failed call
+    # Still in time: the failure is kept, the next heartbeat tries again.
+    assert isinstance(keeper.renew_error, ConnectionError)
+    assert (keeper.lost, keeper.held) == (None, True)
+    clock.advance(0.07)  # the lease's time is up while the store stays unreachable
+    unreachable.failed.clear()
+    await unreachable.failed.wait()  # the keeper handles the failure in the same loop step
+    assert isinstance(keeper.lost, LeaseLost)
+    assert keeper.held is False
+    await keeper.release()

@@ -78,6 +78,6 @@ def _dump(value: object) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     try:
         text.encode()
-    except UnicodeEncodeError:  # a lone surrogate: the \uXXXX escape keeps it exactly
+    except UnicodeEncodeError:  # a lone surrogate: JSON's \u escape keeps it exactly
         text = json.dumps(value, sort_keys=True, separators=(",", ":"))
     return text

@@ -49,12 +49,17 @@ class LeaseKeeper:
         key: What is owned.
         owner: This holder's id.
         held: Whether this keeper holds the lease (as far as it knows).
-        lost: Set when a heartbeat found the lease taken over (it stops then).
+        lost: Set when a heartbeat found the lease taken over, or when the store failed
+            every heartbeat until the lease's time ran out (it stops then: another process
+            may take the run over).
+        renew_error: The last heartbeat's store failure, while the lease is still in time
+            (the next heartbeat tries again).
     """
 
     __slots__ = (
         "_beat",
         "_clock",
+        "_expires",
         "_leases",
         "_stopped",
         "_timer",
@@ -63,6 +68,7 @@ class LeaseKeeper:
         "key",
         "lost",
         "owner",
+        "renew_error",
     )
 
     def __init__(
@@ -75,6 +81,8 @@ class LeaseKeeper:
         self.owner = owner
         self.held = False
         self.lost: LeaseLost | None = None
+        self.renew_error: Exception | None = None
+        self._expires = 0.0  # when the lease runs out unless renewed (the clock's time)
         self._beat: asyncio.Task[None] | None = None  # a renew in flight
         self._timer: asyncio.TimerHandle | None = None  # the next renew
         self._stopped = True
@@ -90,6 +98,8 @@ class LeaseKeeper:
         )
         self.held = True
         self.lost = None
+        self.renew_error = None
+        self._expires = self._clock.now() + self._ttl
         self._stopped = False
         if self._timer is None and self._beat is None:
             self._schedule()
@@ -115,18 +125,27 @@ class LeaseKeeper:
             )
 
     async def _renew(self) -> None:
+        now = self._clock.now()
         try:
-            await self._leases.renew(self.key, self.owner, ttl=self._ttl, now=self._clock.now())
+            await self._leases.renew(self.key, self.owner, ttl=self._ttl, now=now)
         except LeaseLost as exc:
-            self.lost = exc
-            self.held = False
-            self._stopped = True
-        except Exception:
-            pass
+            self._lose(exc)
+        except Exception as exc:  # any driver's failure: kept, and the next heartbeat retries
+            self.renew_error = exc
+            if self._clock.now() >= self._expires:  # out of time: another may own it now
+                self._lose(LeaseLost(self.key, self.owner, None))
+        else:
+            self.renew_error = None
+            self._expires = now + self._ttl
         finally:
             self._beat = None
         if not self._stopped:
             self._schedule()
+
+    def _lose(self, exc: LeaseLost) -> None:
+        self.lost = exc
+        self.held = False
+        self._stopped = True
 
     def stop(self) -> None:
         """Stop the heartbeat (the lease then expires unless released)."""
