@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, LoopDetection, run_state_from_json, run_state_to_json, tool
+from bastion import (
+    Agent,
+    LoopDetection,
+    LoopHooks,
+    RunContext,
+    Usage,
+    run_state_from_json,
+    run_state_to_json,
+    tool,
+)
 from bastion.core import UserError
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import ApprovalDecision, Directive
@@ -101,6 +110,22 @@ async def test_loop_detection_can_fail_the_run_or_be_off() -> None:
     error = events[-2]
     assert error.type == "agent.error"
     assert "called 'lookup' 2 times with the same arguments" in error.message
+
+    class StopAfterEachRound(LoopHooks):
+        def on_roundtrip_complete(self, ctx: RunContext[Any], step: int, usage: Usage) -> bool:
+            return step >= 2
+
+    hooked = Agent(
+        "h",
+        model=ScriptedModel(turns(same, same, same)),
+        tools=[make_lookup([])],
+        loop_detection=LoopDetection(threshold=2, action="fail"),
+        loop_hooks=StopAfterEachRound(),
+    )
+    failed = await hooked.run("go")
+    assert failed.status == "failed"  # a hook does not turn the failure into a stop
+    assert failed.error is not None
+    assert failed.error.code == "loop_detected"
     off = Agent(
         "b",
         model=ScriptedModel(turns(same, same, same)),

@@ -165,6 +165,8 @@ async def roundtrip_complete(scope: RunScope) -> None:
     hooks = agent.loop_hooks
     assert hooks is not None  # only called when the hook is overridden
     state = scope.state
+    if state.status != "running":  # the step already ended the run (a detected loop)
+        return
     if await maybe_await(hooks.on_roundtrip_complete(scope.ctx, state.step, state.usage)):
         state.status = "stopped"
         state.stop_reason = "hook"
