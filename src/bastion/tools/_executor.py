@@ -69,7 +69,7 @@ from ._invoke import (
 from ._outcome import SkipTool, ToolError, ToolOutcome, end_event, error_outcome, failed_outcome
 from ._pipeline import UNTRUSTED, ResultEnvelope, ResultProcessor
 from ._result import render_output
-from ._retry import ToolRetry, call_with_retry, retries_safely
+from ._retry import ToolRetry, retries_safely, retry_after_failure
 from ._schema import ToolArgumentsError
 from ._tool import Tool, ToolResult
 
@@ -683,7 +683,10 @@ class ToolBatch:
                 if hit is None:
                     key = tool.idempotency_key
                     idempotency = key(dict(_args_view(p))) if key is not None else None
-                    value = await self._attempts(tool, p, queue, idempotency)
+                    try:
+                        value = await self._invoke(tool, p, queue, idempotency)
+                    except Exception as error:  # a rate limit may be retried
+                        value = await self._retry(tool, p, queue, idempotency, error)
                     if idempotency is not None:
                         value = _with_metadata(value, "bastion.idempotency_key", idempotency)
                 else:
@@ -751,16 +754,24 @@ class ToolBatch:
             untrusted=untrusted,
         )
 
-    def _attempts(
-        self, tool: Tool, p: _Prepared, queue: ProgressQueue | None, idempotency: str | None
-    ) -> Awaitable[Any]:
-        """The call, retried on rate limits when the tool may safely run again."""
+    async def _retry(
+        self,
+        tool: Tool,
+        p: _Prepared,
+        queue: ProgressQueue | None,
+        idempotency: str | None,
+        error: Exception,
+    ) -> Any:
+        """Run a failed call again while it is rate-limited and may safely run again.
+
+        Re-raises ``error`` (or the last attempt's) when it is not to be retried.
+        """
         executor = self._executor
         retry = executor.retry
-        if retry is None or retry.attempts == 1 or not retries_safely(tool):
-            return self._invoke(tool, p, queue, idempotency)
+        if retry is None or not retries_safely(tool):
+            raise error
 
-        def retrying(attempt: int, delay: float, error: BaseException) -> None:
+        def retrying(attempt: int, delay: float, failure: BaseException) -> None:
             event = ToolRetryEvent(
                 run_id=self._ctx.run_id,
                 seq=0,  # numbered when yielded
@@ -768,16 +779,17 @@ class ToolBatch:
                 tool_name=tool.name,
                 attempt=attempt,
                 delay=delay,
-                error=f"{type(error).__name__}: {error}",
+                error=f"{type(failure).__name__}: {failure}",
             )
             if queue is not None:
                 queue.put_nowait(event)
             else:
                 self._held.append(event)
 
-        return call_with_retry(
-            retry, executor.clock, lambda: self._invoke(tool, p, queue, idempotency), retrying
-        )
+        def again() -> Awaitable[Any]:
+            return self._invoke(tool, p, queue, idempotency)
+
+        return await retry_after_failure(retry, executor.clock, error, again, retrying)
 
     def _invoke(
         self, tool: Tool, p: _Prepared, queue: ProgressQueue | None, idempotency: str | None

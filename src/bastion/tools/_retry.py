@@ -23,9 +23,9 @@ from ._tool import Tool
 __all__ = [
     "ToolRateLimited",
     "ToolRetry",
-    "call_with_retry",
     "check_tool_retry",
     "retries_safely",
+    "retry_after_failure",
 ]
 
 
@@ -110,24 +110,28 @@ def _rate_limited(error: BaseException) -> bool:
     return isinstance(error, RateLimited) and error.retryable
 
 
-async def call_with_retry(
+async def retry_after_failure(
     policy: ToolRetry,
     clock: Clock,
+    error: Exception,
     attempt: Callable[[], Awaitable[Any]],
     on_retry: Callable[[int, float, BaseException], None],
 ) -> Any:
-    """Await ``attempt()``; on a rate limit, wait and call it again while attempts last.
+    """Retry a call whose first attempt failed with ``error``, while it is rate-limited.
 
-    ``on_retry(next_attempt, delay, error)`` is told before each wait.
+    Waits and calls ``attempt()`` again while the error is a rate limit and attempts last;
+    re-raises the last error otherwise. ``on_retry(next_attempt, delay, error)`` is told
+    before each wait. The first attempt is the caller's own, so a call that succeeds at
+    once costs nothing here.
     """
-    failed = 0
-    while True:
+    failed = 1
+    while failed < policy.attempts and _rate_limited(error):
+        delay = policy.delay(failed, error)
+        on_retry(failed + 1, delay, error)
+        await clock.sleep(delay)
         try:
             return await attempt()
-        except Exception as error:
+        except Exception as again:
+            error = again
             failed += 1
-            if failed >= policy.attempts or not _rate_limited(error):
-                raise
-            delay = policy.delay(failed, error)
-            on_retry(failed + 1, delay, error)
-            await clock.sleep(delay)
+    raise error
