@@ -145,7 +145,7 @@ async def test_scenario_15_a_pinned_model_is_used_for_every_step() -> None:
 
 
 async def test_scenario_15_a_tools_explicit_model_is_pinned_but_a_tier_falls_back() -> None:
-    # covers §3.1 scenario 15 with G-83, T-25 (an explicit spec is a pin; a tier is a role)
+    # covers §3.1 scenario 15 with T-25 (a tool's explicit spec is a pin, no fallback)
     broken = ScriptedModel([Turn(error=RateLimited("busy", status=429))], name="explicit")
 
     def factory(name: str, **_: object) -> ScriptedModel:

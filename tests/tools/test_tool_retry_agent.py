@@ -17,7 +17,7 @@ def one_call(name: str, args: dict[str, Any] | None = None) -> ScriptedModel:
 
 
 async def test_scenario_39_a_rate_limited_pure_tool_is_retried_with_backoff() -> None:
-    # covers §3.1 scenario 39 (pure tool: up to 3 attempts, transparently), T-23
+    # covers §3.1 scenario 39 (pure tool: up to 3 attempts, transparently)
     attempts: list[int] = []
 
     @tool(side_effect_class="pure")
@@ -93,7 +93,7 @@ async def test_scenario_39_a_side_effecting_tool_without_key_is_never_retried() 
 
 
 async def test_an_idempotent_side_effecting_tool_is_retried_with_the_same_key() -> None:
-    # covers §3.1 scenario 39 (idempotent tools retry), T-24
+    # covers §3.1 scenario 39 (idempotent tools retry, with the same key)
     keys: list[str | None] = []
 
     @tool(side_effect_class="side_effecting", idempotency_key=lambda a: f"pay-{a['to']}")
