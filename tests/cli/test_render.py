@@ -38,8 +38,11 @@ from bastion.core import (
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
+    ToolLoopDetectedEvent,
+    ToolRetryEvent,
     ToolSourceErrorEvent,
     Usage,
+    VerifierResultEvent,
 )
 
 RUN = "run_1"
@@ -261,6 +264,27 @@ def one_of_each_event() -> list[AgentEvent]:
             cool_down=30.0,
             error="ConnectionFailed: down",
         ),
+        ToolRetryEvent(
+            run_id=RUN,
+            seq=next(seq),
+            tool_call_id="c9",
+            tool_name="lookup",
+            attempt=2,
+            delay=0.25,
+            error="ToolRateLimited: slow down",
+        ),
+        ToolLoopDetectedEvent(
+            run_id=RUN,
+            seq=next(seq),
+            tool_call_id="c9",
+            tool_name="lookup",
+            arguments="{}",
+            count=3,
+            action="warn",
+        ),
+        VerifierResultEvent(
+            run_id=RUN, seq=next(seq), verifier="cites", passed=False, feedback="cite", round=1
+        ),
         AgentCancellingEvent(run_id=RUN, seq=next(seq), drain=True),
         AgentErrorEvent(
             run_id=RUN, seq=next(seq), code="guardrail_blocked", message="Output blocked by 'pii'."
@@ -293,6 +317,9 @@ Hi
   ↻ test:scripted failed (Overloaded('busy')); retry 2 in 1.50 s
   ⤳ falling back from test:scripted to test:backup (RateLimited)
   ○ test:scripted circuit open after 3 failure(s); skipped for 30.00 s
+  ↻ lookup rate-limited (ToolRateLimited: slow down); attempt 2 in 250 ms
+  ⟲ lookup called 3 times with the same arguments (warn)
+  ✗ verifier 'cites' failed: cite
   ■ cancelling: finishing the current step
 ✗ guardrail_blocked: Output blocked by 'pii'.
 ✗ failed · 1 step · 2 tool calls · 0 tokens · 250 ms

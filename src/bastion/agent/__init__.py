@@ -18,6 +18,7 @@ from ._guardrails import (
     output_guardrail,
 )
 from ._hooks import AgentHooks, LoopHooks
+from ._loop_detection import LoopDetection
 from ._output import OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
 from ._result import RunResult, ToolCallRecord
@@ -25,6 +26,7 @@ from ._retry import RetryConfig, default_retryable
 from ._state import PendingApproval, RunState, SuspendedStep
 from ._step_overrides import StepOverrides
 from ._stream import AgentStream
+from ._verifiers import Verdict, Verification, VerifierCheck
 
 __all__ = [
     "Agent",
@@ -38,6 +40,7 @@ __all__ = [
     "GuardrailResult",
     "HookFlags",
     "InputGuardrail",
+    "LoopDetection",
     "LoopHooks",
     "OnFallback",
     "OutputGuardrail",
@@ -51,6 +54,9 @@ __all__ = [
     "SuspendedStep",
     "TRANSPORT_ERRORS",
     "ToolCallRecord",
+    "Verdict",
+    "Verification",
+    "VerifierCheck",
     "default_retryable",
     "input_guardrail",
     "output_guardrail",

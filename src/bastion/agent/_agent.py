@@ -60,8 +60,10 @@ from bastion.tools import (
     ToolExecutor,
     ToolGate,
     ToolRegistry,
+    ToolRetry,
     ToolSource,
     add_tool_search,
+    check_tool_retry,
     tool_search_tool,
 )
 from bastion.tools._search import TOOL_SEARCH
@@ -73,6 +75,7 @@ from ._hooks import AgentHooks, LoopHooks, SessionLink
 from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
+from ._loop_detection import LoopDetection, check_loop_detection
 from ._output import OUTPUT_MODES, OUTPUT_TOOL, OutputSchema
 from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
@@ -96,6 +99,7 @@ from ._step_overrides import TOOL_CHOICE_MODES
 from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
 from ._tiers import TierResolver
+from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
 
 if TYPE_CHECKING:
@@ -106,6 +110,7 @@ __all__ = ["Agent", "HookFlags"]
 Instructions = str | Callable[[RunContext[Any]], "str | Awaitable[str]"]
 _DEFAULT_RETRY = RetryConfig()
 _DEFAULT_FALLBACK = FallbackPolicy()
+_DEFAULT_TOOL_RETRY = ToolRetry()
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -231,6 +236,16 @@ class Agent(Generic[DepsT, OutputT]):
         sandbox: The sandbox of tools that do not choose their own ``sandbox=``: a
             :class:`~bastion.core.SandboxConfig`, ``True`` (the defaults) or ``False`` /
             ``None`` (none). A tool's own setting wins; ``False`` on a tool turns it off.
+        verifiers: Checks of the final answer (functions of ``(ctx, output)`` or objects
+            with ``verify``), or a :class:`Verification` with a round cap; a failing one
+            sends its feedback to the model, which answers again.
+        loop_detection: What happens when the model calls one tool with identical
+            arguments again and again: ``LoopDetection()`` warns the model on the third
+            such call, in that call's result (:class:`LoopDetection`). ``None`` (default):
+            not checked.
+        tool_retry: How rate-limited calls of ``pure``, ``read_only`` or idempotent tools
+            are retried (:class:`~bastion.tools.ToolRetry`; default 3 attempts with
+            exponential backoff). ``None``: never.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -290,6 +305,9 @@ class Agent(Generic[DepsT, OutputT]):
         context: ContextConfig | None = None,
         runtime: Runtime | None = None,
         sandbox: bool | SandboxConfig | None = None,
+        verifiers: Verification | Sequence[VerifierLike] = (),
+        loop_detection: LoopDetection | None = None,
+        tool_retry: ToolRetry | None = _DEFAULT_TOOL_RETRY,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -307,6 +325,8 @@ class Agent(Generic[DepsT, OutputT]):
             )
         self.runtime = runtime
         self.sandbox = sandbox
+        self.verification = Verification.of(verifiers)
+        self.loop_detection = check_loop_detection(loop_detection, name)
         if max_concurrent_runs is not None:
             check_positive("max_concurrent_runs", max_concurrent_runs, name)
         if output_retries < 0:
@@ -471,6 +491,7 @@ class Agent(Generic[DepsT, OutputT]):
             cancel_grace=tool_cancel_grace,
             cache=ToolCache(self.clock, max_entries=tool_cache_size, counters=self.audit.counters),
             event_queue_depth=tool_event_queue_depth,
+            retry=check_tool_retry(tool_retry, f"Agent {name!r}"),
         )
         if self.code_mode is not None:
             self.code_mode.bind(self.executor)

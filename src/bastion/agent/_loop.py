@@ -32,6 +32,7 @@ from ._replay import Recovery
 from ._scope import RunAborted, RunScope
 from .steps._approvals import resume_step, suspend_step
 from .steps._call_model import ModelCall
+from .steps._detect_loops import check_loops
 from .steps._dispatch_tools import record_outcomes, start_batch
 from .steps._end import end_run
 from .steps._finalize import finalize
@@ -181,6 +182,9 @@ async def run_loop(
                 # Governed: the loop numbers the tool events, after the signals they follow
                 # (admissions, a sub-agent's calls), so ``seq`` stays in stream order.
                 batch = start_batch(scope, calls, numbered=governance is None)
+                if agent.loop_detection is not None:  # repeated identical calls
+                    for event in check_loops(scope, batch, calls):
+                        yield event
                 tool_events = batch.events()
                 try:
                     async for event in tool_events:

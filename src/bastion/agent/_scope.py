@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.context import TranscriptGuard
-from bastion.core import Clock, OutputMode, RunContext, ToolCall
+from bastion.core import Clock, Model, OutputMode, RunContext, ToolCall
 from bastion.tools import ToolOutcome
 
 from ._state import RunState
@@ -62,10 +62,12 @@ class RunScope:
         "model_hint",
         "next_seq",
         "output_mode",
+        "pinned_model",
         "run_id",
         "state",
         "unreported",
         "window",
+        "withheld_tools",
     )
 
     def __init__(
@@ -89,6 +91,10 @@ class RunScope:
         self.cancel_sent = False
         self.ending = False
         self.model_hint: str | None = None  # set by the tools a step ran (G-83)
+        # The step's model when it was named explicitly: no fallback model replaces it.
+        self.pinned_model: Model | None = None
+        # Tools the step's ``prepare_step`` left out: a call to one is refused.
+        self.withheld_tools: frozenset[str] = frozenset()
         # The run's governance; None (no cost) when the agent has no policies or budget.
         self.governance = governance
         self.unreported: list[tuple[ToolCall, ToolOutcome | None]] = []

@@ -77,6 +77,8 @@ class RunState:
     exception: BaseException | None = None
     stop_reason: str | None = None
     output_retries_used: int = 0
+    # Final answers the verifiers sent back with feedback (``Verification.max_rounds``).
+    verifier_rounds: int = 0
     started_at: float = 0.0
     finished_at: float = 0.0
     last_seq: int = 0

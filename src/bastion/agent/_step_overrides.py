@@ -1,9 +1,10 @@
 """Per-step overrides of a model call, returned by ``LoopHooks.prepare_step``.
 
-A step may change its model, its ``tool_choice``, other sampling settings and which of the
-agent's tools it advertises. ``apply_overrides`` folds them into the step's request (called
-by ``steps/_respond.choose_model``); ``check_tool_choice`` refuses a ``tool_choice`` that
-names a tool the request does not advertise, before anything is sent.
+A step may change its model, its ``tool_choice``, other sampling settings, its instructions
+and which of the agent's tools it advertises. ``apply_overrides`` folds them into the step's
+request only (called by ``steps/_respond.choose_model``); the agent and the run's transcript
+stay as they were. ``check_tool_choice`` refuses a ``tool_choice`` that names a tool the
+request does not advertise, before anything is sent.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from bastion.core import Model, ModelRequest, ModelSettings, ToolDefinition, UserError
+from bastion.core import (
+    Message,
+    Model,
+    ModelRequest,
+    ModelSettings,
+    SystemMessage,
+    ToolDefinition,
+    UserError,
+)
 
 __all__ = ["TOOL_CHOICE_MODES", "StepOverrides", "apply_overrides", "check_tool_choice"]
 
@@ -39,13 +48,20 @@ class StepOverrides:
         settings: Settings for this step; each field that is not ``None`` replaces the
             agent's (``model_settings``).
         tools: Names of the tools to advertise in this step (a subset of the agent's);
-            ``None`` advertises them all.
+            ``None`` advertises them all. A tool left out that the model calls anyway is
+            not run: its result is a ``capability_blocked`` error.
+        instructions: The system prompt of this step's call, replacing the agent's (the
+            run's transcript keeps the agent's); ``None`` keeps them, ``""`` sends none.
+
+    A ``model`` given here is pinned: if it fails, the step fails; the agent's fallback
+    models are not tried in its place.
     """
 
     model: Model | str | None = None
     tool_choice: str | None = None
     settings: ModelSettings | None = None
     tools: Sequence[str] | None = None
+    instructions: str | None = None
 
     def __post_init__(self) -> None:
         if self.settings is not None and not isinstance(self.settings, ModelSettings):
@@ -58,10 +74,16 @@ class StepOverrides:
             )
         if self.tool_choice is not None:
             ModelSettings(tool_choice=self.tool_choice)  # validates the value
+        if self.instructions is not None and not isinstance(self.instructions, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"StepOverrides.instructions must be a string, got {self.instructions!r}."
+            )
 
 
-def apply_overrides(request: ModelRequest, overrides: StepOverrides) -> None:
+def apply_overrides(request: ModelRequest, overrides: StepOverrides) -> frozenset[str]:
     """Fold ``overrides`` into ``request`` (settings merged, tools filtered, choice checked).
+
+    Returns the names of the tools this step no longer advertises.
 
     Raises:
         UserError: ``tools`` names a tool the agent does not have, or ``tool_choice`` names
@@ -88,7 +110,23 @@ def apply_overrides(request: ModelRequest, overrides: StepOverrides) -> None:
             )
         wanted = set(overrides.tools)
         request.tools = [d for d in request.tools if d.name in wanted]
+        withheld = frozenset(available) - wanted
+    else:
+        withheld = frozenset[str]()
     check_tool_choice(settings.tool_choice, request.tools)
+    if overrides.instructions is not None:
+        request.messages = with_instructions(request.messages, overrides.instructions)
+    return withheld
+
+
+def with_instructions(messages: Sequence[Message], instructions: str) -> list[Message]:
+    """``messages`` with the leading system message replaced by ``instructions``.
+
+    Empty ``instructions`` remove it. The agent's instructions are the leading system
+    message; other system messages (summaries, steering) stay where they are.
+    """
+    rest = list(messages[1:] if messages and isinstance(messages[0], SystemMessage) else messages)
+    return [SystemMessage(content=instructions), *rest] if instructions else rest
 
 
 def check_tool_choice(choice: str | None, tools: Sequence[ToolDefinition]) -> None:

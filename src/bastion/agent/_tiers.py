@@ -4,7 +4,9 @@ From the highest: a ``LoopHooks.prepare_step`` override; the hints of the tools 
 step ran (an explicit ``"provider:model"`` spec beats a tier; among tiers the strongest
 wins); the agent's own ``preferred_model``; the agent's ``model``. Tiers (``"fast"``,
 ``"balanced"``, ``"smart"``) resolve through the agent's ``model_tier_map``. The fallback
-models follow whichever model was chosen.
+models follow a model chosen by tier or by the agent's preference. A model named
+explicitly (by ``prepare_step``, or by a tool's ``"provider:model"`` spec) is pinned: when
+it fails, the step fails rather than moving to a fallback model nobody named for it.
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ from collections.abc import Iterable, Mapping
 
 from bastion.core import Model, UserError
 
-__all__ = ["TIERS", "TierResolver"]
+__all__ = ["TIERS", "TierResolver", "is_tier"]
 
 TIERS = ("fast", "balanced", "smart")
+
+
+def is_tier(hint: str) -> bool:
+    """Whether ``hint`` names a tier (a role any mapped model fills), not a pinned model."""
+    return hint in TIERS
 
 
 class TierResolver:

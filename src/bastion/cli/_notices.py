@@ -23,7 +23,10 @@ from bastion.core import (
     ToolApprovalRequestedEvent,
     ToolApprovalResolvedEvent,
     ToolCallIncompleteEvent,
+    ToolLoopDetectedEvent,
+    ToolRetryEvent,
     ToolSourceErrorEvent,
+    VerifierResultEvent,
 )
 
 from ._format import format_call, format_duration, preview
@@ -44,6 +47,9 @@ NoticeEvent: TypeAlias = (
     | ToolApprovalResolvedEvent
     | ToolCallIncompleteEvent
     | ToolSourceErrorEvent
+    | ToolRetryEvent
+    | ToolLoopDetectedEvent
+    | VerifierResultEvent
 )
 
 
@@ -118,6 +124,27 @@ def notice(event: NoticeEvent) -> Text:
             return _line("■", f"cancelling: {what}", "yellow")
         case ToolSourceErrorEvent():
             return _line("✗", f"tools of {event.source} unavailable: {event.message}", "red")
+        case ToolRetryEvent():
+            return _line(
+                "↻",
+                f"{event.tool_name} rate-limited ({preview(event.error)}); "
+                f"attempt {event.attempt} in {format_duration(event.delay)}",
+                "yellow",
+            )
+        case ToolLoopDetectedEvent():
+            return _line(
+                "⟲",
+                f"{event.tool_name} called {event.count} times with the same arguments "
+                f"({event.action})",
+                "red" if event.action == "fail" else "yellow",
+            )
+        case VerifierResultEvent():
+            if event.passed:
+                extra = f" (raised {preview(event.error)})" if event.error else ""
+                return _line("✓", f"verifier {event.verifier!r} passed{extra}", "green")
+            return _line(
+                "✗", f"verifier {event.verifier!r} failed: {preview(event.feedback)}", "yellow"
+            )
         case AgentErrorEvent():
             return Text(f"✗ {event.code}: {event.message}", style="bold red")
         case _:

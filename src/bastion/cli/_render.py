@@ -55,7 +55,10 @@ from bastion.core import (
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
+    ToolLoopDetectedEvent,
+    ToolRetryEvent,
     ToolSourceErrorEvent,
+    VerifierResultEvent,
 )
 from bastion.tools import render_output
 
@@ -200,6 +203,9 @@ class Renderer:
                 | ToolApprovalResolvedEvent()
                 | ToolCallIncompleteEvent()
                 | ToolSourceErrorEvent()
+                | ToolRetryEvent()
+                | ToolLoopDetectedEvent()
+                | VerifierResultEvent()
             ):
                 self._line(notice(event))
             case AgentEndEvent():

@@ -60,7 +60,10 @@ from ._events import (
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
     ToolExecuteStartEvent,
+    ToolLoopDetectedEvent,
+    ToolRetryEvent,
     ToolSourceErrorEvent,
+    VerifierResultEvent,
 )
 from ._ids import new_id
 from ._messages import (
@@ -214,14 +217,17 @@ __all__ = [
     "ToolExecutePartialEvent",
     "ToolExecuteProgressEvent",
     "ToolExecuteStartEvent",
+    "ToolLoopDetectedEvent",
     "ToolMessage",
     "ToolProgressSink",
+    "ToolRetryEvent",
     "ToolSourceErrorEvent",
     "Usage",
     "UserContent",
     "UserError",
     "UserMessage",
     "UserPart",
+    "VerifierResultEvent",
     "dump_event",
     "dump_messages",
     "event_adapter",

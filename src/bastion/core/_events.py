@@ -50,7 +50,10 @@ __all__ = [
     "ToolExecutePartialEvent",
     "ToolExecuteProgressEvent",
     "ToolExecuteStartEvent",
+    "ToolLoopDetectedEvent",
+    "ToolRetryEvent",
     "ToolSourceErrorEvent",
+    "VerifierResultEvent",
 ]
 
 RunStatus: TypeAlias = Literal[
@@ -255,6 +258,70 @@ class ToolSourceErrorEvent:
     source: str
     message: str
     type: Literal["tool.source.error"] = "tool.source.error"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolRetryEvent:
+    """A tool that may safely run again was rate-limited; it runs again after ``delay`` s.
+
+    Only tools that are ``pure``, ``read_only`` or have an idempotency key are retried.
+
+    Attributes:
+        attempt: The number of the attempt about to be made (2 for the first retry).
+        delay: Seconds waited before it, on the run's clock.
+        error: The error of the attempt that failed.
+    """
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    attempt: int
+    delay: float
+    error: str
+    type: Literal["tool.execute.retry"] = "tool.execute.retry"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolLoopDetectedEvent:
+    """The model called one tool with identical arguments ``count`` times in this run.
+
+    Attributes:
+        count: How many times, this call included.
+        action: ``warn`` (the call runs; its result tells the model) or ``fail`` (the run
+            fails with code ``loop_detected``; the call does not run).
+    """
+
+    run_id: str
+    seq: int
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    count: int
+    action: Literal["warn", "fail"]
+    type: Literal["tool.loop.detected"] = "tool.loop.detected"
+
+
+@dataclass(kw_only=True, slots=True)
+class VerifierResultEvent:
+    """A verifier judged the final answer.
+
+    Attributes:
+        verifier: The verifier's name.
+        passed: Whether the answer passed (a verifier that raised counts as passed).
+        feedback: What a failing verifier told the model (empty when it passed).
+        round: The verification round, from 1 (one round per final answer).
+        error: The exception a verifier raised, for humans; ``None`` when it returned.
+    """
+
+    run_id: str
+    seq: int
+    verifier: str
+    passed: bool
+    feedback: str
+    round: int
+    error: str | None = None
+    type: Literal["verifier.result"] = "verifier.result"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -480,6 +547,9 @@ AgentEvent: TypeAlias = (
     | ToolExecuteEndEvent
     | ToolExecuteErrorEvent
     | ToolSourceErrorEvent
+    | ToolRetryEvent
+    | ToolLoopDetectedEvent
+    | VerifierResultEvent
     | ToolApprovalRequestedEvent
     | ToolApprovalResolvedEvent
     | ContextCompactedEvent

@@ -56,6 +56,7 @@ from ._registry import (
     find_collisions,
 )
 from ._result import render_output
+from ._retry import ToolRateLimited, ToolRetry, check_tool_retry, retries_safely
 from ._schema import (
     ArgsValidator,
     JsonSchemaValidator,
@@ -163,8 +164,10 @@ __all__ = [
     "ToolGovernor",
     "ToolIndex",
     "ToolOutcome",
+    "ToolRateLimited",
     "ToolRegistry",
     "ToolResult",
+    "ToolRetry",
     "ToolSource",
     "ToolTrustClass",
     "TruncationStrategy",
@@ -172,6 +175,7 @@ __all__ = [
     "UnlimitedResultWarning",
     "add_tool_search",
     "call_signature",
+    "check_tool_retry",
     "default_strategy",
     "end_event",
     "estimate_tokens",
@@ -179,6 +183,7 @@ __all__ = [
     "function_schema",
     "make_read_result_tool",
     "render_output",
+    "retries_safely",
     "tool",
     "tool_search_tool",
     "truncate_json",

@@ -37,7 +37,9 @@ from bastion.core import (
     ToolApprovalRequestedEvent,
     ToolApprovalResolvedEvent,
     ToolCall,
+    ToolErrorKind,
     ToolExecuteStartEvent,
+    ToolRetryEvent,
     UserError,
 )
 from bastion.observability import AuditRecord, ToolAudit
@@ -67,6 +69,7 @@ from ._invoke import (
 from ._outcome import SkipTool, ToolError, ToolOutcome, end_event, error_outcome, failed_outcome
 from ._pipeline import UNTRUSTED, ResultEnvelope, ResultProcessor
 from ._result import render_output
+from ._retry import ToolRetry, retries_safely, retry_after_failure
 from ._schema import ToolArgumentsError
 from ._tool import Tool, ToolResult
 
@@ -131,6 +134,8 @@ class ToolExecutor:
         cache: The results cache of tools with a ``cache_ttl`` (default: a new one).
         event_queue_depth: Most live progress/partial events a batch holds for a slow
             consumer; the oldest is dropped beyond (``tool.streaming.dropped.total``).
+        retry: How rate-limited calls of tools that may safely run again are retried
+            (``None``: never).
     """
 
     def __init__(
@@ -145,8 +150,10 @@ class ToolExecutor:
         cancel_grace: float = 0.05,
         cache: ToolCache | None = None,
         event_queue_depth: int = DEFAULT_EVENT_QUEUE_DEPTH,
+        retry: ToolRetry | None = None,
     ) -> None:
         self.tools = tools
+        self.retry = retry
         self.max_parallel = max_parallel
         self.clock = clock
         self.gate = gate or ToolGate()
@@ -300,6 +307,21 @@ class ToolBatch:
         self.emitted = 0
         # Decisions a human gave on this batch's calls (asked live, or passed in on resume).
         self.decided: dict[str, ApprovalDecision] = {}
+        # Notes for the model by call id, put before the call's result or error.
+        self._notes: dict[str, str] = {}
+        # Retry events of calls run without a live queue, yielded before the end events.
+        self._held: list[AgentEvent] = []
+
+    def refuse(self, call_id: str, kind: ToolErrorKind, message: str) -> None:
+        """Decide a call before it runs: it does not run, and the model reads ``message``."""
+        for p in self.prepared:
+            if p.call.id == call_id:
+                p.outcome = error_outcome(p.call, kind, message)
+                p.invalid = None  # no repair round for a call that will not run
+
+    def annotate(self, call_id: str, note: str) -> None:
+        """Put ``note`` before the result (or error) the model reads for the call."""
+        self._notes[call_id] = note
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
         """Admit the calls, run those admitted, and yield their lifecycle events."""
@@ -324,6 +346,9 @@ class ToolBatch:
         if not runnable or (len(runnable) == 1 and self._cannot_stream(runnable[0])):
             for p in runnable:
                 self.outcomes[p.index] = await self._run_alone(p)
+            for event in self._held:
+                event.seq = next_seq()
+                yield event
             for index in self._order:
                 yield self._end_event(self.outcomes[index])  # type: ignore[arg-type]  # all set above
                 self.emitted += 1
@@ -619,6 +644,8 @@ class ToolBatch:
         return [(self.prepared[i].call, self.outcomes[i]) for i in order[self.emitted :]]
 
     def _end_event(self, outcome: ToolOutcome) -> AgentEvent:
+        if self._notes and (note := self._notes.get(outcome.call.id)) is not None:
+            outcome.content = f"{note}\n\n{outcome.content}"
         self._executor.record(outcome, self._ctx)
         return end_event(outcome, self._ctx.run_id, self._next_seq())
 
@@ -656,7 +683,10 @@ class ToolBatch:
                 if hit is None:
                     key = tool.idempotency_key
                     idempotency = key(dict(_args_view(p))) if key is not None else None
-                    value = await self._invoke(tool, p, queue, idempotency)
+                    try:
+                        value = await self._invoke(tool, p, queue, idempotency)
+                    except Exception as error:  # a rate limit may be retried
+                        value = await self._retry(tool, p, queue, idempotency, error)
                     if idempotency is not None:
                         value = _with_metadata(value, "bastion.idempotency_key", idempotency)
                 else:
@@ -723,6 +753,43 @@ class ToolBatch:
             metadata=metadata,
             untrusted=untrusted,
         )
+
+    async def _retry(
+        self,
+        tool: Tool,
+        p: _Prepared,
+        queue: ProgressQueue | None,
+        idempotency: str | None,
+        error: Exception,
+    ) -> Any:
+        """Run a failed call again while it is rate-limited and may safely run again.
+
+        Re-raises ``error`` (or the last attempt's) when it is not to be retried.
+        """
+        executor = self._executor
+        retry = executor.retry
+        if retry is None or not retries_safely(tool):
+            raise error
+
+        def retrying(attempt: int, delay: float, failure: BaseException) -> None:
+            event = ToolRetryEvent(
+                run_id=self._ctx.run_id,
+                seq=0,  # numbered when yielded
+                tool_call_id=p.call.id,
+                tool_name=tool.name,
+                attempt=attempt,
+                delay=delay,
+                error=f"{type(failure).__name__}: {failure}",
+            )
+            if queue is not None:
+                queue.put_nowait(event)
+            else:
+                self._held.append(event)
+
+        def again() -> Awaitable[Any]:
+            return self._invoke(tool, p, queue, idempotency)
+
+        return await retry_after_failure(retry, executor.clock, error, again, retrying)
 
     def _invoke(
         self, tool: Tool, p: _Prepared, queue: ProgressQueue | None, idempotency: str | None

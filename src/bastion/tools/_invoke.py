@@ -18,6 +18,7 @@ from bastion.core import (
     SystemClock,
     ToolExecutePartialEvent,
     ToolExecuteProgressEvent,
+    ToolRetryEvent,
 )
 
 from ._result import render_output
@@ -35,7 +36,9 @@ __all__ = [
 DEFAULT_EVENT_QUEUE_DEPTH = 256
 """Default bound on the live progress/partial events a batch holds for a slow consumer."""
 
-LiveEvent: TypeAlias = ToolExecuteProgressEvent | ToolExecutePartialEvent | SubagentEvent
+LiveEvent: TypeAlias = (
+    ToolExecuteProgressEvent | ToolExecutePartialEvent | SubagentEvent | ToolRetryEvent
+)
 
 
 class ProgressQueue:

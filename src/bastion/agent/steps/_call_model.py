@@ -57,11 +57,12 @@ class ModelCall:
         self.response: ModelResponse | None = None
         self.model = model
         agent = scope.agent
-        self._models = (
-            agent.models
-            if model is agent.model
-            else (model, *(m for m in agent.models[1:] if m is not model))
-        )
+        if model is scope.pinned_model:  # named explicitly: never swapped for a fallback
+            self._models: tuple[Model, ...] = (model,)
+        elif model is agent.model:
+            self._models = agent.models
+        else:
+            self._models = (model, *(m for m in agent.models[1:] if m is not model))
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """Stream the call, retrying and falling back as configured.

@@ -97,12 +97,24 @@ def start_batch(
     hooks = (
         _HookBridge(scope) if agent.hook_flags.any_tool_hook or scope.journal is not None else None
     )
-    return agent.executor.batch(
+    batch = agent.executor.batch(
         calls,
         scope.ctx,
         next_seq=scope.next_seq if numbered else _unnumbered,
         hooks=hooks,
         decisions=decisions,
+    )
+    if scope.withheld_tools:  # left out of this step by prepare_step: not run
+        for call in calls:
+            if call.name in scope.withheld_tools:
+                batch.refuse(call.id, "capability_blocked", _withheld(call.name))
+    return batch
+
+
+def _withheld(name: str) -> str:
+    return (
+        f"Tool {name!r} is not available in this step (it was not offered to you), so it "
+        "was not run. Use one of the tools offered in this step, or answer."
     )
 
 

@@ -4,7 +4,8 @@ Structured output is parsed and validated: the text of the answer (``native`` an
 ``prompted`` modes, or a ``tool``-mode model that answered in text anyway), or the
 arguments of its call to the final-answer tool. A mismatch goes back to the model with the
 list of problems (as a user message, or as the tool's error result) while the retry budget
-lasts, then fails the run with ``output_validation_failed``. Output guardrails run last.
+lasts, then fails the run with ``output_validation_failed``. Verifiers judge the parsed
+answer next (``_verify.py``); output guardrails run last.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from bastion.agent._scope import RunScope
 from bastion.core import AgentEvent, ModelResponse, ToolCall, ToolMessage, UserMessage
 
 from ._guardrails import check_output
+from ._verify import verify
 
 __all__ = ["finalize"]
 
@@ -48,11 +50,16 @@ async def finalize(scope: RunScope, response: ModelResponse) -> list[AgentEvent]
             return []
         if call is not None:  # answer every call, so the transcript stays valid to resend
             _answer_calls(scope, response.message.tool_calls, call, _ACCEPTED, is_error=False)
+    events: list[AgentEvent] = []
+    if agent.verification is not None:  # after parsing, before the output guardrails
+        events, accepted = await verify(scope, agent.verification, output)
+        if not accepted:
+            return events
     if not agent.output_guardrails:
         state.output = output
         state.status = "completed"
-        return []
-    return await check_output(scope, output)
+        return events
+    return [*events, *await check_output(scope, output)]
 
 
 def _parse(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from bastion.agent._hooks import maybe_await
 from bastion.agent._scope import RunScope
 from bastion.agent._step_overrides import StepOverrides, apply_overrides, check_tool_choice
+from bastion.agent._tiers import is_tier
 from bastion.core import (
     AgentEvent,
     Model,
@@ -25,7 +26,7 @@ from bastion.core import (
 from bastion.providers import resolve_model
 
 from ._call_model import ModelCall
-from ._prepare import build_request
+from ._prepare import build_request, with_inbound_preamble
 
 __all__ = [
     "after_llm_call",
@@ -61,23 +62,34 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
     """The model of this step, by the precedence of SPEC G-85 (see ``_tiers``).
 
     A ``prepare_step`` that returns :class:`StepOverrides` also changes this step's
-    request: settings, ``tool_choice`` and the advertised tools.
+    request: settings, ``tool_choice``, instructions and the advertised tools. A model named
+    by ``prepare_step`` or by a tool's ``"provider:model"`` hint is pinned
+    (``scope.pinned_model``): its failure is not passed on to the fallback models.
     """
     agent = scope.agent
     hooks = agent.loop_hooks
+    scope.pinned_model = None
+    scope.withheld_tools = frozenset()
     if hooks is not None and agent.hook_flags.prepare_step:
         override = await maybe_await(hooks.prepare_step(scope.ctx, scope.state.step))
         if isinstance(override, StepOverrides):
-            apply_overrides(request, override)
+            scope.withheld_tools = apply_overrides(request, override)
+            if override.instructions is not None and scope.state.untrusted_seen:
+                request.messages = with_inbound_preamble(list(request.messages))
             override = override.model
         if override is not None:
-            return override if isinstance(override, Model) else resolve_model(override)
+            model = override if isinstance(override, Model) else resolve_model(override)
+            scope.pinned_model = model
+            return model
     tiers = agent.tiers
     if tiers is not None:
         hint, scope.model_hint = scope.model_hint, None
-        if hint is not None:
-            return tiers.model(hint)
-        if agent.preferred_model is not None:
+        if hint is not None:  # a tool's hint: a "provider:model" spec is pinned
+            model = tiers.model(hint)
+            if not is_tier(hint):
+                scope.pinned_model = model
+            return model
+        if agent.preferred_model is not None:  # the agent's own choice keeps its fallbacks
             return tiers.model(agent.preferred_model)
     return agent.model
 
@@ -153,6 +165,8 @@ async def roundtrip_complete(scope: RunScope) -> None:
     hooks = agent.loop_hooks
     assert hooks is not None  # only called when the hook is overridden
     state = scope.state
+    if state.status != "running":  # the step already ended the run (a detected loop)
+        return
     if await maybe_await(hooks.on_roundtrip_complete(scope.ctx, state.step, state.usage)):
         state.status = "stopped"
         state.stop_reason = "hook"
