@@ -219,6 +219,9 @@ class Agent(Generic[DepsT, OutputT]):
             before the run ends), so :meth:`resume` continues the run in any process sharing
             the store without repeating a journaled model call or tool call.
             ``None`` (default): nothing is journaled.
+        record_responses: Also keep each model response as the provider streamed it
+            (every chunk) in the journal, so ``bastion.testing.ReplayModel`` can replay
+            the run without calling the model. Needs a ``store``. Default ``False``.
         session_send_mode: The default ``mode`` of ``send()`` in this agent's sessions
             (:meth:`session`): ``steer`` or ``queue``; a session's ``send_mode`` and a
             call's ``mode`` override it.
@@ -286,6 +289,7 @@ class Agent(Generic[DepsT, OutputT]):
         governor: Governor | None = None,
         governance_events: Literal["decisions", "all", "none"] = "decisions",
         store: Stores | str | None = None,
+        record_responses: bool = False,
         session_send_mode: Literal["steer", "queue"] = "steer",
         context: ContextConfig | None = None,
         runtime: Runtime | None = None,
@@ -486,6 +490,13 @@ class Agent(Generic[DepsT, OutputT]):
         check_subagents(name, self.tools, self.governance)
         self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
         self.store = build_store(store, name)
+        if record_responses and self.store is None:
+            raise UserError(
+                f"Agent {name!r}: record_responses=True keeps the provider responses in "
+                "the run's journal; give the agent a store (store='sqlite:///runs.db')."
+            )
+        self.record_responses = record_responses
+        """Whether runs keep their model responses, chunk by chunk, for replay."""
         self._owns_store = isinstance(store, str)
         self._store_ready = False
         self._progress_stores: Stores | None = None
@@ -886,7 +897,15 @@ class Agent(Generic[DepsT, OutputT]):
             return None
         # A session's run is owned through its session's turn lease (``bastion.sessions``).
         keeper = None if self.session_link is not None else run_keeper(store, run_id, self.clock)
-        return RunJournal(store, run_id, self.name, self._open_store, seq, keeper=keeper)
+        return RunJournal(
+            store,
+            run_id,
+            self.name,
+            self._open_store,
+            seq,
+            keeper=keeper,
+            recording=self.record_responses,
+        )
 
     async def _artifact_stores(self) -> Stores:
         if self.store is not None:

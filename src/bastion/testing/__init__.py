@@ -6,6 +6,7 @@ from ._clock import LaterClock, VirtualClock
 from ._isolated import isolated_store
 from ._journal import ForwardingJournal
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
+from ._replay import RecordedCall, ReplayDiverged, ReplayModel
 from ._runtime import CommandHandler, ExecCall, InMemoryRuntime
 
 if TYPE_CHECKING:
@@ -23,6 +24,9 @@ __all__ = [
     "LaterClock",
     "ModelConformance",
     "ProcessStoreConformance",
+    "RecordedCall",
+    "ReplayDiverged",
+    "ReplayModel",
     "SCENARIOS",
     "Scenario",
     "ScenarioSpec",

@@ -1,0 +1,263 @@
+"""``ReplayModel``: a recorded run's model answers, streamed again without calling a model.
+
+A run of an agent made with ``record_responses=True`` keeps every answer in its journal as
+the provider streamed it (the ``chunks`` of each ``model_response`` entry). A replay model
+built from that journal answers the same agent's next run with those chunks, in order, so
+the run gives the same events, the same tool calls and the same output, and no provider is
+called. Tools run again unless the agent uses :meth:`ReplayModel.recorded_results` as its
+first ``before_tool_call`` hook, which answers every call with its recorded result.
+
+Each answer is checked against what it was recorded for: the messages the recorded call
+answered (the user's input, then the tool results and any message the loop added). When
+the agent now asks something else (a tool returned another result, the input changed, or
+the run makes more model calls than were recorded) the call fails with
+:class:`ReplayDiverged`, naming the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from bastion.core import (
+    AssistantMessage,
+    Message,
+    Model,
+    ModelRequest,
+    ScriptExhausted,
+    StreamChunk,
+    ToolMessage,
+    UserError,
+    UserMessage,
+    messages_adapter,
+    stream_chunk_adapter,
+)
+from bastion.stores import JournalEntry, Stores
+from bastion.tools import Mock, ToolCallRequest
+
+__all__ = ["RecordedCall", "ReplayDiverged", "ReplayModel"]
+
+Asked: TypeAlias = tuple[tuple[str, str, str], ...]
+"""What a model call answered: ``(role, tool_call_id, text)`` of each user or tool message
+after the previous answer, sorted."""
+
+
+class ReplayDiverged(ScriptExhausted):
+    """The replayed run asked the model something its recording does not hold."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedCall:
+    """One recorded model call.
+
+    Attributes:
+        step: The run's step the call was made in.
+        model: The model that answered (``"<provider>:<name>"``).
+        chunks: The answer, chunk by chunk, as the provider streamed it.
+        asked: The user and tool messages the call answered (see :data:`Asked`).
+    """
+
+    step: int
+    model: str
+    chunks: tuple[StreamChunk, ...]
+    asked: Asked
+
+
+class ReplayModel(Model):
+    """A model that streams a recorded run's answers again, in order.
+
+    Build it with :meth:`from_run` (or :meth:`from_entries`) and give it to the same agent::
+
+        replay = await ReplayModel.from_run(store, result.run_id)
+        again = await agent.with_model(replay).run(replay.input)
+
+    Attributes:
+        run_id: The recorded run.
+        calls: The recorded model calls, in order.
+        input: The recorded run's input (the text of its last user message).
+        results: The recorded tool results, by tool call id.
+    """
+
+    provider = "replay"
+
+    def __init__(
+        self,
+        run_id: str,
+        calls: Sequence[RecordedCall],
+        *,
+        input: str = "",
+        results: Mapping[str, str] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.calls = tuple(calls)
+        self.input = input
+        self.results = dict(results or {})
+        self._next = 0
+        self._show(0)
+
+    @property
+    def remaining(self) -> int:
+        """How many recorded answers have not been replayed yet."""
+        return len(self.calls) - self._next
+
+    @classmethod
+    async def from_run(cls, stores: Stores, run_id: str) -> ReplayModel:
+        """The recording of ``run_id`` in ``stores`` (opened by the caller).
+
+        Raises:
+            UserError: The store has no journal for the run, or the run was not recorded.
+        """
+        return cls.from_entries(run_id, await stores.journal.read(run_id))
+
+    @classmethod
+    def from_entries(cls, run_id: str, entries: Sequence[JournalEntry]) -> ReplayModel:
+        """The recording in a run's journal entries (``stores.journal.read(run_id)``).
+
+        Raises:
+            UserError: There are no entries, or the run was not recorded.
+        """
+        if not entries:
+            raise UserError(
+                f"No journal for run {run_id!r}: replay needs the run's journal, written by "
+                "an agent with a store and record_responses=True."
+            )
+        return _Reader(run_id).read(entries)
+
+    def _show(self, index: int) -> None:
+        """Name the model after the recorded call ``index`` (``step.start`` shows it)."""
+        if index < len(self.calls):
+            provider, _, name = self.calls[index].model.partition(":")
+            self.provider, self.name = provider, name
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[StreamChunk, None]:
+        """The next recorded answer, once the request is checked against its recording.
+
+        Raises:
+            ReplayDiverged: The run made more model calls than were recorded, or this call
+                answers other messages than the recorded one did.
+        """
+        index = self._next
+        calls = self.calls
+        if index >= len(calls):
+            last = calls[-1].step if calls else 0
+            raise ReplayDiverged(
+                f"Replay of run {self.run_id} diverged after step {last}: the agent made "
+                f"model call {index + 1}, but the recording holds {len(calls)}."
+            )
+        recorded = calls[index]
+        asked = asked_in(request.messages)
+        if asked != recorded.asked:
+            raise ReplayDiverged(
+                f"Replay of run {self.run_id} diverged at step {recorded.step} (model call "
+                f"{index + 1}): the recording answered {_show_asked(recorded.asked)}, the "
+                f"agent now asks with {_show_asked(asked)}."
+            )
+        self._next = index + 1
+        for chunk in recorded.chunks:
+            yield chunk
+        self._show(index + 1)
+
+    def recorded_results(self, request: ToolCallRequest) -> Mock | None:
+        """A ``before_tool_call`` hook: each call gets its recorded result, the tool never runs.
+
+        A call the recording does not hold is left to the agent's other hooks (and runs).
+        """
+        result = self.results.get(request.call.id)
+        return None if result is None else Mock(result)
+
+
+class _Reader:
+    """Reads a journal's recorded calls, in order."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.calls: list[RecordedCall] = []
+        self.results: dict[str, str] = {}
+        self.asked: list[tuple[str, str, str]] = []
+        self.input = ""
+        self.answers = 0
+
+    def read(self, entries: Sequence[JournalEntry]) -> ReplayModel:
+        for entry in entries:
+            payload: Mapping[str, Any] = entry.payload
+            if entry.kind == "run_started":
+                self._started(payload)
+            elif entry.kind == "tool_result":
+                content = str(payload["content"])
+                self.results[str(payload["tool_call_id"])] = content
+                self.asked.append(("tool", str(payload["tool_call_id"]), content))
+            elif entry.kind == "model_response":
+                self._answer(payload)
+        if self.answers and not self.calls:
+            raise UserError(
+                f"Run {self.run_id} was not recorded: its journal keeps the assembled answers "
+                "only, not the provider responses a replay streams. Run it on an agent made "
+                "with record_responses=True to record it."
+            )
+        return ReplayModel(self.run_id, self.calls, input=self.input, results=self.results)
+
+    def _started(self, payload: Mapping[str, Any]) -> None:
+        state: Mapping[str, Any] = payload["state"]
+        messages = messages_adapter().validate_python(state.get("messages", []))
+        self.asked = list(asked_in(messages))
+        users = [m for m in messages if isinstance(m, UserMessage)]
+        self.input = _text(users[-1]) if users else ""
+
+    def _answer(self, payload: Mapping[str, Any]) -> None:
+        self.answers += 1
+        if "inserted" in payload:
+            inserted = messages_adapter().validate_python(payload["inserted"])
+            self.asked.extend(_fingerprint(m) for m in inserted if _asks(m))
+        chunks = payload.get("chunks")
+        if chunks is None:
+            return
+        load = stream_chunk_adapter().validate_python
+        self.calls.append(
+            RecordedCall(
+                step=int(payload["step"]),
+                model=str(payload["model"]),
+                chunks=tuple(load(chunk) for chunk in chunks),
+                asked=tuple(sorted(self.asked)),
+            )
+        )
+        self.asked = []
+
+
+def asked_in(messages: Sequence[Message]) -> Asked:
+    """What a request asks: its user and tool messages after the last answer, sorted."""
+    start = len(messages)
+    while start > 0 and not isinstance(messages[start - 1], AssistantMessage):
+        start -= 1
+    return tuple(sorted(_fingerprint(m) for m in messages[start:] if _asks(m)))
+
+
+def _asks(message: Message) -> bool:
+    return isinstance(message, (UserMessage, ToolMessage))
+
+
+def _fingerprint(message: Message) -> tuple[str, str, str]:
+    call_id = message.tool_call_id if isinstance(message, ToolMessage) else ""
+    return (message.role, call_id, _text(message))
+
+
+def _text(message: Message) -> str:
+    content: object = getattr(message, "content", "")
+    if isinstance(content, str):
+        return content
+    parts: list[Any] = list(content) if isinstance(content, list) else []  # pyright: ignore[reportUnknownArgumentType]
+    return "".join(str(getattr(p, "text", f"[{getattr(p, 'type', 'part')}]")) for p in parts)
+
+
+def _show_asked(asked: Asked) -> str:
+    if not asked:
+        return "no new message"
+    shown = [
+        f"{role} {call_id} {_clip(text)!r}" if call_id else f"{role} {_clip(text)!r}"
+        for role, call_id, text in asked
+    ]
+    return "[" + "; ".join(shown) + "]"
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
