@@ -67,6 +67,7 @@ from bastion.tools import (
 from bastion.tools._search import TOOL_SEARCH
 
 from ._as_tool import check_subagents, subagent_tool
+from ._drive import AgentDrive, start_drive
 from ._fallback import FallbackPolicy
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink
@@ -739,6 +740,37 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> RunResult[OutputT]:
         """Continue a journaled run to its end (or next suspension); see :meth:`resume_stream`."""
         return await self.resume_stream(run_id, directive=directive, deps=deps).drain()
+
+    def drive(
+        self,
+        input: str | Sequence[UserPart] | RunState | None = None,
+        *,
+        resume: str | None = None,
+        directive: Directive | None = None,
+        deps: DepsT | None = None,
+        **options: Any,
+    ) -> AgentDrive[OutputT]:
+        """Start (or resume) a run the application drives, deciding each tool call.
+
+        An async generator of the run's events: each tool call's
+        ``tool.approval.requested`` event waits for the value sent next with
+        ``asend``: ``None`` / ``Allow()`` runs the call, ``Rewrite(arguments)`` runs it
+        with other arguments, ``Mock(result)`` skips it with that result, ``Deny(reason)``
+        refuses it. ``async for`` runs every call. The decisions pass the agent's tool
+        gate and journal like approvals (see ``docs/agent-loop.md``).
+
+        Args:
+            input: As for :meth:`stream` (text, content parts, or a kept ``RunState``).
+            resume: The id of a journaled run to continue instead (the agent's store).
+            directive: Decisions on a suspended run's pending approvals.
+            deps: Dependencies for this run.
+            **options: The other options of :meth:`stream` (``message_history``,
+                ``session_id``, ``user_id``, ``tenant_id``, ``metadata``).
+
+        Raises:
+            UserError: As :meth:`stream` and :meth:`resume_stream` do.
+        """
+        return start_drive(self, input, resume, directive, deps, options)
 
     async def _resumed(
         self,
