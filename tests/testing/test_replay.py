@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, tool
-from bastion.core import AgentEvent, UserError
+from bastion.core import AgentEvent, AssistantMessage, TextPart, UserError, UserMessage
 from bastion.stores import Stores, open_store
 from bastion.testing import Call, ReplayModel, ScriptedModel, Turn, VirtualClock
 from bastion.tools import Tool
@@ -104,18 +104,35 @@ async def test_scenario_37_recorded_run_replays_without_live_calls() -> None:
     assert replay.remaining == 0
 
 
-async def test_scenario_37_replay_can_use_recorded_tool_results() -> None:
+async def test_scenario_37_rerun_can_use_recorded_tool_results() -> None:
     # covers scenario-37
     lookup = Lookup()
-    stores, run_id, _, _ = await _recorded(lookup)
+    stores, run_id, original, _ = await _recorded(lookup)
     replay = await ReplayModel.from_run(stores, run_id)
-    agent = _agent(replay, lookup, await _store(), before_tool_call=[replay.recorded_results])
-    events = [e async for e in agent.stream(replay.input)]
+    agent = _agent(ScriptedModel([]), lookup, await _store())
+    events = [e async for e in replay.rerun(agent, recorded_results=True)]
     assert lookup.runs == 1  # only the recorded run ran the tool
     ends = [e for e in events if e.type == "tool.execute.end"]
     assert [e.result for e in ends] == ["Paris: 18 C, sunny"]
+    assert [e.type for e in events] == [e.type for e in original]
     assert events[-1].type == "agent.end"
     assert events[-1].output == "It is 18 C and sunny in Paris."
+
+
+async def test_rerun_starts_from_the_recorded_history_and_metadata() -> None:
+    stores = await _store()
+    agent = _agent(ScriptedModel(["Still sunny."]), Lookup(), stores, record_responses=True)
+    history = [
+        UserMessage(content="Weather in Paris?"),
+        AssistantMessage(parts=[TextPart(text="Sunny.")]),
+    ]
+    first = await agent.run("And now?", message_history=history, metadata={"user": "ana"})
+    replay = await ReplayModel.from_run(stores, first.run_id)
+    again = await replay.rerun(_agent(ScriptedModel([]), Lookup(), await _store())).drain()
+    assert again.output == "Still sunny."
+    assert again.messages[1:] == first.messages[1:]
+    assert again.state is not None
+    assert again.state.metadata == {"user": "ana"}
 
 
 async def test_scenario_37_run_without_recording_is_refused() -> None:

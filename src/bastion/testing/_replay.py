@@ -16,9 +16,10 @@ the run makes more model calls than were recorded) the call fails with
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from bastion.core import (
     AssistantMessage,
@@ -27,6 +28,7 @@ from bastion.core import (
     ModelRequest,
     ScriptExhausted,
     StreamChunk,
+    SystemMessage,
     ToolMessage,
     UserError,
     UserMessage,
@@ -35,6 +37,10 @@ from bastion.core import (
 )
 from bastion.stores import JournalEntry, Stores
 from bastion.tools import Mock, ToolCallRequest
+
+if TYPE_CHECKING:
+    from bastion.agent import Agent, AgentStream
+    from bastion.agent._result import OutputT
 
 __all__ = ["RecordedCall", "ReplayDiverged", "ReplayModel"]
 
@@ -67,15 +73,23 @@ class RecordedCall:
 class ReplayModel(Model):
     """A model that streams a recorded run's answers again, in order.
 
-    Build it with :meth:`from_run` (or :meth:`from_entries`) and give it to the same agent::
+    Build it with :meth:`from_run` (or :meth:`from_entries`) and run the same agent on it
+    with :meth:`rerun` (the recorded input, history and metadata), or yourself::
 
         replay = await ReplayModel.from_run(store, result.run_id)
-        again = await agent.with_model(replay).run(replay.input)
+        again = await replay.rerun(agent).drain()
+        same = await agent.with_model(replay).run(replay.input)  # the same, by hand
+
+    One replay model serves one run at a time; a run that needs more answers than were
+    recorded fails with :class:`ReplayDiverged`.
 
     Attributes:
         run_id: The recorded run.
         calls: The recorded model calls, in order.
         input: The recorded run's input (the text of its last user message).
+        opening: The messages the recorded run started from (system prompt, history,
+            input).
+        metadata: The recorded run's metadata.
         results: The recorded tool results, by tool call id.
     """
 
@@ -86,12 +100,16 @@ class ReplayModel(Model):
         run_id: str,
         calls: Sequence[RecordedCall],
         *,
-        input: str = "",
+        opening: Sequence[Message] = (),
+        metadata: Mapping[str, Any] | None = None,
         results: Mapping[str, str] | None = None,
     ) -> None:
         self.run_id = run_id
         self.calls = tuple(calls)
-        self.input = input
+        self.opening = tuple(opening)
+        users = [m for m in self.opening if isinstance(m, UserMessage)]
+        self.input = _text(users[-1]) if users else ""
+        self.metadata = dict(metadata or {})
         self.results = dict(results or {})
         self._next = 0
         self._show(0)
@@ -158,6 +176,34 @@ class ReplayModel(Model):
             yield chunk
         self._show(index + 1)
 
+    def rerun(
+        self, agent: Agent[Any, OutputT], *, recorded_results: bool = False, deps: Any = None
+    ) -> AgentStream[OutputT]:
+        """A run of ``agent`` on this recording: the recorded input, history and metadata.
+
+        ``recorded_results=True``: tools do not run; each call gets its recorded result
+        (see :meth:`recorded_results`).
+
+        Raises:
+            UserError: The recorded run did not start from a user message.
+        """
+        opening = [m for m in self.opening if not isinstance(m, SystemMessage)]
+        if not opening or not isinstance(opening[-1], UserMessage):
+            raise UserError(
+                f"Run {self.run_id} did not start from a user message: run the agent on the "
+                "replay model yourself, agent.with_model(replay).run(...)."
+            )
+        replaying = agent.with_model(self)
+        if recorded_results:
+            replaying.executor = copy.copy(replaying.executor)
+            replaying.executor.gate = replaying.executor.gate.with_first_hook(self.recorded_results)
+        return replaying.stream(
+            opening[-1].content,
+            message_history=opening[:-1],
+            metadata=self.metadata,
+            deps=deps,
+        )
+
     def recorded_results(self, request: ToolCallRequest) -> Mock | None:
         """A ``before_tool_call`` hook: each call gets its recorded result, the tool never runs.
 
@@ -175,7 +221,8 @@ class _Reader:
         self.calls: list[RecordedCall] = []
         self.results: dict[str, str] = {}
         self.asked: list[tuple[str, str, str]] = []
-        self.input = ""
+        self.opening: list[Message] = []
+        self.metadata: Mapping[str, Any] = {}
         self.answers = 0
 
     def read(self, entries: Sequence[JournalEntry]) -> ReplayModel:
@@ -195,14 +242,21 @@ class _Reader:
                 "only, not the provider responses a replay streams. Run it on an agent made "
                 "with record_responses=True to record it."
             )
-        return ReplayModel(self.run_id, self.calls, input=self.input, results=self.results)
+        return ReplayModel(
+            self.run_id,
+            self.calls,
+            opening=self.opening,
+            metadata=self.metadata,
+            results=self.results,
+        )
 
     def _started(self, payload: Mapping[str, Any]) -> None:
         state: Mapping[str, Any] = payload["state"]
-        messages = messages_adapter().validate_python(state.get("messages", []))
-        self.asked = list(asked_in(messages))
-        users = [m for m in messages if isinstance(m, UserMessage)]
-        self.input = _text(users[-1]) if users else ""
+        if self.opening:
+            return  # a state kept by the caller, resumed: the run opened before
+        self.opening = messages_adapter().validate_python(state.get("messages", []))
+        self.metadata = state.get("metadata") or {}
+        self.asked = list(asked_in(self.opening))
 
     def _answer(self, payload: Mapping[str, Any]) -> None:
         self.answers += 1
@@ -210,7 +264,8 @@ class _Reader:
             inserted = messages_adapter().validate_python(payload["inserted"])
             self.asked.extend(_fingerprint(m) for m in inserted if _asks(m))
         chunks = payload.get("chunks")
-        if chunks is None:
+        if chunks is None:  # not a provider's answer (or not recorded): nothing to replay
+            self.asked = []
             return
         load = stream_chunk_adapter().validate_python
         self.calls.append(

@@ -98,6 +98,7 @@ class ModelCall:
                     for event in governance.drain(run_id, next_seq):
                         yield event
                     if substitute is not None:  # an interrupt decision gave the answer
+                        self.chunks = None  # no provider answered: nothing to record
                         self.response = substitute_response(model, substitute.value)
                         yield TextCompleteEvent(
                             run_id=run_id, seq=next_seq(), text=self.response.message.text
