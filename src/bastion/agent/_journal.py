@@ -49,7 +49,7 @@ from bastion.core import (
     ToolExecuteStartEvent,
     ToolMessage,
     Usage,
-    stream_chunk_adapter,
+    stream_chunks_adapter,
 )
 from bastion.stores import (
     EntryKind,
@@ -443,8 +443,7 @@ class RunJournal:
         if response.incomplete_tool_calls:
             payload["incomplete"] = True
         if chunks is not None:
-            dump = stream_chunk_adapter().dump_python
-            payload["chunks"] = [dump(chunk, mode="json") for chunk in chunks]
+            payload["chunks"] = stream_chunks_adapter().dump_python(list(chunks), mode="json")
         self.append("model_response", payload)
         self.mark = len(messages)
 

@@ -33,7 +33,7 @@ from bastion.core import (
     UserError,
     UserMessage,
     messages_adapter,
-    stream_chunk_adapter,
+    stream_chunks_adapter,
 )
 from bastion.stores import JournalEntry, Stores
 from bastion.tools import Mock, ToolCallRequest
@@ -267,12 +267,11 @@ class _Reader:
         if chunks is None:  # not a provider's answer (or not recorded): nothing to replay
             self.asked = []
             return
-        load = stream_chunk_adapter().validate_python
         self.calls.append(
             RecordedCall(
                 step=int(payload["step"]),
                 model=str(payload["model"]),
-                chunks=tuple(load(chunk) for chunk in chunks),
+                chunks=tuple(stream_chunks_adapter().validate_python(chunks)),
                 asked=tuple(sorted(self.asked)),
             )
         )
