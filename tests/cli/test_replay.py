@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
+
+import pytest
 
 from bastion import Agent
+from bastion.core import UserError
 from bastion.stores import open_store
-from bastion.testing import Call, ScriptedModel, Turn
+from bastion.testing import Call, ReplayModel, ScriptedModel, Turn
 
 from . import scripted_agents
 from .test_runs import AGENTS, cli, store
@@ -60,3 +64,26 @@ def test_replay_of_an_unrecorded_run_exits_2_and_says_why(store: str):
     refused = cli("runs", "replay", run_id, "--agent", f"{AGENTS}:doubler")
     assert refused.exit_code == 2
     assert "was not recorded" in refused.output
+
+
+def test_scenario_37_an_exported_recording_replays_without_the_store(store: str, tmp_path: Path):
+    # covers scenario-37
+    run_id = _recorded_run(store)
+    exported = cli("runs", "export", run_id)
+    assert exported.exit_code == 0, exported.output
+    fixture = tmp_path / "run.jsonl"
+    fixture.write_text(exported.stdout, encoding="utf-8")
+    replay = ReplayModel.from_export(fixture)
+    assert replay.run_id == run_id
+    result = asyncio.run(replay.rerun(scripted_agents.doubler()).drain())
+    assert result.output == "2 doubled is 4 and 21 doubled is 42."
+    assert replay.remaining == 0
+
+
+def test_an_export_that_is_not_one_is_refused(tmp_path: Path):
+    broken = tmp_path / "notes.txt"
+    broken.write_text('{"hello": 1}\n', encoding="utf-8")
+    with pytest.raises(UserError, match=r"notes.txt:1 is not a journal entry"):
+        ReplayModel.from_export(broken)
+    with pytest.raises(UserError, match="Cannot read the run export"):
+        ReplayModel.from_export(tmp_path / "missing.jsonl")

@@ -9,7 +9,7 @@ import pytest
 
 from bastion import Agent, tool
 from bastion.core import AgentEvent, AssistantMessage, TextPart, UserError, UserMessage
-from bastion.stores import Stores, open_store
+from bastion.stores import JournalEntry, Stores, open_store
 from bastion.testing import Call, ReplayModel, ScriptedModel, Turn, VirtualClock
 from bastion.tools import Tool
 
@@ -188,3 +188,17 @@ async def test_scenario_37_other_input_diverges_at_the_first_step() -> None:
     assert result.error is not None
     assert "diverged at step 1" in result.error.message
     assert "'And in Rome?'" in result.error.message
+
+
+async def test_a_run_that_compacted_its_context_is_refused() -> None:
+    stores, run_id, _, _ = await _recorded(Lookup())
+    entries = await stores.journal.read(run_id)
+    compaction = JournalEntry(
+        seq=3,
+        kind="compaction",
+        payload={"event_seq": 9, "messages": [], "spent": []},
+        schema_version=1,
+        recorded_at=entries[2].recorded_at,
+    )
+    with pytest.raises(UserError, match=r"compacted its context .*entry 3"):
+        ReplayModel.from_entries(run_id, [*entries[:2], compaction, *entries[2:]])

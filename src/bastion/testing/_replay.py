@@ -17,9 +17,13 @@ the run makes more model calls than were recorded) the call fails with
 from __future__ import annotations
 
 import copy
+import json
+import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from bastion.core import (
     AssistantMessage,
@@ -142,6 +146,26 @@ class ReplayModel(Model):
             )
         return _Reader(run_id).read(entries)
 
+    @classmethod
+    def from_export(cls, path: str | os.PathLike[str], run_id: str | None = None) -> ReplayModel:
+        """The recording in a file written by ``bastion runs export RUN_ID > file``.
+
+        A recorded run kept as a test fixture replays without the store it ran on.
+        ``run_id`` picks one run of a file that holds several.
+
+        Raises:
+            UserError: The file cannot be read, is not an export, holds no such run (or
+                several runs and no ``run_id``), or the run was not recorded.
+        """
+        lines = _export_lines(Path(path))
+        ids = sorted({str(line.get("run_id")) for line in lines})
+        if run_id is None:
+            if len(ids) != 1:
+                raise UserError(f"{path} holds the runs {ids}: pass run_id= to pick one.")
+            run_id = ids[0]
+        entries = [_entry(line) for line in lines if line.get("run_id") == run_id]
+        return cls.from_entries(run_id, entries)
+
     def _show(self, index: int) -> None:
         """Name the model after the recorded call ``index`` (``step.start`` shows it)."""
         if index < len(self.calls):
@@ -236,6 +260,11 @@ class _Reader:
                 self.asked.append(("tool", str(payload["tool_call_id"]), content))
             elif entry.kind == "model_response":
                 self._answer(payload)
+            elif entry.kind == "compaction":
+                raise UserError(
+                    f"Run {self.run_id} compacted its context (journal entry {entry.seq}): "
+                    "its summary was not recorded, so the run cannot be replayed."
+                )
         if self.answers and not self.calls:
             raise UserError(
                 f"Run {self.run_id} was not recorded: its journal keeps the assembled answers "
@@ -276,6 +305,40 @@ class _Reader:
             )
         )
         self.asked = []
+
+
+def _export_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of an export file, one a line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"Cannot read the run export {str(path)!r}: {exc}.") from exc
+    lines: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise UserError(f"{path}:{number} is not JSON ({exc}): not a run export.") from exc
+        if not isinstance(value, dict) or not {"kind", "payload", "seq"} <= value.keys():
+            raise UserError(
+                f"{path}:{number} is not a journal entry: write the file with "
+                "'bastion runs export RUN_ID'."
+            )
+        lines.append(cast("dict[str, Any]", value))
+    return lines
+
+
+def _entry(line: Mapping[str, Any]) -> JournalEntry:
+    recorded = line.get("recorded_at")
+    return JournalEntry(
+        seq=int(line["seq"]),
+        kind=line["kind"],
+        payload=line["payload"],
+        schema_version=int(line.get("schema_version", 1)),
+        recorded_at=datetime.fromisoformat(recorded) if recorded else datetime.now(UTC),
+    )
 
 
 def asked_in(messages: Sequence[Message]) -> Asked:
