@@ -41,7 +41,7 @@ def _recorded_run(url: str) -> str:
 
 
 def test_scenario_37_replay_prints_the_recorded_run_again(store: str):
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     run_id = _recorded_run(store)
     replayed = cli("runs", "replay", run_id, "--agent", f"{AGENTS}:doubler", "--json")
     assert replayed.exit_code == 0, replayed.output
@@ -54,7 +54,7 @@ def test_scenario_37_replay_prints_the_recorded_run_again(store: str):
 
 
 def test_replay_of_an_unrecorded_run_exits_2_and_says_why(store: str):
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     async def go() -> str:
         async with open_store(store) as stores:
             result = await scripted_agents.doubler().with_store(stores).run("Double.")
@@ -67,7 +67,7 @@ def test_replay_of_an_unrecorded_run_exits_2_and_says_why(store: str):
 
 
 def test_scenario_37_an_exported_recording_replays_without_the_store(store: str, tmp_path: Path):
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     run_id = _recorded_run(store)
     exported = cli("runs", "export", run_id)
     assert exported.exit_code == 0, exported.output

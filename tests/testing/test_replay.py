@@ -84,7 +84,7 @@ async def _recorded(lookup: Lookup) -> tuple[Stores, str, list[AgentEvent], Any]
 
 
 async def test_scenario_37_recorded_run_replays_without_live_calls() -> None:
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     lookup = Lookup()
     stores, run_id, original, first = await _recorded(lookup)
     replay = await ReplayModel.from_run(stores, run_id)
@@ -105,7 +105,7 @@ async def test_scenario_37_recorded_run_replays_without_live_calls() -> None:
 
 
 async def test_scenario_37_rerun_can_use_recorded_tool_results() -> None:
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     lookup = Lookup()
     stores, run_id, original, _ = await _recorded(lookup)
     replay = await ReplayModel.from_run(stores, run_id)
@@ -136,7 +136,7 @@ async def test_rerun_starts_from_the_recorded_history_and_metadata() -> None:
 
 
 async def test_scenario_37_run_without_recording_is_refused() -> None:
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     stores = await _store()
     result = await _agent(_script(), Lookup(), stores).run("What is the weather in Paris?")
     assert result.status == "completed"
@@ -152,7 +152,7 @@ def test_recording_needs_a_store() -> None:
 
 
 async def test_scenario_37_divergent_tool_result_fails_naming_the_step() -> None:
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     lookup = Lookup()
     stores, run_id, _, _ = await _recorded(lookup)
     replay = await ReplayModel.from_run(stores, run_id)
@@ -167,7 +167,7 @@ async def test_scenario_37_divergent_tool_result_fails_naming_the_step() -> None
 
 
 async def test_scenario_37_more_model_calls_than_recorded_fail_clearly() -> None:
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     lookup = Lookup()
     stores, run_id, _, _ = await _recorded(lookup)
     replay = await ReplayModel.from_run(stores, run_id)
@@ -181,7 +181,7 @@ async def test_scenario_37_more_model_calls_than_recorded_fail_clearly() -> None
 
 
 async def test_scenario_37_other_input_diverges_at_the_first_step() -> None:
-    # covers scenario-37
+    # covers SPEC §3.1 scenario 37
     stores, run_id, _, _ = await _recorded(Lookup())
     replay = await ReplayModel.from_run(stores, run_id)
     result = await _agent(replay, Lookup(), await _store()).run("And in Rome?")
