@@ -2,6 +2,7 @@
 
 from ._agent import Agent, HookFlags
 from ._binding import ApprovalMismatch
+from ._drive import AgentDrive, DriveDecision
 from ._fallback import (
     FALLBACK_ERRORS,
     TRANSPORT_ERRORS,
@@ -30,11 +31,13 @@ from ._verifiers import Verdict, Verification, VerifierCheck
 
 __all__ = [
     "Agent",
+    "AgentDrive",
     "AgentHooks",
     "AgentStream",
     "ApprovalMismatch",
     "CircuitBreaker",
     "CircuitState",
+    "DriveDecision",
     "FALLBACK_ERRORS",
     "FallbackPolicy",
     "GuardrailResult",

@@ -69,6 +69,7 @@ from bastion.tools import (
 from bastion.tools._search import TOOL_SEARCH
 
 from ._as_tool import check_subagents, subagent_tool
+from ._drive import AgentDrive, start_drive
 from ._fallback import FallbackPolicy
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink
@@ -224,6 +225,9 @@ class Agent(Generic[DepsT, OutputT]):
             before the run ends), so :meth:`resume` continues the run in any process sharing
             the store without repeating a journaled model call or tool call.
             ``None`` (default): nothing is journaled.
+        record_responses: Also keep each model response as the provider streamed it
+            (every chunk) in the journal, so ``bastion.testing.ReplayModel`` can replay
+            the run without calling the model. Needs a ``store``. Default ``False``.
         session_send_mode: The default ``mode`` of ``send()`` in this agent's sessions
             (:meth:`session`): ``steer`` or ``queue``; a session's ``send_mode`` and a
             call's ``mode`` override it.
@@ -301,6 +305,7 @@ class Agent(Generic[DepsT, OutputT]):
         governor: Governor | None = None,
         governance_events: Literal["decisions", "all", "none"] = "decisions",
         store: Stores | str | None = None,
+        record_responses: bool = False,
         session_send_mode: Literal["steer", "queue"] = "steer",
         context: ContextConfig | None = None,
         runtime: Runtime | None = None,
@@ -507,6 +512,13 @@ class Agent(Generic[DepsT, OutputT]):
         check_subagents(name, self.tools, self.governance)
         self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
         self.store = build_store(store, name)
+        if record_responses and self.store is None:
+            raise UserError(
+                f"Agent {name!r}: record_responses=True keeps the provider responses in "
+                "the run's journal; give the agent a store (store='sqlite:///runs.db')."
+            )
+        self.record_responses = record_responses
+        """Whether runs keep their model responses, chunk by chunk, for replay."""
         self._owns_store = isinstance(store, str)
         self._store_ready = False
         self._progress_stores: Stores | None = None
@@ -750,6 +762,37 @@ class Agent(Generic[DepsT, OutputT]):
         """Continue a journaled run to its end (or next suspension); see :meth:`resume_stream`."""
         return await self.resume_stream(run_id, directive=directive, deps=deps).drain()
 
+    def drive(
+        self,
+        input: str | Sequence[UserPart] | RunState | None = None,
+        *,
+        resume: str | None = None,
+        directive: Directive | None = None,
+        deps: DepsT | None = None,
+        **options: Any,
+    ) -> AgentDrive[OutputT]:
+        """Start (or resume) a run the application drives, deciding each tool call.
+
+        An async generator of the run's events: each tool call's
+        ``tool.approval.requested`` event waits for the value sent next with
+        ``asend``: ``None`` / ``Allow()`` runs the call, ``Rewrite(arguments)`` runs it
+        with other arguments, ``Mock(result)`` skips it with that result, ``Deny(reason)``
+        refuses it. ``async for`` runs every call. The decisions pass the agent's tool
+        gate and journal like approvals (see ``docs/agent-loop.md``).
+
+        Args:
+            input: As for :meth:`stream` (text, content parts, or a kept ``RunState``).
+            resume: The id of a journaled run to continue instead (the agent's store).
+            directive: Decisions on a suspended run's pending approvals.
+            deps: Dependencies for this run.
+            **options: The other options of :meth:`stream` (``message_history``,
+                ``session_id``, ``user_id``, ``tenant_id``, ``metadata``).
+
+        Raises:
+            UserError: As :meth:`stream` and :meth:`resume_stream` do.
+        """
+        return start_drive(self, input, resume, directive, deps, options)
+
     async def _resumed(
         self,
         stream: AgentStream[OutputT],
@@ -907,7 +950,15 @@ class Agent(Generic[DepsT, OutputT]):
             return None
         # A session's run is owned through its session's turn lease (``bastion.sessions``).
         keeper = None if self.session_link is not None else run_keeper(store, run_id, self.clock)
-        return RunJournal(store, run_id, self.name, self._open_store, seq, keeper=keeper)
+        return RunJournal(
+            store,
+            run_id,
+            self.name,
+            self._open_store,
+            seq,
+            keeper=keeper,
+            recording=self.record_responses,
+        )
 
     async def _artifact_stores(self) -> Stores:
         if self.store is not None:

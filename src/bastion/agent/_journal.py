@@ -42,12 +42,14 @@ from bastion.core import (
     Message,
     ModelResponse,
     RunStatus,
+    StreamChunk,
     ToolCall,
     ToolExecuteEndEvent,
     ToolExecuteErrorEvent,
     ToolExecuteStartEvent,
     ToolMessage,
     Usage,
+    stream_chunks_adapter,
 )
 from bastion.stores import (
     EntryKind,
@@ -166,6 +168,8 @@ class RunJournal:
             read it from the store before the first append, for a state the caller kept).
         keeper: The run's lease (``None``: a session's turn owns it), taken before the
             first entry is written and released once the last one is.
+        recording: Keep each answer's stream chunks, as the provider sent them, in its
+            ``model_response`` entry (``chunks``), so the run can be replayed.
     """
 
     __slots__ = (
@@ -183,6 +187,7 @@ class RunJournal:
         "failure",
         "keeper",
         "mark",
+        "recording",
         "run_id",
         "seq",
         "started_seqs",
@@ -198,8 +203,10 @@ class RunJournal:
         seq: int | None = 0,
         *,
         keeper: LeaseKeeper | None = None,
+        recording: bool = False,
     ) -> None:
         self.stores = stores
+        self.recording = recording
         self.keeper = keeper
         self.run_id = run_id
         self.agent = agent
@@ -409,11 +416,17 @@ class RunJournal:
             )
 
     def model_response(
-        self, state: RunState, model: str, response: ModelResponse, event_seq: int
+        self,
+        state: RunState,
+        model: str,
+        response: ModelResponse,
+        event_seq: int,
+        chunks: Sequence[StreamChunk] | None = None,
     ) -> None:
         """``model_response``: the assembled answer, its usage and finish reason.
 
-        Called once the answer is the transcript's last message.
+        Called once the answer is the transcript's last message. ``chunks``: the answer as
+        the provider streamed it, kept when the run records its responses.
         """
         messages = state.messages
         inserted = [m for m in messages[self.mark : -1] if not isinstance(m, ToolMessage)]
@@ -429,6 +442,8 @@ class RunJournal:
             payload["inserted"] = messages_payload(inserted)
         if response.incomplete_tool_calls:
             payload["incomplete"] = True
+        if chunks is not None:
+            payload["chunks"] = stream_chunks_adapter().dump_python(list(chunks), mode="json")
         self.append("model_response", payload)
         self.mark = len(messages)
 

@@ -161,7 +161,7 @@ async def run_loop(
             if window is not None:
                 window.observe(response.usage)
             if journal is not None:  # entry seq: the model call's last event (or step.start)
-                journal.model_response(state, call.model.key, response, event.seq)
+                journal.model_response(state, call.model.key, response, event.seq, call.chunks)
             if agent.session_link is not None:  # a session's step ends here, before its tools
                 await agent.session_link.after_model_call(scope.ctx, response)
             if flags.after_llm_call:

@@ -1,4 +1,4 @@
-"""``bastion runs list|show|resume|export``: the journaled runs of a store.
+"""``bastion runs list|show|resume|replay|export``: the journaled runs of a store.
 
 The store is ``--store URL``, else ``BASTION_STORE``, else the SQLite file
 ``./.bastion/bastion.db`` (as :func:`bastion.stores.open_store` chooses). Exit codes follow
@@ -23,6 +23,7 @@ from rich.text import Text
 from bastion.agent import RunResult, run_state_to_json
 from bastion.core import BastionError, UserError
 from bastion.stores import DEFAULT_STORE_URL, STORE_ENV, JournalEntry, RunRecord, Stores, open_store
+from bastion.testing import ReplayModel
 
 from ._common import EXIT_INTERRUPTED, EXIT_USAGE, console, error, or_exit, stream_run
 from ._decisions import (
@@ -43,7 +44,7 @@ _T = TypeVar("_T")
 
 runs_app = typer.Typer(
     name="runs",
-    help="Journaled runs in the store: list, show, resume and export them.",
+    help="Journaled runs in the store: list, show, resume, replay and export them.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -259,6 +260,48 @@ def resume(  # noqa: PLR0917 (typer options)
     )
     if result is not None and result.status == "awaiting_approval":
         explain_suspension(result, agent_spec, store, output)
+    raise typer.Exit(code)
+
+
+@runs_app.command()
+def replay(  # noqa: PLR0917 (typer options)
+    run_id: Annotated[str, _RUN_ID],
+    agent_spec: Annotated[
+        str,
+        typer.Option(
+            "--agent",
+            metavar="MODULE:ATTR",
+            help="The run's agent, as for 'bastion run': 'pkg.module:agent' or "
+            "'path/to/file.py:agent'.",
+            show_default=False,
+        ),
+    ],
+    recorded_results: Annotated[
+        bool,
+        typer.Option(
+            "--recorded-results",
+            help="Do not run the tools: give each call its recorded result.",
+        ),
+    ] = False,
+    json_lines: Annotated[
+        bool, typer.Option("--json", help="Print every event as one JSON line.")
+    ] = False,
+    plain: Annotated[bool, _PLAIN] = False,
+    store: Annotated[str | None, _STORE] = None,
+) -> None:
+    """Run a recorded run again from its recorded model answers, without calling a model.
+
+    The run must have been recorded (Agent(..., record_responses=True)). The replay is a
+    new run, kept in memory only; it fails, naming the step, where the agent now asks
+    something the recording does not hold (exit code 1).
+    """
+    agent = or_exit(lambda: load_agent(agent_spec))
+    recording = _with_store(store, lambda stores: ReplayModel.from_run(stores, run_id))
+    output = "json" if json_lines else "plain" if plain else "auto"
+    scratch = agent.with_store("memory://") if agent.store is not None else agent
+    code, _ = stream_run(
+        scratch, lambda: recording.rerun(scratch, recorded_results=recorded_results), output
+    )
     raise typer.Exit(code)
 
 

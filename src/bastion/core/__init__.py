@@ -121,6 +121,7 @@ from ._serde import (
     messages_adapter,
     part_adapter,
     stream_chunk_adapter,
+    stream_chunks_adapter,
     usage_adapter,
 )
 from ._usage import Usage
@@ -239,6 +240,7 @@ __all__ = [
     "part_adapter",
     "resolve_sandbox",
     "stream_chunk_adapter",
+    "stream_chunks_adapter",
     "text_of",
     "usage_adapter",
 ]

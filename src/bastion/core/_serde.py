@@ -26,6 +26,7 @@ __all__ = [
     "messages_adapter",
     "part_adapter",
     "stream_chunk_adapter",
+    "stream_chunks_adapter",
     "usage_adapter",
 ]
 
@@ -70,6 +71,14 @@ def stream_chunk_adapter() -> TypeAdapter[StreamChunk]:
     from pydantic import Field, TypeAdapter
 
     return TypeAdapter[StreamChunk](Annotated[StreamChunk, Field(discriminator="type")])
+
+
+@cache
+def stream_chunks_adapter() -> TypeAdapter[list[StreamChunk]]:
+    """Return the adapter for a list of model :data:`StreamChunk` (a recorded answer)."""
+    from pydantic import Field, TypeAdapter
+
+    return TypeAdapter[list[StreamChunk]](list[Annotated[StreamChunk, Field(discriminator="type")]])
 
 
 @cache

@@ -5,8 +5,21 @@ from typing import TYPE_CHECKING
 from ._clock import LaterClock, VirtualClock
 from ._isolated import isolated_store
 from ._journal import ForwardingJournal
+from ._matchers import ANY, Matcher, contains, regex, where
 from ._models import Call, FunctionModel, ScriptedModel, Turn, TurnLike
+from ._replay import RecordedCall, ReplayDiverged, ReplayModel
 from ._runtime import CommandHandler, ExecCall, InMemoryRuntime
+from ._trajectory import (
+    ExpectedCall,
+    ExpectedFinal,
+    FinalStep,
+    ToolStep,
+    TrajectoryMode,
+    assert_trajectory,
+    call,
+    final,
+    trajectory,
+)
 
 if TYPE_CHECKING:
     from ._mcp import fake_mcp_server
@@ -14,25 +27,42 @@ if TYPE_CHECKING:
     from ._store_conformance import ProcessStoreConformance, StoreConformance
 
 __all__ = [
+    "ANY",
     "Call",
     "CommandHandler",
     "ExecCall",
+    "ExpectedCall",
+    "ExpectedFinal",
+    "FinalStep",
     "ForwardingJournal",
     "FunctionModel",
     "InMemoryRuntime",
     "LaterClock",
+    "Matcher",
     "ModelConformance",
     "ProcessStoreConformance",
+    "RecordedCall",
+    "ReplayDiverged",
+    "ReplayModel",
     "SCENARIOS",
     "Scenario",
     "ScenarioSpec",
     "ScriptedModel",
     "StoreConformance",
+    "ToolStep",
+    "TrajectoryMode",
     "Turn",
     "TurnLike",
     "VirtualClock",
+    "assert_trajectory",
+    "call",
+    "contains",
     "fake_mcp_server",
+    "final",
     "isolated_store",
+    "regex",
+    "trajectory",
+    "where",
 ]
 
 

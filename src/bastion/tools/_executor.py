@@ -456,6 +456,10 @@ class ToolBatch:
             reason=decision.reason if isinstance(decision, Ask) else None,
             step=self._ctx.step,
         )
+        on_approval = gate.approval.on_approval
+        asks = on_approval is not None and interactive
+        if asks and self._hooks is not None:  # durable before anyone sees the question
+            await self._hooks.before_approval(request)
         yield ToolApprovalRequestedEvent(
             run_id=self._ctx.run_id,
             seq=self._next_seq(),
@@ -465,13 +469,10 @@ class ToolBatch:
             classification=request.classification,
             reason=request.reason,
         )
-        on_approval = gate.approval.on_approval
-        if on_approval is None or not interactive:
+        if not asks:
             p.pending = request
             self.pending.append(request)
             return
-        if self._hooks is not None:
-            await self._hooks.before_approval(request)
         decided, timed_out = await self._ask(request)
         for event in self._apply_decision(p, decided, timed_out=timed_out):
             yield event

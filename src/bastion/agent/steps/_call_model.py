@@ -31,6 +31,7 @@ from bastion.core import (
     ReasoningDeltaEvent,
     ResponseAssembler,
     SensitivityRefused,
+    StreamChunk,
     TextChunk,
     TextCompleteEvent,
     TextDeltaEvent,
@@ -49,13 +50,18 @@ __all__ = ["ModelCall"]
 class ModelCall:
     """One step's model call. Iterate :meth:`events`, then read :attr:`response`."""
 
-    __slots__ = ("_models", "_request", "_scope", "model", "response")
+    __slots__ = ("_models", "_request", "_scope", "chunks", "model", "response")
 
     def __init__(self, scope: RunScope, request: ModelRequest, model: Model) -> None:
         self._scope = scope
         self._request = request
         self.response: ModelResponse | None = None
         self.model = model
+        # The answer's chunks as the provider sent them, kept when the run records them.
+        journal = scope.journal
+        self.chunks: list[StreamChunk] | None = (
+            [] if journal is not None and journal.recording else None
+        )
         agent = scope.agent
         if model is scope.pinned_model:  # named explicitly: never swapped for a fallback
             self._models: tuple[Model, ...] = (model,)
@@ -93,6 +99,7 @@ class ModelCall:
                     for event in governance.drain(run_id, next_seq):
                         yield event
                     if substitute is not None:  # an interrupt decision gave the answer
+                        self.chunks = None  # no provider answered: nothing to record
                         self.response = substitute_response(model, substitute.value)
                         yield TextCompleteEvent(
                             run_id=run_id, seq=next_seq(), text=self.response.message.text
@@ -103,12 +110,17 @@ class ModelCall:
                 names: dict[str, str] = {}
                 emitted = False
                 chunks = model.stream(self._request)
+                kept = self.chunks
+                if kept is not None:
+                    kept.clear()  # a retried or fallen-back call records its last attempt
                 try:
                     if len(model.accepts_sensitivity) < 3:
                         _check_sensitivity(model, self._request)  # before anything is sent
                     try:
                         async for chunk in chunks:
                             add(chunk)
+                            if kept is not None:
+                                kept.append(chunk)
                             if isinstance(chunk, TextChunk):
                                 event: AgentEvent = TextDeltaEvent(
                                     run_id=run_id, seq=next_seq(), delta=chunk.text

@@ -1,0 +1,118 @@
+"""Value matchers for trajectory assertions: ``ANY``, ``contains``, ``regex``, ``where``.
+
+An expected value is either a plain value (compared with ``==``; dicts and lists are
+compared item by item, so they may hold matchers) or a :class:`Matcher`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
+
+from bastion.core import UserError
+
+__all__ = ["ANY", "Matcher", "contains", "mismatch", "regex", "show", "where"]
+
+
+class Matcher:
+    """Decides whether an actual value is the expected one; shown as ``description``."""
+
+    __slots__ = ("_test", "description")
+
+    def __init__(self, test: Callable[[Any], bool], description: str) -> None:
+        self._test = test
+        self.description = description
+
+    def matches(self, value: Any) -> bool:
+        """Whether ``value`` matches (a test that raises does not match)."""
+        try:
+            return bool(self._test(value))
+        except Exception:
+            return False
+
+    def __repr__(self) -> str:
+        return self.description
+
+
+ANY = Matcher(lambda _: True, "ANY")
+"""Matches any value (the argument or result must still be present)."""
+
+
+def contains(needle: Any, *, ignore_case: bool = False) -> Matcher:
+    """Matches a string holding ``needle``, or a list / dict holding it as item / key."""
+    if ignore_case and not isinstance(needle, str):
+        raise UserError(f"contains({needle!r}, ignore_case=True) needs a string.")
+
+    def test(value: Any) -> bool:
+        if ignore_case:
+            return isinstance(value, str) and needle.casefold() in value.casefold()
+        return needle in value
+
+    suffix = ", ignore_case=True" if ignore_case else ""
+    return Matcher(test, f"contains({needle!r}{suffix})")
+
+
+def regex(pattern: str | re.Pattern[str]) -> Matcher:
+    """Matches a string in which ``pattern`` is found (``re.search``)."""
+    compiled = re.compile(pattern)
+    return Matcher(
+        lambda value: isinstance(value, str) and compiled.search(value) is not None,
+        f"regex({compiled.pattern!r})",
+    )
+
+
+def where(predicate: Callable[[Any], bool], description: str | None = None) -> Matcher:
+    """Matches a value for which ``predicate`` returns true."""
+    if not callable(predicate):
+        raise UserError(f"where() needs a function of the value, got {predicate!r}.")
+    name = getattr(predicate, "__name__", "predicate")
+    return Matcher(predicate, description or f"where({name})")
+
+
+def mismatch(expected: Any, actual: Any, path: str = "") -> str | None:
+    """Why ``actual`` is not ``expected`` (``None`` when it is), naming the place."""
+    where_ = f" at {path}" if path else ""
+    if isinstance(expected, Matcher):
+        ok = expected.matches(actual)
+        return None if ok else f"expected {expected!r}{where_}, got {show(actual)}"
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return _mapping_mismatch(
+            cast("Mapping[str, Any]", expected), cast("Mapping[str, Any]", actual), path
+        )
+    if _is_list(expected) and _is_list(actual):
+        wanted, got = cast("Sequence[Any]", expected), cast("Sequence[Any]", actual)
+        if len(wanted) != len(got):
+            return f"expected {len(wanted)} item(s){where_}, got {show(actual)}"
+        for index, (item, value) in enumerate(zip(wanted, got, strict=True)):
+            reason = mismatch(item, value, f"{path}[{index}]")
+            if reason is not None:
+                return reason
+        return None
+    return None if expected == actual else f"expected {show(expected)}{where_}, got {show(actual)}"
+
+
+def _mapping_mismatch(
+    expected: Mapping[str, Any], actual: Mapping[str, Any], path: str
+) -> str | None:
+    for key, value in expected.items():
+        place = f"{path}.{key}" if path else str(key)
+        if key not in actual:
+            return f"missing {place}"
+        reason = mismatch(value, actual[key], place)
+        if reason is not None:
+            return reason
+    extra = sorted(str(k) for k in actual.keys() - expected.keys())
+    if extra and path:  # nested objects are compared whole
+        return f"unexpected {', '.join(f'{path}.{k}' for k in extra)}"
+    return None
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A short ``repr`` for messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "…" + text[-3:]
