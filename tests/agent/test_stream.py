@@ -137,7 +137,7 @@ async def _drain(run: object) -> list[str]:
     from bastion import AgentStream
 
     assert isinstance(run, AgentStream)
-    return brief([e async for e in run])  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    return brief([e async for e in run])
 
 
 async def test_abort_before_start_yields_start_and_end_only() -> None:

@@ -291,7 +291,7 @@ class Agent(Generic[DepsT, OutputT]):
         runtime: Runtime | None = None,
         sandbox: bool | SandboxConfig | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(name, str) or not name.strip():
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
         if model is None:  # pyright: ignore[reportUnnecessaryComparison]
             raise UserError(f"Agent {name!r} needs a model.")
@@ -300,7 +300,7 @@ class Agent(Generic[DepsT, OutputT]):
         check_positive("tool_event_queue_depth", tool_event_queue_depth, name)
         check_positive("tool_cache_size", tool_cache_size, name)
         check_sandbox_setting(sandbox, f"Agent {name!r}")
-        if runtime is not None and not isinstance(runtime, Runtime):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if runtime is not None and not isinstance(runtime, Runtime):
             raise UserError(
                 f"Agent {name!r}: runtime must implement bastion.core.Runtime "
                 f"(e.g. LocalRuntime('.')), got {runtime!r}."
@@ -767,12 +767,12 @@ class Agent(Generic[DepsT, OutputT]):
                     f"Run {run_id} has ended with status {state.status!r}; "
                     "there is nothing to decide."
                 )
-            stream._bind(self._scope(state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
+            stream._bind(self._scope(state, deps, governed=False))
             yield _end_event(state)
             return
         if state.status == "awaiting_approval" and directive is None:
             # Nothing decided: the run stays suspended, and its result says what waits.
-            stream._bind(self._scope(state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
+            stream._bind(self._scope(state, deps, governed=False))
             yield _end_event(state)
             return
         if state.status == "awaiting_approval":
@@ -794,7 +794,7 @@ class Agent(Generic[DepsT, OutputT]):
                 )
             scope = self._scope(state, deps, journal)
             events = run_loop(scope, None, None, recovery=replayed.recovery)
-        stream._bind(scope)  # pyright: ignore[reportPrivateUsage]
+        stream._bind(scope)
         async with aclosing(events):
             async for event in events:
                 yield event
@@ -1072,7 +1072,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _on_done(self, stream: AgentStream[Any]) -> None:
         self._live.discard(stream)
-        journal = stream._scope.journal  # pyright: ignore[reportPrivateUsage]
+        journal = stream._scope.journal
         if journal is not None and journal.keeper is not None:
             journal.keeper.stop()  # closed before its end: the lease lapses, nothing renews it
 

@@ -70,7 +70,7 @@ def subagent_tool(
     """
     tool_name = agent.name if name is None else name
     owner = f"Agent {agent.name!r}: as_tool()"
-    if not isinstance(tool_name, str) or not _TOOL_NAME.match(tool_name):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(tool_name, str) or not _TOOL_NAME.match(tool_name):
         raise UserError(
             f"{owner} needs a tool name of 1-128 letters, digits, '.', '_' or '-'; got "
             f"{tool_name!r}. Pass as_tool(name='...')."

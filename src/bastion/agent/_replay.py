@@ -179,7 +179,7 @@ class _Fold:
             self.final = ModelResponse(
                 message=message,
                 usage=usage,
-                finish_reason=payload.get("finish_reason", "stop"),  # pyright: ignore[reportArgumentType]
+                finish_reason=payload.get("finish_reason", "stop"),
                 model=str(payload["model"]),
             )
 

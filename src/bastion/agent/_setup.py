@@ -72,7 +72,7 @@ def build_context(config: ContextConfig | None, model: Model, name: str) -> Cont
     """The agent's compaction settings for ``model`` (``None`` without a config)."""
     if config is None:
         return None
-    if not isinstance(config, ContextConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(config, ContextConfig):
         raise UserError(f"Agent {name!r}: context must be a ContextConfig, got {config!r}.")
     given = config.summarizer
     summarizer = model if given is None else resolve_model(given, "context summarizer")
@@ -82,7 +82,7 @@ def build_context(config: ContextConfig | None, model: Model, name: str) -> Cont
 def resolve_model(model: Model | str, what: str) -> Model:
     if isinstance(model, Model):
         return model
-    if isinstance(model, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(model, str):
         from bastion.providers import resolve_model
 
         return resolve_model(model)
@@ -154,7 +154,7 @@ def build_governance(
 def build_store(store: Stores | str | None, name: str) -> Stores | None:
     if store is None or isinstance(store, Stores):
         return store
-    if isinstance(store, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(store, str):
         return open_store(store)  # parses only: connecting waits for the first run
     raise UserError(
         f"Agent {name!r}: store must be a Stores (bastion.stores.open_store) or a store URL "
@@ -163,5 +163,5 @@ def build_store(store: Stores | str | None, name: str) -> Stores | None:
 
 
 def check_positive(field: str, value: int, name: str) -> None:
-    if not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(value, int) or value < 1:
         raise UserError(f"Agent {name!r}: {field} must be an integer >= 1, got {value!r}.")

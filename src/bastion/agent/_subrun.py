@@ -205,7 +205,7 @@ class SubagentCall:
             picked = await picked
         chosen = list(picked)
         for message in chosen:
-            if not isinstance(message, _MESSAGE_TYPES):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(message, _MESSAGE_TYPES):
                 raise ToolError(
                     f"input_filter of sub-agent {self.agent.name!r} returned {message!r}, "
                     "not a message; return a list of bastion.core messages."

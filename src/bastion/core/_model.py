@@ -98,7 +98,7 @@ class ModelSettings:
                 f"ModelSettings.timeout must be a positive number of seconds, got {timeout!r}."
             )
         choice = self.tool_choice
-        if choice is not None and (not isinstance(choice, str) or not choice.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if choice is not None and (not isinstance(choice, str) or not choice.strip()):
             raise UserError(
                 "ModelSettings.tool_choice must be 'auto', 'required', 'none' or a tool name, "
                 f"got {choice!r}."

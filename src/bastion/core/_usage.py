@@ -55,7 +55,7 @@ class Usage:
         return self.cached_read_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(other, Usage):
             return NotImplemented
         if self.cost_usd is None and other.cost_usd is None:
             cost = None

@@ -426,6 +426,6 @@ def check_session_entry(
 
 def check_key(key: str, what: str) -> None:
     """Raise UserError on an empty identifier, or one no store can encode."""
-    if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(key, str) or not key:
         raise UserError(f"{what} must be a non-empty string, got {key!r}.")
     check_text(key, what)

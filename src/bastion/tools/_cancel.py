@@ -44,7 +44,7 @@ class InlineCall(Generic[T]):
                 try:
                     yielded = coro.send(sent) if thrown is None else coro.throw(thrown)
                 except StopIteration as done:
-                    return done.value  # pyright: ignore[reportAny]
+                    return done.value
                 if timer is None and isinstance(thrown, asyncio.CancelledError):
                     timer = _start_grace(self, self._grace)  # it went on after a cancel
                 sent, thrown = None, None

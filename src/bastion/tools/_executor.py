@@ -459,8 +459,8 @@ class ToolBatch:
         async def ask() -> Any:
             answer = on_approval(request, self._ctx)
             if isinstance(answer, Awaitable):
-                answer = await answer  # pyright: ignore[reportUnknownVariableType]
-            return answer  # pyright: ignore[reportUnknownVariableType]
+                answer = await answer
+            return answer
 
         try:
             answer = await within(self._executor.clock, approval.timeout, ask())
@@ -518,7 +518,7 @@ class ToolBatch:
         p.invalid = None
         fixed = repair(p.call, error)
         if isinstance(fixed, Awaitable):
-            fixed = await fixed  # pyright: ignore[reportUnknownVariableType]
+            fixed = await fixed
         if fixed is None:
             return
         arguments = fixed if isinstance(fixed, str) else json.dumps(fixed, separators=(",", ":"))

@@ -351,7 +351,7 @@ def _warn_unlimited(name: str) -> None:
 
 def _stacklevel() -> int:
     """The ``stacklevel`` pointing at the first frame outside the ``bastion`` package."""
-    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    frame = sys._getframe(1)
     level = 1
     while frame is not None and frame.f_globals.get("__name__", "").startswith("bastion."):
         frame = frame.f_back

@@ -419,7 +419,7 @@ class ToolRegistry(Mapping[str, Tool]):
                 arguments = json.dumps(example.input)
             except (TypeError, ValueError) as exc:
                 raise UserError(f"{where}: examples[{i}].input is not JSON: {exc}.") from None
-            if not isinstance(example.input, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(example.input, dict):
                 raise UserError(f"{where}: examples[{i}].input must be a dict of arguments.")
             try:
                 t.validator.validate(arguments)

@@ -443,7 +443,7 @@ def _first_param_is_ctx(fn: Callable[..., Any]) -> bool:
 
 def _stacklevel() -> int:
     """The ``stacklevel`` that makes a warning point at the first frame outside this package."""
-    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    frame = sys._getframe(1)
     level = 1
     while frame is not None and frame.f_globals.get("__name__", "").startswith("bastion.tools"):
         frame = frame.f_back
