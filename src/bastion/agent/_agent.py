@@ -158,7 +158,7 @@ class Agent(Generic[DepsT, OutputT]):
         model_tier_map: Models for the tiers ``fast``, ``balanced`` and ``smart`` that
             tools (``tool(preferred_model=...)``) and the agent may prefer.
         preferred_model: A tier or ``"provider:model"`` the agent prefers over ``model``
-            when no tool hint applies (SPEC G-85 precedence).
+            when no tool hint applies (a ``prepare_step`` override beats both).
         approval: How calls needing approval are decided: a callback, or (by default)
             suspending the run with status ``awaiting_approval`` until a
             :class:`~bastion.tools.Directive` resumes it.
@@ -360,8 +360,8 @@ class Agent(Generic[DepsT, OutputT]):
             self.tools.get(TOOL_SEARCH) if self.deferred_definitions else None
         )
         self.tool_sources = ToolSources(sources, self.registry)
-        # Result limits (SPEC T-18): read_result joins the tools when a tool may spill or
-        # result_readers are given (G-39, G-45); the limiter is the last result processor.
+        # Result limits: read_result joins the tools when a tool may spill or result_readers
+        # are given, so the model can page what was cut; the limiter is the last processor.
         fast = (model_tier_map or {}).get("fast")
         summarizer = summary_model if summary_model is not None else fast
         self.result_limiter = ResultLimiter(
@@ -385,7 +385,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.tool_definitions: tuple[ToolDefinition, ...] = tuple(
             t.definition() for t in self.tools.values() if not t.defer_loading
         )
-        # Code mode (SPEC G-46): only code_execute and code_search are advertised; the
+        # Code mode: only code_execute and code_search are advertised; the
         # real tools stay in ``self.tools`` for the executor, reachable from scripts.
         self.code_mode = build_code_mode(tool_invocation, code_mode, self.tools, approval, name)
         if self.code_mode is not None:
@@ -490,7 +490,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._store_ready = False
         self._progress_stores: Stores | None = None
         self.progress = Progress(self._artifact_stores, name)
-        """Progress artifacts (G-06) in the agent's store (in memory when it has none)."""
+        """Progress artifacts, notes runs leave for later runs, in the agent's store (or memory)."""
         self.session_link: SessionLink | None = None
         """Set on a session's copy of the agent (``bastion.sessions``), else ``None``."""
         self.session_send_mode: Literal["steer", "queue"] = session_send_mode
@@ -541,7 +541,7 @@ class Agent(Generic[DepsT, OutputT]):
         input_filter: InputFilter | None = None,
         side_effect_class: SideEffectClass | None = None,
     ) -> Tool:
-        """This agent as a tool another agent's model can call: a sub-agent (SPEC S-28).
+        """This agent as a tool another agent's model can call: a sub-agent run inside the call.
 
         The model calls it with ``{"input": "<task>"}``. The sub-agent runs on that input
         alone (no parent history unless ``input_filter`` builds some), with the parent

@@ -1,4 +1,4 @@
-"""``Agent.as_tool``: an agent offered to another agent's model as a tool (SPEC C14, D1, S-28).
+"""``Agent.as_tool``: an agent offered to another agent's model as a tool.
 
 Builds the :class:`~bastion.tools.Tool` (its schema ``{"input": str}``, its side-effect
 class, its governance key ``agent:<name>``) around a :class:`~bastion.agent._subrun.SubagentCall`,

@@ -1,4 +1,4 @@
-"""``agent.progress``: progress artifacts (G-06) in the agent's store.
+"""``agent.progress``: progress artifacts (notes runs leave for later runs) in the agent's store.
 
 A long task leaves notes for whoever continues it — a later run, another process, a human:
 what was done, what is next. Each note is an :class:`~bastion.stores.Artifact` written

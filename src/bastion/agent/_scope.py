@@ -88,7 +88,7 @@ class RunScope:
         self.abort: AbortRequest | None = None
         self.cancel_sent = False
         self.ending = False
-        self.model_hint: str | None = None  # set by the tools a step ran (G-83)
+        self.model_hint: str | None = None  # preferred by the tools a step ran, for the next step
         # The run's governance; None (no cost) when the agent has no policies or budget.
         self.governance = governance
         self.unreported: list[tuple[ToolCall, ToolOutcome | None]] = []

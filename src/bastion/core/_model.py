@@ -329,7 +329,7 @@ class Model(ABC):
     Subclasses implement :meth:`stream`. ``provider`` and ``name`` form the model's key
     ``"<provider>:<name>"``, used for usage attribution and as the governance oracle key
     ``llm:<provider>:<name>``. ``accepts_sensitivity`` lists the data tiers the provider
-    may receive (SPEC G-08); by default every tier.
+    may receive; by default every tier.
 
     ``stream`` must honour ``request.settings.stream``: when it is ``False``, make one
     non-streaming call and yield the whole answer as chunks (the same kinds, in the same

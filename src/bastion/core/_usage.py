@@ -1,4 +1,4 @@
-"""Token and cost accounting (SPEC C2)."""
+"""Token and cost accounting, per model and summed over a run."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Governance: one policy gate for model calls, tool calls, sub-agents and user actions.
 
 Oracles with hierarchical keys, two-phase policy resolution, limits in time windows,
-mutable limits and interrupts, snapshot/restore of counters (SPEC §1.2 L ids,
-ARCHITECTURE §4). See ``docs/governance.md``.
+mutable limits and interrupts, snapshot/restore of counters. See ``docs/governance.md``.
 """
 
 from ._constraints import max_cycles, max_depth, max_loop

@@ -232,7 +232,7 @@ class SessionInfo:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Artifact:
-    """A progress artifact (G-06): UTF-8 text a run leaves for itself or its successors.
+    """A progress artifact: UTF-8 text a run leaves for itself or its successors.
 
     Attributes:
         artifact_id: Unique identifier.

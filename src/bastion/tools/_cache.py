@@ -1,4 +1,4 @@
-"""Per-tool result cache for tools with a ``cache_ttl`` (SPEC C8), one per agent.
+"""Per-tool result cache for tools with a ``cache_ttl``, one per agent.
 
 Called by the executor (``ToolBatch.execute``): before running a call of a tool with a
 positive ``cache_ttl`` it looks the call up by its canonical arguments; a fresh entry is

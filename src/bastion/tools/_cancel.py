@@ -1,4 +1,4 @@
-"""Awaiting a lone async tool call in the run's own task, with a hard-kill (SPEC T-11).
+"""Awaiting a lone async tool call in the run's own task, with a hard-kill.
 
 Calls that run beside others go in tasks of their own and are abandoned after the grace
 window (``abandon``); a lone call is awaited in place (no task per call) by

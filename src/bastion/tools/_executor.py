@@ -1,4 +1,4 @@
-"""Dispatches the tool calls of one step (SPEC C4, G-21, G-29..G-32, T-05..T-07, T-11).
+"""Dispatches the tool calls of one step: gate, parallel or sequential runs, timeouts, abort.
 
 Every call first passes the gate (``_gate.py``): name-level deny, validation (with one
 repair round), ``before_tool_call`` hooks, the approval requirement and its resolution.

@@ -1,4 +1,4 @@
-"""The ``Tool`` type and the ``@tool`` factory (SPEC C8, T-01, T-23, A-30, S-28).
+"""The ``Tool`` type and the ``@tool`` factory.
 
 A tool is built from a typed Python function (sync, async, or an async generator that
 streams progress), from a function taking one pydantic model (``args_model=``), or from a

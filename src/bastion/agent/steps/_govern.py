@@ -1,4 +1,4 @@
-"""Govern: what the loop does with the governor's verdicts (SPEC L-20..L-32, A-22, C3).
+"""Govern: what the loop does with the governor's verdicts.
 
 Called only when the agent has governance (``scope.governance`` is set):
 

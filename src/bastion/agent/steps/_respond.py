@@ -58,7 +58,7 @@ def begin_step(scope: RunScope) -> ModelRequest:
 
 
 async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
-    """The model of this step, by the precedence of SPEC G-85 (see ``_tiers``).
+    """The model of this step, by the precedence ladder in ``_tiers``.
 
     A ``prepare_step`` that returns :class:`StepOverrides` also changes this step's
     request: settings, ``tool_choice`` and the advertised tools.
@@ -83,7 +83,10 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
 
 
 def tool_hint(scope: RunScope, calls: Sequence[ToolCall]) -> str | None:
-    """The model preference of the tools a step called, for the next step (G-83, T-25)."""
+    """The model preference of the tools a step called, for the next step.
+
+    Of several tools' hints, the strongest tier wins.
+    """
     tiers = scope.agent.tiers
     assert tiers is not None  # only called when the agent has tier hints
     tools = scope.agent.tools
