@@ -15,52 +15,29 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
-from bastion.context import Compaction, ContextConfig
 from bastion.core import (
     AgentEndEvent,
-    AgentEvent,
-    Clock,
-    EventBus,
-    Message,
-    Model,
     ModelSettings,
-    OutputMode,
     RunContext,
     Runtime,
-    SandboxConfig,
     SystemClock,
     ToolDefinition,
     UserError,
-    UserPart,
     new_id,
 )
 from bastion.core._context import DepsT
 from bastion.core._runtime import check_sandbox_setting
-from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
 from bastion.observability import ToolAudit
 from bastion.security import INBOUND_POLICIES
-from bastion.stores import Stores
 from bastion.tools import (
-    ApprovalConfig,
-    BeforeToolCall,
-    CodeModeConfig,
-    CollisionStrategy,
-    Directive,
-    Embedder,
-    InboundPolicy,
     InboundSanitizer,
-    RepairHook,
     ResultLimiter,
-    ResultProcessor,
     ResultReader,
-    SideEffectClass,
     SpillStore,
-    Tool,
     ToolCache,
     ToolExecutor,
     ToolGate,
     ToolRegistry,
-    ToolSource,
     add_tool_search,
     tool_search_tool,
 )
@@ -69,7 +46,6 @@ from bastion.tools._search import TOOL_SEARCH
 from ._as_tool import check_subagents, subagent_tool
 from ._fallback import FallbackPolicy
 from ._guardrails import InputGuardrail, OutputGuardrail
-from ._hooks import AgentHooks, LoopHooks, SessionLink
 from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
@@ -78,7 +54,7 @@ from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
 from ._replay import load_run
-from ._result import OutputT, RunResult
+from ._result import OutputT
 from ._retry import RetryConfig
 from ._scope import RunScope
 from ._setup import (
@@ -94,12 +70,43 @@ from ._sources import ToolSources, split_sources
 from ._state import RunState
 from ._step_overrides import TOOL_CHOICE_MODES
 from ._stream import AgentStream, check_capacity
-from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
+from ._subrun import ANCESTRY, INVOCATION
 from ._tiers import TierResolver
 from .steps._approvals import check_directive
 
 if TYPE_CHECKING:
+    from bastion.context import Compaction, ContextConfig
+    from bastion.core import (
+        AgentEvent,
+        Clock,
+        EventBus,
+        Message,
+        Model,
+        OutputMode,
+        SandboxConfig,
+        UserPart,
+    )
+    from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
     from bastion.sessions import Session
+    from bastion.stores import Stores
+    from bastion.tools import (
+        ApprovalConfig,
+        BeforeToolCall,
+        CodeModeConfig,
+        CollisionStrategy,
+        Directive,
+        Embedder,
+        InboundPolicy,
+        RepairHook,
+        ResultProcessor,
+        SideEffectClass,
+        Tool,
+        ToolSource,
+    )
+
+    from ._hooks import AgentHooks, LoopHooks, SessionLink
+    from ._result import RunResult
+    from ._subrun import ExposeTurns, ForwardEvents, InputFilter
 
 __all__ = ["Agent", "HookFlags"]
 

@@ -14,21 +14,24 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError
-from bastion.governance import key_ancestry
-from bastion.tools import ModelArgsValidator, SideEffectClass, Tool
+from bastion.tools import ModelArgsValidator, Tool
 
 from ._subrun import (
     EXPOSE_TURNS,
     FORWARD_EVENTS,
-    ExposeTurns,
-    ForwardEvents,
-    InputFilter,
     SubagentCall,
 )
 
 if TYPE_CHECKING:
+    from bastion.tools import SideEffectClass
+
     from ._agent import Agent
     from ._governance import AgentGovernance
+    from ._subrun import (
+        ExposeTurns,
+        ForwardEvents,
+        InputFilter,
+    )
 
 __all__ = ["check_subagents", "subagent_tool"]
 
@@ -92,6 +95,8 @@ def subagent_tool(
             f"{owner}: side_effect_class must be one of "
             f"{', '.join(map(repr, _SIDE_EFFECT_CLASSES))}, got {side_effect_class!r}."
         )
+    from bastion.governance import key_ancestry  # governance loads when an agent uses it
+
     oracle_key = f"agent:{agent.name}"
     key_ancestry(oracle_key)  # a name the governor cannot key raises UserError here
     text = description if description is not None else agent.description

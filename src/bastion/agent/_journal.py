@@ -36,12 +36,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import (
-    AgentEvent,
     AssistantMessage,
     BastionError,
     Message,
-    ModelResponse,
-    RunStatus,
     ToolCall,
     ToolExecuteEndEvent,
     ToolExecuteErrorEvent,
@@ -50,23 +47,32 @@ from bastion.core import (
     Usage,
 )
 from bastion.stores import (
-    EntryKind,
     JournalConflict,
     LeaseHeld,
-    LeaseKeeper,
     LeaseLost,
     NewEntry,
     RunBusy,
     StoreError,
-    Stores,
 )
-from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
+from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, ToolOutcome
 
 from ._binding import ApprovalMismatch, call_digest
 from ._state import RunState
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
+
+    from bastion.core import (
+        AgentEvent,
+        ModelResponse,
+        RunStatus,
+    )
+    from bastion.stores import (
+        EntryKind,
+        LeaseKeeper,
+        Stores,
+    )
+    from bastion.tools import Directive, Tool, ToolBatch
 
 __all__ = [
     "COMMIT_DELAY",

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.context import TranscriptGuard
-from bastion.core import Clock, OutputMode, RunContext, ToolCall
-from bastion.tools import ToolOutcome
-
-from ._state import RunState
 
 if TYPE_CHECKING:
+    from bastion.core import Clock, OutputMode, RunContext, ToolCall
+    from bastion.tools import ToolOutcome
+
     from ._agent import Agent
     from ._context import RunWindow
     from ._governance import RunGovernance
     from ._journal import RunJournal
+    from ._state import RunState
 
 __all__ = ["AbortRequest", "RunAborted", "RunScope", "live_scope"]
 

@@ -9,23 +9,28 @@ loop yields their events itself, so no event crosses an extra frame.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from bastion.agent._hooks import maybe_await
-from bastion.agent._scope import RunScope
 from bastion.agent._step_overrides import StepOverrides, apply_overrides, check_tool_choice
 from bastion.core import (
-    AgentEvent,
     Model,
-    ModelRequest,
-    ModelResponse,
     StepEndEvent,
-    ToolCall,
     ToolCallIncompleteEvent,
 )
-from bastion.providers import resolve_model
 
-from ._call_model import ModelCall
 from ._prepare import build_request
+
+if TYPE_CHECKING:
+    from bastion.agent._scope import RunScope
+    from bastion.core import (
+        AgentEvent,
+        ModelRequest,
+        ModelResponse,
+        ToolCall,
+    )
+
+    from ._call_model import ModelCall
 
 __all__ = [
     "after_llm_call",
@@ -71,7 +76,11 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
             apply_overrides(request, override)
             override = override.model
         if override is not None:
-            return override if isinstance(override, Model) else resolve_model(override)
+            if isinstance(override, Model):
+                return override
+            from bastion.providers import resolve_model  # only for a "provider:model" name
+
+            return resolve_model(override)
     tiers = agent.tiers
     if tiers is not None:
         hint, scope.model_hint = scope.model_hint, None
