@@ -90,7 +90,7 @@ def _s1_agent(governed: bool) -> Any:
     from bastion import Agent, tool
     from bastion.governance import Budget
 
-    from ._bastion import _model  # pyright: ignore[reportPrivateUsage]
+    from ._bastion import _model
     from ._script import INSTRUCTIONS, SCENARIO, TOOLS
 
     config: dict[str, Any] = {}

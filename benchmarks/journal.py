@@ -31,7 +31,7 @@ from bastion.core import RunStatus
 from bastion.stores import JournalEntry, JournalStore, NewEntry, Stores
 from bastion.testing import Call, ForwardingJournal, ScriptedModel, Turn
 
-from .stores import _backend  # pyright: ignore[reportPrivateUsage]
+from .stores import _backend
 
 RUNS = 200
 ROUNDS = 3

@@ -120,7 +120,7 @@ async def catalogue(count: int = 10_000) -> dict[str, float]:
     for _ in range(5):
         agent = Agent("big", model=ScriptedModel([Turn(text="x")]), tools=[])
         start = time.perf_counter()
-        built = server._build_tools(wire)  # pyright: ignore[reportPrivateUsage]
+        built = server._build_tools(wire)
         agent.registry.set_source("source:catalogue", built)
         registered = time.perf_counter() - start
         agent.sync_tool_views()

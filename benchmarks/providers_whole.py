@@ -26,7 +26,7 @@ import httpx
 from bastion.core import ModelRequest, ModelSettings, UserMessage
 from bastion.providers import resolve_model
 
-from .providers import (  # pyright: ignore[reportPrivateUsage]
+from .providers import (
     CHUNKS,
     REPEATS,
     _anthropic,

@@ -46,8 +46,8 @@ from bastion.sessions import StepDone, TurnEnd
 from bastion.stores import Stores
 from bastion.testing import Call, ScriptedModel, Turn
 
-from .s4 import _peak_rss  # pyright: ignore[reportPrivateUsage]
-from .stores import _backend, _pct  # pyright: ignore[reportPrivateUsage]
+from .s4 import _peak_rss
+from .stores import _backend, _pct
 
 SESSIONS = 1_000
 COMPARE = 100

@@ -29,7 +29,7 @@ from bastion.core import ModelRequest, ToolMessage
 from bastion.governance import Limit
 from bastion.testing import Call, FunctionModel, Turn
 
-from ._bastion import _model  # pyright: ignore[reportPrivateUsage]
+from ._bastion import _model
 from ._script import EXPECTED_OUTPUT, INSTRUCTIONS, PROMPT, SCENARIO, TOOLS
 
 EXPECTED = EXPECTED_OUTPUT["loop_async"]

@@ -134,11 +134,12 @@ async def test_concurrent_runs_are_isolated() -> None:
 
 async def test_max_concurrent_runs_rejects_then_accepts() -> None:
     # covers SPEC §3.1 scenario 5
-    gate = asyncio.Event()
+    gate, started = asyncio.Event(), asyncio.Event()
 
     @tool(side_effect_class="read_only")
     async def wait() -> str:
         """Wait for the gate."""
+        started.set()
         await gate.wait()
         return "open"
 
@@ -146,7 +147,7 @@ async def test_max_concurrent_runs_rejects_then_accepts() -> None:
     agent = Agent("a", model=model, tools=[wait], max_concurrent_runs=1)
     first_run = agent.stream("one")
     first = asyncio.create_task(_drain(first_run))
-    await _until_tool_started(first_run)
+    await started.wait()  # the first run is in flight, inside its tool
     with pytest.raises(ConcurrentRunError, match="max_concurrent_runs=1"):
         await agent.run("two")
     gate.set()
@@ -170,15 +171,6 @@ def test_run_sync_outside_and_inside_a_loop() -> None:
 async def _drain(run: AgentStream[Any]) -> None:
     async for _ in run:
         pass
-
-
-async def _until_tool_started(run: AgentStream[Any]) -> None:
-    """Let the consumer task run until the run is in flight (no sleeping: just yields)."""
-    for _ in range(100):
-        if run.running:
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("the run never started")
 
 
 async def test_event_bus_sees_every_event_of_stream_and_run() -> None:

@@ -342,7 +342,7 @@ def test_bad_approval_config_is_a_user_error() -> None:
     with pytest.raises(UserError, match="timeout_action"):
         ApprovalConfig(timeout_action="maybe")  # type: ignore[arg-type]
     with pytest.raises(UserError, match="policy must be"):
-        ApprovalConfig(policy="some")  # type: ignore[arg-type]
+        ApprovalConfig(policy="some")
 
 
 def test_run_state_json_rejects_what_it_cannot_load() -> None:

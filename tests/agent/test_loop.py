@@ -8,7 +8,7 @@ import pytest
 
 from bastion import Agent, RunContext, tool
 from bastion.core import AgentEvent, ToolMessage, UserError
-from bastion.testing import Call, ScriptedModel, Turn
+from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
 
 from .conftest import brief, kinds
 
@@ -289,15 +289,17 @@ async def test_tool_timeout_is_a_timeout_error_result() -> None:
     # covers C19 (seconds), T-11
     never = asyncio.Event()
 
-    @tool(side_effect_class="read_only", timeout=0.001)
+    @tool(side_effect_class="read_only", timeout=30)
     async def hang() -> str:
         """Never finish."""
         await never.wait()
         return "impossible"
 
     model = ScriptedModel([Turn(tool_calls=[Call("hang")]), "gave up"])
-    result = await Agent("a", model=model, tools=[hang]).run("go")
+    clock = VirtualClock()  # the 30 s pass on the virtual clock, at once
+    result = await Agent("a", model=model, tools=[hang], clock=clock).run("go")
     assert result.tool_calls[0].error_kind == "timeout"
+    assert 30 in clock.sleeps
     assert result.output == "gave up"
 
 

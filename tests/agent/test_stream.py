@@ -137,7 +137,7 @@ async def _drain(run: object) -> list[str]:
     from bastion import AgentStream
 
     assert isinstance(run, AgentStream)
-    return brief([e async for e in run])  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    return brief([e async for e in run])
 
 
 async def test_abort_before_start_yields_start_and_end_only() -> None:
@@ -154,13 +154,16 @@ async def test_external_cancellation_is_not_swallowed() -> None:
     model = ScriptedModel([Turn(text=[f"{i} " for i in range(1000)])])
     run = Agent("a", model=model).stream("go")
 
+    streaming = asyncio.Event()
+    hold = asyncio.Event()  # never set: the consumer sits mid-stream until cancelled
+
     async def consume() -> None:
         async for _ in run:
-            await asyncio.sleep(0)
+            streaming.set()
+            await hold.wait()
 
     task = asyncio.create_task(consume())
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await streaming.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

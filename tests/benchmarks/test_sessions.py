@@ -6,7 +6,7 @@ benchmark still drives real sessions end to end (no timing is asserted).
 
 from __future__ import annotations
 
-from benchmarks.sessions import Figures, _child, report  # pyright: ignore[reportPrivateUsage]
+from benchmarks.sessions import Figures, _child, report
 
 
 async def test_a_small_run_is_checked_and_reported() -> None:

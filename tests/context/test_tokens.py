@@ -79,7 +79,7 @@ def test_counts_are_cached_per_text():
     text = "a long tool result " * 1000
     first = counter.count_text(text)
     calls: list[str] = []
-    counter._encode = lambda t: calls.append(t) or 0  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+    counter._encode = lambda t: calls.append(t) or 0
     assert counter.count_text(text) == first
     assert calls == []
 

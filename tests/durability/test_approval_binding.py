@@ -225,7 +225,7 @@ async def test_an_edit_given_live_reaches_the_transcript_and_survives_a_replay(
     cut = [e.kind for e in entries].index("tool_result") + 1
     crashed = new_id("run")
     copied = [NewEntry(kind=e.kind, payload=e.payload) for e in entries[:cut]]
-    copied[0].payload["state"]["run_id"] = crashed  # pyright: ignore[reportIndexIssue, reportCallIssue, reportArgumentType]
+    copied[0].payload["state"]["run_id"] = crashed  # pyright: ignore[reportIndexIssue]
     async with open_store(store_url) as stores:
         await stores.journal.append(crashed, copied, expected_seq=0, agent="binder")
     model2 = ScriptedModel(["Done."])

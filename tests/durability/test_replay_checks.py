@@ -50,7 +50,7 @@ async def _crashed_copy(url: str, effects: list[str]) -> str:
         copied = [NewEntry(kind=e.kind, payload=e.payload) for e in entries[:4]]
         for entry in copied:  # the copy is a run of its own
             if entry.kind == "run_started":
-                entry.payload["state"]["run_id"] = run_id  # pyright: ignore[reportIndexIssue, reportCallIssue, reportArgumentType]
+                entry.payload["state"]["run_id"] = run_id  # pyright: ignore[reportIndexIssue]
         await stores.journal.append(run_id, copied, expected_seq=0, agent="writer")
     return run_id
 

@@ -24,7 +24,7 @@ from bastion.core import AssistantMessage, Message, ToolMessage, UserMessage, ne
 from bastion.sessions import Session
 
 from ._owner_worker import build_agent
-from .test_ownership import _line, _start  # pyright: ignore[reportPrivateUsage]
+from .test_ownership import _line, _start
 
 PROCESSES = 2
 SESSIONS = 2

@@ -29,7 +29,7 @@ async def test_an_http_server_gets_the_headers_and_streams_progress(
     progress = [e.message for e in events if isinstance(e, ToolExecuteProgressEvent)]
     assert progress == ["step 1", "step 2"]
     (sent,) = [e for e in events if e.type == "tool.execute.end" and e.tool_name == "authorization"]
-    assert '"result":"Bearer t0ken"' in sent.result  # type: ignore[union-attr]
+    assert '"result":"Bearer t0ken"' in sent.result
     assert events[-1].status == "completed"  # type: ignore[union-attr]
 
 
@@ -47,7 +47,7 @@ async def test_two_hundred_concurrent_calls_share_one_connection(http_demo: Http
     async def call(i: int) -> int:
         with anyio.fail_after(60):  # each request in its own cancel scope, as a web app's
             result = await server.call_tool("add", {"a": i, "b": 1})
-        return int(result.structured_content["result"])  # type: ignore[index]
+        return int(result.structured_content["result"])
 
     try:
         answers = await asyncio.gather(*(asyncio.create_task(call(i)) for i in range(200)))
@@ -92,7 +92,7 @@ async def test_a_server_that_cannot_be_reached_is_a_typed_event_not_a_crashed_ru
         events = [e async for e in agent.stream("go")]
     errors = [e for e in events if e.type == "tool.source.error"]
     assert len(errors) == 1
-    assert "nowhere" in errors[0].message  # type: ignore[union-attr]
+    assert "nowhere" in errors[0].message
     assert events[-1].status == "completed"  # type: ignore[union-attr]
     assert not [e for e in events if isinstance(e, ToolExecuteErrorEvent)]
 
@@ -132,4 +132,4 @@ async def test_a_legacy_sse_server_serves_tools_and_progress():
         "step 2",
     ]
     (added,) = [e for e in events if e.type == "tool.execute.end" and e.tool_name == "add"]
-    assert '"result":3' in added.result  # type: ignore[union-attr]
+    assert '"result":3' in added.result

@@ -91,7 +91,7 @@ async def test_a_server_that_dies_mid_call_fails_that_call_and_restarts_for_the_
 async def test_a_server_killed_with_sigkill_is_restarted_by_the_next_call(stdio_demo: Make):
     server = stdio_demo(idempotent=["pid"])  # safe to send again if the first send was lost
     first = await server.call_tool("pid")
-    os.kill(int(first.structured_content["result"]), signal.SIGKILL)  # type: ignore[index]
+    os.kill(int(first.structured_content["result"]), signal.SIGKILL)
     second = await server.call_tool("pid")
     assert second.structured_content != first.structured_content
     assert not second.is_error

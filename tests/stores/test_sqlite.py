@@ -105,9 +105,9 @@ async def test_queued_writes_share_one_commit_and_a_failing_one_undoes_only_itse
     from bastion.stores import _sqlite_db
 
     groups: list[int] = []
-    run_group = _sqlite_db._run_group  # pyright: ignore[reportPrivateUsage]
+    run_group = _sqlite_db._run_group
 
-    def counted(conn: sqlite3.Connection, group: list[_sqlite_db._Job]) -> None:  # pyright: ignore[reportPrivateUsage]
+    def counted(conn: sqlite3.Connection, group: list[_sqlite_db._Job]) -> None:
         groups.append(len(group))
         run_group(conn, group)
 

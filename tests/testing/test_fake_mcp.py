@@ -58,7 +58,7 @@ async def test_a_fake_server_serves_tools_errors_progress_and_resources():
     oslo, atlantis, rain, note = replies
     assert '"celsius":12' in oslo.result  # type: ignore[union-attr]
     assert atlantis.type == "tool.execute.error"
-    assert "no such city" in atlantis.message  # type: ignore[union-attr]
+    assert "no such city" in atlantis.message
     assert "2 days of rain" in rain.result  # type: ignore[union-attr]
     assert "Bring an umbrella." in note.result  # type: ignore[union-attr]
 

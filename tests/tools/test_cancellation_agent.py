@@ -42,13 +42,11 @@ def lines(events: list[AgentEvent]) -> list[str]:
     return out
 
 
-async def until(condition: Callable[[], bool]) -> None:
-    """Let the loop run until ``condition()`` holds (bounded: a broken test fails, not hangs)."""
-    for _ in range(10_000):
-        if condition():
-            return
-        await asyncio.sleep(0)
-    raise AssertionError("the condition never held")
+async def settled() -> None:
+    """Wait until every task the run left behind has ended (an abandoned call returning)."""
+    left = other_tasks()
+    if left:
+        await asyncio.wait(left, timeout=5)
 
 
 @tool(side_effect_class="pure")
@@ -136,8 +134,7 @@ async def test_an_async_tool_that_swallows_cancellation_is_abandoned(with_quick:
     # Beside another call it runs in a task of its own, abandoned: it lives on until it
     # returns; then nothing is left behind.
     await finished.wait()
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await settled()
     assert other_tasks() == set()
     assert run.result.status == "aborted"  # what the tool returned late changed nothing
     assert tool_messages(run)[-1] == ("s", ABORTED, True)
@@ -177,8 +174,7 @@ async def test_a_sync_tool_blocked_in_a_thread_does_not_hold_the_run(with_quick:
     assert run.result.status == "aborted"
     assert tool_messages(run)[-1] == ("b", ABORTED, True)
     await asyncio.to_thread(done.wait)
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await settled()
     assert other_tasks() == set()
 
 
@@ -205,9 +201,12 @@ async def test_a_per_tool_timeout_runs_on_the_agents_clock() -> None:
     rows: list[object] = []
     agent.audit.subscribe(rows.append)
     run = asyncio.create_task(agent.run("go"))
-    await until(lambda: clock.pending == 4)  # two tools and their two deadlines
+    await clock.wait_for_sleepers(4)  # two tools and their two deadlines
     clock.advance(3)
-    await until(lambda: clock.pending == 2)  # "ok" returned, its deadline cancelled ...
+    for _ in range(10_000):  # "ok" returns and its deadline is cancelled ...
+        if clock.pending == 2:
+            break
+        await asyncio.sleep(0)
     for _ in range(10):  # ... and its call finished (a few loop turns), before time moves
         await asyncio.sleep(0)
     clock.advance(2)

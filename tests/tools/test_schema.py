@@ -111,7 +111,7 @@ def test_run_context_not_first_is_rejected():
 
 def test_bare_run_context_first_is_detected():
     #
-    def fine(ctx: RunContext, n: int) -> None: ...  # pyright: ignore[reportMissingTypeArgument]
+    def fine(ctx: RunContext, n: int) -> None: ...
 
     validator, takes_ctx, _ = function_schema(fine)
     assert takes_ctx

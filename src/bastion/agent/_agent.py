@@ -15,53 +15,30 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
-from bastion.context import Compaction, ContextConfig
 from bastion.core import (
     AgentEndEvent,
-    AgentEvent,
-    Clock,
-    EventBus,
-    Message,
-    Model,
     ModelSettings,
-    OutputMode,
     RunContext,
     Runtime,
-    SandboxConfig,
     SystemClock,
     ToolDefinition,
     UserError,
-    UserPart,
     new_id,
 )
 from bastion.core._context import DepsT
 from bastion.core._runtime import check_sandbox_setting
-from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
 from bastion.observability import ToolAudit
 from bastion.security import INBOUND_POLICIES
-from bastion.stores import Stores
 from bastion.tools import (
-    ApprovalConfig,
-    BeforeToolCall,
-    CodeModeConfig,
-    CollisionStrategy,
-    Directive,
-    Embedder,
-    InboundPolicy,
     InboundSanitizer,
-    RepairHook,
     ResultLimiter,
-    ResultProcessor,
     ResultReader,
-    SideEffectClass,
     SpillStore,
-    Tool,
     ToolCache,
     ToolExecutor,
     ToolGate,
     ToolRegistry,
     ToolRetry,
-    ToolSource,
     add_tool_search,
     check_tool_retry,
     tool_search_tool,
@@ -72,7 +49,6 @@ from ._as_tool import check_subagents, subagent_tool
 from ._drive import AgentDrive, start_drive
 from ._fallback import FallbackPolicy
 from ._guardrails import InputGuardrail, OutputGuardrail
-from ._hooks import AgentHooks, LoopHooks, SessionLink
 from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
@@ -82,7 +58,7 @@ from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
 from ._replay import load_run
-from ._result import OutputT, RunResult
+from ._result import OutputT
 from ._retry import RetryConfig
 from ._scope import RunScope
 from ._setup import (
@@ -98,13 +74,44 @@ from ._sources import ToolSources, split_sources
 from ._state import RunState
 from ._step_overrides import TOOL_CHOICE_MODES
 from ._stream import AgentStream, check_capacity
-from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
+from ._subrun import ANCESTRY, INVOCATION
 from ._tiers import TierResolver
 from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
 
 if TYPE_CHECKING:
+    from bastion.context import Compaction, ContextConfig
+    from bastion.core import (
+        AgentEvent,
+        Clock,
+        EventBus,
+        Message,
+        Model,
+        OutputMode,
+        SandboxConfig,
+        UserPart,
+    )
+    from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
     from bastion.sessions import Session
+    from bastion.stores import Stores
+    from bastion.tools import (
+        ApprovalConfig,
+        BeforeToolCall,
+        CodeModeConfig,
+        CollisionStrategy,
+        Directive,
+        Embedder,
+        InboundPolicy,
+        RepairHook,
+        ResultProcessor,
+        SideEffectClass,
+        Tool,
+        ToolSource,
+    )
+
+    from ._hooks import AgentHooks, LoopHooks, SessionLink
+    from ._result import RunResult
+    from ._subrun import ExposeTurns, ForwardEvents, InputFilter
 
 __all__ = ["Agent", "HookFlags"]
 
@@ -164,7 +171,7 @@ class Agent(Generic[DepsT, OutputT]):
         model_tier_map: Models for the tiers ``fast``, ``balanced`` and ``smart`` that
             tools (``tool(preferred_model=...)``) and the agent may prefer.
         preferred_model: A tier or ``"provider:model"`` the agent prefers over ``model``
-            when no tool hint applies (SPEC G-85 precedence).
+            when no tool hint applies (a ``prepare_step`` override beats both).
         approval: How calls needing approval are decided: a callback, or (by default)
             suspending the run with status ``awaiting_approval`` until a
             :class:`~bastion.tools.Directive` resumes it.
@@ -314,7 +321,7 @@ class Agent(Generic[DepsT, OutputT]):
         loop_detection: LoopDetection | None = None,
         tool_retry: ToolRetry | None = _DEFAULT_TOOL_RETRY,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(name, str) or not name.strip():
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
         if model is None:  # pyright: ignore[reportUnnecessaryComparison]
             raise UserError(f"Agent {name!r} needs a model.")
@@ -323,7 +330,7 @@ class Agent(Generic[DepsT, OutputT]):
         check_positive("tool_event_queue_depth", tool_event_queue_depth, name)
         check_positive("tool_cache_size", tool_cache_size, name)
         check_sandbox_setting(sandbox, f"Agent {name!r}")
-        if runtime is not None and not isinstance(runtime, Runtime):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if runtime is not None and not isinstance(runtime, Runtime):
             raise UserError(
                 f"Agent {name!r}: runtime must implement bastion.core.Runtime "
                 f"(e.g. LocalRuntime('.')), got {runtime!r}."
@@ -385,8 +392,8 @@ class Agent(Generic[DepsT, OutputT]):
             self.tools.get(TOOL_SEARCH) if self.deferred_definitions else None
         )
         self.tool_sources = ToolSources(sources, self.registry)
-        # Result limits (SPEC T-18): read_result joins the tools when a tool may spill or
-        # result_readers are given (G-39, G-45); the limiter is the last result processor.
+        # Result limits: read_result joins the tools when a tool may spill or result_readers
+        # are given, so the model can page what was cut; the limiter is the last processor.
         fast = (model_tier_map or {}).get("fast")
         summarizer = summary_model if summary_model is not None else fast
         self.result_limiter = ResultLimiter(
@@ -410,7 +417,7 @@ class Agent(Generic[DepsT, OutputT]):
         self.tool_definitions: tuple[ToolDefinition, ...] = tuple(
             t.definition() for t in self.tools.values() if not t.defer_loading
         )
-        # Code mode (SPEC G-46): only code_execute and code_search are advertised; the
+        # Code mode: only code_execute and code_search are advertised; the
         # real tools stay in ``self.tools`` for the executor, reachable from scripts.
         self.code_mode = build_code_mode(tool_invocation, code_mode, self.tools, approval, name)
         if self.code_mode is not None:
@@ -523,7 +530,7 @@ class Agent(Generic[DepsT, OutputT]):
         self._store_ready = False
         self._progress_stores: Stores | None = None
         self.progress = Progress(self._artifact_stores, name)
-        """Progress artifacts (G-06) in the agent's store (in memory when it has none)."""
+        """Progress artifacts, notes runs leave for later runs, in the agent's store (or memory)."""
         self.session_link: SessionLink | None = None
         """Set on a session's copy of the agent (``bastion.sessions``), else ``None``."""
         self.session_send_mode: Literal["steer", "queue"] = session_send_mode
@@ -574,7 +581,7 @@ class Agent(Generic[DepsT, OutputT]):
         input_filter: InputFilter | None = None,
         side_effect_class: SideEffectClass | None = None,
     ) -> Tool:
-        """This agent as a tool another agent's model can call: a sub-agent (SPEC S-28).
+        """This agent as a tool another agent's model can call: a sub-agent run inside the call.
 
         The model calls it with ``{"input": "<task>"}``. The sub-agent runs on that input
         alone (no parent history unless ``input_filter`` builds some), with the parent
@@ -831,12 +838,12 @@ class Agent(Generic[DepsT, OutputT]):
                     f"Run {run_id} has ended with status {state.status!r}; "
                     "there is nothing to decide."
                 )
-            stream._bind(self._scope(state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
+            stream._bind(self._scope(state, deps, governed=False))
             yield _end_event(state)
             return
         if state.status == "awaiting_approval" and directive is None:
             # Nothing decided: the run stays suspended, and its result says what waits.
-            stream._bind(self._scope(state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
+            stream._bind(self._scope(state, deps, governed=False))
             yield _end_event(state)
             return
         if state.status == "awaiting_approval":
@@ -858,7 +865,7 @@ class Agent(Generic[DepsT, OutputT]):
                 )
             scope = self._scope(state, deps, journal)
             events = run_loop(scope, None, None, recovery=replayed.recovery)
-        stream._bind(scope)  # pyright: ignore[reportPrivateUsage]
+        stream._bind(scope)
         async with aclosing(events):
             async for event in events:
                 yield event
@@ -1144,7 +1151,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _on_done(self, stream: AgentStream[Any]) -> None:
         self._live.discard(stream)
-        journal = stream._scope.journal  # pyright: ignore[reportPrivateUsage]
+        journal = stream._scope.journal
         if journal is not None and journal.keeper is not None:
             journal.keeper.stop()  # closed before its end: the lease lapses, nothing renews it
 

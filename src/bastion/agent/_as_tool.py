@@ -1,4 +1,4 @@
-"""``Agent.as_tool``: an agent offered to another agent's model as a tool (SPEC C14, D1, S-28).
+"""``Agent.as_tool``: an agent offered to another agent's model as a tool.
 
 Builds the :class:`~bastion.tools.Tool` (its schema ``{"input": str}``, its side-effect
 class, its governance key ``agent:<name>``) around a :class:`~bastion.agent._subrun.SubagentCall`,
@@ -14,21 +14,24 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError
-from bastion.governance import key_ancestry
-from bastion.tools import ModelArgsValidator, SideEffectClass, Tool
+from bastion.tools import ModelArgsValidator, Tool
 
 from ._subrun import (
     EXPOSE_TURNS,
     FORWARD_EVENTS,
-    ExposeTurns,
-    ForwardEvents,
-    InputFilter,
     SubagentCall,
 )
 
 if TYPE_CHECKING:
+    from bastion.tools import SideEffectClass
+
     from ._agent import Agent
     from ._governance import AgentGovernance
+    from ._subrun import (
+        ExposeTurns,
+        ForwardEvents,
+        InputFilter,
+    )
 
 __all__ = ["check_subagents", "subagent_tool"]
 
@@ -70,7 +73,7 @@ def subagent_tool(
     """
     tool_name = agent.name if name is None else name
     owner = f"Agent {agent.name!r}: as_tool()"
-    if not isinstance(tool_name, str) or not _TOOL_NAME.match(tool_name):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(tool_name, str) or not _TOOL_NAME.match(tool_name):
         raise UserError(
             f"{owner} needs a tool name of 1-128 letters, digits, '.', '_' or '-'; got "
             f"{tool_name!r}. Pass as_tool(name='...')."
@@ -92,6 +95,8 @@ def subagent_tool(
             f"{owner}: side_effect_class must be one of "
             f"{', '.join(map(repr, _SIDE_EFFECT_CLASSES))}, got {side_effect_class!r}."
         )
+    from bastion.governance import key_ancestry  # governance loads when an agent uses it
+
     oracle_key = f"agent:{agent.name}"
     key_ancestry(oracle_key)  # a name the governor cannot key raises UserError here
     text = description if description is not None else agent.description

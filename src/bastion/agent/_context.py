@@ -21,10 +21,6 @@ from typing import TYPE_CHECKING
 
 from bastion.context import (
     CalibratedCounter,
-    Compaction,
-    ContextConfig,
-    ResultKeeper,
-    TokenCounter,
     TokenLedger,
     compact,
     token_counter,
@@ -33,17 +29,26 @@ from bastion.core import (
     AssistantMessage,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
-    Message,
-    Model,
     ModelRequest,
     SystemMessage,
     ToolMessage,
-    Usage,
     UserError,
     UserMessage,
 )
 
 if TYPE_CHECKING:
+    from bastion.context import (
+        Compaction,
+        ContextConfig,
+        ResultKeeper,
+        TokenCounter,
+    )
+    from bastion.core import (
+        Message,
+        Model,
+        Usage,
+    )
+
     from ._governance import RunGovernance
     from ._scope import RunScope
 

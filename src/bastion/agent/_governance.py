@@ -20,19 +20,23 @@ from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from bastion.core import GovernanceEvent, Model, ModelRequest, RunContext, ToolCall, Usage
+from bastion.core import GovernanceEvent
 from bastion.governance import (
     Denied,
-    Governor,
     InterruptRequired,
     PolicyExceeded,
-    Substitute,
-    signal_data,
 )
-from bastion.tools import Ask, Deny, Mock, Tool, ToolCallDecision
+from bastion.tools import Ask, Deny, Mock
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
+
+    from bastion.core import Model, ModelRequest, RunContext, ToolCall, Usage
+    from bastion.governance import (
+        Governor,
+        Substitute,
+    )
+    from bastion.tools import Tool, ToolCallDecision
 
 __all__ = [
     "GOVERNANCE_EVENTS",
@@ -40,7 +44,6 @@ __all__ = [
     "RunGovernance",
     "held_calls",
     "model_key",
-    "signal_data",
 ]
 
 GOVERNANCE_EVENTS = ("decisions", "all", "none")

@@ -1,4 +1,4 @@
-"""Input and output guardrails with pass / block / warn / rewrite (SPEC C5, A-23..A-25).
+"""Input and output guardrails with pass / block / warn / rewrite.
 
 A guardrail is a function (sync or async) of ``(ctx, value)``: the input text for input
 guardrails, the parsed output for output guardrails. It may return a

@@ -1,7 +1,7 @@
 """Hooks: observers of a run (``AgentHooks``) and decision points in the loop (``LoopHooks``).
 
 Subclass and override what you need; methods may be sync or async. Only overridden methods
-are called, so unused hooks cost nothing (A-17..A-22).
+are called, so unused hooks cost nothing.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ class LoopHooks:
         """Return a model (or ``"provider:model"``) for this step, or None for the usual choice.
 
         Return :class:`StepOverrides` to also change this step's ``tool_choice``, settings
-        or advertised tools. A model given here beats every other model preference (SPEC
-        G-85); fallback models still apply.
+        or advertised tools. A model given here beats every other model preference (tool
+        hints, the agent's preferred model); fallback models still apply.
         """
 
     def before_llm_call(

@@ -36,13 +36,9 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import (
-    AgentEvent,
     AssistantMessage,
     BastionError,
     Message,
-    ModelResponse,
-    RunStatus,
-    StreamChunk,
     ToolCall,
     ToolExecuteEndEvent,
     ToolExecuteErrorEvent,
@@ -52,23 +48,33 @@ from bastion.core import (
     stream_chunks_adapter,
 )
 from bastion.stores import (
-    EntryKind,
     JournalConflict,
     LeaseHeld,
-    LeaseKeeper,
     LeaseLost,
     NewEntry,
     RunBusy,
     StoreError,
-    Stores,
 )
-from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
+from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, ToolOutcome
 
 from ._binding import ApprovalMismatch, call_digest
 from ._state import RunState
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
+
+    from bastion.core import (
+        AgentEvent,
+        ModelResponse,
+        RunStatus,
+        StreamChunk,
+    )
+    from bastion.stores import (
+        EntryKind,
+        LeaseKeeper,
+        Stores,
+    )
+    from bastion.tools import Directive, Tool, ToolBatch
 
 __all__ = [
     "COMMIT_DELAY",

@@ -9,27 +9,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
+from typing import TYPE_CHECKING
 
 from bastion.context import TranscriptError
 from bastion.core import (
-    AgentEvent,
     AgentStartEvent,
-    Message,
     ModelError,
     ScriptExhausted,
     StepStartEvent,
-    UserPart,
 )
 from bastion.governance import GovernanceError
 from bastion.stores import JournalConflict, LeaseLost, RunBusy
-from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._binding import apply_edits
-from ._context import result_keeper
 from ._hooks import maybe_await
 from ._output import output_call
-from ._replay import Recovery
-from ._scope import RunAborted, RunScope
+from ._scope import RunAborted
 from .steps._approvals import resume_step, suspend_step
 from .steps._call_model import ModelCall
 from .steps._detect_loops import check_loops
@@ -51,6 +46,17 @@ from .steps._respond import (
     take_response,
     tool_hint,
 )
+
+if TYPE_CHECKING:
+    from bastion.core import (
+        AgentEvent,
+        Message,
+        UserPart,
+    )
+    from bastion.tools import ApprovalDecision, InterruptResolution
+
+    from ._replay import Recovery
+    from ._scope import RunScope
 
 __all__ = ["run_loop"]
 
@@ -136,6 +142,8 @@ async def run_loop(
                     yield event
             window = scope.window
             if window is not None:  # compaction, when the request would not fit
+                from ._context import result_keeper  # loaded with compaction, not before
+
                 compacted = await window.before_model_call(scope, result_keeper(scope))
                 if compacted is not None:
                     yield compacted

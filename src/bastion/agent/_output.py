@@ -1,4 +1,4 @@
-"""Structured output: the schema sent to the model and the parsing of its answer (SPEC C17).
+"""Structured output: the schema sent to the model and the parsing of its answer.
 
 Three ways to ask a model for a typed answer (``OutputMode``): ``native`` sends the schema
 in the vendor's JSON-schema response mode; ``prompted`` puts the schema in the system prompt

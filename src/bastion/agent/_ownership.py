@@ -9,23 +9,21 @@ too (:func:`check_session_owner`).
 
 from __future__ import annotations
 
-from bastion.core import Clock
-from bastion.stores import (
-    LeaseKeeper,
-    RunBusy,
-    Stores,
-    new_owner,
-    run_lease_key,
-    session_lease_key,
-)
+from typing import TYPE_CHECKING
 
-from ._state import RunState
+if TYPE_CHECKING:  # the lease machinery loads with the first run that has a store
+    from bastion.core import Clock
+    from bastion.stores import LeaseKeeper, Stores
+
+    from ._state import RunState
 
 __all__ = ["check_session_owner", "run_keeper"]
 
 
 def run_keeper(stores: Stores, run_id: str, clock: Clock) -> LeaseKeeper:
     """A keeper of the run's own lease, with a fresh owner id."""
+    from bastion.stores import LeaseKeeper, new_owner, run_lease_key
+
     return LeaseKeeper(
         stores.leases, run_lease_key(run_id), clock, ttl=stores.lease_ttl, owner=new_owner()
     )
@@ -37,6 +35,8 @@ async def check_session_owner(stores: Stores, state: RunState, clock: Clock) -> 
     Raises:
         RunBusy: The session's turn lease is live.
     """
+    from bastion.stores import RunBusy, session_lease_key
+
     if state.status not in ("running", "awaiting_approval") or state.session_id is None:
         return
     lease = await stores.leases.get(session_lease_key(state.session_id))

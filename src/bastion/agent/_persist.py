@@ -1,4 +1,4 @@
-"""``RunState`` as JSON, for callers who keep suspended runs themselves (SPEC D2, G-53).
+"""``RunState`` as JSON, for callers who keep suspended runs themselves.
 
 The document is ``{"schema_version": N, "state": {...}}``. Every field of ``RunState``
 is kept except the live exception object (its message stays in ``error``); a structured

@@ -1,4 +1,4 @@
-"""``agent.progress``: progress artifacts (G-06) in the agent's store.
+"""``agent.progress``: progress artifacts (notes runs leave for later runs) in the agent's store.
 
 A long task leaves notes for whoever continues it — a later run, another process, a human:
 what was done, what is next. Each note is an :class:`~bastion.stores.Artifact` written
@@ -9,8 +9,10 @@ the agent when it has none.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
-from bastion.stores import Artifact, Sensitivity, Stores, open_store
+if TYPE_CHECKING:
+    from bastion.stores import Artifact, Sensitivity, Stores
 
 __all__ = ["Progress"]
 
@@ -78,4 +80,6 @@ class Progress:
 
 def memory_stores() -> Stores:
     """A fresh in-memory store, for an agent that has none."""
+    from bastion.stores import open_store  # stores load when progress is first used
+
     return open_store("memory://")

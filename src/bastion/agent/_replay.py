@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from bastion.core import ModelResponse, ToolCall, ToolMessage, UserError
-from bastion.stores import CorruptRecord, EntryKind, JournalEntry, JournalUnreadable, Stores
-from bastion.tools import ApprovalDecision, ApprovalRequest, Tool
+from bastion.core import ModelResponse, ToolMessage, UserError
+from bastion.stores import CorruptRecord, JournalUnreadable
+from bastion.tools import ApprovalDecision, ApprovalRequest
 
 from ._binding import apply_edits, bind, check_bindings
 from ._journal import (
@@ -33,11 +33,16 @@ from ._journal import (
     usage_from_payload,
 )
 from ._output import output_call
-from ._state import PendingApproval, RunState, SuspendedStep
+from ._state import PendingApproval, SuspendedStep
 from .steps._dispatch_tools import record_outcome
 
 if TYPE_CHECKING:
+    from bastion.core import ToolCall
+    from bastion.stores import EntryKind, JournalEntry, Stores
+    from bastion.tools import Tool
+
     from ._agent import Agent
+    from ._state import RunState
 
 __all__ = ["OUTCOME_UNKNOWN", "Recovery", "Replayed", "load_run"]
 
@@ -179,7 +184,7 @@ class _Fold:
             self.final = ModelResponse(
                 message=message,
                 usage=usage,
-                finish_reason=payload.get("finish_reason", "stop"),  # pyright: ignore[reportArgumentType]
+                finish_reason=payload.get("finish_reason", "stop"),
                 model=str(payload["model"]),
             )
 

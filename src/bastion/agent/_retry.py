@@ -1,4 +1,4 @@
-"""Retry of failed model calls: exponential backoff with jitter, honouring Retry-After (A-26/27)."""
+"""Retry of failed model calls: exponential backoff with jitter, honouring Retry-After."""
 
 from __future__ import annotations
 

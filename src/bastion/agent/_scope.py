@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.context import TranscriptGuard
-from bastion.core import Clock, Model, OutputMode, RunContext, ToolCall
-from bastion.tools import ToolOutcome
-
-from ._state import RunState
 
 if TYPE_CHECKING:
+    from bastion.core import Clock, Model, OutputMode, RunContext, ToolCall
+    from bastion.tools import ToolOutcome
+
     from ._agent import Agent
     from ._context import RunWindow
     from ._governance import RunGovernance
     from ._journal import RunJournal
+    from ._state import RunState
 
 __all__ = ["AbortRequest", "RunAborted", "RunScope", "live_scope"]
 
@@ -90,7 +90,7 @@ class RunScope:
         self.abort: AbortRequest | None = None
         self.cancel_sent = False
         self.ending = False
-        self.model_hint: str | None = None  # set by the tools a step ran (G-83)
+        self.model_hint: str | None = None  # preferred by the tools a step ran, for the next step
         # The step's model when it was named explicitly: no fallback model replaces it.
         self.pinned_model: Model | None = None
         # Tools the step's ``prepare_step`` left out: a call to one is refused.

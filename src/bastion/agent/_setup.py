@@ -8,16 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
-from bastion.context import ContextConfig
-from bastion.core import Clock, Model, UserError
-from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
-from bastion.stores import Stores, open_store
-from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
+from bastion.core import Model, UserError
 
-from ._context import ContextKeeper
 from ._governance import GOVERNANCE_EVENTS, AgentGovernance
 from ._hooks import AgentHooks, LoopHooks, overridden
+
+if TYPE_CHECKING:
+    # Compaction, code mode, governance and stores load when an agent uses them.
+    from bastion.context import ContextConfig
+    from bastion.core import Clock
+    from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
+    from bastion.stores import Stores
+    from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
+
+    from ._context import ContextKeeper
 
 __all__ = [
     "GovernanceConfig",
@@ -72,7 +78,11 @@ def build_context(config: ContextConfig | None, model: Model, name: str) -> Cont
     """The agent's compaction settings for ``model`` (``None`` without a config)."""
     if config is None:
         return None
-    if not isinstance(config, ContextConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+    from bastion.context import ContextConfig
+
+    from ._context import ContextKeeper
+
+    if not isinstance(config, ContextConfig):
         raise UserError(f"Agent {name!r}: context must be a ContextConfig, got {config!r}.")
     given = config.summarizer
     summarizer = model if given is None else resolve_model(given, "context summarizer")
@@ -82,7 +92,7 @@ def build_context(config: ContextConfig | None, model: Model, name: str) -> Cont
 def resolve_model(model: Model | str, what: str) -> Model:
     if isinstance(model, Model):
         return model
-    if isinstance(model, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(model, str):
         from bastion.providers import resolve_model
 
         return resolve_model(model)
@@ -104,18 +114,20 @@ def build_code_mode(
         if config is not None:
             raise UserError(f"Agent {name!r}: code_mode needs tool_invocation='code-mode'.")
         return None
+    from bastion.tools import CodeMode
+
     mode = CodeMode(tools, config=config, approval=approval)
     for built in mode.tools:
         tools[built.name] = built
     return mode
 
 
-GovernanceConfig = tuple[
+GovernanceConfig: TypeAlias = """tuple[
     Sequence[Policy],
     Mapping[str, Oracle | Sequence[Policy]] | None,
     Budget | Sequence[Budget] | None,
     InterruptHandler | None,
-]
+]"""
 
 
 def build_governance(
@@ -141,6 +153,8 @@ def build_governance(
         return AgentGovernance(governor, name, events=events)
     if not configured:
         return None  # no governance: the loop and the gate skip it entirely
+    from bastion.governance import Governor
+
     built = Governor(
         policies=policies,
         oracles=oracles,
@@ -152,9 +166,13 @@ def build_governance(
 
 
 def build_store(store: Stores | str | None, name: str) -> Stores | None:
-    if store is None or isinstance(store, Stores):
+    if store is None:
+        return None
+    from bastion.stores import Stores, open_store
+
+    if isinstance(store, Stores):
         return store
-    if isinstance(store, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(store, str):
         return open_store(store)  # parses only: connecting waits for the first run
     raise UserError(
         f"Agent {name!r}: store must be a Stores (bastion.stores.open_store) or a store URL "
@@ -163,5 +181,5 @@ def build_store(store: Stores | str | None, name: str) -> Stores | None:
 
 
 def check_positive(field: str, value: int, name: str) -> None:
-    if not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(value, int) or value < 1:
         raise UserError(f"Agent {name!r}: {field} must be an integer >= 1, got {value!r}.")

@@ -1,4 +1,4 @@
-"""Running a sub-agent inside its parent's tool call (``Agent.as_tool``; SPEC S-28, C14, D1).
+"""Running a sub-agent inside its parent's tool call (``Agent.as_tool``).
 
 :class:`SubagentCall` is the function of the tool ``as_tool`` builds. When the parent's
 model calls it, the child runs with only the given input (plus the history an
@@ -205,7 +205,7 @@ class SubagentCall:
             picked = await picked
         chosen = list(picked)
         for message in chosen:
-            if not isinstance(message, _MESSAGE_TYPES):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(message, _MESSAGE_TYPES):
                 raise ToolError(
                     f"input_filter of sub-agent {self.agent.name!r} returned {message!r}, "
                     "not a message; return a list of bastion.core messages."

@@ -1,4 +1,4 @@
-"""Which model a step uses: the precedence ladder of SPEC G-83..G-85.
+"""Which model a step uses: a precedence ladder, highest first.
 
 From the highest: a ``LoopHooks.prepare_step`` override; the hints of the tools the previous
 step ran (an explicit ``"provider:model"`` spec beats a tier; among tiers the strongest

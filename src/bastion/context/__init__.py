@@ -7,41 +7,80 @@
 - :func:`repair_transcript` makes any history valid for a protocol before it is sent.
 """
 
-from ._compact import (
-    SUMMARY_HEADER,
-    Compaction,
-    CompactionStrategy,
-    ContextConfig,
-    EssentialsHook,
-    ResultKeeper,
-    Summarizer,
-    clear_tool_results,
-    compact,
-    split_exchanges,
-    summarize,
-    trim,
-)
-from ._tokens import (
-    ENCODINGS,
-    CalibratedCounter,
-    EstimateCounter,
-    TokenCounter,
-    TokenizerCounter,
-    TokenLedger,
-    token_counter,
-)
-from ._transcript import (
-    GENERIC_RULES,
-    MISSING_RESULT,
-    PROTOCOL_RULES,
-    Repair,
-    RepairedTranscript,
-    RepairKind,
-    TranscriptError,
-    TranscriptGuard,
-    TranscriptRules,
-    repair_transcript,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bastion._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ._compact import (
+        SUMMARY_HEADER,
+        Compaction,
+        CompactionStrategy,
+        ContextConfig,
+        EssentialsHook,
+        ResultKeeper,
+        Summarizer,
+        clear_tool_results,
+        compact,
+        split_exchanges,
+        summarize,
+        trim,
+    )
+    from ._tokens import (
+        ENCODINGS,
+        CalibratedCounter,
+        EstimateCounter,
+        TokenCounter,
+        TokenizerCounter,
+        TokenLedger,
+        token_counter,
+    )
+    from ._transcript import (
+        GENERIC_RULES,
+        MISSING_RESULT,
+        PROTOCOL_RULES,
+        Repair,
+        RepairedTranscript,
+        RepairKind,
+        TranscriptError,
+        TranscriptGuard,
+        TranscriptRules,
+        repair_transcript,
+    )
+
+_LAZY = {
+    "SUMMARY_HEADER": "._compact",
+    "Compaction": "._compact",
+    "CompactionStrategy": "._compact",
+    "ContextConfig": "._compact",
+    "EssentialsHook": "._compact",
+    "ResultKeeper": "._compact",
+    "Summarizer": "._compact",
+    "clear_tool_results": "._compact",
+    "compact": "._compact",
+    "split_exchanges": "._compact",
+    "summarize": "._compact",
+    "trim": "._compact",
+    "ENCODINGS": "._tokens",
+    "CalibratedCounter": "._tokens",
+    "EstimateCounter": "._tokens",
+    "TokenCounter": "._tokens",
+    "TokenizerCounter": "._tokens",
+    "TokenLedger": "._tokens",
+    "token_counter": "._tokens",
+    "GENERIC_RULES": "._transcript",
+    "MISSING_RESULT": "._transcript",
+    "PROTOCOL_RULES": "._transcript",
+    "Repair": "._transcript",
+    "RepairedTranscript": "._transcript",
+    "RepairKind": "._transcript",
+    "TranscriptError": "._transcript",
+    "TranscriptGuard": "._transcript",
+    "TranscriptRules": "._transcript",
+    "repair_transcript": "._transcript",
+}
 
 __all__ = [
     "ENCODINGS",
@@ -74,3 +113,6 @@ __all__ = [
     "token_counter",
     "trim",
 ]
+
+
+__getattr__ = lazy_attributes(__name__, _LAZY)

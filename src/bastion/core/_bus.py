@@ -1,4 +1,4 @@
-"""``EventBus``: agentium-style observers of a run's events (SPEC A-36, C1).
+"""``EventBus``: agentium-style observers of a run's events.
 
 Observers only observe: a listener's return value is ignored, and decisions belong to
 hooks. Listeners are synchronous (to consume events asynchronously, iterate

@@ -1,4 +1,4 @@
-"""``RunContext``: what tools, hooks, guardrails and instructions see of a run (SPEC C15)."""
+"""``RunContext``: what tools, hooks, guardrails and instructions see of a run."""
 
 from __future__ import annotations
 

@@ -172,7 +172,7 @@ class MalformedResponse(ModelError):
 
 
 class SensitivityRefused(ModelError):
-    """The request carries data of a tier the model's provider does not accept (G-08).
+    """The request carries data of a tier the model's provider does not accept.
 
     Raised before anything is sent; a fallback model that accepts the tier may take over.
     """

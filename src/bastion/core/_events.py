@@ -1,4 +1,4 @@
-"""The exhaustive, typed event stream of a run (SPEC G-11..G-14, G-31, G-67).
+"""The exhaustive, typed event stream of a run.
 
 Every event carries the ``run_id`` and a ``seq`` number that increases by one per event of
 the run, so a client that lost its connection can resume after the last number it saw.

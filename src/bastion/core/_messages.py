@@ -193,8 +193,8 @@ class AssistantMessage:
 class ToolMessage:
     """The result of one tool call, as the model will read it.
 
-    ``sensitivity`` is the tier of the tool that produced it (SPEC G-10): a model that does
-    not accept that tier never receives the conversation (G-08).
+    ``sensitivity`` is the tier of the tool that produced it: a model that does
+    not accept that tier never receives the conversation.
     """
 
     tool_call_id: str

@@ -98,7 +98,7 @@ class ModelSettings:
                 f"ModelSettings.timeout must be a positive number of seconds, got {timeout!r}."
             )
         choice = self.tool_choice
-        if choice is not None and (not isinstance(choice, str) or not choice.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if choice is not None and (not isinstance(choice, str) or not choice.strip()):
             raise UserError(
                 "ModelSettings.tool_choice must be 'auto', 'required', 'none' or a tool name, "
                 f"got {choice!r}."
@@ -329,7 +329,7 @@ class Model(ABC):
     Subclasses implement :meth:`stream`. ``provider`` and ``name`` form the model's key
     ``"<provider>:<name>"``, used for usage attribution and as the governance oracle key
     ``llm:<provider>:<name>``. ``accepts_sensitivity`` lists the data tiers the provider
-    may receive (SPEC G-08); by default every tier.
+    may receive; by default every tier.
 
     ``stream`` must honour ``request.settings.stream``: when it is ``False``, make one
     non-streaming call and yield the whole answer as chunks (the same kinds, in the same

@@ -105,7 +105,7 @@ class FsAccess:
                 raise UserError(f"FsAccess.{kind} must be a sequence of paths, got {paths!r}.")
             object.__setattr__(self, kind, tuple(paths))
             for path in paths:
-                if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:  # pyright: ignore[reportUnnecessaryIsInstance]
+                if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
                     raise UserError(
                         f"FsAccess.{kind} takes absolute paths, got {path!r}: "
                         "write it as '/abs/path'."
@@ -152,14 +152,14 @@ class SandboxConfig:
         _positive("max_processes", self.max_processes, minimum=1)
         _positive("max_file_size_mb", self.max_file_size_mb, minimum=1)
         _positive("max_output_bytes", self.max_output_bytes, minimum=1)
-        if self.allow_fs is not None and not isinstance(self.allow_fs, FsAccess):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if self.allow_fs is not None and not isinstance(self.allow_fs, FsAccess):
             raise UserError(
                 f"SandboxConfig.allow_fs must be an FsAccess or None, got {self.allow_fs!r}."
             )
         for key, value in self.env.items():
-            if not isinstance(key, str) or not key or "=" in key or "\0" in key:  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
                 raise UserError(f"SandboxConfig.env has an invalid variable name {key!r}.")
-            if not isinstance(value, str) or "\0" in value:  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(value, str) or "\0" in value:
                 raise UserError(f"SandboxConfig.env[{key!r}] must be a string, got {value!r}.")
         object.__setattr__(self, "env", dict(self.env))
 

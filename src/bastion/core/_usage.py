@@ -1,4 +1,4 @@
-"""Token and cost accounting (SPEC C2)."""
+"""Token and cost accounting, per model and summed over a run."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class Usage:
         return self.cached_read_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(other, Usage):
             return NotImplemented
         if self.cost_usd is None and other.cost_usd is None:
             cost = None

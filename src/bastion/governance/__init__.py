@@ -1,65 +1,127 @@
 """Governance: one policy gate for model calls, tool calls, sub-agents and user actions.
 
 Oracles with hierarchical keys, two-phase policy resolution, limits in time windows,
-mutable limits and interrupts, snapshot/restore of counters (SPEC §1.2 L ids,
-ARCHITECTURE §4). See ``docs/governance.md``.
+mutable limits and interrupts, snapshot/restore of counters. See ``docs/governance.md``.
 """
 
-from ._constraints import max_cycles, max_depth, max_loop
-from ._governor import Governor
-from ._interrupting import InterruptContext, InterruptHandler, Substitute
-from ._interrupts import (
-    ActionTimeout,
-    BudgetUnpriced,
-    Denied,
-    DenyDecision,
-    GovernanceError,
-    Interrupt,
-    InterruptDecision,
-    InterruptRequired,
-    MutateDecision,
-    MutationRefused,
-    PolicyExceeded,
-    ResultDecision,
-    RetryDecision,
-    decision_from_dict,
-)
-from ._plan import key_ancestry
-from ._policy import (
-    Budget,
-    CustomPolicy,
-    Limit,
-    Oracle,
-    Policy,
-    PolicyAction,
-    PolicyResult,
-    allow,
-    deny,
-    interrupt,
-)
-from ._signals import (
-    DataListener,
-    DeniedSignal,
-    ExceededSignal,
-    ExecInSignal,
-    ExecOutSignal,
-    GovernanceSignal,
-    InterruptInSignal,
-    InterruptOutSignal,
-    MutationSignal,
-    PolicySignal,
-    SignalListener,
-    signal_data,
-)
-from ._state import CounterView
-from ._store import (
-    AtomicCounterStore,
-    CounterRow,
-    CounterStore,
-    MemoryCounterStore,
-    SharedLimitStore,
-)
-from ._windows import Window, WindowSpec, parse_window
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bastion._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ._constraints import max_cycles, max_depth, max_loop
+    from ._governor import Governor
+    from ._interrupting import InterruptContext, InterruptHandler, Substitute
+    from ._interrupts import (
+        ActionTimeout,
+        BudgetUnpriced,
+        Denied,
+        DenyDecision,
+        GovernanceError,
+        Interrupt,
+        InterruptDecision,
+        InterruptRequired,
+        MutateDecision,
+        MutationRefused,
+        PolicyExceeded,
+        ResultDecision,
+        RetryDecision,
+        decision_from_dict,
+    )
+    from ._plan import key_ancestry
+    from ._policy import (
+        Budget,
+        CustomPolicy,
+        Limit,
+        Oracle,
+        Policy,
+        PolicyAction,
+        PolicyResult,
+        allow,
+        deny,
+        interrupt,
+    )
+    from ._signals import (
+        DataListener,
+        DeniedSignal,
+        ExceededSignal,
+        ExecInSignal,
+        ExecOutSignal,
+        GovernanceSignal,
+        InterruptInSignal,
+        InterruptOutSignal,
+        MutationSignal,
+        PolicySignal,
+        SignalListener,
+        signal_data,
+    )
+    from ._state import CounterView
+    from ._store import (
+        AtomicCounterStore,
+        CounterRow,
+        CounterStore,
+        MemoryCounterStore,
+        SharedLimitStore,
+    )
+    from ._windows import Window, WindowSpec, parse_window
+
+_LAZY = {
+    "max_cycles": "._constraints",
+    "max_depth": "._constraints",
+    "max_loop": "._constraints",
+    "Governor": "._governor",
+    "InterruptContext": "._interrupting",
+    "InterruptHandler": "._interrupting",
+    "Substitute": "._interrupting",
+    "ActionTimeout": "._interrupts",
+    "BudgetUnpriced": "._interrupts",
+    "Denied": "._interrupts",
+    "DenyDecision": "._interrupts",
+    "GovernanceError": "._interrupts",
+    "Interrupt": "._interrupts",
+    "InterruptDecision": "._interrupts",
+    "InterruptRequired": "._interrupts",
+    "MutateDecision": "._interrupts",
+    "MutationRefused": "._interrupts",
+    "PolicyExceeded": "._interrupts",
+    "ResultDecision": "._interrupts",
+    "RetryDecision": "._interrupts",
+    "decision_from_dict": "._interrupts",
+    "key_ancestry": "._plan",
+    "Budget": "._policy",
+    "CustomPolicy": "._policy",
+    "Limit": "._policy",
+    "Oracle": "._policy",
+    "Policy": "._policy",
+    "PolicyAction": "._policy",
+    "PolicyResult": "._policy",
+    "allow": "._policy",
+    "deny": "._policy",
+    "interrupt": "._policy",
+    "DataListener": "._signals",
+    "DeniedSignal": "._signals",
+    "ExceededSignal": "._signals",
+    "ExecInSignal": "._signals",
+    "ExecOutSignal": "._signals",
+    "GovernanceSignal": "._signals",
+    "InterruptInSignal": "._signals",
+    "InterruptOutSignal": "._signals",
+    "MutationSignal": "._signals",
+    "PolicySignal": "._signals",
+    "SignalListener": "._signals",
+    "signal_data": "._signals",
+    "CounterView": "._state",
+    "AtomicCounterStore": "._store",
+    "CounterRow": "._store",
+    "CounterStore": "._store",
+    "MemoryCounterStore": "._store",
+    "SharedLimitStore": "._store",
+    "Window": "._windows",
+    "WindowSpec": "._windows",
+    "parse_window": "._windows",
+}
 
 __all__ = [
     "ActionTimeout",
@@ -116,3 +178,6 @@ __all__ = [
     "parse_window",
     "signal_data",
 ]
+
+
+__getattr__ = lazy_attributes(__name__, _LAZY)

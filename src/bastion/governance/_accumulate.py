@@ -1,4 +1,4 @@
-"""How much an action consumed, per limit type (SPEC L-17): the "extract" step.
+"""How much an action consumed, per limit type: the "extract" step.
 
 Called by ``Governor.record`` after an action. ``cost`` and ``context`` read a
 :class:`bastion.core.Usage` (``cost_usd``, ``total_tokens``) unless the limit has its own

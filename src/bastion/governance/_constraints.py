@@ -1,4 +1,4 @@
-"""Structural constraints as policy factories (SPEC L-25): cycles, depth and loops.
+"""Structural constraints as policy factories: cycles, depth and loops.
 
 They read ``PolicyAction.ancestry`` (node keys from the root to the acting node's parent)
 and ``target`` (the node an action would start, for spawns and handoffs). Put them at any

@@ -1,4 +1,4 @@
-"""The :class:`Governor`: one gate for every action (SPEC L-10..L-32, ARCHITECTURE §4).
+"""The :class:`Governor`: one gate for every action an agent takes.
 
 ``exec(key, fn)`` = check (policies, then limits) → run (retries, timeout) → accumulate.
 ``check`` / ``record`` / ``begin_round`` are the same steps split apart, for callers that run

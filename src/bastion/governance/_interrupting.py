@@ -1,4 +1,4 @@
-"""Interrupt resolution and limit mutation, mixed into :class:`Governor` (SPEC L-23, L-24, L-27).
+"""Interrupt resolution and limit mutation, mixed into :class:`Governor`.
 
 A handler's decision applies at once; without a handler the interrupt is kept as *pending*
 (it is part of the snapshot) and :class:`InterruptRequired` propagates. ``decide`` records

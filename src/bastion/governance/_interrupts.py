@@ -1,4 +1,4 @@
-"""Interrupts, the decisions that resolve them, and the governor's errors (SPEC L-24, L-27, L-28).
+"""Interrupts, the decisions that resolve them, and the governor's errors.
 
 An :class:`Interrupt` is raised by a breached *mutable* limit or by a policy returning
 ``interrupt(...)``. A handler (``Governor(handle_interrupt=...)``) answers with one of the

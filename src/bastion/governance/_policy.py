@@ -1,4 +1,4 @@
-"""Policies, limits and oracles: what users configure (SPEC L-10, L-16..L-23).
+"""Policies, limits and oracles: what users configure.
 
 A policy is either a *custom policy* (a sync or async callable of a :class:`PolicyAction`
 returning a :class:`PolicyResult`) or a built-in :class:`Limit` counted by the governor.
@@ -44,7 +44,7 @@ Backoff: TypeAlias = Literal["exponential"] | float | Callable[[int], float]
 
 @dataclass(frozen=True, slots=True)
 class PolicyResult:
-    """What a policy decided (SPEC L-20).
+    """What a policy decided: allow, deny, or interrupt for a decision.
 
     Build one with :func:`allow`, :func:`deny` or :func:`interrupt`.
 
@@ -87,7 +87,7 @@ def interrupt(payload: Any = None, *, force: bool = False) -> PolicyResult:
 
 @dataclass(kw_only=True, slots=True)
 class PolicyAction:
-    """The action a custom policy judges (SPEC L-22). Read-only for policies.
+    """The action a custom policy judges, before it runs. Read-only for policies.
 
     Attributes:
         node: The node (agent) acting, or ``""``.
@@ -141,7 +141,7 @@ class CustomPolicy:
 
 @dataclass(kw_only=True, slots=True)
 class Limit:
-    """A built-in limit (SPEC L-16..L-19, L-23).
+    """A built-in limit: a maximum of one measure (calls, tokens, cost …) within a window.
 
     Attributes:
         type: ``cost``, ``calls``, ``context`` (tokens), ``rounds`` (tool-call rounds),

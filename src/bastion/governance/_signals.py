@@ -1,4 +1,4 @@
-"""Typed signals of the governor (SPEC L-29, L-30).
+"""Typed signals of the governor: what it tells observers as limits fill and trip.
 
 Every action, denial, limit breach, accumulation, mutation and interrupt produces one of
 these when someone subscribed (``Governor.subscribe``); with no subscriber none is built.

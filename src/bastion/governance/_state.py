@@ -1,4 +1,4 @@
-"""Counters as state, mixed into :class:`Governor` (SPEC L-31, L-32).
+"""Counters as state, mixed into :class:`Governor` (snapshot and restore).
 
 ``snapshot()`` returns plain JSON-ready data: every counter (with its current and original
 max and its window start), the runtime mutations, pending interrupts and decisions not yet
@@ -65,7 +65,7 @@ class StateMixin:
     async def counters(
         self, key: str, *, graph: str = "", invocation: str = ""
     ) -> list[CounterView]:
-        """Return the counters that apply to ``key``, its ancestors' first (SPEC L-31)."""
+        """Return the counters that apply to ``key``, its ancestors' first."""
         now = self.clock.now()
         views: list[CounterView] = []
         for level in key_ancestry(key):

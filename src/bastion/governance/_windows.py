@@ -1,4 +1,4 @@
-"""Time windows of limits (SPEC L-19) and the arithmetic of sliding windows.
+"""Time windows of limits (minute, hour, day …) and the arithmetic of sliding windows.
 
 Owned by the governor: a :class:`Window` turns the user's ``window=`` value into a length in
 seconds (sliding windows) or a scope (``graph``, ``invocation``); :class:`SlidingCounter` is
@@ -24,7 +24,7 @@ NAMED_WINDOWS: dict[str, float] = {
     "hour": 3_600.0,
     "day": 86_400.0,
     "week": 604_800.0,
-    "month": 2_592_000.0,  # 30 days, as llmrx HEAD (SPEC D10)
+    "month": 2_592_000.0,  # 30 days, as llmrx counts a month
 }
 
 

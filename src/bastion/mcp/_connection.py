@@ -167,7 +167,7 @@ def anyio_fail_after(seconds: float) -> contextlib.AbstractContextManager[Any]:
 def _root_cause(detail: str, error: BaseException | None) -> str:
     """The innermost exception of an exception group (what actually failed)."""
     while isinstance(error, BaseExceptionGroup):
-        inner = cast("tuple[BaseException, ...]", error.exceptions)  # pyright: ignore[reportUnknownMemberType]
+        inner = cast("tuple[BaseException, ...]", error.exceptions)
         if not inner:
             break
         error = inner[0]

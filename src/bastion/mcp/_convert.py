@@ -57,7 +57,7 @@ def _compile(schema: dict[str, Any]) -> Any:
     from jsonschema import validators
     from jsonschema.exceptions import SchemaError
 
-    cls: Any = validators.validator_for(schema)  # pyright: ignore[reportUnknownMemberType]
+    cls: Any = validators.validator_for(schema)
     try:
         cls.check_schema(schema)
     except SchemaError:

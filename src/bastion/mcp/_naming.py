@@ -55,6 +55,6 @@ def check_url(url: str) -> str:
     Raises:
         UserError: Any other scheme.
     """
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise UserError(f"An MCP server URL must start with http:// or https://, got {url!r}.")
     return url

@@ -83,7 +83,7 @@ class ServerOptions:
                 f"MCP server {name!r}: unknown option {unknown[0]!r}. "
                 f"Options: {', '.join(sorted(known))}."
             )
-        if not isinstance(name, str) or not _NAME.match(name):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(name, str) or not _NAME.match(name):
             raise UserError(
                 f"Invalid MCP server name {name!r}: use 1-64 letters, digits, '_' or '-'."
             )

@@ -96,7 +96,7 @@ class MCPServer:
         Raises:
             UserError: An empty command, or invalid options.
         """
-        if not isinstance(command, str) or not command.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(command, str) or not command.strip():
             raise UserError(f"MCPServer.stdio needs a command, got {command!r}.")
         if isinstance(args, str):
             raise UserError(f"MCPServer.stdio: args must be a list of strings, got {args!r}.")

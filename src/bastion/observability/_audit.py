@@ -1,4 +1,4 @@
-"""Audit records of tool executions and the counters behind them (SPEC T-13, T-14).
+"""Audit records of tool executions and the counters behind them.
 
 Every execution the executor finishes becomes one :class:`AuditRecord`, delivered to the
 subscribers of the agent's :class:`ToolAudit`; building the record is skipped while nobody

@@ -156,7 +156,8 @@ class HttpModel(Model):
         timeout: Seconds for connect and for each read of the stream.
         http_client: An ``httpx.AsyncClient`` to use (tests pass one with a MockTransport).
         profile: Model facts and prices (default: looked up by provider and name).
-        accepts_sensitivity: Data tiers this provider may receive (SPEC G-08).
+        accepts_sensitivity: Data tiers this provider may receive; a request holding
+            data of any other tier is refused before it is sent.
     """
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Tool names on the wire (SPEC C9).
+"""Tool names on the wire: what each provider accepts, and the mapping back.
 
 Bastion allows ``.`` in tool names (``srv.search``) and up to 128 characters; vendors accept
 less (OpenAI and Anthropic: ``^[a-zA-Z0-9_-]{1,64}$``). A :class:`ToolNameMap` gives every

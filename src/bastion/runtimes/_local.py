@@ -115,7 +115,7 @@ class LocalRuntime(WorkDirFiles):
     ) -> None:
         super().__init__(root)
         self.timeout = _timeout(timeout, 0.0)
-        if isinstance(max_output_bytes, bool) or not isinstance(max_output_bytes, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(max_output_bytes, bool) or not isinstance(max_output_bytes, int):
             max_output_bytes = 0
         if max_output_bytes < 1:
             raise UserError(f"max_output_bytes must be an int >= 1, got {max_output_bytes!r}.")
@@ -171,7 +171,7 @@ def _argv(command: str | Sequence[str]) -> list[str]:
 def _timeout(given: float | None, default: float) -> float:
     if given is None:
         return default
-    if isinstance(given, bool) or not isinstance(given, int | float) or not given > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(given, bool) or not isinstance(given, int | float) or not given > 0:
         raise UserError(f"timeout must be a number of seconds > 0, got {given!r}.")
     return float(given)
 

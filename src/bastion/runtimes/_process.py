@@ -76,7 +76,7 @@ def shell_argv(command: str | Sequence[str]) -> list[str]:
     if isinstance(command, str):
         return [_shell(), "-c", command]
     argv = list(command)
-    if not argv or not all(isinstance(a, str) for a in argv):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not argv or not all(isinstance(a, str) for a in argv):
         raise ValueError(f"A command must be a string or a non-empty list of strings: {command!r}")
     return argv
 

@@ -145,7 +145,7 @@ class SandboxRuntime(WorkDirFiles):
     ) -> None:
         super().__init__(root)
         config = config if config is not None else SandboxConfig()
-        if not isinstance(config, SandboxConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(config, SandboxConfig):
             raise UserError(f"SandboxRuntime config must be a SandboxConfig, got {config!r}.")
         if config.allow_fs is not None:
             for path in (*config.allow_fs.read_only, *config.allow_fs.read_write):

@@ -40,7 +40,7 @@ class WorkDir:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         path = os.fspath(root)
-        if not isinstance(path, str) or not path or "\0" in path:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(path, str) or not path or "\0" in path:
             raise UserError(f"A runtime's work dir must be a directory path, got {root!r}.")
         real = os.path.realpath(path)
         if not os.path.isdir(real):
@@ -56,7 +56,7 @@ class WorkDir:
         return os.path.join(self.root, *self._parts(path))
 
     def _parts(self, path: str) -> list[str]:
-        if not isinstance(path, str) or "\0" in path:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(path, str) or "\0" in path:
             raise RuntimeAccessError(f"Invalid path {path!r}: give a file name as text.")
         if ".." in path.replace("\\", "/").split("/"):
             raise RuntimeAccessError(

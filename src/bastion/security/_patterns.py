@@ -1,4 +1,4 @@
-r"""The catalogue of imperative / prompt-injection patterns (SPEC T-16).
+r"""The catalogue of imperative / prompt-injection patterns.
 
 Each :class:`InjectionPattern` has a stable id and a category; :func:`catalogue` compiles
 them once, case-insensitively. The sanitiser (``_inbound.py``) scans tool output with them.

@@ -1,4 +1,4 @@
-"""Sessions: stateful conversations on an agent that you can steer (SPEC seed 004, C12).
+"""Sessions: stateful conversations on an agent that you can steer.
 
 ``agent.session()`` / ``await agent.resume_session(id)`` return a :class:`Session`.
 """

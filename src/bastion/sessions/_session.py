@@ -103,7 +103,7 @@ class SentMessage:
         A message still waiting is dropped; one that joined the turn in progress aborts
         that turn (see :meth:`Session.abort`). Returns False when its work is over.
         """
-        return self._session._abort_sent(self)  # pyright: ignore[reportPrivateUsage]
+        return self._session._abort_sent(self)
 
     def __repr__(self) -> str:
         return f"SentMessage({self.text!r}, mode={self.mode!r}, status={self.status!r})"

@@ -5,36 +5,84 @@
 ``bastion.testing.StoreConformance``. See ``docs/stores.md``.
 """
 
-from ._governance_counters import StoreCounters
-from ._keeper import (
-    DEFAULT_LEASE_TTL,
-    LeaseKeeper,
-    new_owner,
-    run_lease_key,
-    session_lease_key,
-)
-from ._open import DEFAULT_STORE_URL, STORE_ENV, open_store
-from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore, RunBusy, SessionConflict
-from ._protocols import ArtifactStore, CounterStore, JournalStore, SessionStore, Stores, branch
-from ._types import (
-    ENTRY_KINDS,
-    Artifact,
-    CorruptRecord,
-    CounterResult,
-    EntryKind,
-    JournalConflict,
-    JournalEntry,
-    JournalUnreadable,
-    JsonObject,
-    JsonValue,
-    NewEntry,
-    RunPage,
-    RunRecord,
-    Sensitivity,
-    SessionEntry,
-    SessionInfo,
-    StoreError,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bastion._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ._governance_counters import StoreCounters
+    from ._keeper import (
+        DEFAULT_LEASE_TTL,
+        LeaseKeeper,
+        new_owner,
+        run_lease_key,
+        session_lease_key,
+    )
+    from ._open import DEFAULT_STORE_URL, STORE_ENV, open_store
+    from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore, RunBusy, SessionConflict
+    from ._protocols import ArtifactStore, CounterStore, JournalStore, SessionStore, Stores, branch
+    from ._types import (
+        ENTRY_KINDS,
+        Artifact,
+        CorruptRecord,
+        CounterResult,
+        EntryKind,
+        JournalConflict,
+        JournalEntry,
+        JournalUnreadable,
+        JsonObject,
+        JsonValue,
+        NewEntry,
+        RunPage,
+        RunRecord,
+        Sensitivity,
+        SessionEntry,
+        SessionInfo,
+        StoreError,
+    )
+
+_LAZY = {
+    "StoreCounters": "._governance_counters",
+    "DEFAULT_LEASE_TTL": "._keeper",
+    "LeaseKeeper": "._keeper",
+    "new_owner": "._keeper",
+    "run_lease_key": "._keeper",
+    "session_lease_key": "._keeper",
+    "DEFAULT_STORE_URL": "._open",
+    "STORE_ENV": "._open",
+    "open_store": "._open",
+    "Lease": "._ownership",
+    "LeaseHeld": "._ownership",
+    "LeaseLost": "._ownership",
+    "LeaseStore": "._ownership",
+    "RunBusy": "._ownership",
+    "SessionConflict": "._ownership",
+    "ArtifactStore": "._protocols",
+    "CounterStore": "._protocols",
+    "JournalStore": "._protocols",
+    "SessionStore": "._protocols",
+    "Stores": "._protocols",
+    "branch": "._protocols",
+    "ENTRY_KINDS": "._types",
+    "Artifact": "._types",
+    "CorruptRecord": "._types",
+    "CounterResult": "._types",
+    "EntryKind": "._types",
+    "JournalConflict": "._types",
+    "JournalEntry": "._types",
+    "JournalUnreadable": "._types",
+    "JsonObject": "._types",
+    "JsonValue": "._types",
+    "NewEntry": "._types",
+    "RunPage": "._types",
+    "RunRecord": "._types",
+    "Sensitivity": "._types",
+    "SessionEntry": "._types",
+    "SessionInfo": "._types",
+    "StoreError": "._types",
+}
 
 __all__ = [
     "Artifact",
@@ -76,3 +124,6 @@ __all__ = [
     "run_lease_key",
     "session_lease_key",
 ]
+
+
+__getattr__ = lazy_attributes(__name__, _LAZY)

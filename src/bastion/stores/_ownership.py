@@ -161,7 +161,7 @@ class LeaseStore(Protocol):
 def check_lease(key: str, owner: str, ttl: float) -> None:
     """Validate a lease request before any side effect."""
     for value, what in ((key, "lease key"), (owner, "lease owner")):
-        if not isinstance(value, str) or not value:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(value, str) or not value:
             raise UserError(f"The {what} must be a non-empty string, got {value!r}.")
     if not ttl > 0:
         raise UserError(f"A lease's ttl must be a positive number of seconds, got {ttl!r}.")

@@ -139,7 +139,7 @@ class SessionStore(Protocol):
 
 @runtime_checkable
 class ArtifactStore(Protocol):
-    """Progress artifacts (G-06): text notes a run writes and later runs read."""
+    """Progress artifacts: text notes a run writes and later runs read."""
 
     async def write(
         self,

@@ -480,7 +480,7 @@ class RedisStores(Stores):
         pool: Any = FairConnectionPool.from_url(  # pyright: ignore[reportUnknownMemberType]
             self._client_url, max_connections=self._max_connections, wait_timeout=POOL_TIMEOUT
         )
-        client: Any = Redis.from_pool(pool)  # pyright: ignore[reportUnknownMemberType]
+        client: Any = Redis.from_pool(pool)
         try:
             await client.ping()
         except Exception as exc:

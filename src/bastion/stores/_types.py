@@ -232,7 +232,7 @@ class SessionInfo:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Artifact:
-    """A progress artifact (G-06): UTF-8 text a run leaves for itself or its successors.
+    """A progress artifact: UTF-8 text a run leaves for itself or its successors.
 
     Attributes:
         artifact_id: Unique identifier.
@@ -426,6 +426,6 @@ def check_session_entry(
 
 def check_key(key: str, what: str) -> None:
     """Raise UserError on an empty identifier, or one no store can encode."""
-    if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(key, str) or not key:
         raise UserError(f"{what} must be a non-empty string, got {key!r}.")
     check_text(key, what)

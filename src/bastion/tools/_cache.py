@@ -1,4 +1,4 @@
-"""Per-tool result cache for tools with a ``cache_ttl`` (SPEC C8), one per agent.
+"""Per-tool result cache for tools with a ``cache_ttl``, one per agent.
 
 Called by the executor (``ToolBatch.execute``): before running a call of a tool with a
 positive ``cache_ttl`` it looks the call up by its canonical arguments; a fresh entry is
@@ -76,7 +76,7 @@ class ToolCache:
         counters: Counters | None = None,
     ) -> None:
         for what, value in (("max_entries", max_entries), ("max_chars", max_chars)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"Tool cache {what} must be an integer >= 1, got {value!r}.")
         self.clock = clock
         self.max_entries = max_entries

@@ -1,4 +1,4 @@
-"""Awaiting a lone async tool call in the run's own task, with a hard-kill (SPEC T-11).
+"""Awaiting a lone async tool call in the run's own task, with a hard-kill.
 
 Calls that run beside others go in tasks of their own and are abandoned after the grace
 window (``abandon``); a lone call is awaited in place (no task per call) by
@@ -44,7 +44,7 @@ class InlineCall(Generic[T]):
                 try:
                     yielded = coro.send(sent) if thrown is None else coro.throw(thrown)
                 except StopIteration as done:
-                    return done.value  # pyright: ignore[reportAny]
+                    return done.value
                 if timer is None and isinstance(thrown, asyncio.CancelledError):
                     timer = _start_grace(self, self._grace)  # it went on after a cancel
                 sent, thrown = None, None

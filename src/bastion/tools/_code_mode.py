@@ -1,21 +1,21 @@
-"""Code mode: the model writes Python that calls the tools (SPEC G-46..G-52).
+"""Code mode: the model writes Python that calls the tools.
 
 With ``Agent(tool_invocation="code-mode")`` the model is offered two tools only:
 
 * ``code_execute(source)`` runs a script in the pydantic-monty sandbox
   (``_code_sandbox.py``). Inside, ``await tools.<name>(arg=value, ...)`` calls a real tool
   *through the agent's executor* (``ToolExecutor.run_one``): deny list, validation, hooks,
-  inbound sanitisation, result limits and the audit all apply as for a direct call (G-49).
+  inbound sanitisation, result limits and the audit all apply as for a direct call.
   A tool's result comes back as a Python value (its JSON parsed; other text as ``str``). A
   failed call raises ``RuntimeError("<error kind>: <message>")`` in the script, which may
   catch it. Only the value of the script's **trailing expression** enters the model's
   context, rendered as JSON and capped (``CodeModeConfig.max_result_chars``); ``print``
   output is kept in the result metadata (``bastion.code_mode.stdout``), never shown.
 * ``code_search(query)`` returns the exact call signatures of matching tools, one line
-  each plus a one-line description (G-48): ``await tools.get_weather(city: str) -> dict``.
+  each plus a one-line description: ``await tools.get_weather(city: str) -> dict``.
 
 Tools that may need a human decision (``needs_approval`` set, or named by the agent's
-approval policy) are left out of the code API entirely (G-51): ``tools.<name>`` raises
+approval policy) are left out of the code API entirely: ``tools.<name>`` raises
 ``AttributeError`` and ``code_search`` does not list them. A call that a
 ``before_tool_call`` hook sends to a human is refused (``approval_denied``).
 """

@@ -1,4 +1,4 @@
-"""The pydantic-monty sandbox that runs code mode's scripts (SPEC G-47, G-50).
+"""The pydantic-monty sandbox that runs code mode's scripts.
 
 One :class:`CodeSandbox` per agent owns one ``AsyncMonty`` worker pool. The pool starts on
 the first script (so an agent that never runs code costs nothing, and ``import bastion``

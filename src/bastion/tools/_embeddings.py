@@ -1,4 +1,4 @@
-"""Embedding backends for semantic ``tool_search`` (SPEC T-26): the :class:`Embedder`s.
+"""Embedding backends for semantic ``tool_search``: the :class:`Embedder`s.
 
 * :class:`OpenAIEmbeddings`: ``POST {base_url}/embeddings`` of OpenAI and of compatible
   servers (vLLM, LM Studio, Ollama's ``/v1``, …).

@@ -1,4 +1,4 @@
-"""Dispatches the tool calls of one step (SPEC C4, G-21, G-29..G-32, T-05..T-07, T-11).
+"""Dispatches the tool calls of one step: gate, parallel or sequential runs, timeouts, abort.
 
 Every call first passes the gate (``_gate.py``): name-level deny, validation (with one
 repair round), ``before_tool_call`` hooks, the approval requirement and its resolution.
@@ -485,8 +485,8 @@ class ToolBatch:
         async def ask() -> Any:
             answer = on_approval(request, self._ctx)
             if isinstance(answer, Awaitable):
-                answer = await answer  # pyright: ignore[reportUnknownVariableType]
-            return answer  # pyright: ignore[reportUnknownVariableType]
+                answer = await answer
+            return answer
 
         try:
             answer = await within(self._executor.clock, approval.timeout, ask())
@@ -544,7 +544,7 @@ class ToolBatch:
         p.invalid = None
         fixed = repair(p.call, error)
         if isinstance(fixed, Awaitable):
-            fixed = await fixed  # pyright: ignore[reportUnknownVariableType]
+            fixed = await fixed
         if fixed is None:
             return
         arguments = fixed if isinstance(fixed, str) else json.dumps(fixed, separators=(",", ":"))

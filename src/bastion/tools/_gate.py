@@ -1,4 +1,4 @@
-"""The ordered gate every tool call passes before it runs (SPEC C4, T-07, T-12, G-53..G-55).
+"""The ordered gate every tool call passes before it runs.
 
 1. name-level deny (``deny_tools`` patterns): ``capability_blocked``;
 2. schema validation, with one round of the operator's repair hook: ``invalid_input``

@@ -1,4 +1,4 @@
-"""``InboundSanitizer``: the result processor that screens tool output (SPEC G-24, T-16, T-17).
+"""``InboundSanitizer``: the result processor that screens tool output.
 
 The agent puts it first in the executor's processor chain, so it sees the whole body before
 any limit cuts it. It resolves each tool's policy (the agent-wide override, else the tool's

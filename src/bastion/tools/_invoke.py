@@ -42,7 +42,7 @@ LiveEvent: TypeAlias = (
 
 
 class ProgressQueue:
-    """The live events of one batch, bounded (SPEC T-22, D6), and its completion markers.
+    """The live events of one batch, bounded (the oldest dropped first), and its completion markers.
 
     Holds at most ``depth`` live events (``tool.execute.progress`` / ``partial``,
     ``subagent.event``). When a tool reports faster than the consumer reads, the OLDEST

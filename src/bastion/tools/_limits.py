@@ -1,17 +1,18 @@
-"""Result size limits: token estimates, truncation strategies and ``ResultLimiter`` (T-18..T-20).
+"""Result size limits: token estimates, truncation strategies and ``ResultLimiter``.
 
 ``ResultLimiter`` is the last result processor of the executor (after inbound sanitisation,
 so what it cuts, stores or summarises is already screened). Each tool has a limit,
 ``Tool.max_result_tokens`` (default :data:`DEFAULT_MAX_RESULT_TOKENS`; ``0`` disables it
 with one :class:`UnlimitedResultWarning` per tool name), and a strategy,
-``Tool.truncation_strategy``, defaulted by trust class (T-19, see :func:`default_strategy`):
+``Tool.truncation_strategy``, defaulted by trust class (see :func:`default_strategy`):
 
 * ``middle``: keep the head and the tail, replace the middle by a marker;
 * ``tail``: keep the end (the last lines of a command's output matter most);
 * ``json_smart``: slice long arrays, shorten long strings and trim wide or deep objects,
   keeping the result valid JSON; a result that is not JSON is cut in the ``middle``;
 * ``spill_to_file``: store the full result (:class:`~bastion.tools.SpillStore`) and inline a
-  preview with the handle ``read_result`` pages; a ``secret`` tool never spills (G-42);
+  preview with the handle ``read_result`` pages; a ``secret`` tool never spills (its
+  result never reaches the disk);
 * ``summarize``: ask a cheaper model for a summary within the limit; if that fails, cut in
   the ``middle`` and say so.
 
@@ -23,7 +24,7 @@ the limit cost a length comparison.
 
 Markers are byte-stable (same input, same output) and neutral, e.g.
 ``[... 12,345 characters omitted ...]``: no imperative wording an injection scanner could
-match (T-20).
+match.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def fits(text: str, max_tokens: int) -> bool:
 
 
 def default_strategy(tool: Tool) -> TruncationStrategy:
-    """The tool's strategy: its own, else the default of its trust class (T-19).
+    """The tool's strategy: its own, else the default of its trust class.
 
     ``summarize`` for the ``web_search`` trust class; ``tail`` for built-in code execution,
     i.e. ``first_party_built_in`` tools whose name starts with ``code_exec``, ``bash`` or
@@ -183,7 +184,7 @@ class ResultLimiter:
             :class:`~bastion.tools.SpillStore` under the temporary directory).
         summary_model: The model ``summarize`` asks; without one, ``summarize`` falls
             back to ``middle``.
-        result_readers: Further handle sources for ``read_result`` (G-44).
+        result_readers: Further handle sources for ``read_result``.
         owner: Names the agent in error messages.
 
     Raises:
@@ -351,7 +352,7 @@ def _warn_unlimited(name: str) -> None:
 
 def _stacklevel() -> int:
     """The ``stacklevel`` pointing at the first frame outside the ``bastion`` package."""
-    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    frame = sys._getframe(1)
     level = 1
     while frame is not None and frame.f_globals.get("__name__", "").startswith("bastion."):
         frame = frame.f_back

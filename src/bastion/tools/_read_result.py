@@ -1,4 +1,4 @@
-"""The built-in ``read_result`` tool and the ``ResultReader`` protocol (SPEC G-39, G-40, G-44).
+"""The built-in ``read_result`` tool and the ``ResultReader`` protocol.
 
 A result too large for the context is stored behind a handle (``spill_to_file``); the model
 pages it with ``read_result`` by byte range (``offset``/``length``) or by line range
@@ -41,7 +41,7 @@ _READ_RESULT_MAX_TOKENS = 8_192  # above the cap plus header: the limiter never 
 
 @runtime_checkable
 class ResultReader(Protocol):
-    """A source of handles ``read_result`` can page, besides the spill store (G-44).
+    """A source of handles ``read_result`` can page, besides the spill store.
 
     Example: a reader for MCP resources owns ``mcp://`` handles and fetches their ranges.
     """

@@ -1,4 +1,4 @@
-"""The tools of one agent by name: sources, precedence and collisions (SPEC T-02..T-04, T-27).
+"""The tools of one agent by name: sources, precedence and collisions.
 
 ``Agent`` builds a :class:`ToolRegistry` from ``tools=``; MCP clients and skill loaders add
 theirs later with :meth:`ToolRegistry.register`. Each tool's ``trust_class`` places it on
@@ -225,7 +225,7 @@ class ToolRegistry(Mapping[str, Tool]):
             if t.side_effect_class in ("side_effecting", "external_stateful") and (
                 t.idempotency_key is None
             ):
-                # SPEC T-24 asks for a warning; here it would fire for every default
+                # A missing idempotency key deserves a warning, but one would fire for every default
                 # (side-effecting) tool, so the gap is counted and shown in classification().
                 self._counters.incr("tool.classification.idempotency_key_missing.total")
         placed = {id(origin): name for name, origin in self._origins.items()}
@@ -419,7 +419,7 @@ class ToolRegistry(Mapping[str, Tool]):
                 arguments = json.dumps(example.input)
             except (TypeError, ValueError) as exc:
                 raise UserError(f"{where}: examples[{i}].input is not JSON: {exc}.") from None
-            if not isinstance(example.input, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(example.input, dict):
                 raise UserError(f"{where}: examples[{i}].input must be a dict of arguments.")
             try:
                 t.validator.validate(arguments)

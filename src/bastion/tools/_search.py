@@ -1,4 +1,4 @@
-"""Deferred tools and the built-in ``tool_search`` (SPEC T-26, G-33..G-36).
+"""Deferred tools and the built-in ``tool_search``.
 
 A tool declared ``defer_loading=True`` is kept out of the per-step catalogue. When an agent
 has at least one, it registers ``tool_search``, built here by :func:`tool_search_tool`; its
@@ -332,7 +332,7 @@ def add_tool_search(
     """Register ``tool_search`` in ``tools`` when any tool is deferred.
 
     Returns the deferred tools' definitions by name, as advertised once promoted: without
-    worked examples (SPEC G-36). Empty when nothing is deferred (and nothing is added).
+    worked examples. Empty when nothing is deferred (and nothing is added).
 
     Raises:
         UserError: A tool is deferred and another tool is already named ``tool_search``.

@@ -1,4 +1,4 @@
-"""The spill store: full tool results kept on disk behind opaque handles (SPEC T-15, G-37, G-41).
+"""The spill store: full tool results kept on disk behind opaque handles.
 
 Written by :class:`~bastion.tools.ResultLimiter` (strategy ``spill_to_file``) and read by
 the ``read_result`` tool. Layout: ``<root>/<run_id>/<token>.txt``; the default root is

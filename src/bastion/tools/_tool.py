@@ -1,4 +1,4 @@
-"""The ``Tool`` type and the ``@tool`` factory (SPEC C8, T-01, T-23, A-30, S-28).
+"""The ``Tool`` type and the ``@tool`` factory.
 
 A tool is built from a typed Python function (sync, async, or an async generator that
 streams progress), from a function taking one pydantic model (``args_model=``), or from a
@@ -443,7 +443,7 @@ def _first_param_is_ctx(fn: Callable[..., Any]) -> bool:
 
 def _stacklevel() -> int:
     """The ``stacklevel`` that makes a warning point at the first frame outside this package."""
-    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    frame = sys._getframe(1)
     level = 1
     while frame is not None and frame.f_globals.get("__name__", "").startswith("bastion.tools"):
         frame = frame.f_back

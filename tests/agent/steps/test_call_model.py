@@ -246,6 +246,6 @@ async def test_reasoning_retention_keeps_or_strips_reasoning_on_the_next_step(
     result = await agent.run("go")
     previous = model.requests[1].messages[-2]
     assert previous.role == "assistant"
-    assert any(p.type == "reasoning" for p in previous.parts) is kept  # type: ignore[union-attr]
+    assert any(p.type == "reasoning" for p in previous.parts) is kept
     first_answer = next(m for m in result.messages if m.role == "assistant")
     assert any(p.type == "reasoning" for p in first_answer.parts)  # the transcript keeps it

@@ -1,6 +1,5 @@
 """Approvals: suspending a run on calls that wait for a human, and resuming it.
 
-SPEC C4, G-53..G-55.
 A step whose calls include pending ones still runs every other call; their results are
 held (``SuspendedStep``) and the run ends with status ``awaiting_approval``. Resuming with a
 ``Directive`` runs the approved calls exactly once (denied ones become ``approval_denied``

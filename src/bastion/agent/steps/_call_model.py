@@ -2,7 +2,7 @@
 
 Transient errors are retried with backoff (``RetryConfig``); the errors of the agent's
 ``FallbackPolicy`` (by default rate-limit, capacity and context-length errors) then move
-the step to the next fallback model with an ``agent.model.fellback`` event (G-65..G-68).
+the step to the next fallback model with an ``agent.model.fellback`` event.
 The policy's circuit breaker skips models that keep failing (``agent.model.circuit`` when a
 circuit opens or closes). A stream that already emitted events is never restarted: its
 error fails the step. Under governance each attempt is an action on
@@ -94,7 +94,7 @@ class ModelCall:
                 continue
             attempt = 0
             while True:
-                if governance is not None:  # check before anything is sent (L-16)
+                if governance is not None:  # a limit is checked before anything is sent
                     substitute = await governance.check_model(model, self._request)
                     for event in governance.drain(run_id, next_seq):
                         yield event
@@ -275,7 +275,7 @@ _TIERS = ("public", "internal", "secret")
 
 
 def _check_sensitivity(model: Model, request: ModelRequest) -> None:
-    """Refuse a model that may not see the most sensitive data in the request (G-08)."""
+    """Refuse a model that may not see the most sensitive data in the request."""
     highest = 0
     for message in request.messages:
         if isinstance(message, ToolMessage):

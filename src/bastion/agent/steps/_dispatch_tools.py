@@ -191,7 +191,7 @@ def record_outcome(
             result=content,
             is_error=is_error,
             step=state.step,
-            error_kind=kind,  # pyright: ignore[reportArgumentType]
+            error_kind=kind,
             duration=duration,
         )
     )

@@ -79,7 +79,7 @@ async def _end_hooks(scope: RunScope) -> None:
 
 
 def _settle_pending_approvals(scope: RunScope) -> None:
-    """Apply ``abort(on_pending_approvals=...)`` to calls still waiting for a human (G-62)."""
+    """Apply ``abort(on_pending_approvals=...)`` to calls still waiting for a human."""
     state = scope.state
     abort = scope.abort
     if not state.pending_approvals or abort is None:

@@ -1,4 +1,4 @@
-"""Govern: what the loop does with the governor's verdicts (SPEC L-20..L-32, A-22, C3).
+"""Govern: what the loop does with the governor's verdicts.
 
 Called only when the agent has governance (``scope.governance`` is set):
 
@@ -16,28 +16,35 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from bastion.agent._scope import RunScope
 from bastion.agent._state import PendingApproval, SuspendedStep
 from bastion.core import (
     AssistantMessage,
-    Model,
     ModelResponse,
     TextPart,
-    ToolCall,
     ToolMessage,
     Usage,
 )
 from bastion.governance import (
     BudgetUnpriced,
     Denied,
-    GovernanceError,
     InterruptRequired,
     MutationRefused,
     PolicyExceeded,
 )
-from bastion.tools import ApprovalRequest, InterruptResolution
+from bastion.tools import ApprovalRequest
+
+if TYPE_CHECKING:
+    from bastion.agent._scope import RunScope
+    from bastion.core import (
+        Model,
+        ToolCall,
+    )
+    from bastion.governance import (
+        GovernanceError,
+    )
+    from bastion.tools import InterruptResolution
 
 __all__ = [
     "finish_governance",

@@ -78,11 +78,11 @@ async def resolve_deps(ctx: RunContext[Any]) -> None:
     """Replace ``Lazy`` dependencies (the whole value, or values of a dict) by their results."""
     deps: Any = ctx.deps
     if isinstance(deps, Lazy):
-        ctx.deps = await deps.resolve()  # pyright: ignore[reportUnknownMemberType]
-    elif isinstance(deps, dict) and any(isinstance(v, Lazy) for v in deps.values()):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        ctx.deps = await deps.resolve()
+    elif isinstance(deps, dict) and any(isinstance(v, Lazy) for v in deps.values()):  # pyright: ignore[reportUnknownVariableType]
         resolved: dict[Any, Any] = {}
         for key, value in deps.items():  # pyright: ignore[reportUnknownVariableType]
-            resolved[key] = await value.resolve() if isinstance(value, Lazy) else value  # pyright: ignore[reportUnknownMemberType]
+            resolved[key] = await value.resolve() if isinstance(value, Lazy) else value
         ctx.deps = resolved
 
 

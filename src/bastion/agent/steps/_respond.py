@@ -9,24 +9,29 @@ loop yields their events itself, so no event crosses an extra frame.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from bastion.agent._hooks import maybe_await
-from bastion.agent._scope import RunScope
 from bastion.agent._step_overrides import StepOverrides, apply_overrides, check_tool_choice
 from bastion.agent._tiers import is_tier
 from bastion.core import (
-    AgentEvent,
     Model,
-    ModelRequest,
-    ModelResponse,
     StepEndEvent,
-    ToolCall,
     ToolCallIncompleteEvent,
 )
-from bastion.providers import resolve_model
 
-from ._call_model import ModelCall
 from ._prepare import build_request, with_inbound_preamble
+
+if TYPE_CHECKING:
+    from bastion.agent._scope import RunScope
+    from bastion.core import (
+        AgentEvent,
+        ModelRequest,
+        ModelResponse,
+        ToolCall,
+    )
+
+    from ._call_model import ModelCall
 
 __all__ = [
     "after_llm_call",
@@ -59,7 +64,7 @@ def begin_step(scope: RunScope) -> ModelRequest:
 
 
 async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
-    """The model of this step, by the precedence of SPEC G-85 (see ``_tiers``).
+    """The model of this step, by the precedence ladder in ``_tiers``.
 
     A ``prepare_step`` that returns :class:`StepOverrides` also changes this step's
     request: settings, ``tool_choice``, instructions and the advertised tools. A model named
@@ -78,7 +83,12 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
                 request.messages = with_inbound_preamble(list(request.messages))
             override = override.model
         if override is not None:
-            model = override if isinstance(override, Model) else resolve_model(override)
+            if isinstance(override, Model):
+                model = override
+            else:
+                from bastion.providers import resolve_model  # only for a "provider:model" name
+
+                model = resolve_model(override)
             scope.pinned_model = model
             return model
     tiers = agent.tiers
@@ -95,7 +105,10 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
 
 
 def tool_hint(scope: RunScope, calls: Sequence[ToolCall]) -> str | None:
-    """The model preference of the tools a step called, for the next step (G-83, T-25)."""
+    """The model preference of the tools a step called, for the next step.
+
+    Of several tools' hints, the strongest tier wins.
+    """
     tiers = scope.agent.tiers
     assert tiers is not None  # only called when the agent has tier hints
     tools = scope.agent.tools

@@ -1,0 +1,51 @@
+"""Packages load a name's module on first use; every public name still resolves."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+LAZY = ("tools", "governance", "stores", "security", "context", "providers")
+
+
+@pytest.mark.parametrize("package", LAZY)
+def test_every_public_name_resolves_and_unknown_names_fail(package: str) -> None:
+    module = importlib.import_module(f"bastion.{package}")
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+    with pytest.raises(AttributeError, match=f"module 'bastion.{package}' has no attribute"):
+        _ = module.no_such_name
+
+
+def test_importing_agent_and_tool_leaves_optional_parts_unloaded() -> None:
+    code = (
+        "import sys\n"
+        "from bastion import Agent, tool\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('bastion.'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "bastion.agent._agent" in loaded
+    optional = {
+        "bastion.governance._governor",
+        "bastion.stores._protocols",
+        "bastion.context._compact",
+        "bastion.tools._code_mode",
+        "bastion.providers._registry",
+    }
+    assert loaded & optional == set()
+
+
+def test_an_agent_with_a_store_url_loads_the_stores_it_needs() -> None:
+    code = (
+        "import sys\n"
+        "from bastion import Agent\n"
+        "from bastion.testing import ScriptedModel\n"
+        "agent = Agent('a', model=ScriptedModel(['x']), store='memory://')\n"
+        "print(agent.store is not None, 'bastion.stores._protocols' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
