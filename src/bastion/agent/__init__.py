@@ -2,6 +2,7 @@
 
 from ._agent import Agent, HookFlags
 from ._binding import ApprovalMismatch
+from ._config import RunConfig
 from ._fallback import (
     FALLBACK_ERRORS,
     TRANSPORT_ERRORS,
@@ -45,6 +46,7 @@ __all__ = [
     "PendingApproval",
     "RUN_STATE_SCHEMA_VERSION",
     "RetryConfig",
+    "RunConfig",
     "RunResult",
     "RunState",
     "StepOverrides",

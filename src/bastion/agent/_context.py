@@ -265,9 +265,9 @@ def compacted_event(scope: RunScope, done: Compaction, *, source: str) -> Contex
 
 def result_keeper(scope: RunScope) -> ResultKeeper | None:
     """Where cleared tool results are kept for ``read_result`` (``None``: it is not offered)."""
-    agent = scope.agent
-    limiter = agent.result_limiter
-    if "read_result" not in agent.tools:
+    config = scope.config
+    limiter = config.result_limiter
+    if "read_result" not in scope.tools.by_name:
         return None
     run_id = scope.run_id
 

@@ -37,7 +37,7 @@ from ._state import PendingApproval, RunState, SuspendedStep
 from .steps._dispatch_tools import record_outcome
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from ._config import RunConfig
 
 __all__ = ["OUTCOME_UNKNOWN", "Recovery", "Replayed", "load_run"]
 
@@ -100,9 +100,9 @@ class Replayed:
 class _Fold:
     """The fold of entries into a state (one pass, in order)."""
 
-    def __init__(self, agent: Agent[Any, Any]) -> None:
-        self.tools = agent.tools
-        self.output_tool = agent.output_schema is not None
+    def __init__(self, config: RunConfig) -> None:
+        self.tools = config.tools.by_name
+        self.output_tool = config.output_schema is not None
         self.state: RunState | None = None
         self.step_calls: list[ToolCall] = []  # calls of the last answer (no checkpoint since)
         self.started: dict[str, Mapping[str, Any]] = {}
@@ -335,7 +335,7 @@ def check_entry(run_id: str, entry: JournalEntry, position: int) -> None:
         raise JournalUnreadable(run_id, entry.seq, "has an event_seq that is not a number.")
 
 
-async def load_run(stores: Stores, run_id: str, agent: Agent[Any, Any]) -> Replayed:
+async def load_run(stores: Stores, run_id: str, config: RunConfig) -> Replayed:
     """Read a run's journal and rebuild its state.
 
     Raises:
@@ -350,7 +350,7 @@ async def load_run(stores: Stores, run_id: str, agent: Agent[Any, Any]) -> Repla
             f"No journal for run {run_id!r} in {stores.url!r}: check the run id and that "
             "this agent uses the store the run was started with."
         )
-    fold = _Fold(agent)
+    fold = _Fold(config)
     for position, entry in enumerate(entries, start=1):
         check_entry(run_id, entry, position)
         try:
@@ -360,8 +360,8 @@ async def load_run(stores: Stores, run_id: str, agent: Agent[Any, Any]) -> Repla
             raise JournalUnreadable(run_id, entry.seq, problem) from exc
     state = fold.state
     assert state is not None  # the first entry is run_started (checked by check_entry)
-    if state.agent_name != agent.name:
-        raise UserError(f"Run {run_id} belongs to agent {state.agent_name!r}, not {agent.name!r}.")
+    if state.agent_name != config.name:
+        raise UserError(f"Run {run_id} belongs to agent {state.agent_name!r}, not {config.name!r}.")
     state.last_seq = max(state.last_seq, fold.event_seq)
     recovery = fold.recovery(state)
     mark = min(fold.mark, len(state.messages))

@@ -89,6 +89,7 @@ from ._tool import (
     TruncationStrategy,
     tool,
 )
+from ._toolset import ToolSet, build_toolset
 
 __all__ = [
     "Allow",
@@ -165,12 +166,14 @@ __all__ = [
     "ToolOutcome",
     "ToolRegistry",
     "ToolResult",
+    "ToolSet",
     "ToolSource",
     "ToolTrustClass",
     "TruncationStrategy",
     "UNTRUSTED",
     "UnlimitedResultWarning",
     "add_tool_search",
+    "build_toolset",
     "call_signature",
     "default_strategy",
     "end_event",

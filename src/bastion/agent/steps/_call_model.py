@@ -56,11 +56,11 @@ class ModelCall:
         self._request = request
         self.response: ModelResponse | None = None
         self.model = model
-        agent = scope.agent
+        config = scope.config
         self._models = (
-            agent.models
-            if model is agent.model
-            else (model, *(m for m in agent.models[1:] if m is not model))
+            config.models
+            if model is config.model
+            else (model, *(m for m in config.models[1:] if m is not model))
         )
 
     async def events(self) -> AsyncIterator[AgentEvent]:
@@ -73,10 +73,10 @@ class ModelCall:
         run_id = scope.run_id
         next_seq = scope.next_seq
         check_abort = scope.check_abort
-        retry = scope.agent.retry
+        retry = scope.config.retry
         models = self._models
         governance = scope.governance
-        policy = scope.agent.fallback_policy
+        policy = scope.config.fallback_policy
         breaker = policy.circuit_breaker
         for index, model in enumerate(models):
             self.model = model
@@ -253,7 +253,7 @@ class ModelCall:
         )
 
     async def _fell_back(self, event: ModelFellbackEvent) -> None:
-        hook = self._scope.agent.fallback_policy.on_fallback
+        hook = self._scope.config.fallback_policy.on_fallback
         if hook is not None:
             await maybe_await(hook(event))
 

@@ -68,7 +68,7 @@ def settle(scope: RunScope, exc: GovernanceError) -> None:
         if exc.limit_type == "rounds":  # a bound on the loop itself: stop cleanly
             state.status = "stopped"
             state.stop_reason = "budget"
-            state.output = state.last_text() if scope.agent.output_schema is None else None
+            state.output = state.last_text() if scope.config.output_schema is None else None
             return
         state.fail("budget_exceeded", f"{exc} Usage so far: {_spent(state.usage)}.", exc)
     elif isinstance(exc, Denied):

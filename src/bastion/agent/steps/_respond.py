@@ -63,30 +63,30 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
     A ``prepare_step`` that returns :class:`StepOverrides` also changes this step's
     request: settings, ``tool_choice`` and the advertised tools.
     """
-    agent = scope.agent
-    hooks = agent.loop_hooks
-    if hooks is not None and agent.hook_flags.prepare_step:
+    config = scope.config
+    hooks = config.loop_hooks
+    if hooks is not None and config.hook_flags.prepare_step:
         override = await maybe_await(hooks.prepare_step(scope.ctx, scope.state.step))
         if isinstance(override, StepOverrides):
             apply_overrides(request, override)
             override = override.model
         if override is not None:
             return override if isinstance(override, Model) else resolve_model(override)
-    tiers = agent.tiers
+    tiers = config.tiers
     if tiers is not None:
         hint, scope.model_hint = scope.model_hint, None
         if hint is not None:
             return tiers.model(hint)
-        if agent.preferred_model is not None:
-            return tiers.model(agent.preferred_model)
-    return agent.model
+        if config.preferred_model is not None:
+            return tiers.model(config.preferred_model)
+    return config.model
 
 
 def tool_hint(scope: RunScope, calls: Sequence[ToolCall]) -> str | None:
     """The model preference of the tools a step called, for the next step (G-83, T-25)."""
-    tiers = scope.agent.tiers
+    tiers = scope.config.tiers
     assert tiers is not None  # only called when the agent has tier hints
-    tools = scope.agent.tools
+    tools = scope.tools.by_name
     hints = [
         tool.preferred_model
         for call in calls
@@ -108,7 +108,7 @@ def take_response(scope: RunScope, call: ModelCall) -> ModelResponse:
 
 async def after_llm_call(scope: RunScope, response: ModelResponse) -> None:
     """Run the ``after_llm_call`` hook."""
-    hooks = scope.agent.loop_hooks
+    hooks = scope.config.loop_hooks
     assert hooks is not None  # only called when the hook is overridden
     await maybe_await(hooks.after_llm_call(scope.ctx, response, scope.state.step))
 
@@ -149,27 +149,27 @@ def reject_incomplete(
 
 async def roundtrip_complete(scope: RunScope) -> None:
     """Ask ``on_roundtrip_complete`` whether to stop (status ``stopped``, reason ``hook``)."""
-    agent = scope.agent
-    hooks = agent.loop_hooks
+    config = scope.config
+    hooks = config.loop_hooks
     assert hooks is not None  # only called when the hook is overridden
     state = scope.state
     if await maybe_await(hooks.on_roundtrip_complete(scope.ctx, state.step, state.usage)):
         state.status = "stopped"
         state.stop_reason = "hook"
-        state.output = state.last_text() if agent.output_schema is None else None
+        state.output = state.last_text() if config.output_schema is None else None
 
 
 def stop_at_max_steps(scope: RunScope) -> None:
     """End a run that used ``max_steps`` model calls while the model still asked for tools."""
-    agent = scope.agent
+    config = scope.config
     state = scope.state
-    if agent.on_max_steps == "return":
+    if config.on_max_steps == "return":
         state.status = "stopped"
         state.stop_reason = "max_steps"
-        state.output = state.last_text() if agent.output_schema is None else None
+        state.output = state.last_text() if config.output_schema is None else None
         return
     state.fail(
         "stop_condition",
-        f"The run reached max_steps={agent.max_steps} while the model still asked for tools. "
+        f"The run reached max_steps={config.max_steps} while the model still asked for tools. "
         "Raise max_steps, or pass on_max_steps='return' to end with the last answer.",
     )
