@@ -156,6 +156,7 @@ def test_top_level_exports_are_pinned() -> None:
         "ToolExecuteProgressEvent",
         "ToolExecuteStartEvent",
         "ToolMessage",
+        "ToolOptions",
         "ToolRegistry",
         "ToolResult",
         "ToolSet",

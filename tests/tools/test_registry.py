@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, ToolOptions, tool
 from bastion.core import RunContext, ToolMessage, UserError
 from bastion.observability import Counters
 from bastion.testing import Call, ScriptedModel, Turn
@@ -260,7 +260,12 @@ async def test_the_model_sees_and_calls_both_tools_of_a_collision() -> None:
             "done",
         ]
     )
-    agent = Agent("a", model=model, tools=[mine, theirs], inbound_sanitization="pass-through")
+    agent = Agent(
+        "a",
+        model=model,
+        tools=[mine, theirs],
+        tool_options=ToolOptions(inbound_sanitization="pass-through"),
+    )
     result = await agent.run("go")
     assert [t.name for t in model.requests[0].tools] == ["search", "web__search"]
     sent = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
@@ -281,7 +286,7 @@ async def test_priority_agent_offers_only_the_winner() -> None:
         "a",
         model=model,
         tools=[make("search"), make("search", "mcp_derived", source="web")],
-        collision_strategy="priority",
+        tool_options=ToolOptions(collision_strategy="priority"),
     )
     result = await agent.run("go")
     assert [t.name for t in model.requests[0].tools] == ["search"]
@@ -296,7 +301,7 @@ def test_manual_agent_refuses_at_construction() -> None:
             "a",
             model=ScriptedModel([]),
             tools=[make("search"), make("search", "mcp_derived")],
-            collision_strategy="manual",
+            tool_options=ToolOptions(collision_strategy="manual"),
         )
 
 

@@ -19,11 +19,12 @@ from ._guardrails import (
     output_guardrail,
 )
 from ._hooks import AgentHooks, LoopHooks
+from ._options import ToolOptions
 from ._output import OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
 from ._result import RunResult, ToolCallRecord
 from ._retry import RetryConfig, default_retryable
-from ._state import PendingApproval, RunState, SuspendedStep
+from ._state import PendingApproval, RunState, RunStatusError, SuspendedStep
 from ._step_overrides import StepOverrides
 from ._stream import AgentStream
 
@@ -49,10 +50,12 @@ __all__ = [
     "RunConfig",
     "RunResult",
     "RunState",
+    "RunStatusError",
     "StepOverrides",
     "SuspendedStep",
     "TRANSPORT_ERRORS",
     "ToolCallRecord",
+    "ToolOptions",
     "default_retryable",
     "input_guardrail",
     "output_guardrail",

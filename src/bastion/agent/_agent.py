@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import importlib
-import os
 import weakref
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import aclosing
@@ -43,14 +42,9 @@ from bastion.tools import (
     ApprovalConfig,
     BeforeToolCall,
     CodeMode,
-    CodeModeConfig,
-    CollisionStrategy,
     Directive,
-    Embedder,
-    InboundPolicy,
     RepairHook,
     ResultLimiter,
-    ResultReader,
     SideEffectClass,
     Tool,
     ToolExecutor,
@@ -79,6 +73,7 @@ from ._hooks import AgentHooks, LoopHooks, SessionLink
 from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
+from ._options import ToolOptions
 from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
@@ -99,6 +94,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "HookFlags"]
 
 _DEFAULT_RETRY = RetryConfig()
+_DEFAULT_TOOL_OPTIONS = ToolOptions()
 _DEFAULT_FALLBACK = FallbackPolicy()
 
 
@@ -162,34 +158,10 @@ class Agent(Generic[DepsT, OutputT]):
         repair_tool_call: Given a call with invalid arguments and the validation error,
             returns repaired arguments (JSON text or a dict) or ``None``; one round.
         deny_tools: Name patterns (``fnmatch``) of tools that may never run in this agent.
-        tool_cancel_grace: Seconds an aborted step waits for tools that ignore
-            cancellation before abandoning them.
-        inbound_sanitization: One inbound policy for every tool's output, replacing
-            each tool's ``inbound_sanitization`` and its trust-class default
-            (``pass-through`` for first-party tools, ``detect-and-flag`` for trusted
-            skills, ``detect-and-strip-and-wrap`` for untrusted skills, MCP and web
-            search). ``None`` keeps the per-tool choice.
-        tool_search_embedder: Semantic backend for ``tool_search`` (registered when any
-            tool has ``defer_loading=True``), fused with its lexical BM25 ranking.
-        collision_strategy: Two tools of different sources (``trust_class``) with one
-            name: ``auto-prefix`` renames the lower-precedence one ``<source>__<name>``,
-            ``priority`` drops it, ``manual`` raises ``DuplicateToolNameError``. Read the
-            outcome in ``agent.registry``.
-        tool_event_queue_depth: Most live ``tool.execute.progress`` / ``partial`` events
-            held for a slow consumer; beyond, the oldest is dropped (the assembled
-            result stays whole).
-        tool_cache_size: Most results kept by the cache of tools with a ``cache_ttl``.
-        tool_invocation: ``direct`` (the model calls tools) or ``code-mode`` (the model
-            sees only ``code_execute`` and ``code_search`` and calls tools from Python in
-            a sandbox; needs ``bastion[code]``). Close a code-mode agent with
-            :meth:`aclose` to stop its sandbox worker.
-        code_mode: Limits of code-mode scripts (:class:`~bastion.tools.CodeModeConfig`).
-        spill_dir: Root of the files ``spill_to_file`` tools store full results in
-            (default ``<tmpdir>/bastion-spill``; one sub-directory per run).
-        summary_model: The cheaper model ``summarize`` tools ask (default: the ``fast``
-            entry of ``model_tier_map``, else ``model``).
-        result_readers: Further sources of handles ``read_result`` pages (MCP resources,
-            ...), tried in order after the spill store; giving any registers ``read_result``.
+        tool_options: How the tools are named, screened, limited, cached and invoked
+            (:class:`ToolOptions`: collision strategy, inbound sanitisation, cancel grace,
+            event queue depth, cache size, ``tool_search`` embedder, code mode, spill
+            directory, summary model, result readers).
         policies: Global governance policies (``bastion.governance``), judging every model
             call (``llm:<provider>:<model>``) and tool call (``tool:<name>``).
         oracles: Policies and limits per oracle key (``"llm"``, ``"llm:openai"``,
@@ -262,17 +234,7 @@ class Agent(Generic[DepsT, OutputT]):
         before_tool_call: Sequence[BeforeToolCall] = (),
         repair_tool_call: RepairHook | None = None,
         deny_tools: Sequence[str] = (),
-        tool_cancel_grace: float = 0.05,
-        inbound_sanitization: InboundPolicy | None = None,
-        tool_search_embedder: Embedder | None = None,
-        collision_strategy: CollisionStrategy = "auto-prefix",
-        tool_event_queue_depth: int = 256,
-        tool_cache_size: int = 1024,
-        tool_invocation: Literal["direct", "code-mode"] = "direct",
-        code_mode: CodeModeConfig | None = None,
-        spill_dir: str | os.PathLike[str] | None = None,
-        summary_model: Model | str | None = None,
-        result_readers: Sequence[ResultReader] = (),
+        tool_options: ToolOptions | None = None,
         policies: Sequence[Policy] = (),
         oracles: Mapping[str, Oracle | Sequence[Policy]] | None = None,
         budget: Budget | Sequence[Budget] | None = None,
@@ -289,13 +251,21 @@ class Agent(Generic[DepsT, OutputT]):
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
         if model is None:  # pyright: ignore[reportUnnecessaryComparison]
             raise UserError(f"Agent {name!r} needs a model.")
+        options = _DEFAULT_TOOL_OPTIONS if tool_options is None else tool_options
+        if not isinstance(options, ToolOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"Agent {name!r}: tool_options must be a ToolOptions, got {options!r}.")
         check_limits(
             name,
             max_steps=max_steps,
             max_parallel_tools=max_parallel_tools,
-            tool_event_queue_depth=tool_event_queue_depth,
-            tool_cache_size=tool_cache_size,
             max_concurrent_runs=max_concurrent_runs,
+        )
+        check_limits(
+            name,
+            **{
+                "tool_options.event_queue_depth": options.event_queue_depth,
+                "tool_options.cache_size": options.cache_size,
+            },
         )
         check_runtime(name, runtime, sandbox)
         check_choices(
@@ -320,15 +290,10 @@ class Agent(Generic[DepsT, OutputT]):
             tools,
             audit=audit,
             model=resolved,
-            collision_strategy=collision_strategy,
-            embedder=tool_search_embedder,
-            summary_model=summary_model
-            if summary_model is not None
+            options=options,
+            summary_model=options.summary_model
+            if options.summary_model is not None
             else (model_tier_map or {}).get("fast"),
-            result_readers=result_readers,
-            spill_dir=spill_dir,
-            invocation=tool_invocation,
-            code_mode=code_mode,
             approval=approval,
         )
         toolset = parts.catalog.current()
@@ -350,10 +315,7 @@ class Agent(Generic[DepsT, OutputT]):
                 approval=approval,
             ),
             max_parallel=max_parallel_tools,
-            inbound=inbound_sanitization,
-            cancel_grace=tool_cancel_grace,
-            cache_size=tool_cache_size,
-            queue_depth=tool_event_queue_depth,
+            options=options,
             governor=governance,
             name=name,
         )
@@ -1024,6 +986,7 @@ class Agent(Generic[DepsT, OutputT]):
         tenant_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         directive: Directive | None = None,
+        config: RunConfig | None = None,
     ) -> RunResult[OutputT]:
         """Run to the end and return the result. A failed run returns, it does not raise.
 
@@ -1039,6 +1002,7 @@ class Agent(Generic[DepsT, OutputT]):
             tenant_id=tenant_id,
             metadata=metadata,
             directive=directive,
+            config=config,
         )
         return await stream.drain()
 

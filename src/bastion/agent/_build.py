@@ -6,7 +6,6 @@ them run before the agent exists, so a bad configuration has no side effect.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,10 +18,6 @@ from bastion.tools import (
     ApprovalConfig,
     BeforeToolCall,
     CodeMode,
-    CodeModeConfig,
-    CollisionStrategy,
-    Embedder,
-    InboundPolicy,
     InboundSanitizer,
     RepairHook,
     ResultLimiter,
@@ -41,6 +36,7 @@ from bastion.tools._search import TOOL_SEARCH
 from ._catalog import ToolCatalog
 from ._governance import AgentGovernance
 from ._guardrails import InputGuardrail, OutputGuardrail
+from ._options import ToolOptions
 from ._output import OUTPUT_MODES, OUTPUT_TOOL, OutputSchema
 from ._setup import build_code_mode, check_positive, resolve_model
 from ._sources import ToolSources, split_sources
@@ -97,26 +93,21 @@ def build_tools(
     *,
     audit: ToolAudit,
     model: Model,
-    collision_strategy: CollisionStrategy,
-    embedder: Embedder | None,
+    options: ToolOptions,
     summary_model: Model | str | None,
-    result_readers: Sequence[ResultReader],
-    spill_dir: str | os.PathLike[str] | None,
-    invocation: str,
-    code_mode: CodeModeConfig | None,
     approval: ApprovalConfig | None,
 ) -> AgentTools:
     """The registry (collisions resolved), the built-in tools and the first tool set."""
     live: dict[str, Tool] = {}
     plain_tools, sources = split_sources(tools, f"Agent {name!r}")
-    if sources and invocation == "code-mode":
+    if sources and options.invocation == "code-mode":
         raise UserError(
             f"Agent {name!r}: tool sources (MCP servers) cannot be used with "
-            "tool_invocation='code-mode' yet; use 'direct'."
+            "tool_options.invocation='code-mode' yet; use 'direct'."
         )
     registry = ToolRegistry(
         plain_tools,
-        collision_strategy=collision_strategy,
+        collision_strategy=options.collision_strategy,
         owner=f"Agent {name!r}",
         counters=audit.counters,
         into=live,
@@ -128,12 +119,15 @@ def build_tools(
         )
     limiter = ResultLimiter(
         live.values(),
-        spill=SpillStore(spill_dir),
+        spill=SpillStore(options.spill_dir),
         summary_model=model
         if summary_model is None
         else resolve_model(summary_model, "summary_model"),
         # An MCP server reads the resources its tools link to (``mcp:<server>:<uri>``).
-        result_readers=[*result_readers, *(s for s in sources if isinstance(s, ResultReader))],
+        result_readers=[
+            *options.result_readers,
+            *(s for s in sources if isinstance(s, ResultReader)),
+        ],
         owner=f"Agent {name!r}",
     )
     read_result = limiter.read_result_tool()
@@ -145,9 +139,9 @@ def build_tools(
             )
         live[read_result.name] = read_result  # adopted by the registry
     # Code mode: only code_execute and code_search are shown; the real tools stay runnable.
-    mode = build_code_mode(invocation, code_mode, live, approval, name)
+    mode = build_code_mode(options.invocation, options.code_mode, live, approval, name)
     catalog = ToolCatalog(
-        registry, embedder=embedder, advertise=None if mode is None else mode.tools
+        registry, embedder=options.search_embedder, advertise=None if mode is None else mode.tools
     )
     return AgentTools(
         registry=registry,
@@ -240,17 +234,15 @@ def build_executor(
     gate: GateOptions,
     *,
     max_parallel: int,
-    inbound: InboundPolicy | None,
-    cancel_grace: float,
-    cache_size: int,
-    queue_depth: int,
+    options: ToolOptions,
     governor: AgentGovernance | None,
     name: str,
 ) -> ToolExecutor:
     """The executor: the gate, sanitisation then result limits, the cache."""
+    inbound = options.inbound_sanitization
     if inbound is not None and inbound not in INBOUND_POLICIES:
         raise UserError(
-            f"Agent {name!r}: unknown inbound_sanitization {inbound!r}. "
+            f"Agent {name!r}: unknown tool_options.inbound_sanitization {inbound!r}. "
             f"Use one of: {', '.join(repr(p) for p in INBOUND_POLICIES)}."
         )
     # Sanitisation first: it must see the whole body before any limit cuts it.
@@ -271,9 +263,9 @@ def build_executor(
         ),
         processors=processors,
         audit=audit,
-        cancel_grace=cancel_grace,
-        cache=ToolCache(clock, max_entries=cache_size, counters=audit.counters),
-        event_queue_depth=queue_depth,
+        cancel_grace=options.cancel_grace,
+        cache=ToolCache(clock, max_entries=options.cache_size, counters=audit.counters),
+        event_queue_depth=options.event_queue_depth,
     )
     if parts.code_mode is not None:
         parts.code_mode.bind(executor)

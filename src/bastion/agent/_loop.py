@@ -217,14 +217,14 @@ async def run_loop(
             for event in await finalize(scope, response):
                 yield event
     except RunAborted:
-        state.status = "aborted"
+        state.abort()
     except asyncio.CancelledError:
         if not scope.cancel_sent:
             raise
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        state.status = "aborted"
+        state.abort()
     except Exception as exc:  # the run fails; the caller gets a result, not an exception
         if governance is not None and isinstance(exc, GovernanceError):
             settle(scope, exc)  # fails, stops or suspends the run

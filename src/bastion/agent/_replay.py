@@ -134,7 +134,7 @@ class _Fold:
             self._compaction(state, payload)
         elif kind == "interrupt_decided":
             self._reset()
-            state.status = "running"
+            state.resume()
             self.decided = {d.tool_call_id: d for d in _decisions(payload.get("approvals"))}
             check_bindings(state, self.decided)  # the stored call is the one decided on
             apply_edits(state, self.decided)

@@ -86,7 +86,7 @@ def _settle_pending_approvals(scope: RunScope) -> None:
         return
     policy = abort.on_pending_approvals
     if policy == "hold":
-        state.status = "awaiting_approval"
+        state.suspend()
         state.error = None
         return
     if policy == "fail":

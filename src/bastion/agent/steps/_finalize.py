@@ -50,8 +50,7 @@ async def finalize(scope: RunScope, response: ModelResponse) -> list[AgentEvent]
         if call is not None:  # answer every call, so the transcript stays valid to resend
             _answer_calls(scope, response.message.tool_calls, call, _ACCEPTED, is_error=False)
     if not config.output_guardrails:
-        state.output = output
-        state.status = "completed"
+        state.complete(output)
         return []
     return await check_output(scope, output)
 

@@ -58,8 +58,7 @@ async def check_output(scope: RunScope, output: Any) -> list[AgentEvent]:
             return events
         if verdict.action == "rewrite":
             output = verdict.rewrite
-    state.output = output
-    state.status = "completed"
+    state.complete(output)
     return events
 
 

@@ -154,9 +154,7 @@ async def roundtrip_complete(scope: RunScope) -> None:
     assert hooks is not None  # only called when the hook is overridden
     state = scope.state
     if await maybe_await(hooks.on_roundtrip_complete(scope.ctx, state.step, state.usage)):
-        state.status = "stopped"
-        state.stop_reason = "hook"
-        state.output = state.last_text() if config.output_schema is None else None
+        state.stop("hook", state.last_text() if config.output_schema is None else None)
 
 
 def stop_at_max_steps(scope: RunScope) -> None:
@@ -164,9 +162,7 @@ def stop_at_max_steps(scope: RunScope) -> None:
     config = scope.config
     state = scope.state
     if config.on_max_steps == "return":
-        state.status = "stopped"
-        state.stop_reason = "max_steps"
-        state.output = state.last_text() if config.output_schema is None else None
+        state.stop("max_steps", state.last_text() if config.output_schema is None else None)
         return
     state.fail(
         "stop_condition",
