@@ -25,7 +25,6 @@ from bastion.stores import JournalConflict, LeaseLost, RunBusy
 from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._binding import apply_edits
-from ._context import result_keeper
 from ._hooks import maybe_await
 from ._output import output_call
 from ._replay import Recovery
@@ -37,7 +36,7 @@ from .steps._end import end_run
 from .steps._finalize import finalize
 from .steps._govern import finish_governance, govern_round, resume_governance, settle
 from .steps._guardrails import check_input
-from .steps._prepare import before_llm_call, open_run, resolve_deps, shape_output
+from .steps._prepare import before_llm_call, open_run, resolve_deps, result_keeper, shape_output
 from .steps._recover import recover
 from .steps._respond import (
     after_llm_call,

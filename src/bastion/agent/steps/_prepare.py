@@ -15,6 +15,7 @@ from typing import Any
 from bastion.agent._hooks import maybe_await
 from bastion.agent._output import OUTPUT_TOOL
 from bastion.agent._scope import RunScope
+from bastion.context import ResultKeeper
 from bastion.core import (
     AssistantMessage,
     Lazy,
@@ -25,6 +26,7 @@ from bastion.core import (
     RunContext,
     SystemMessage,
     TextPart,
+    ToolMessage,
     UserError,
     UserMessage,
     UserPart,
@@ -33,6 +35,7 @@ from bastion.security import INBOUND_PREAMBLE
 
 __all__ = [
     "before_llm_call",
+    "result_keeper",
     "build_request",
     "shape_output",
     "open_run",
@@ -201,3 +204,20 @@ async def before_llm_call(scope: RunScope, request: ModelRequest) -> None:
     replaced = await maybe_await(hooks.before_llm_call(scope.ctx, messages, scope.state.step))
     if replaced is not None:
         request.messages = list(replaced)
+
+
+def result_keeper(scope: RunScope) -> ResultKeeper | None:
+    """Where cleared tool results are kept for ``read_result`` (``None``: it is not offered)."""
+    config = scope.config
+    limiter = config.result_limiter
+    if "read_result" not in scope.tools.by_name:
+        return None
+    run_id = scope.run_id
+
+    async def keep(message: ToolMessage) -> str | None:
+        try:
+            return await limiter.spill.write(run_id, message.text)
+        except OSError:  # not kept: the placeholder says the result was cleared
+            return None
+
+    return keep
