@@ -107,6 +107,10 @@ class Agent(Generic[DepsT, OutputT]):
         result = await agent.run("What is 2 + 3?")
         print(result.output)
 
+    The options are checked and assembled once into a frozen :class:`RunConfig`
+    (:attr:`config`), which is all a run reads; variants (``with_model``, a run's
+    ``config=``) are derived from it with :func:`dataclasses.replace`.
+
     Args:
         name: Non-empty name, used in events, traces and as the ``agent:<name>`` key.
         model: A :class:`~bastion.core.Model`, or a ``"provider:model"`` string.
