@@ -168,8 +168,8 @@ if TYPE_CHECKING:
         ToolCallRequest,
         ToolExample,
         ToolRegistry,
-        ToolSet,
         ToolResult,
+        ToolSet,
         UnlimitedResultWarning,
         tool,
     )
