@@ -28,7 +28,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bastion import Agent, tool
+from bastion import Agent, ToolOptions, tool
 from bastion.core import RunContext, ToolCall, ToolMessage
 from bastion.testing import Call, ScriptedModel, Turn
 
@@ -83,7 +83,9 @@ async def _direct() -> int:
 async def _code() -> int:
     _runs.clear()
     model = ScriptedModel([Turn(tool_calls=[Call("code_execute", {"source": SCRIPT})]), "done"])
-    agent = Agent("code", model=model, tools=[list_items], tool_invocation="code-mode")
+    agent = Agent(
+        "code", model=model, tools=[list_items], tool_options=ToolOptions(invocation="code-mode")
+    )
     try:
         (await agent.run("Count the items and their total price.")).raise_for_status()
     finally:
@@ -107,7 +109,10 @@ async def _timed(fn: Callable[[], Awaitable[object]]) -> float:
 
 async def _warm_timings() -> dict[str, float]:
     agent = Agent(
-        "code", model=ScriptedModel(["-"]), tools=[list_items], tool_invocation="code-mode"
+        "code",
+        model=ScriptedModel(["-"]),
+        tools=[list_items],
+        tool_options=ToolOptions(invocation="code-mode"),
     )
     mode = agent.code_mode
     if mode is None:

@@ -59,6 +59,39 @@ async def test_a_tool_registered_after_construction_is_shown_to_the_model() -> N
     assert (reply.tool_name, reply.content, reply.is_error) == ("echo", "hi", False)
 
 
+async def test_a_tool_registered_mid_run_is_shown_and_run_from_the_next_step_only() -> None:
+    agent: Agent[None, str]
+
+    @tool(side_effect_class="pure")
+    def install() -> str:
+        """Register echo."""
+        agent.registry.register(echo)
+        return "installed"
+
+    model = ScriptedModel(
+        [
+            Turn(tool_calls=[Call("install", id="c1"), Call("echo", {"text": "early"}, id="c2")]),
+            Turn(tool_calls=[Call("echo", {"text": "hi"}, id="c3")]),
+            Turn(text="done"),
+        ]
+    )
+    agent = Agent("a", model=model, tools=[install], max_parallel_tools=1)
+    before = agent.config.tools
+    result = await agent.run("go")
+    assert result.output == "done"
+    assert names(model, 0) == ["install"]
+    assert names(model, 1) == ["install", "echo"]
+    assert result.state is not None
+    replies = {m.tool_call_id: m for m in result.state.messages if isinstance(m, ToolMessage)}
+    # Step 1 runs only what step 1 showed: echo was not in its tool set yet.
+    assert replies["c2"].is_error
+    assert "Unknown tool 'echo'" in replies["c2"].text
+    assert (replies["c3"].content, replies["c3"].is_error) == ("hi", False)
+    # A tool set is frozen: the registration made a new one.
+    assert list(before.by_name) == ["install"]
+    assert list(agent.config.tools.by_name) == ["install", "echo"]
+
+
 async def test_a_source_is_asked_per_step_and_a_new_list_shows_at_the_next_step() -> None:
     source = ListSource("srv", [])
 

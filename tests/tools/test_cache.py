@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, ToolOptions, tool
 from bastion.core import ModelRequest, RunContext, UserError
 from bastion.observability import AuditRecord, Counters
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn, VirtualClock
@@ -175,7 +175,12 @@ async def test_the_agent_cache_size_bounds_entries_least_recently_used_first() -
     lookup, runs = counting_lookup()
     cities = ["x", "y", "x", "z", "x", "y"]
     turns = [Turn(tool_calls=[Call("lookup", {"city": c})]) for c in cities]
-    agent = Agent("a", model=ScriptedModel([*turns, "done"]), tools=[lookup], tool_cache_size=2)
+    agent = Agent(
+        "a",
+        model=ScriptedModel([*turns, "done"]),
+        tools=[lookup],
+        tool_options=ToolOptions(cache_size=2),
+    )
     await agent.run("go")
     # x, y stored; x hit; z evicts y (least recently used); x hit; y runs again.
     assert runs == ["x", "y", "z", "y"]
@@ -217,5 +222,5 @@ def test_cache_bounds_must_be_positive_integers(bad: object) -> None:
         ToolCache(VirtualClock(), max_entries=bad)  # type: ignore[arg-type]
     with pytest.raises(UserError, match="max_chars must be an integer >= 1"):
         ToolCache(VirtualClock(), max_chars=True)
-    with pytest.raises(UserError, match="tool_cache_size must be an integer >= 1"):
-        Agent("a", model=ScriptedModel([]), tool_cache_size=bad)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"tool_options\.cache_size must be an integer >= 1"):
+        Agent("a", model=ScriptedModel([]), tool_options=ToolOptions(cache_size=bad))  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bastion import Agent, AgentStream, tool
+from bastion import Agent, AgentStream, ToolOptions, tool
 from bastion.core import (
     AgentEndEvent,
     AgentEvent,
@@ -105,7 +105,9 @@ async def test_an_async_tool_that_swallows_cancellation_is_abandoned(with_quick:
 
     calls = [Call("quick", id="q")] if with_quick else []
     model = ScriptedModel([Turn(tool_calls=[*calls, Call("stubborn", id="s")]), "unused"])
-    agent = Agent("a", model=model, tools=[quick, stubborn], tool_cancel_grace=0.01)
+    agent = Agent(
+        "a", model=model, tools=[quick, stubborn], tool_options=ToolOptions(cancel_grace=0.01)
+    )
     run = agent.stream("go")
     try:
         events = await abort_when(run, started.wait)
@@ -155,7 +157,9 @@ async def test_a_sync_tool_blocked_in_a_thread_does_not_hold_the_run(with_quick:
 
     calls = [Call("quick", id="q")] if with_quick else []
     model = ScriptedModel([Turn(tool_calls=[*calls, Call("blocked", id="b")]), "unused"])
-    agent = Agent("a", model=model, tools=[quick, blocked], tool_cancel_grace=0.01)
+    agent = Agent(
+        "a", model=model, tools=[quick, blocked], tool_options=ToolOptions(cancel_grace=0.01)
+    )
     rows: list[object] = []
     agent.audit.subscribe(rows.append)
     run = agent.stream("go")

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bastion import Agent, tool
+from bastion import Agent, ToolOptions, tool
 from bastion.core import UserError
 from bastion.testing import ScriptedModel
 from bastion.tools import CodeMode, CodeModeConfig, Tool, call_signature
@@ -81,16 +81,21 @@ def test_config_is_validated(kwargs: dict[str, Any], message: str) -> None:
 def test_agent_validates_tool_invocation() -> None:
     # covers G-46
     model = ScriptedModel(["x"])
-    with pytest.raises(UserError, match="tool_invocation must be 'direct' or 'code-mode'"):
-        Agent("a", model=model, tool_invocation="codemode")  # type: ignore[arg-type]
-    with pytest.raises(UserError, match="code_mode needs tool_invocation='code-mode'"):
-        Agent("a", model=model, code_mode=CodeModeConfig())
+    with pytest.raises(UserError, match=r"tool_options\.invocation must be 'direct' or"):
+        Agent("a", model=model, tool_options=ToolOptions(invocation="codemode"))  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"tool_options\.code_mode needs invocation='code-mode'"):
+        Agent("a", model=model, tool_options=ToolOptions(code_mode=CodeModeConfig()))
 
 
 def test_reserved_names_are_refused() -> None:
     clash = tool(lambda: 1, name="code_search", side_effect_class="pure")
     with pytest.raises(UserError, match="A tool is named 'code_search', which code mode reserves"):
-        Agent("a", model=ScriptedModel(["x"]), tools=[clash], tool_invocation="code-mode")
+        Agent(
+            "a",
+            model=ScriptedModel(["x"]),
+            tools=[clash],
+            tool_options=ToolOptions(invocation="code-mode"),
+        )
 
 
 def test_direct_mode_has_no_code_tools() -> None:

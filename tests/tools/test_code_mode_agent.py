@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, ToolOptions, tool
 from bastion.core import ToolMessage
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import ApprovalConfig, CodeModeConfig, Deny, ToolCallRequest
@@ -59,13 +59,16 @@ async def closing() -> AsyncIterator[list[Agent[Any, Any]]]:
 
 
 def _code_agent(
-    model: ScriptedModel, agents: list[Agent[Any, Any]], **kwargs: Any
+    model: ScriptedModel,
+    agents: list[Agent[Any, Any]],
+    code_mode: CodeModeConfig | None = None,
+    **kwargs: Any,
 ) -> Agent[Any, Any]:
     agent: Agent[Any, Any] = Agent(
         "coder",
         model=model,
         tools=[list_items, get_weather, delete_everything],
-        tool_invocation="code-mode",
+        tool_options=ToolOptions(invocation="code-mode", code_mode=code_mode),
         **kwargs,
     )
     agents.append(agent)

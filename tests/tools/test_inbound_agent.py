@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, ToolOptions, tool
 from bastion.core import AgentEvent, ModelRequest, SystemMessage, ToolMessage, UserError
 from bastion.security import INBOUND_PREAMBLE, UNTRUSTED_BEGIN, UNTRUSTED_END
 from bastion.testing import Call, ScriptedModel, Turn
@@ -188,7 +188,7 @@ async def test_agent_wide_policy_overrides_every_tool() -> None:
         model=script(),
         instructions=INSTRUCTIONS,
         tools=[mine],
-        inbound_sanitization="detect-and-strip",
+        tool_options=ToolOptions(inbound_sanitization="detect-and-strip"),
     )
     _, (_, second) = await run(agent)
     assert tool_contents(second) == [STRIPPED]
@@ -198,8 +198,8 @@ async def test_agent_wide_policy_overrides_every_tool() -> None:
 
 
 def test_unknown_agent_policy_is_refused_before_anything_runs() -> None:
-    with pytest.raises(UserError, match="unknown inbound_sanitization 'scrub'"):
-        Agent("shop", model=script(), inbound_sanitization="scrub")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"unknown tool_options\.inbound_sanitization 'scrub'"):
+        Agent("shop", model=script(), tool_options=ToolOptions(inbound_sanitization="scrub"))  # type: ignore[arg-type]
 
 
 async def test_clean_untrusted_output_is_only_wrapped() -> None:

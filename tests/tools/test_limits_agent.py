@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bastion import ToolOptions
 from bastion.agent import Agent
 from bastion.core import ModelRequest, ModelTimeout, ToolMessage, UserError
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn, TurnLike
@@ -158,7 +159,9 @@ def read_with(args: dict[str, Any]) -> Callable[[ModelRequest], TurnLike]:
 async def test_spill_inlines_a_preview_and_the_model_pages_it_by_lines(tmp_path: Path) -> None:
     # covers G-37, G-38, G-39, G-40
     model = scripted(call("produce"), read_with({"start_line": 10, "end_line": 12}), done)
-    agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
+    agent = Agent(
+        "a", model=model, tools=[spill_tool()], tool_options=ToolOptions(spill_dir=tmp_path)
+    )
 
     requests = await run(agent, model)
 
@@ -183,7 +186,9 @@ async def test_spill_paged_by_bytes(tmp_path: Path) -> None:
         read_with({"offset": 2690}),
         done,
     )
-    agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
+    agent = Agent(
+        "a", model=model, tools=[spill_tool()], tool_options=ToolOptions(spill_dir=tmp_path)
+    )
 
     requests = await run(agent, model)
 
@@ -196,7 +201,9 @@ async def test_spill_paged_by_bytes(tmp_path: Path) -> None:
 async def test_spill_file_is_private_atomic_and_holds_the_full_result(tmp_path: Path) -> None:
     # covers T-15, G-37
     model = scripted(call("produce"), done)
-    agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
+    agent = Agent(
+        "a", model=model, tools=[spill_tool()], tool_options=ToolOptions(spill_dir=tmp_path)
+    )
 
     requests = await run(agent, model)
 
@@ -255,7 +262,9 @@ async def test_handles_that_are_paths_or_foreign_are_refused(
 ) -> None:
     # covers G-41
     model = scripted(call("read_result", {"handle": handle}), done)
-    agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
+    agent = Agent(
+        "a", model=model, tools=[spill_tool()], tool_options=ToolOptions(spill_dir=tmp_path)
+    )
 
     requests = await run(agent, model)
 
@@ -289,7 +298,9 @@ async def test_a_symlink_out_of_the_spill_root_is_not_followed(
         return Turn(tool_calls=[Call("read_result", {"handle": found.group(0)})])
 
     model = scripted(call("produce"), plant, done)
-    agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
+    agent = Agent(
+        "a", model=model, tools=[spill_tool()], tool_options=ToolOptions(spill_dir=tmp_path)
+    )
 
     requests = await run(agent, model)
 
@@ -331,7 +342,9 @@ async def test_bad_ranges_say_what_to_send(
 ) -> None:
     # covers G-40
     model = scripted(call("produce"), read_with(args), done)
-    agent = Agent("a", model=model, tools=[spill_tool()], spill_dir=tmp_path)
+    agent = Agent(
+        "a", model=model, tools=[spill_tool()], tool_options=ToolOptions(spill_dir=tmp_path)
+    )
 
     requests = await run(agent, model)
 
@@ -343,7 +356,12 @@ async def test_bad_ranges_say_what_to_send(
 async def test_a_secret_tool_never_spills(tmp_path: Path) -> None:
     # covers G-42
     model = scripted(call("produce"), done)
-    agent = Agent("a", model=model, tools=[spill_tool(sensitivity="secret")], spill_dir=tmp_path)
+    agent = Agent(
+        "a",
+        model=model,
+        tools=[spill_tool(sensitivity="secret")],
+        tool_options=ToolOptions(spill_dir=tmp_path),
+    )
 
     requests = await run(agent, model)
 
@@ -363,7 +381,7 @@ async def test_summarize_asks_the_cheaper_model() -> None:
         "a",
         model=model,
         tools=[big(max_result_tokens=128, truncation_strategy="summarize")],
-        summary_model=summarizer,
+        tool_options=ToolOptions(summary_model=summarizer),
     )
 
     requests = await run(agent, model)
@@ -386,7 +404,7 @@ async def test_the_summary_call_counts_in_the_runs_usage() -> None:
         "a",
         model=model,
         tools=[big(max_result_tokens=128, truncation_strategy="summarize")],
-        summary_model=summarizer,
+        tool_options=ToolOptions(summary_model=summarizer),
     )
     result = await agent.run("go")
     summary_usage = result.usage_by_model["test:summarizer"]
@@ -419,7 +437,7 @@ async def test_a_failed_summary_falls_back_to_middle_and_says_so() -> None:
         "a",
         model=model,
         tools=[big(max_result_tokens=128, truncation_strategy="summarize")],
-        summary_model=summarizer,
+        tool_options=ToolOptions(summary_model=summarizer),
     )
 
     requests = await run(agent, model)
@@ -501,7 +519,7 @@ async def test_result_readers_register_read_result_and_serve_their_handles() -> 
         call("read_result", {"handle": "other:doc"}),
         done,
     )
-    agent = Agent("a", model=model, result_readers=[reader])
+    agent = Agent("a", model=model, tool_options=ToolOptions(result_readers=[reader]))
 
     requests = await run(agent, model)
 

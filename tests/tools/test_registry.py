@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, ToolOptions, tool
 from bastion.core import RunContext, ToolMessage, UserError
 from bastion.observability import Counters
 from bastion.testing import Call, ScriptedModel, Turn
@@ -260,7 +260,12 @@ async def test_the_model_sees_and_calls_both_tools_of_a_collision() -> None:
             "done",
         ]
     )
-    agent = Agent("a", model=model, tools=[mine, theirs], inbound_sanitization="pass-through")
+    agent = Agent(
+        "a",
+        model=model,
+        tools=[mine, theirs],
+        tool_options=ToolOptions(inbound_sanitization="pass-through"),
+    )
     result = await agent.run("go")
     assert [t.name for t in model.requests[0].tools] == ["search", "web__search"]
     sent = [m for m in model.requests[1].messages if isinstance(m, ToolMessage)]
@@ -281,7 +286,7 @@ async def test_priority_agent_offers_only_the_winner() -> None:
         "a",
         model=model,
         tools=[make("search"), make("search", "mcp_derived", source="web")],
-        collision_strategy="priority",
+        tool_options=ToolOptions(collision_strategy="priority"),
     )
     result = await agent.run("go")
     assert [t.name for t in model.requests[0].tools] == ["search"]
@@ -296,15 +301,20 @@ def test_manual_agent_refuses_at_construction() -> None:
             "a",
             model=ScriptedModel([]),
             tools=[make("search"), make("search", "mcp_derived")],
-            collision_strategy="manual",
+            tool_options=ToolOptions(collision_strategy="manual"),
         )
 
 
-def test_agent_tools_stays_a_dict_the_executor_shares() -> None:
+def test_agent_tools_are_the_registry_s_current_tool_set() -> None:
     agent = Agent("a", model=ScriptedModel([]), tools=[make("x")])
-    assert type(agent.tools) is dict
-    assert agent.executor.tools is agent.tools
-    assert agent.registry.names() == tuple(agent.tools)
+    first = agent.config.tools
+    assert agent.tools is first.by_name
+    assert agent.registry.names() == tuple(agent.tools) == ("x",)
+    agent.registry.register(make("y"))
+    assert agent.config.tools is not first  # a new, frozen set per change
+    assert tuple(first.by_name) == ("x",)
+    assert tuple(agent.tools) == ("x", "y")
+    assert [d.name for d in agent.tool_definitions] == ["x", "y"]
 
 
 # --- worked examples (T-27) -------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bastion import ToolOptions
 from bastion.agent import Agent
 from bastion.core import ToolMessage
 from bastion.testing import Call, ScriptedModel, Turn
@@ -116,7 +117,7 @@ async def test_when_the_store_cannot_write_the_agent_cuts_in_the_middle(tmp_path
         return body
 
     model = ScriptedModel([Turn(tool_calls=[Call("dump")]), "done"])
-    agent = Agent("a", model=model, tools=[dump], spill_dir=root)
+    agent = Agent("a", model=model, tools=[dump], tool_options=ToolOptions(spill_dir=root))
 
     result = await agent.run("go")
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, ToolOptions, tool
 from bastion.core import AgentEvent, RunContext, ToolMessage, UserError
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import Progress
@@ -35,7 +35,7 @@ async def paced() -> AsyncIterator[str | Progress]:
 def agent_for(*names: str, depth: int = 256) -> tuple[Agent[None, str], ScriptedModel]:
     model = ScriptedModel([Turn(tool_calls=[Call(n, id=n) for n in names]), "done"])
     agent: Agent[None, str] = Agent(
-        "a", model=model, tools=[burst, paced], tool_event_queue_depth=depth
+        "a", model=model, tools=[burst, paced], tool_options=ToolOptions(event_queue_depth=depth)
     )
     return agent, model
 
@@ -132,5 +132,5 @@ def test_the_default_depth_is_256_and_must_be_positive() -> None:
     # covers T-22
     agent = Agent("a", model=ScriptedModel([]))
     assert agent.executor.event_queue_depth == 256
-    with pytest.raises(UserError, match="tool_event_queue_depth must be an integer >= 1"):
-        Agent("a", model=ScriptedModel([]), tool_event_queue_depth=0)
+    with pytest.raises(UserError, match=r"tool_options\.event_queue_depth must be an integer >= 1"):
+        Agent("a", model=ScriptedModel([]), tool_options=ToolOptions(event_queue_depth=0))

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, RunContext, ToolRateLimited, ToolRetry, tool
+from bastion import Agent, RunContext, ToolOptions, ToolRateLimited, ToolRetry, tool
 from bastion.core import RateLimited, UserError
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
 from tests.agent.conftest import brief
@@ -166,16 +166,22 @@ async def test_tool_retry_is_configurable() -> None:
         model=one_call("flaky"),
         tools=[flaky],
         clock=clock,
-        tool_retry=ToolRetry(attempts=5, base_delay=1.0, max_delay=3.0),
+        tool_options=ToolOptions(retry=ToolRetry(attempts=5, base_delay=1.0, max_delay=3.0)),
     )
     await agent.run("go")
     assert len(attempts) == 5
     assert clock.sleeps == [1.0, 2.0, 3.0, 3.0]
     attempts.clear()
-    off = Agent("b", model=one_call("flaky"), tools=[flaky], clock=VirtualClock(), tool_retry=None)
+    off = Agent(
+        "b",
+        model=one_call("flaky"),
+        tools=[flaky],
+        clock=VirtualClock(),
+        tool_options=ToolOptions(retry=None),
+    )
     await off.run("go")
     assert len(attempts) == 1
     with pytest.raises(UserError, match="attempts must be an int >= 1"):
         ToolRetry(attempts=0)
-    with pytest.raises(UserError, match="tool_retry must be a ToolRetry"):
-        Agent("c", model=ScriptedModel([]), tool_retry=3)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(UserError, match="retry must be a ToolRetry"):
+        Agent("c", model=ScriptedModel([]), tool_options=ToolOptions(retry=3))  # pyright: ignore[reportArgumentType]

@@ -2,6 +2,7 @@
 
 from ._agent import Agent, HookFlags
 from ._binding import ApprovalMismatch
+from ._config import RunConfig
 from ._drive import AgentDrive, DriveDecision
 from ._fallback import (
     FALLBACK_ERRORS,
@@ -20,11 +21,12 @@ from ._guardrails import (
 )
 from ._hooks import AgentHooks, LoopHooks
 from ._loop_detection import LoopDetection
+from ._options import ToolOptions
 from ._output import OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
 from ._result import RunResult, ToolCallRecord
 from ._retry import RetryConfig, default_retryable
-from ._state import PendingApproval, RunState, SuspendedStep
+from ._state import PendingApproval, RunState, RunStatusError, SuspendedStep
 from ._step_overrides import StepOverrides
 from ._stream import AgentStream
 from ._verifiers import Verdict, Verification, VerifierCheck
@@ -51,8 +53,10 @@ __all__ = [
     "PendingApproval",
     "RUN_STATE_SCHEMA_VERSION",
     "RetryConfig",
+    "RunConfig",
     "RunResult",
     "RunState",
+    "RunStatusError",
     "StepOverrides",
     "SuspendedStep",
     "TRANSPORT_ERRORS",
@@ -60,6 +64,7 @@ __all__ = [
     "Verdict",
     "Verification",
     "VerifierCheck",
+    "ToolOptions",
     "default_retryable",
     "input_guardrail",
     "output_guardrail",

@@ -9,116 +9,98 @@ from __future__ import annotations
 import asyncio
 import copy
 import importlib
-import os
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from bastion.core import (
     AgentEndEvent,
+    AgentEvent,
+    Clock,
+    EventBus,
+    Message,
+    Model,
     ModelSettings,
+    OutputMode,
     RunContext,
     Runtime,
+    SandboxConfig,
     SystemClock,
     ToolDefinition,
     UserError,
+    UserPart,
     new_id,
 )
 from bastion.core._context import DepsT
-from bastion.core._runtime import check_sandbox_setting
 from bastion.observability import ToolAudit
-from bastion.security import INBOUND_POLICIES
-from bastion.tools import (
-    InboundSanitizer,
-    ResultLimiter,
-    ResultReader,
-    SpillStore,
-    ToolCache,
-    ToolExecutor,
-    ToolGate,
-    ToolRegistry,
-    ToolRetry,
-    add_tool_search,
-    check_tool_retry,
-    tool_search_tool,
-)
-from bastion.tools._search import TOOL_SEARCH
 
 from ._as_tool import check_subagents, subagent_tool
+from ._build import (
+    GateOptions,
+    build_executor,
+    build_guardrails,
+    build_output,
+    build_tiers,
+    build_tools,
+    check_choices,
+    check_limits,
+    check_runtime,
+    check_tool_choice,
+)
+from ._config import Instructions, RunConfig
 from ._drive import AgentDrive, start_drive
 from ._fallback import FallbackPolicy
-from ._guardrails import InputGuardrail, OutputGuardrail
 from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
 from ._loop_detection import LoopDetection, check_loop_detection
-from ._output import OUTPUT_MODES, OUTPUT_TOOL, OutputSchema
+from ._options import ToolOptions
 from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
 from ._replay import load_run
-from ._result import OutputT
+from ._result import OutputT, RunResult
 from ._retry import RetryConfig
 from ._scope import RunScope
-from ._setup import (
-    HookFlags,
-    build_code_mode,
-    build_context,
-    build_governance,
-    build_store,
-    check_positive,
-    resolve_model,
-)
-from ._sources import ToolSources, split_sources
+from ._setup import HookFlags, build_context, build_governance, build_store, resolve_model
 from ._state import RunState
-from ._step_overrides import TOOL_CHOICE_MODES
 from ._stream import AgentStream, check_capacity
-from ._subrun import ANCESTRY, INVOCATION
-from ._tiers import TierResolver
+from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
 from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+
     from bastion.context import Compaction, ContextConfig
-    from bastion.core import (
-        AgentEvent,
-        Clock,
-        EventBus,
-        Message,
-        Model,
-        OutputMode,
-        SandboxConfig,
-        UserPart,
-    )
     from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
     from bastion.sessions import Session
     from bastion.stores import Stores
     from bastion.tools import (
         ApprovalConfig,
         BeforeToolCall,
-        CodeModeConfig,
-        CollisionStrategy,
+        CodeMode,
         Directive,
-        Embedder,
-        InboundPolicy,
         RepairHook,
-        ResultProcessor,
+        ResultLimiter,
         SideEffectClass,
         Tool,
+        ToolExecutor,
         ToolSource,
     )
 
+    from ._context import ContextKeeper
+    from ._governance import AgentGovernance
+    from ._guardrails import InputGuardrail, OutputGuardrail
     from ._hooks import AgentHooks, LoopHooks, SessionLink
-    from ._result import RunResult
-    from ._subrun import ExposeTurns, ForwardEvents, InputFilter
+    from ._sources import ToolSources
 
 __all__ = ["Agent", "HookFlags"]
 
-Instructions = str | Callable[[RunContext[Any]], "str | Awaitable[str]"]
 _DEFAULT_RETRY = RetryConfig()
+_DEFAULT_TOOL_OPTIONS = ToolOptions()
 _DEFAULT_FALLBACK = FallbackPolicy()
-_DEFAULT_TOOL_RETRY = ToolRetry()
 
 
 class Agent(Generic[DepsT, OutputT]):
@@ -129,6 +111,10 @@ class Agent(Generic[DepsT, OutputT]):
         agent = Agent("assistant", model=model, instructions="Be brief.", tools=[add])
         result = await agent.run("What is 2 + 3?")
         print(result.output)
+
+    The options are checked and assembled once into a frozen :class:`RunConfig`
+    (:attr:`config`), which is all a run reads; variants (``with_model``, a run's
+    ``config=``) are derived from it with :func:`dataclasses.replace`.
 
     Args:
         name: Non-empty name, used in events, traces and as the ``agent:<name>`` key.
@@ -171,7 +157,7 @@ class Agent(Generic[DepsT, OutputT]):
         model_tier_map: Models for the tiers ``fast``, ``balanced`` and ``smart`` that
             tools (``tool(preferred_model=...)``) and the agent may prefer.
         preferred_model: A tier or ``"provider:model"`` the agent prefers over ``model``
-            when no tool hint applies (a ``prepare_step`` override beats both).
+            when no tool hint applies (SPEC G-85 precedence).
         approval: How calls needing approval are decided: a callback, or (by default)
             suspending the run with status ``awaiting_approval`` until a
             :class:`~bastion.tools.Directive` resumes it.
@@ -181,34 +167,10 @@ class Agent(Generic[DepsT, OutputT]):
         repair_tool_call: Given a call with invalid arguments and the validation error,
             returns repaired arguments (JSON text or a dict) or ``None``; one round.
         deny_tools: Name patterns (``fnmatch``) of tools that may never run in this agent.
-        tool_cancel_grace: Seconds an aborted step waits for tools that ignore
-            cancellation before abandoning them.
-        inbound_sanitization: One inbound policy for every tool's output, replacing
-            each tool's ``inbound_sanitization`` and its trust-class default
-            (``pass-through`` for first-party tools, ``detect-and-flag`` for trusted
-            skills, ``detect-and-strip-and-wrap`` for untrusted skills, MCP and web
-            search). ``None`` keeps the per-tool choice.
-        tool_search_embedder: Semantic backend for ``tool_search`` (registered when any
-            tool has ``defer_loading=True``), fused with its lexical BM25 ranking.
-        collision_strategy: Two tools of different sources (``trust_class``) with one
-            name: ``auto-prefix`` renames the lower-precedence one ``<source>__<name>``,
-            ``priority`` drops it, ``manual`` raises ``DuplicateToolNameError``. Read the
-            outcome in ``agent.registry``.
-        tool_event_queue_depth: Most live ``tool.execute.progress`` / ``partial`` events
-            held for a slow consumer; beyond, the oldest is dropped (the assembled
-            result stays whole).
-        tool_cache_size: Most results kept by the cache of tools with a ``cache_ttl``.
-        tool_invocation: ``direct`` (the model calls tools) or ``code-mode`` (the model
-            sees only ``code_execute`` and ``code_search`` and calls tools from Python in
-            a sandbox; needs ``bastion[code]``). Close a code-mode agent with
-            :meth:`aclose` to stop its sandbox worker.
-        code_mode: Limits of code-mode scripts (:class:`~bastion.tools.CodeModeConfig`).
-        spill_dir: Root of the files ``spill_to_file`` tools store full results in
-            (default ``<tmpdir>/bastion-spill``; one sub-directory per run).
-        summary_model: The cheaper model ``summarize`` tools ask (default: the ``fast``
-            entry of ``model_tier_map``, else ``model``).
-        result_readers: Further sources of handles ``read_result`` pages (MCP resources,
-            ...), tried in order after the spill store; giving any registers ``read_result``.
+        tool_options: How the tools are named, screened, limited, cached and invoked
+            (:class:`ToolOptions`: collision strategy, inbound sanitisation, cancel grace,
+            event queue depth, cache size, ``tool_search`` embedder, code mode, spill
+            directory, summary model, result readers).
         policies: Global governance policies (``bastion.governance``), judging every model
             call (``llm:<provider>:<model>``) and tool call (``tool:<name>``).
         oracles: Policies and limits per oracle key (``"llm"``, ``"llm:openai"``,
@@ -232,9 +194,6 @@ class Agent(Generic[DepsT, OutputT]):
             before the run ends), so :meth:`resume` continues the run in any process sharing
             the store without repeating a journaled model call or tool call.
             ``None`` (default): nothing is journaled.
-        record_responses: Also keep each model response as the provider streamed it
-            (every chunk) in the journal, so ``bastion.testing.ReplayModel`` can replay
-            the run without calling the model. Needs a ``store``. Default ``False``.
         session_send_mode: The default ``mode`` of ``send()`` in this agent's sessions
             (:meth:`session`): ``steer`` or ``queue``; a session's ``send_mode`` and a
             call's ``mode`` override it.
@@ -254,9 +213,9 @@ class Agent(Generic[DepsT, OutputT]):
             arguments again and again: ``LoopDetection()`` warns the model on the third
             such call, in that call's result (:class:`LoopDetection`). ``None`` (default):
             not checked.
-        tool_retry: How rate-limited calls of ``pure``, ``read_only`` or idempotent tools
-            are retried (:class:`~bastion.tools.ToolRetry`; default 3 attempts with
-            exponential backoff). ``None``: never.
+        record_responses: Also keep each model response as the provider streamed it
+            (every chunk) in the journal, so ``bastion.testing.ReplayModel`` can replay
+            the run without calling the model. Needs a ``store``. Default ``False``.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -294,17 +253,7 @@ class Agent(Generic[DepsT, OutputT]):
         before_tool_call: Sequence[BeforeToolCall] = (),
         repair_tool_call: RepairHook | None = None,
         deny_tools: Sequence[str] = (),
-        tool_cancel_grace: float = 0.05,
-        inbound_sanitization: InboundPolicy | None = None,
-        tool_search_embedder: Embedder | None = None,
-        collision_strategy: CollisionStrategy = "auto-prefix",
-        tool_event_queue_depth: int = 256,
-        tool_cache_size: int = 1024,
-        tool_invocation: Literal["direct", "code-mode"] = "direct",
-        code_mode: CodeModeConfig | None = None,
-        spill_dir: str | os.PathLike[str] | None = None,
-        summary_model: Model | str | None = None,
-        result_readers: Sequence[ResultReader] = (),
+        tool_options: ToolOptions | None = None,
         policies: Sequence[Policy] = (),
         oracles: Mapping[str, Oracle | Sequence[Policy]] | None = None,
         budget: Budget | Sequence[Budget] | None = None,
@@ -312,232 +261,283 @@ class Agent(Generic[DepsT, OutputT]):
         governor: Governor | None = None,
         governance_events: Literal["decisions", "all", "none"] = "decisions",
         store: Stores | str | None = None,
-        record_responses: bool = False,
         session_send_mode: Literal["steer", "queue"] = "steer",
         context: ContextConfig | None = None,
         runtime: Runtime | None = None,
         sandbox: bool | SandboxConfig | None = None,
         verifiers: Verification | Sequence[VerifierLike] = (),
         loop_detection: LoopDetection | None = None,
-        tool_retry: ToolRetry | None = _DEFAULT_TOOL_RETRY,
+        record_responses: bool = False,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():
+        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
         if model is None:  # pyright: ignore[reportUnnecessaryComparison]
             raise UserError(f"Agent {name!r} needs a model.")
-        check_positive("max_steps", max_steps, name)
-        check_positive("max_parallel_tools", max_parallel_tools, name)
-        check_positive("tool_event_queue_depth", tool_event_queue_depth, name)
-        check_positive("tool_cache_size", tool_cache_size, name)
-        check_sandbox_setting(sandbox, f"Agent {name!r}")
-        if runtime is not None and not isinstance(runtime, Runtime):
-            raise UserError(
-                f"Agent {name!r}: runtime must implement bastion.core.Runtime "
-                f"(e.g. LocalRuntime('.')), got {runtime!r}."
-            )
-        self.runtime = runtime
-        self.sandbox = sandbox
-        self.verification = Verification.of(verifiers)
-        self.loop_detection = check_loop_detection(loop_detection, name)
-        if max_concurrent_runs is not None:
-            check_positive("max_concurrent_runs", max_concurrent_runs, name)
-        if output_retries < 0:
-            raise UserError(f"Agent {name!r}: output_retries must be >= 0, got {output_retries!r}.")
-        if on_max_steps not in ("fail", "return"):
-            raise UserError(f"Agent {name!r}: on_max_steps must be 'fail' or 'return'.")
-        if session_send_mode not in ("steer", "queue"):
-            raise UserError(
-                f"Agent {name!r}: session_send_mode must be 'steer' or 'queue', "
-                f"got {session_send_mode!r}."
-            )
+        options = _DEFAULT_TOOL_OPTIONS if tool_options is None else tool_options
+        if not isinstance(options, ToolOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"Agent {name!r}: tool_options must be a ToolOptions, got {options!r}.")
+        check_limits(
+            name,
+            max_steps=max_steps,
+            max_parallel_tools=max_parallel_tools,
+            max_concurrent_runs=max_concurrent_runs,
+        )
+        check_limits(
+            name,
+            **{
+                "tool_options.event_queue_depth": options.event_queue_depth,
+                "tool_options.cache_size": options.cache_size,
+            },
+        )
+        check_runtime(name, runtime, sandbox)
+        check_choices(
+            name,
+            on_max_steps=on_max_steps,
+            session_send_mode=session_send_mode,
+            reasoning_retention=reasoning_retention,
+        )
         if not (isinstance(instructions, str) or callable(instructions)):
             raise UserError(f"Agent {name!r}: instructions must be a string or a function.")
-        if inbound_sanitization is not None and inbound_sanitization not in INBOUND_POLICIES:
-            raise UserError(
-                f"Agent {name!r}: unknown inbound_sanitization {inbound_sanitization!r}. "
-                f"Use one of: {', '.join(repr(p) for p in INBOUND_POLICIES)}."
-            )
-        self.name = name
-        self.description = description
-        self.model = resolve_model(model, "model")
-        self.models: tuple[Model, ...] = (
-            self.model,
-            *(resolve_model(m, "fallback model") for m in fallback_models),
-        )
-        self.instructions = instructions
-        self.audit = ToolAudit()
-        # The registry resolves names and keeps ``self.tools`` (what the executor reads)
-        # in sync; built-in tools added to ``self.tools`` below are adopted by it.
-        self.tools: dict[str, Tool] = {}
-        plain_tools, sources = split_sources(tools, f"Agent {name!r}")
-        if sources and tool_invocation == "code-mode":
-            raise UserError(
-                f"Agent {name!r}: tool sources (MCP servers) cannot be used with "
-                "tool_invocation='code-mode' yet; use 'direct'."
-            )
-        self.registry = ToolRegistry(
-            plain_tools,
-            collision_strategy=collision_strategy,
-            owner=f"Agent {name!r}",
-            counters=self.audit.counters,
-            into=self.tools,
-        )
-        # Registers tool_search when a tool is deferred; deferred tools' definitions are
-        # advertised once tool_search promotes them (RunState.promoted_tools).
-        self.deferred_definitions = add_tool_search(
-            self.tools, embedder=tool_search_embedder, agent=name
-        )
-        self._tool_search_embedder = tool_search_embedder
-        self._tool_search: Tool | None = (
-            self.tools.get(TOOL_SEARCH) if self.deferred_definitions else None
-        )
-        self.tool_sources = ToolSources(sources, self.registry)
-        # Result limits: read_result joins the tools when a tool may spill or result_readers
-        # are given, so the model can page what was cut; the limiter is the last processor.
-        fast = (model_tier_map or {}).get("fast")
-        summarizer = summary_model if summary_model is not None else fast
-        self.result_limiter = ResultLimiter(
-            self.tools.values(),
-            spill=SpillStore(spill_dir),
-            summary_model=self.model
-            if summarizer is None
-            else resolve_model(summarizer, "summary_model"),
-            # An MCP server reads the resources its tools link to (``mcp:<server>:<uri>``).
-            result_readers=[*result_readers, *(s for s in sources if isinstance(s, ResultReader))],
-            owner=f"Agent {name!r}",
-        )
-        read_result = self.result_limiter.read_result_tool()
-        if read_result is not None:
-            if read_result.name in self.tools:
-                raise UserError(
-                    f"Agent {name!r}: a tool is named {read_result.name!r}, the name of the "
-                    "built-in reader of stored results. Rename it."
-                )
-            self.tools[read_result.name] = read_result
-        self.tool_definitions: tuple[ToolDefinition, ...] = tuple(
-            t.definition() for t in self.tools.values() if not t.defer_loading
-        )
-        # Code mode: only code_execute and code_search are advertised; the
-        # real tools stay in ``self.tools`` for the executor, reachable from scripts.
-        self.code_mode = build_code_mode(tool_invocation, code_mode, self.tools, approval, name)
-        if self.code_mode is not None:
-            self.tool_definitions = tuple(t.definition() for t in self.code_mode.tools)
-        self._views_version = self.registry.version
-        self.output_type = output_type
-        self.output_schema = None if output_type is str else OutputSchema(output_type)
-        self.output_retries = output_retries
-        if output_mode is not None and output_mode not in OUTPUT_MODES:
-            raise UserError(
-                f"Agent {name!r}: unknown output_mode {output_mode!r}. "
-                f"Use one of: {', '.join(repr(m) for m in OUTPUT_MODES)}."
-            )
-        if output_mode is not None and self.output_schema is None:
-            raise UserError(
-                f"Agent {name!r}: output_mode={output_mode!r} needs an output_type other than str."
-            )
-        if output_mode == "tool" and OUTPUT_TOOL in self.tools:
-            raise UserError(
-                f"Agent {name!r}: output_mode='tool' answers with a {OUTPUT_TOOL!r} tool, "
-                "but one of the agent's tools has that name. Rename it."
-            )
-        self.output_mode: OutputMode | None = output_mode
-        self.hooks = hooks
-        self.loop_hooks = loop_hooks
-        self.hook_flags = HookFlags.of(hooks, loop_hooks)
-        self.input_guardrails = tuple(g for g in guardrails if isinstance(g, InputGuardrail))
-        self.output_guardrails = tuple(g for g in guardrails if isinstance(g, OutputGuardrail))
-        if len(self.input_guardrails) + len(self.output_guardrails) != len(guardrails):
-            raise UserError(
-                f"Agent {name!r}: guardrails must be made with @input_guardrail or "
-                "@output_guardrail."
-            )
-        self.retry = retry
         if fallback_policy is not None and not isinstance(fallback_policy, FallbackPolicy):
             raise UserError(
                 f"Agent {name!r}: fallback_policy must be a FallbackPolicy, "
                 f"got {fallback_policy!r}."
             )
-        self.fallback_policy = fallback_policy or _DEFAULT_FALLBACK
-        self.max_steps = max_steps
-        self.on_max_steps = on_max_steps
-        self.max_parallel_tools = max_parallel_tools
-        self.model_settings = model_settings or ModelSettings()
-        choice = self.model_settings.tool_choice
-        if choice not in (None, *TOOL_CHOICE_MODES) and choice not in self.tools:
-            raise UserError(
-                f"Agent {name!r}: model_settings.tool_choice={choice!r} is not one of its "
-                f"tools. Use 'auto', 'required', 'none' or one of: "
-                f"{', '.join(repr(t) for t in self.tools) or '(no tools)'}."
-            )
-        self.deps = deps
-        self.clock: Clock = clock or SystemClock()
-        self.max_concurrent_runs = max_concurrent_runs
-        self.event_bus = event_bus
-        if reasoning_retention not in ("keep", "strip"):
-            raise UserError(f"Agent {name!r}: reasoning_retention must be 'keep' or 'strip'.")
-        self.reasoning_retention = reasoning_retention
-        self.preferred_model = preferred_model
-        hints = [(f"Tool {t.name!r}", t.preferred_model) for t in self.tools.values()]
-        hints.append((f"Agent {name!r}", preferred_model))
-        wanted = [(owner, hint) for owner, hint in hints if hint is not None]
-        self.tiers = (
-            TierResolver(model_tier_map or {}, wanted) if wanted or model_tier_map else None
+        resolved = resolve_model(model, "model")
+        models = (resolved, *(resolve_model(m, "fallback model") for m in fallback_models))
+        clock = clock or SystemClock()
+        audit = ToolAudit()
+        parts = build_tools(
+            name,
+            tools,
+            audit=audit,
+            model=resolved,
+            options=options,
+            summary_model=options.summary_model
+            if options.summary_model is not None
+            else (model_tier_map or {}).get("fast"),
+            approval=approval,
         )
-        # Sanitisation first: it must see the whole body before any limit cuts it.
-        processors: list[ResultProcessor] = [
-            InboundSanitizer(override=inbound_sanitization, counters=self.audit.counters)
-        ]
-        processors.append(self.result_limiter)  # keep last: limits apply to the screened body
-        self.executor = ToolExecutor(
-            self.tools,
-            max_parallel=max_parallel_tools,
-            clock=self.clock,
-            gate=ToolGate(
+        toolset = parts.catalog.current()
+        output_schema = build_output(name, output_type, output_mode, output_retries, parts.live)
+        input_guardrails, output_guardrails = build_guardrails(name, guardrails)
+        settings = model_settings or ModelSettings()
+        check_tool_choice(name, settings, parts.live)
+        governance = build_governance(
+            name, clock, governor, (policies, oracles, budget, handle_interrupt), governance_events
+        )
+        executor = build_executor(
+            parts,
+            audit,
+            clock,
+            GateOptions(
                 deny_tools=deny_tools,
                 before_tool_call=before_tool_call,
                 repair=repair_tool_call,
                 approval=approval,
             ),
-            processors=processors,
-            audit=self.audit,
-            cancel_grace=tool_cancel_grace,
-            cache=ToolCache(self.clock, max_entries=tool_cache_size, counters=self.audit.counters),
-            event_queue_depth=tool_event_queue_depth,
-            retry=check_tool_retry(tool_retry, f"Agent {name!r}"),
+            max_parallel=max_parallel_tools,
+            options=options,
+            governor=governance,
+            name=name,
         )
-        if self.code_mode is not None:
-            self.code_mode.bind(self.executor)
-        self.governance = build_governance(
-            name,
-            self.clock,
-            governor,
-            (policies, oracles, budget, handle_interrupt),
-            governance_events,
-        )
-        if self.governance is not None:  # stage 0 of the tool gate
-            self.executor.gate.governor = self.governance
-        check_subagents(name, self.tools, self.governance)
-        self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
-        self.store = build_store(store, name)
-        if record_responses and self.store is None:
+        check_subagents(name, toolset.by_name, governance)
+        stores = build_store(store, name)
+        if record_responses and stores is None:
             raise UserError(
                 f"Agent {name!r}: record_responses=True keeps the provider responses in "
                 "the run's journal; give the agent a store (store='sqlite:///runs.db')."
             )
-        self.record_responses = record_responses
-        """Whether runs keep their model responses, chunk by chunk, for replay."""
-        self._owns_store = isinstance(store, str)
+        config = RunConfig(
+            name=name,
+            description=description,
+            model=resolved,
+            models=models,
+            instructions=instructions,
+            tools=toolset,
+            catalog=parts.catalog,
+            tool_sources=parts.sources,
+            executor=executor,
+            result_limiter=parts.limiter,
+            code_mode=parts.code_mode,
+            hooks=hooks,
+            loop_hooks=loop_hooks,
+            hook_flags=HookFlags.of(hooks, loop_hooks),
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
+            output_type=output_type,
+            output_schema=output_schema,
+            output_mode=output_mode,
+            output_retries=output_retries,
+            retry=retry,
+            fallback_policy=fallback_policy or _DEFAULT_FALLBACK,
+            max_steps=max_steps,
+            on_max_steps=on_max_steps,
+            model_settings=settings,
+            tiers=build_tiers(name, toolset.by_name, model_tier_map, preferred_model),
+            preferred_model=preferred_model,
+            reasoning_retention=reasoning_retention,
+            clock=clock,
+            context=build_context(context, resolved, name),
+            context_config=context,
+            deps=deps,
+            event_bus=event_bus,
+            runtime=runtime,
+            sandbox=sandbox,
+            governance=governance,
+            store=stores,
+            max_concurrent_runs=max_concurrent_runs,
+            session_send_mode=session_send_mode,
+            verification=Verification.of(verifiers),
+            loop_detection=check_loop_detection(loop_detection, name),
+            record_responses=record_responses,
+        )
+        self.registry = parts.registry
+        """The agent's tools by name; ``registry.register(tool)`` adds one for later steps."""
+        self.audit = audit
+        self._adopt(config, owns_store=isinstance(store, str))
+
+    def _adopt(
+        self,
+        config: RunConfig,
+        *,
+        owns_store: bool,
+        live: weakref.WeakSet[AgentStream[Any]] | None = None,
+    ) -> None:
+        """Take ``config`` as this agent's (a new agent, or a variant of another)."""
+        self._config = config
+        self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet() if live is None else live
+        self._owns_store = owns_store
         self._store_ready = False
         self._progress_stores: Stores | None = None
-        self.progress = Progress(self._artifact_stores, name)
-        """Progress artifacts, notes runs leave for later runs, in the agent's store (or memory)."""
-        self.session_link: SessionLink | None = None
-        """Set on a session's copy of the agent (``bastion.sessions``), else ``None``."""
-        self.session_send_mode: Literal["steer", "queue"] = session_send_mode
-        """The default ``mode`` of ``send()`` in this agent's sessions."""
-        self.context_config = context
-        self.context = build_context(context, self.model, name)
+        self.progress = Progress(self._artifact_stores, config.name)
+        """Progress artifacts in the agent's store (in memory when it has none)."""
+
+    def _derive(self, config: RunConfig, *, owns_store: bool = False) -> Agent[DepsT, OutputT]:
+        """A variant of this agent running ``config`` (its registry and audit shared)."""
+        clone: Agent[DepsT, OutputT] = object.__new__(type(self))
+        clone.registry = self.registry
+        clone.audit = self.audit
+        clone._adopt(config, owns_store=owns_store)
+        return clone
+
+    @property
+    def config(self) -> RunConfig:
+        """What a run of this agent reads (frozen); its ``tools`` are the current tool set.
+
+        Derive a variant with ``dataclasses.replace`` and run it with
+        ``agent.stream(..., config=variant)``.
+        """
+        config = self._config
+        current = config.catalog.current()
+        if current is not config.tools:  # the registry changed: a new tool set
+            config = self._config = replace(config, tools=current)
+        return config
+
+    @property
+    def name(self) -> str:
+        """The agent's name (events, traces, the ``agent:<name>`` key)."""
+        return self._config.name
+
+    @property
+    def description(self) -> str:
+        """What the agent does, for humans and for other agents."""
+        return self._config.description
+
+    @property
+    def model(self) -> Model:
+        """The model of every step (unless a tier or hook picks another)."""
+        return self._config.model
+
+    @property
+    def models(self) -> tuple[Model, ...]:
+        """``model``, then the fallback models, in order."""
+        return self._config.models
+
+    @property
+    def instructions(self) -> Instructions:
+        """The system prompt, or the function making it."""
+        return self._config.instructions
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """Every tool a run may call now, by name (read-only; register with ``registry``)."""
+        return self.config.tools.by_name
+
+    @property
+    def tool_definitions(self) -> tuple[ToolDefinition, ...]:
+        """What the model is shown on every step (without deferred tools)."""
+        return self.config.tools.advertised
+
+    @property
+    def deferred_definitions(self) -> Mapping[str, ToolDefinition]:
+        """Deferred tools' definitions, shown once ``tool_search`` finds them."""
+        return self.config.tools.deferred
+
+    @property
+    def tool_sources(self) -> ToolSources:
+        """The agent's tool sources (MCP servers), asked for their tools before each step."""
+        return self._config.tool_sources
+
+    @property
+    def executor(self) -> ToolExecutor:
+        """Runs the tool calls of every run (gate, result processors, cache)."""
+        return self._config.executor
+
+    @property
+    def result_limiter(self) -> ResultLimiter:
+        """Result limits of the agent's tools (spill store, summaries, ``read_result``)."""
+        return self._config.result_limiter
+
+    @property
+    def code_mode(self) -> CodeMode | None:
+        """The code-mode sandbox (``tool_invocation='code-mode'``), else ``None``."""
+        return self._config.code_mode
+
+    @property
+    def governance(self) -> AgentGovernance | None:
+        """The agent's governance (policies, budget, governor), else ``None``."""
+        return self._config.governance
+
+    @property
+    def context(self) -> ContextKeeper | None:
         """Compaction before each model call (``None``: the history is sent as it is)."""
+        return self._config.context
+
+    @property
+    def clock(self) -> Clock:
+        """The agent's clock."""
+        return self._config.clock
+
+    @property
+    def store(self) -> Stores | None:
+        """Where runs are journaled (``None``: nowhere)."""
+        return self._config.store
+
+    @property
+    def deps(self) -> DepsT | None:
+        """The default dependencies of a run."""
+        return self._config.deps
+
+    @property
+    def output_type(self) -> Any:
+        """What the answer is parsed into (``str``: the text)."""
+        return self._config.output_type
+
+    @property
+    def max_concurrent_runs(self) -> int | None:
+        """Limit on runs in flight at once (``None``: unlimited)."""
+        return self._config.max_concurrent_runs
+
+    @property
+    def event_bus(self) -> EventBus | None:
+        """Observers fed every event of every run."""
+        return self._config.event_bus
+
+    @property
+    def session_send_mode(self) -> Literal["steer", "queue"]:
+        """The default ``mode`` of ``send()`` in this agent's sessions."""
+        return self._config.session_send_mode
 
     def __repr__(self) -> str:
         return f"Agent(name={self.name!r}, model={self.model.key!r}, tools={list(self.tools)!r})"
@@ -548,12 +548,15 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: ``model`` is not a Model or a known ``"provider:model"`` string.
         """
-        clone = copy.copy(self)
-        clone.model = resolve_model(model, "model")
-        clone.models = (clone.model, *self.models[1:])
-        clone.context = build_context(self.context_config, clone.model, self.name)
-        clone._live = weakref.WeakSet()
-        return clone
+        config = self.config
+        resolved = resolve_model(model, "model")
+        variant = replace(
+            config,
+            model=resolved,
+            models=(resolved, *config.models[1:]),
+            context=build_context(config.context_config, resolved, config.name),
+        )
+        return self._derive(variant, owns_store=self._owns_store)
 
     def with_store(self, store: Stores | str) -> Agent[DepsT, OutputT]:
         """A copy of this agent that journals to (and resumes from) another store.
@@ -563,13 +566,39 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: ``store`` is not a Stores or a valid store URL.
         """
-        clone = copy.copy(self)
-        clone.store = build_store(store, self.name)
-        clone._owns_store = isinstance(store, str)
-        clone._store_ready = False
-        clone._live = weakref.WeakSet()
-        clone.progress = Progress(clone._artifact_stores, self.name)
-        return clone
+        variant = replace(self.config, store=build_store(store, self.name))
+        return self._derive(variant, owns_store=isinstance(store, str))
+
+    def drive(
+        self,
+        input: str | Sequence[UserPart] | RunState | None = None,
+        *,
+        resume: str | None = None,
+        directive: Directive | None = None,
+        deps: DepsT | None = None,
+        **options: Any,
+    ) -> AgentDrive[OutputT]:
+        """Start (or resume) a run the application drives, deciding each tool call.
+
+        An async generator of the run's events: each tool call's
+        ``tool.approval.requested`` event waits for the value sent next with
+        ``asend``: ``None`` / ``Allow()`` runs the call, ``Rewrite(arguments)`` runs it
+        with other arguments, ``Mock(result)`` skips it with that result, ``Deny(reason)``
+        refuses it. ``async for`` runs every call. The decisions pass the agent's tool
+        gate and journal like approvals (see ``docs/agent-loop.md``).
+
+        Args:
+            input: As for :meth:`stream` (text, content parts, or a kept ``RunState``).
+            resume: The id of a journaled run to continue instead (the agent's store).
+            directive: Decisions on a suspended run's pending approvals.
+            deps: Dependencies for this run.
+            **options: The other options of :meth:`stream` (``message_history``,
+                ``session_id``, ``user_id``, ``tenant_id``, ``metadata``).
+
+        Raises:
+            UserError: As :meth:`stream` and :meth:`resume_stream` do.
+        """
+        return start_drive(self, input, resume, directive, deps, options)
 
     def as_tool(
         self,
@@ -581,7 +610,7 @@ class Agent(Generic[DepsT, OutputT]):
         input_filter: InputFilter | None = None,
         side_effect_class: SideEffectClass | None = None,
     ) -> Tool:
-        """This agent as a tool another agent's model can call: a sub-agent run inside the call.
+        """This agent as a tool another agent's model can call: a sub-agent (SPEC S-28).
 
         The model calls it with ``{"input": "<task>"}``. The sub-agent runs on that input
         alone (no parent history unless ``input_filter`` builds some), with the parent
@@ -630,6 +659,8 @@ class Agent(Generic[DepsT, OutputT]):
         tenant_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         directive: Directive | None = None,
+        config: RunConfig | None = None,
+        session_link: SessionLink | None = None,
     ) -> AgentStream[OutputT]:
         """Start a run, or resume a suspended one, and stream its events.
 
@@ -648,6 +679,10 @@ class Agent(Generic[DepsT, OutputT]):
             metadata: Free-form values, readable by tools, hooks and instructions.
             directive: With a suspended :class:`RunState`: the human decisions on its
                 pending approvals (every pending call needs one).
+            config: Run with this configuration instead of :attr:`config` (a variant made
+                with ``dataclasses.replace``; its ``name`` must stay the agent's).
+            session_link: The session the run belongs to (``bastion.sessions`` passes it):
+                its state, drain points and first tool-call hook.
 
         Returns:
             The run's :class:`AgentStream`; the run starts when iteration starts.
@@ -656,8 +691,9 @@ class Agent(Generic[DepsT, OutputT]):
             UserError: No input; or a state that cannot be resumed (another agent's, not
                 suspended, or a directive that does not decide exactly the pending calls).
         """
+        run = self._run_config(config, session_link)
         if isinstance(input, RunState):
-            return self._resume(input, directive, deps)
+            return self._resume(run, input, directive, deps, session_link)
         if directive is not None:
             raise UserError("A directive resumes a suspended run: pass its RunState as input.")
         check_user_input(input)
@@ -666,13 +702,14 @@ class Agent(Generic[DepsT, OutputT]):
             raise UserError("Give the run an input or a message_history to continue.")
         state = RunState(
             run_id=new_id("run"),
-            agent_name=self.name,
+            agent_name=run.name,
             session_id=session_id or new_id("session"),
             user_id=user_id,
             tenant_id=tenant_id,
             metadata=dict(metadata) if metadata else {},
         )
-        scope = self._scope(state, deps, self._journal(state.run_id, 0))
+        journal = self._journal(run, state.run_id, 0, session_link)
+        scope = self._scope(run, state, deps, journal, link=session_link)
         return AgentStream[OutputT](
             scope,
             lambda: run_loop(scope, input, message_history),
@@ -680,27 +717,45 @@ class Agent(Generic[DepsT, OutputT]):
             self._on_done,
         )
 
+    def _run_config(self, config: RunConfig | None, link: SessionLink | None) -> RunConfig:
+        """The configuration of one run: ``config`` or the agent's, behind a session's hook."""
+        run = self.config if config is None else config
+        if run.name != self.name:
+            raise UserError(
+                f"A run of agent {self.name!r} was given the config of agent {run.name!r}."
+            )
+        if link is None:
+            return run
+        executor = run.executor  # the session decides tool calls before the agent's hooks
+        gate = executor.gate.with_first_hook(link.before_tool_call)
+        return replace(run, executor=executor.with_gate(gate))
+
     def _resume(
-        self, saved: RunState, directive: Directive | None, deps: DepsT | None
+        self,
+        config: RunConfig,
+        saved: RunState,
+        directive: Directive | None,
+        deps: DepsT | None,
+        link: SessionLink | None,
     ) -> AgentStream[OutputT]:
         if saved.agent_name != self.name:
             raise UserError(
                 f"Run {saved.run_id} belongs to agent {saved.agent_name!r}, not {self.name!r}."
             )
-        if saved.interrupts and self.governance is None:
+        if saved.interrupts and config.governance is None:
             raise UserError(
                 f"Run {saved.run_id} is suspended on governance interrupts, but agent "
                 f"{self.name!r} has no governance: configure the same policies and budget."
             )
         if directive is None and saved.status == "awaiting_approval":
-            return self._still_suspended(copy.deepcopy(saved), deps)
+            return self._still_suspended(config, copy.deepcopy(saved), deps)
         decisions = check_directive(saved, directive)
         resolutions = tuple(directive.interrupts) if directive is not None else ()
         state = copy.deepcopy(saved)  # the caller's copy stays as it was
-        journal = self._journal(state.run_id, None)
+        journal = self._journal(config, state.run_id, None, link)
         if journal is not None:
             journal.decided = directive
-        scope = self._scope(state, deps, journal)
+        scope = self._scope(config, state, deps, journal, link=link)
 
         async def resumed() -> AsyncGenerator[AgentEvent, None]:
             if journal is not None:  # a kept state: its suspension must still be open
@@ -710,9 +765,11 @@ class Agent(Generic[DepsT, OutputT]):
 
         return AgentStream[OutputT](scope, resumed, self._on_start, self._on_done)
 
-    def _still_suspended(self, state: RunState, deps: DepsT | None) -> AgentStream[OutputT]:
+    def _still_suspended(
+        self, config: RunConfig, state: RunState, deps: DepsT | None
+    ) -> AgentStream[OutputT]:
         """A suspended run resumed with no decision: it stays as it was; no model is called."""
-        scope = self._scope(state, deps, governed=False)
+        scope = self._scope(config, state, deps, governed=False)
 
         async def unchanged() -> AsyncGenerator[AgentEvent, None]:
             yield _end_event(state)
@@ -750,10 +807,11 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Agent {self.name!r} has no store: pass Agent(..., store='sqlite:///runs.db') "
                 "(the store the run was journaled in) to resume runs by id."
             )
+        config = self.config
         placeholder = RunState(run_id=run_id, agent_name=self.name)
         stream: AgentStream[OutputT] = AgentStream[OutputT](
-            self._scope(placeholder, deps, governed=False),
-            lambda: self._resumed(stream, stores, run_id, directive, deps),
+            self._scope(config, placeholder, deps, governed=False),
+            lambda: self._resumed(config, stream, run_id, directive, deps),
             self._on_start,
             self._on_done,
         )
@@ -769,57 +827,27 @@ class Agent(Generic[DepsT, OutputT]):
         """Continue a journaled run to its end (or next suspension); see :meth:`resume_stream`."""
         return await self.resume_stream(run_id, directive=directive, deps=deps).drain()
 
-    def drive(
-        self,
-        input: str | Sequence[UserPart] | RunState | None = None,
-        *,
-        resume: str | None = None,
-        directive: Directive | None = None,
-        deps: DepsT | None = None,
-        **options: Any,
-    ) -> AgentDrive[OutputT]:
-        """Start (or resume) a run the application drives, deciding each tool call.
-
-        An async generator of the run's events: each tool call's
-        ``tool.approval.requested`` event waits for the value sent next with
-        ``asend``: ``None`` / ``Allow()`` runs the call, ``Rewrite(arguments)`` runs it
-        with other arguments, ``Mock(result)`` skips it with that result, ``Deny(reason)``
-        refuses it. ``async for`` runs every call. The decisions pass the agent's tool
-        gate and journal like approvals (see ``docs/agent-loop.md``).
-
-        Args:
-            input: As for :meth:`stream` (text, content parts, or a kept ``RunState``).
-            resume: The id of a journaled run to continue instead (the agent's store).
-            directive: Decisions on a suspended run's pending approvals.
-            deps: Dependencies for this run.
-            **options: The other options of :meth:`stream` (``message_history``,
-                ``session_id``, ``user_id``, ``tenant_id``, ``metadata``).
-
-        Raises:
-            UserError: As :meth:`stream` and :meth:`resume_stream` do.
-        """
-        return start_drive(self, input, resume, directive, deps, options)
-
     async def _resumed(
         self,
+        config: RunConfig,
         stream: AgentStream[OutputT],
-        stores: Stores,
         run_id: str,
         directive: Directive | None,
         deps: DepsT | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         await self._open_store()
-        journal = self._journal(run_id, None)
+        journal = self._journal(config, run_id, None, None)
         assert journal is not None  # the agent has a store
         await journal.claim()  # a live owner's run is refused (RunBusy) before it is read
         try:
-            async for event in self._continue(stream, journal, run_id, directive, deps):
+            async for event in self._continue(config, stream, journal, run_id, directive, deps):
                 yield event
         finally:
             await journal.release()  # ended, refused or closed early (else the end released it)
 
-    async def _continue(
+    async def _continue(  # noqa: PLR0917 - one resumed run's parts
         self,
+        config: RunConfig,
         stream: AgentStream[OutputT],
         journal: RunJournal,
         run_id: str,
@@ -827,8 +855,8 @@ class Agent(Generic[DepsT, OutputT]):
         deps: DepsT | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         stores = journal.stores
-        replayed = await load_run(stores, run_id, self)
-        await check_session_owner(stores, replayed.state, self.clock)
+        replayed = await load_run(stores, run_id, config)
+        await check_session_owner(stores, replayed.state, config.clock)
         state = replayed.state
         journal.seq = replayed.seq
         journal.mark = replayed.mark
@@ -838,16 +866,16 @@ class Agent(Generic[DepsT, OutputT]):
                     f"Run {run_id} has ended with status {state.status!r}; "
                     "there is nothing to decide."
                 )
-            stream._bind(self._scope(state, deps, governed=False))
+            stream._bind(self._scope(config, state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
             yield _end_event(state)
             return
         if state.status == "awaiting_approval" and directive is None:
             # Nothing decided: the run stays suspended, and its result says what waits.
-            stream._bind(self._scope(state, deps, governed=False))
+            stream._bind(self._scope(config, state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
             yield _end_event(state)
             return
         if state.status == "awaiting_approval":
-            if state.interrupts and self.governance is None:
+            if state.interrupts and config.governance is None:
                 raise UserError(
                     f"Run {run_id} is suspended on governance interrupts, but agent "
                     f"{self.name!r} has no governance: configure the same policies and budget."
@@ -855,7 +883,7 @@ class Agent(Generic[DepsT, OutputT]):
             decisions = check_directive(state, directive)
             resolutions = tuple(directive.interrupts) if directive is not None else ()
             journal.decided = directive
-            scope = self._scope(state, deps, journal)
+            scope = self._scope(config, state, deps, journal)
             events = run_loop(scope, None, None, decisions, resolutions)
         else:
             if directive is not None:
@@ -863,9 +891,9 @@ class Agent(Generic[DepsT, OutputT]):
                     f"Run {run_id} is not awaiting approval (status {state.status!r}); "
                     "resume it without a directive."
                 )
-            scope = self._scope(state, deps, journal)
+            scope = self._scope(config, state, deps, journal)
             events = run_loop(scope, None, None, recovery=replayed.recovery)
-        stream._bind(scope)
+        stream._bind(scope)  # pyright: ignore[reportPrivateUsage]
         async with aclosing(events):
             async for event in events:
                 yield event
@@ -934,37 +962,28 @@ class Agent(Generic[DepsT, OutputT]):
             )
         return state
 
-    def for_session(self, link: SessionLink, hook: BeforeToolCall) -> Agent[DepsT, OutputT]:
-        """A copy of this agent whose runs belong to a session.
-
-        ``hook`` decides tool calls before the agent's own ``before_tool_call`` hooks;
-        ``link`` supplies ``ctx.session_state`` and steering messages.
-        """
-        clone = copy.copy(self)
-        clone.executor = copy.copy(self.executor)
-        clone.executor.gate = self.executor.gate.with_first_hook(hook)
-        clone.session_link = link
-        clone._live = weakref.WeakSet()
-        return clone
-
     async def stores(self) -> Stores:
         """The agent's store, opened (an in-memory one when the agent has none)."""
         return await self._artifact_stores()
 
-    def _journal(self, run_id: str, seq: int | None) -> RunJournal | None:
-        store = self.store
+    def _journal(
+        self, config: RunConfig, run_id: str, seq: int | None, link: SessionLink | None
+    ) -> RunJournal | None:
+        store = config.store
         if store is None:
             return None
         # A session's run is owned through its session's turn lease (``bastion.sessions``).
-        keeper = None if self.session_link is not None else run_keeper(store, run_id, self.clock)
+        keeper = None if link is not None else run_keeper(store, run_id, config.clock)
+        # A store of the agent's is opened once; another (a parent run's) is already open.
+        opener = self._open_store if store is self.store else store.open
         return RunJournal(
             store,
             run_id,
-            self.name,
-            self._open_store,
+            config.name,
+            opener,
             seq,
             keeper=keeper,
-            recording=self.record_responses,
+            recording=config.record_responses,
         )
 
     async def _artifact_stores(self) -> Stores:
@@ -984,27 +1003,29 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _scope(
         self,
+        config: RunConfig,
         state: RunState,
         deps: DepsT | None,
         journal: RunJournal | None = None,
         *,
         governed: bool = True,
+        link: SessionLink | None = None,
     ) -> RunScope:
         # The run's governance; None (no cost) when the agent has no policies or budget.
         # ``governed=False``: a scope that runs nothing (a resumed run's, until it is loaded).
         governance = None
-        if self.governance is not None and governed:
+        if config.governance is not None and governed:
             # A sub-agent's run acts below its parents, in its root run's invocation.
             metadata = state.metadata
-            governance = self.governance.open(
+            governance = config.governance.open(
                 state.run_id,
                 invocation=metadata.get(INVOCATION),
                 ancestry=metadata.get(ANCESTRY) or (),
             )
         ctx: RunContext[Any] = RunContext(
             run_id=state.run_id,
-            agent_name=self.name,
-            deps=deps if deps is not None else self.deps,
+            agent_name=config.name,
+            deps=deps if deps is not None else config.deps,
             session_id=state.session_id,
             user_id=state.user_id,
             tenant_id=state.tenant_id,
@@ -1012,15 +1033,17 @@ class Agent(Generic[DepsT, OutputT]):
             usage=state.usage,
             step=state.step,
             messages=state.messages,
-            clock=self.clock,
-            event_bus=self.event_bus,
-            session_state=self.session_link.state if self.session_link is not None else {},
-            runtime=self.runtime,
-            sandbox=self.sandbox,
+            clock=config.clock,
+            event_bus=config.event_bus,
+            session_state=link.state if link is not None else {},
+            runtime=config.runtime,
+            sandbox=config.sandbox,
             _governed=None if governance is None else governance.call,  # ctx.call
         )
-        window = self.context.window() if self.context is not None else None
-        return RunScope(self, state, ctx, self.clock, governance, journal=journal, window=window)
+        window = config.context.window() if config.context is not None else None
+        return RunScope(
+            config, state, ctx, governance, journal=journal, window=window, session_link=link
+        )
 
     async def run(
         self,
@@ -1033,6 +1056,7 @@ class Agent(Generic[DepsT, OutputT]):
         tenant_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         directive: Directive | None = None,
+        config: RunConfig | None = None,
     ) -> RunResult[OutputT]:
         """Run to the end and return the result. A failed run returns, it does not raise.
 
@@ -1048,6 +1072,7 @@ class Agent(Generic[DepsT, OutputT]):
             tenant_id=tenant_id,
             metadata=metadata,
             directive=directive,
+            config=config,
         )
         return await stream.drain()
 
@@ -1074,35 +1099,6 @@ class Agent(Generic[DepsT, OutputT]):
             return await self.run(input, **kwargs)
         finally:
             await self.aclose()  # the sandbox's pool must not outlive run_sync's event loop
-
-    def sync_tool_views(self) -> None:
-        """Rebuild what the model is shown after the registry changed; cheap when it did not.
-
-        Tools registered after construction (``agent.registry.register``, a tool source's
-        new list) join ``tool_definitions``; deferred ones are indexed by a new
-        ``tool_search``. Called by the loop before every model request.
-        """
-        if self.registry.version == self._views_version:
-            return
-        deferred = [t for n, t in self.tools.items() if t.defer_loading and n != TOOL_SEARCH]
-        current = self.tools.get(TOOL_SEARCH)
-        if (deferred or self._tool_search is not None) and (
-            current is None or current is self._tool_search
-        ):
-            # Only the built-in search is replaced; a user's own tool_search is left alone.
-            self._tool_search = tool_search_tool(deferred, embedder=self._tool_search_embedder)
-            self.tools[TOOL_SEARCH] = self._tool_search
-        self.deferred_definitions = {
-            t.name: ToolDefinition(
-                name=t.name, description=t.description, parameters=t.parameters, strict=t.strict
-            )
-            for t in deferred
-        }
-        if self.code_mode is None:
-            self.tool_definitions = tuple(
-                t.definition() for t in self.tools.values() if not t.defer_loading
-            )
-        self._views_version = self.registry.version
 
     async def __aenter__(self) -> Agent[DepsT, OutputT]:
         return self
@@ -1151,7 +1147,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _on_done(self, stream: AgentStream[Any]) -> None:
         self._live.discard(stream)
-        journal = stream._scope.journal
+        journal = stream._scope.journal  # pyright: ignore[reportPrivateUsage]
         if journal is not None and journal.keeper is not None:
             journal.keeper.stop()  # closed before its end: the lease lapses, nothing renews it
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core import UserError
 from bastion.tools import ModelArgsValidator, Tool
@@ -19,13 +19,16 @@ from bastion.tools import ModelArgsValidator, Tool
 from ._subrun import (
     EXPOSE_TURNS,
     FORWARD_EVENTS,
+    Delegate,
+    ExposeTurns,
+    ForwardEvents,
+    InputFilter,
     SubagentCall,
 )
 
 if TYPE_CHECKING:
     from bastion.tools import SideEffectClass
 
-    from ._agent import Agent
     from ._governance import AgentGovernance
     from ._subrun import (
         ExposeTurns,
@@ -57,7 +60,7 @@ _SIDE_EFFECT_CLASSES = ("pure", "read_only", "side_effecting", "external_statefu
 
 
 def subagent_tool(
-    agent: Agent[Any, Any],
+    agent: Delegate,
     *,
     name: str | None,
     description: str | None,
@@ -71,9 +74,10 @@ def subagent_tool(
     Raises:
         UserError: An option is invalid (nothing has been run).
     """
-    tool_name = agent.name if name is None else name
-    owner = f"Agent {agent.name!r}: as_tool()"
-    if not isinstance(tool_name, str) or not _TOOL_NAME.match(tool_name):
+    config = agent.config
+    tool_name = config.name if name is None else name
+    owner = f"Agent {config.name!r}: as_tool()"
+    if not isinstance(tool_name, str) or not _TOOL_NAME.match(tool_name):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(
             f"{owner} needs a tool name of 1-128 letters, digits, '.', '_' or '-'; got "
             f"{tool_name!r}. Pass as_tool(name='...')."
@@ -97,12 +101,12 @@ def subagent_tool(
         )
     from bastion.governance import key_ancestry  # governance loads when an agent uses it
 
-    oracle_key = f"agent:{agent.name}"
+    oracle_key = f"agent:{config.name}"
     key_ancestry(oracle_key)  # a name the governor cannot key raises UserError here
-    text = description if description is not None else agent.description
+    text = description if description is not None else config.description
     return Tool(
         name=tool_name,
-        description=text or f"Delegate a task to the agent {agent.name!r}.",
+        description=text or f"Delegate a task to the agent {config.name!r}.",
         function=SubagentCall(
             agent,
             expose_turns=expose_turns,
@@ -112,25 +116,25 @@ def subagent_tool(
         validator=_input_validator(),
         takes_ctx=True,
         side_effect_class=side_effect_class or derived_side_effect_class(agent),
-        label=f"sub-agent {agent.name}",
+        label=f"sub-agent {config.name}",
         kind="async",
         oracle_key=oracle_key,
     )
 
 
-def derived_side_effect_class(agent: Agent[Any, Any]) -> SideEffectClass:
+def derived_side_effect_class(agent: Delegate) -> SideEffectClass:
     """``read_only`` when every tool of ``agent`` is ``pure`` or ``read_only``.
 
     Such a sub-agent may run again after a crash (the journal's side-effect ledger);
     anything else it can do to the world makes the whole sub-agent ``side_effecting``.
     """
     safe = ("pure", "read_only")
-    if all(tool.side_effect_class in safe for tool in agent.tools.values()):
+    if all(tool.side_effect_class in safe for tool in agent.config.tools.by_name.values()):
         return "read_only"
     return "side_effecting"
 
 
-def subagent_of(tool: Tool) -> Agent[Any, Any] | None:
+def subagent_of(tool: Tool) -> Delegate | None:
     """The agent a tool made by ``as_tool`` runs, else ``None``."""
     call = tool.function
     return call.agent if isinstance(call, SubagentCall) else None
@@ -146,19 +150,20 @@ def check_subagents(
             different sub-agents share a name (one ``agent:<name>`` key), or a sub-agent
             has its own governor while the parent has another.
     """
-    seen: dict[str, Agent[Any, Any]] = {}
+    seen: dict[str, Delegate] = {}
     for tool in tools.values():
-        child = subagent_of(tool)
-        if child is None:
+        delegate = subagent_of(tool)
+        if delegate is None:
             continue
-        if child.name == name or name in _names_below(child):
+        child = delegate.config
+        if child.name == name or name in _names_below(delegate):
             raise UserError(
                 f"Agent {name!r} cannot run itself as a sub-agent: tool {tool.name!r} runs "
                 f"agent {child.name!r}, which is (or runs) an agent named {name!r}. Give "
                 "the agents distinct names."
             )
-        other = seen.setdefault(child.name, child)
-        if other is not child:
+        other = seen.setdefault(child.name, delegate)
+        if other is not delegate:
             raise UserError(
                 f"Agent {name!r} has two different sub-agents named {child.name!r}; both "
                 f"would be governed as 'agent:{child.name}'. Rename one of them."
@@ -176,12 +181,12 @@ def check_subagents(
             )
 
 
-def _names_below(agent: Agent[Any, Any], depth: int = 0) -> set[str]:
+def _names_below(agent: Delegate, depth: int = 0) -> set[str]:
     """Names of every agent ``agent`` runs through its sub-agent tools, transitively."""
     names: set[str] = set()
-    for tool in agent.tools.values():
+    for tool in agent.config.tools.by_name.values():
         child = subagent_of(tool)
         if child is not None and depth < 64:  # built bottom-up, so no cycle can occur
-            names.add(child.name)
+            names.add(child.config.name)
             names |= _names_below(child, depth + 1)
     return names

@@ -17,7 +17,7 @@ never compacted automatically (a summary would copy it to a summarizer).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bastion.context import (
     CalibratedCounter,
@@ -46,11 +46,13 @@ if TYPE_CHECKING:
     from bastion.core import (
         Message,
         Model,
+        RunContext,
         Usage,
     )
 
     from ._governance import RunGovernance
-    from ._scope import RunScope
+    from ._journal import RunJournal
+    from ._state import RunState
 
 __all__ = [
     "SUMMARY_INSTRUCTIONS",
@@ -58,8 +60,31 @@ __all__ = [
     "RunWindow",
     "compacted_event",
     "render_span",
-    "result_keeper",
 ]
+
+
+class CompactionScope(Protocol):
+    """What compaction reads of a run (the loop's ``RunScope`` is one)."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def state(self) -> RunState: ...
+
+    @property
+    def ctx(self) -> RunContext[Any]: ...
+
+    @property
+    def governance(self) -> RunGovernance | None: ...
+
+    @property
+    def journal(self) -> RunJournal | None: ...
+
+    def next_seq(self) -> int:
+        """The next event number of the run."""
+        ...
+
 
 SUMMARY_INSTRUCTIONS = (
     "You compact a conversation between a user and an AI assistant that uses tools. Write a "
@@ -114,7 +139,7 @@ class ContextKeeper:
     async def compact(
         self,
         messages: Sequence[Message],
-        scope: RunScope | None,
+        scope: CompactionScope | None,
         *,
         governance: RunGovernance | None = None,
         keep: ResultKeeper | None = None,
@@ -143,7 +168,7 @@ class ContextKeeper:
     async def _summarize(
         self,
         span: Sequence[Message],
-        scope: RunScope | None,
+        scope: CompactionScope | None,
         governance: RunGovernance | None,
         spent: list[tuple[str, Usage]] | None,
     ) -> str:
@@ -181,7 +206,9 @@ class RunWindow:
         self._counted = 0  # the base count of the last request, for calibration
         self._stuck_told = False
 
-    def _stuck(self, scope: RunScope, done: Compaction) -> ContextCompactionFailedEvent | None:
+    def _stuck(
+        self, scope: CompactionScope, done: Compaction
+    ) -> ContextCompactionFailedEvent | None:
         """Say once per run that the kept exchanges alone pass the trigger."""
         if self._stuck_told:
             return None
@@ -220,7 +247,7 @@ class RunWindow:
             counter.observe(self._counted, usage.prompt_tokens)
 
     async def before_model_call(
-        self, scope: RunScope, keep: ResultKeeper | None
+        self, scope: CompactionScope, keep: ResultKeeper | None
     ) -> ContextCompactedEvent | ContextCompactionFailedEvent | None:
         """Compact the run's history when it passes the trigger; the event, or ``None``.
 
@@ -252,7 +279,9 @@ class RunWindow:
         return event
 
 
-def compacted_event(scope: RunScope, done: Compaction, *, source: str) -> ContextCompactedEvent:
+def compacted_event(
+    scope: CompactionScope, done: Compaction, *, source: str
+) -> ContextCompactedEvent:
     """The ``context.compacted`` event of a compaction in ``scope``'s run."""
     return ContextCompactedEvent(
         run_id=scope.run_id,
@@ -266,20 +295,3 @@ def compacted_event(scope: RunScope, done: Compaction, *, source: str) -> Contex
         strategy=done.strategy,
         hook_errors=done.hook_errors,
     )
-
-
-def result_keeper(scope: RunScope) -> ResultKeeper | None:
-    """Where cleared tool results are kept for ``read_result`` (``None``: it is not offered)."""
-    agent = scope.agent
-    limiter = agent.result_limiter
-    if "read_result" not in agent.tools:
-        return None
-    run_id = scope.run_id
-
-    async def keep(message: ToolMessage) -> str | None:
-        try:
-            return await limiter.spill.write(run_id, message.text)
-        except OSError:  # not kept: the placeholder says the result was cleared
-            return None
-
-    return keep

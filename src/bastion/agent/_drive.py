@@ -18,7 +18,6 @@ calls that had not started.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
@@ -210,11 +209,11 @@ def start_drive(  # noqa: PLR0917 - the options of Agent.drive, passed on
 ) -> AgentDrive[OutputT]:
     """The drive of a new run, of a kept state, or of the journaled run ``resume``."""
     desk = _Desk()
-    driven = copy.copy(agent)
-    driven.executor = copy.copy(agent.executor)
-    gate = agent.executor.gate
+    config = agent.config
+    gate = config.executor.gate
     asking = ApprovalConfig(policy="all", on_approval=desk.on_approval, timeout=_NO_TIMEOUT)
-    driven.executor.gate = gate.with_approval(asking, gate.governor)
+    executor = config.executor.with_gate(gate.with_approval(asking, gate.governor))
+    driven = agent._derive(replace(config, executor=executor))  # pyright: ignore[reportPrivateUsage]
     if resume is not None:
         if input is not None or options:
             raise UserError(

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bastion.core import Message, Model, ModelResponse, RunContext, Usage
-from bastion.tools import SkipTool
+from bastion.tools import BeforeToolCall, SkipTool
 
 if TYPE_CHECKING:
     from ._result import RunResult
@@ -91,6 +91,11 @@ class SessionLink(Protocol):
     @property
     def state(self) -> dict[str, Any]:
         """The session's persisted state."""
+        ...
+
+    @property
+    def before_tool_call(self) -> BeforeToolCall:
+        """The session's decision on each tool call, asked before the agent's own hooks."""
         ...
 
     async def before_model_call(self, ctx: RunContext[Any], messages: list[Message]) -> None:

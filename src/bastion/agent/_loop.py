@@ -33,7 +33,7 @@ from .steps._end import end_run
 from .steps._finalize import finalize
 from .steps._govern import finish_governance, govern_round, resume_governance, settle
 from .steps._guardrails import check_input
-from .steps._prepare import before_llm_call, open_run, resolve_deps, shape_output
+from .steps._prepare import before_llm_call, open_run, resolve_deps, result_keeper, shape_output
 from .steps._recover import recover
 from .steps._respond import (
     after_llm_call,
@@ -78,7 +78,7 @@ async def run_loop(
     model response, tool start and tool result is queued for it; it is committed before any
     tool runs and before the run ends (see ``_journal.py``).
     """
-    agent = scope.agent
+    config = scope.config
     state = scope.state
     governance = scope.governance
     journal = scope.journal
@@ -88,16 +88,17 @@ async def run_loop(
     yield AgentStartEvent(
         run_id=scope.run_id,
         seq=start_seq,
-        agent_name=agent.name,
-        model=agent.model.key,
+        agent_name=config.name,
+        model=config.model.key,
         resumed=decisions is not None or recovery is not None,
     )
     try:
-        if agent.tool_sources.sources:  # before a resumed step runs a source's tool
-            for event in await agent.tool_sources.refresh(
+        if config.tool_sources.sources:  # before a resumed step runs a source's tool
+            for event in await config.tool_sources.refresh(
                 scope.run_id, scope.next_seq, failed_sources
             ):
                 yield event
+            scope.current_tools()  # a resumed step runs the tools the sources list now
         if recovery is not None:
             await resolve_deps(scope.ctx)
             async for event in recover(scope, recovery):
@@ -116,9 +117,9 @@ async def run_loop(
                     yield event
         else:
             await open_run(scope, user_input, history)
-            if agent.hooks is not None and agent.hook_flags.before_run:
-                await maybe_await(agent.hooks.before_run(scope.ctx))
-            if agent.input_guardrails:
+            if config.hooks is not None and config.hook_flags.before_run:
+                await maybe_await(config.hooks.before_run(scope.ctx))
+            if config.input_guardrails:
                 for event in await check_input(scope):
                     yield event
             if journal is not None:
@@ -126,37 +127,35 @@ async def run_loop(
         while state.status == "running":
             if scope.abort is not None:
                 raise RunAborted
-            if state.step >= agent.max_steps:
+            if state.step >= config.max_steps:
                 stop_at_max_steps(scope)
                 break
-            if agent.session_link is not None:  # steering messages join before the call
-                await agent.session_link.before_model_call(scope.ctx, state.messages)
+            if scope.session_link is not None:  # steering messages join before the call
+                await scope.session_link.before_model_call(scope.ctx, state.messages)
                 if scope.abort is not None:  # the session aborted the turn meanwhile
                     raise RunAborted
             if journal is not None:  # an acting tool's result is durable before the call
                 await journal.before_model_call()
-            if agent.tool_sources.sources:  # MCP servers: their current tools
-                for event in await agent.tool_sources.refresh(
+            if config.tool_sources.sources:  # MCP servers: their current tools
+                for event in await config.tool_sources.refresh(
                     scope.run_id, scope.next_seq, failed_sources
                 ):
                     yield event
             window = scope.window
             if window is not None:  # compaction, when the request would not fit
-                from ._context import result_keeper  # loaded with compaction, not before
-
                 compacted = await window.before_model_call(scope, result_keeper(scope))
                 if compacted is not None:
                     yield compacted
             request = begin_step(scope)
-            flags = agent.hook_flags
+            flags = config.hook_flags
             if flags.before_llm_call:
                 await before_llm_call(scope, request)
             model = (
                 await choose_model(scope, request)
-                if agent.tiers or flags.prepare_step
-                else agent.model
+                if config.tiers or flags.prepare_step
+                else config.model
             )
-            if agent.output_schema is not None:
+            if config.output_schema is not None:
                 shape_output(scope, request, model)
             event: AgentEvent = StepStartEvent(
                 run_id=scope.run_id, seq=scope.next_seq(), step=state.step, model=model.key
@@ -170,8 +169,8 @@ async def run_loop(
                 window.observe(response.usage)
             if journal is not None:  # entry seq: the model call's last event (or step.start)
                 journal.model_response(state, call.model.key, response, event.seq, call.chunks)
-            if agent.session_link is not None:  # a session's step ends here, before its tools
-                await agent.session_link.after_model_call(scope.ctx, response)
+            if scope.session_link is not None:  # a session's step ends here, before its tools
+                await scope.session_link.after_model_call(scope.ctx, response)
             if flags.after_llm_call:
                 await after_llm_call(scope, response)
             if response.incomplete_tool_calls:
@@ -179,7 +178,7 @@ async def run_loop(
                     yield event
                 break
             calls = response.message.tool_calls
-            if calls and (agent.output_schema is None or output_call(calls) is None):
+            if calls and (config.output_schema is None or output_call(calls) is None):
                 if governance is not None:
                     governed = await govern_round(scope, call.model, calls)
                     for event in governance.drain(scope.run_id, scope.next_seq):
@@ -190,7 +189,7 @@ async def run_loop(
                 # Governed: the loop numbers the tool events, after the signals they follow
                 # (admissions, a sub-agent's calls), so ``seq`` stays in stream order.
                 batch = start_batch(scope, calls, numbered=governance is None)
-                if agent.loop_detection is not None:  # repeated identical calls
+                if config.loop_detection is not None:  # repeated identical calls
                     for event in check_loops(scope, batch, calls):
                         yield event
                 tool_events = batch.events()
@@ -216,7 +215,7 @@ async def run_loop(
                 if governance is not None:
                     for event in governance.drain(scope.run_id, scope.next_seq):
                         yield event
-                if agent.tiers is not None:
+                if config.tiers is not None:
                     scope.model_hint = tool_hint(scope, calls)
                 yield step_end(scope, call, response)
                 if batch.pending:  # suspended: the status is now awaiting_approval
@@ -228,14 +227,14 @@ async def run_loop(
             for event in await finalize(scope, response):
                 yield event
     except RunAborted:
-        state.status = "aborted"
+        state.abort()
     except asyncio.CancelledError:
         if not scope.cancel_sent:
             raise
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
-        state.status = "aborted"
+        state.abort()
     except Exception as exc:  # the run fails; the caller gets a result, not an exception
         if governance is not None and isinstance(exc, GovernanceError):
             settle(scope, exc)  # fails, stops or suspends the run

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from bastion.stores import EntryKind, JournalEntry, Stores
     from bastion.tools import Tool
 
-    from ._agent import Agent
+    from ._config import RunConfig
     from ._state import RunState
 
 __all__ = ["OUTCOME_UNKNOWN", "Recovery", "Replayed", "load_run"]
@@ -105,9 +105,9 @@ class Replayed:
 class _Fold:
     """The fold of entries into a state (one pass, in order)."""
 
-    def __init__(self, agent: Agent[Any, Any]) -> None:
-        self.tools = agent.tools
-        self.output_tool = agent.output_schema is not None
+    def __init__(self, config: RunConfig) -> None:
+        self.tools = config.tools.by_name
+        self.output_tool = config.output_schema is not None
         self.state: RunState | None = None
         self.step_calls: list[ToolCall] = []  # calls of the last answer (no checkpoint since)
         self.started: dict[str, Mapping[str, Any]] = {}
@@ -139,7 +139,7 @@ class _Fold:
             self._compaction(state, payload)
         elif kind == "interrupt_decided":
             self._reset()
-            state.status = "running"
+            state.resume()
             self.decided = {d.tool_call_id: d for d in _decisions(payload.get("approvals"))}
             check_bindings(state, self.decided)  # the stored call is the one decided on
             apply_edits(state, self.decided)
@@ -340,7 +340,7 @@ def check_entry(run_id: str, entry: JournalEntry, position: int) -> None:
         raise JournalUnreadable(run_id, entry.seq, "has an event_seq that is not a number.")
 
 
-async def load_run(stores: Stores, run_id: str, agent: Agent[Any, Any]) -> Replayed:
+async def load_run(stores: Stores, run_id: str, config: RunConfig) -> Replayed:
     """Read a run's journal and rebuild its state.
 
     Raises:
@@ -355,7 +355,7 @@ async def load_run(stores: Stores, run_id: str, agent: Agent[Any, Any]) -> Repla
             f"No journal for run {run_id!r} in {stores.url!r}: check the run id and that "
             "this agent uses the store the run was started with."
         )
-    fold = _Fold(agent)
+    fold = _Fold(config)
     for position, entry in enumerate(entries, start=1):
         check_entry(run_id, entry, position)
         try:
@@ -365,8 +365,8 @@ async def load_run(stores: Stores, run_id: str, agent: Agent[Any, Any]) -> Repla
             raise JournalUnreadable(run_id, entry.seq, problem) from exc
     state = fold.state
     assert state is not None  # the first entry is run_started (checked by check_entry)
-    if state.agent_name != agent.name:
-        raise UserError(f"Run {run_id} belongs to agent {state.agent_name!r}, not {agent.name!r}.")
+    if state.agent_name != config.name:
+        raise UserError(f"Run {run_id} belongs to agent {state.agent_name!r}, not {config.name!r}.")
     state.last_seq = max(state.last_seq, fold.event_seq)
     recovery = fold.recovery(state)
     mark = min(fold.mark, len(state.messages))

@@ -1,22 +1,29 @@
-"""``RunScope``: what the step modules share while one run is in flight."""
+"""``RunScope``: what the step modules share while one run is in flight.
+
+A scope holds the run's frozen configuration (:class:`~bastion.agent._config.RunConfig`),
+its mutable state, its context, governance, journal and session link. The steps read
+nothing else: they never see the ``Agent`` object.
+"""
 
 from __future__ import annotations
 
 import itertools
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.context import TranscriptGuard
 
 if TYPE_CHECKING:
-    from bastion.core import Clock, Model, OutputMode, RunContext, ToolCall
-    from bastion.tools import ToolOutcome
+    from collections.abc import Callable
 
-    from ._agent import Agent
+    from bastion.core import Model, OutputMode, RunContext, ToolCall
+    from bastion.tools import ToolOutcome, ToolSet
+
+    from ._config import RunConfig
     from ._context import RunWindow
     from ._governance import RunGovernance
+    from ._hooks import SessionLink
     from ._journal import RunJournal
     from ._state import RunState
 
@@ -45,15 +52,15 @@ class RunAborted(Exception):
 
 
 class RunScope:
-    """The run's agent, state, context and event numbering."""
+    """The run's configuration, state, context and event numbering."""
 
     __slots__ = (
         "__weakref__",
         "abort",
         "abort_listeners",
-        "agent",
         "cancel_sent",
         "clock",
+        "config",
         "ctx",
         "ending",
         "governance",
@@ -64,7 +71,9 @@ class RunScope:
         "output_mode",
         "pinned_model",
         "run_id",
+        "session_link",
         "state",
+        "tools",
         "unreported",
         "window",
         "withheld_tools",
@@ -72,19 +81,23 @@ class RunScope:
 
     def __init__(
         self,
-        agent: Agent[Any, Any],
+        config: RunConfig,
         state: RunState,
         ctx: RunContext[Any],
-        clock: Clock,
         governance: RunGovernance | None = None,
         *,
         journal: RunJournal | None = None,
         window: RunWindow | None = None,
+        session_link: SessionLink | None = None,
     ) -> None:
-        self.agent = agent
+        self.config = config
         self.state = state
         self.ctx = ctx
-        self.clock = clock
+        self.clock = config.clock
+        # The tools of the current step: what the model is shown and what may run.
+        self.tools: ToolSet = config.tools
+        # A session's runs: its state and its drain points before and after model calls.
+        self.session_link = session_link
         self.run_id = state.run_id
         self.next_seq = itertools.count(state.last_seq + 1).__next__
         self.abort: AbortRequest | None = None
@@ -109,6 +122,12 @@ class RunScope:
         # Told of each abort request (a sub-agent's run follows its parent's abort).
         self.abort_listeners: list[Callable[[AbortRequest], None]] = []
         _LIVE[state.run_id] = self
+
+    def current_tools(self) -> ToolSet:
+        """Take the agent's current tool set for the next step (tools registered meanwhile)."""
+        tools = self.config.catalog.current()
+        self.tools = tools
+        return tools
 
     def check_abort(self) -> None:
         """Raise :class:`RunAborted` if a hard abort is pending."""

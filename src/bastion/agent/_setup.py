@@ -108,11 +108,12 @@ def build_code_mode(
 ) -> CodeMode | None:
     if invocation not in ("direct", "code-mode"):
         raise UserError(
-            f"Agent {name!r}: tool_invocation must be 'direct' or 'code-mode', got {invocation!r}."
+            f"Agent {name!r}: tool_options.invocation must be 'direct' or 'code-mode', "
+            f"got {invocation!r}."
         )
     if invocation == "direct":
         if config is not None:
-            raise UserError(f"Agent {name!r}: code_mode needs tool_invocation='code-mode'.")
+            raise UserError(f"Agent {name!r}: tool_options.code_mode needs invocation='code-mode'.")
         return None
     from bastion.tools import CodeMode
 

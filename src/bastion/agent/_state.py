@@ -7,7 +7,9 @@ layer rebuilds it from the journal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from bastion.core import (
@@ -23,7 +25,26 @@ from bastion.tools import ApprovalRequest
 
 from ._result import RunResult, ToolCallRecord
 
-__all__ = ["PendingApproval", "RunState", "SuspendedStep"]
+__all__ = ["PendingApproval", "RunState", "RunStatusError", "SuspendedStep"]
+
+# Where a run may go from each status. A recovered run resumes a step while ``running``;
+# ``aborted`` is settled by the run's end: calls still waiting for a human are held
+# (``awaiting_approval``) or fail the run. The other statuses are final.
+_NEXT: Mapping[RunStatus, frozenset[RunStatus]] = MappingProxyType(
+    {
+        "running": frozenset(
+            {"running", "completed", "stopped", "failed", "aborted", "awaiting_approval"}
+        ),
+        "awaiting_approval": frozenset(
+            {"running", "stopped", "failed", "aborted", "awaiting_approval"}
+        ),
+        "aborted": frozenset({"awaiting_approval", "failed"}),
+    }
+)
+
+
+class RunStatusError(ValueError):
+    """A run was asked to move to a status it cannot reach from its own (a bug, or bad data)."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -110,11 +131,41 @@ class RunState:
             by_model[model] = usage if previous is None else previous + usage
 
     def fail(self, code: str, message: str, exception: BaseException | None = None) -> None:
-        """Mark the run failed."""
-        self.status = "failed"
+        """End the run ``failed`` with an error (no output)."""
+        self._move("failed")
         self.error = RunErrorInfo(code=code, message=message)
         self.exception = exception
         self.output = None
+
+    def complete(self, output: Any) -> None:
+        """End the run ``completed`` with its output."""
+        self._move("completed")
+        self.output = output
+
+    def stop(self, reason: str, output: Any) -> None:
+        """End the run ``stopped`` (a limit or a hook; not an error), with the last answer."""
+        self._move("stopped")
+        self.stop_reason = reason
+        self.output = output
+
+    def abort(self) -> None:
+        """The run was aborted by its caller."""
+        self._move("aborted")
+
+    def suspend(self) -> None:
+        """Suspend the run until a directive decides what it waits for."""
+        self._move("awaiting_approval")
+
+    def resume(self) -> None:
+        """Continue a suspended run."""
+        self._move("running")
+
+    def _move(self, to: RunStatus) -> None:
+        if to not in _NEXT.get(self.status, ()):
+            raise RunStatusError(
+                f"Run {self.run_id} cannot go from status {self.status!r} to {to!r}."
+            )
+        self.status = to
 
     def last_text(self) -> str:
         """Text of the last assistant message."""

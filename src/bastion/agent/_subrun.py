@@ -20,11 +20,10 @@ the parent's (``NESTED_USAGE``); a child that read untrusted content taints the 
 
 from __future__ import annotations
 
-import copy
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from bastion.core import (
     AgentEvent,
@@ -43,12 +42,13 @@ from ._governance import held_calls
 from ._scope import AbortRequest, RunScope, live_scope
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from ._config import RunConfig
     from ._result import RunResult
     from ._stream import AgentStream
 
 __all__ = [
     "ANCESTRY",
+    "Delegate",
     "EXPOSE_TURNS",
     "FORWARD_EVENTS",
     "INVOCATION",
@@ -89,6 +89,30 @@ _PIECES = frozenset(
 _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
 
 
+class Delegate(Protocol):
+    """What a sub-agent call needs of its agent (``bastion.agent.Agent`` is one)."""
+
+    @property
+    def config(self) -> RunConfig:
+        """The agent's run configuration, as it is now."""
+        ...
+
+    def stream(
+        self,
+        input: str,
+        *,
+        message_history: Sequence[Message] | None = None,
+        deps: Any = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        tenant_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        config: RunConfig | None = None,
+    ) -> AgentStream[Any]:
+        """Start a run with ``config`` (default: the agent's)."""
+        ...
+
+
 class SubagentCall:
     """The function of a tool made by ``Agent.as_tool``: runs the child for one call."""
 
@@ -96,7 +120,7 @@ class SubagentCall:
 
     def __init__(
         self,
-        agent: Agent[Any, Any],
+        agent: Delegate,
         *,
         expose_turns: ExposeTurns,
         forward_events: ForwardEvents,
@@ -108,7 +132,7 @@ class SubagentCall:
         self.input_filter = input_filter
 
     def __repr__(self) -> str:
-        return f"SubagentCall({self.agent.name!r})"
+        return f"SubagentCall({self.agent.config.name!r})"
 
     async def __call__(self, ctx: RunContext[Any], input: str) -> ToolResult:
         """Run the child on ``input`` and return what the parent's model reads.
@@ -118,9 +142,9 @@ class SubagentCall:
                 could make inside a sub-agent run (the parent's model reads why).
         """
         parent = live_scope(ctx.run_id)
-        child = self.agent_for(parent)
+        config = self.config_for(parent)
         history = await self._history(ctx) if self.input_filter is not None else None
-        stream = child.stream(
+        stream = self.agent.stream(
             input,
             message_history=history,
             deps=ctx.deps,
@@ -128,6 +152,7 @@ class SubagentCall:
             user_id=ctx.user_id,
             tenant_id=ctx.tenant_id,
             metadata=_metadata(ctx, parent),
+            config=config,
         )
 
         def follow(request: AbortRequest) -> None:
@@ -142,11 +167,11 @@ class SubagentCall:
             if self.forward_events == "none" and self.expose_turns != "all":
                 result = await stream.drain()  # nobody needs the events: no per-event cost
             else:
-                result = await self._relay(stream, ctx, texts, child.name)
+                result = await self._relay(stream, ctx, texts, config.name)
         finally:
             if parent is not None:
                 parent.abort_listeners.remove(follow)
-        await _account(parent, child.name, result)
+        await _account(parent, config.name, result)
         return self._shaped(result, texts)
 
     async def _relay(
@@ -161,12 +186,12 @@ class SubagentCall:
                 ctx.forward_event(event, agent_name=name)
         return stream.result
 
-    def agent_for(self, parent: RunScope | None) -> Agent[Any, Any]:
-        """The child as it runs under ``parent``'s run (a copy when something differs)."""
-        child = self.agent
+    def config_for(self, parent: RunScope | None) -> RunConfig:
+        """The child's configuration as it runs under ``parent``'s run (derived if it differs)."""
+        child = self.agent.config
         if parent is None:
             return child
-        host = parent.agent
+        host = parent.config
         governance = child.governance
         run_governance = parent.governance
         if run_governance is not None and (
@@ -186,12 +211,8 @@ class SubagentCall:
         store = child.store if child.store is not None else host.store
         if governance is child.governance and approval is gate.approval and store is child.store:
             return child
-        variant = copy.copy(child)  # shares the child's runs in flight (and their limit)
-        variant.governance = governance
-        variant.store = store
-        variant.executor = copy.copy(child.executor)
-        variant.executor.gate = gate.with_approval(approval, governance)
-        return variant
+        executor = child.executor.with_gate(gate.with_approval(approval, governance))
+        return replace(child, governance=governance, store=store, executor=executor)
 
     async def _history(self, ctx: RunContext[Any]) -> list[Message]:
         """The messages ``input_filter`` picks from the parent's finished turns."""
@@ -207,14 +228,14 @@ class SubagentCall:
         for message in chosen:
             if not isinstance(message, _MESSAGE_TYPES):
                 raise ToolError(
-                    f"input_filter of sub-agent {self.agent.name!r} returned {message!r}, "
+                    f"input_filter of sub-agent {self.agent.config.name!r} returned {message!r}, "
                     "not a message; return a list of bastion.core messages."
                 )
         return chosen
 
     def _shaped(self, result: RunResult[Any], texts: list[str]) -> ToolResult:
         """What the parent's model reads, per ``expose_turns``; an error for failed runs."""
-        name = self.agent.name
+        name = self.agent.config.name
         metadata: dict[str, Any] = {}
         if result.usage_by_model:
             metadata[NESTED_USAGE] = dict(result.usage_by_model)

@@ -25,8 +25,15 @@ _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
 class ServableAgent(Protocol):
     """What serving needs of an agent (``bastion.Agent`` has it)."""
 
-    name: str
-    description: str
+    @property
+    def name(self) -> str:
+        """The agent's name (the tool's name by default)."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """What the agent does (the tool's description)."""
+        ...
 
     def stream(self, input: str, /) -> Any:
         """Start a run; an async iterator of events with ``.result`` at the end."""

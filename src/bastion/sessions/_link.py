@@ -45,9 +45,8 @@ class SessionAgent(Protocol):
         message_history: Sequence[Message] | None = None,
         session_id: str | None = None,
         directive: Directive | None = None,
+        session_link: Link | None = None,
     ) -> AgentStream[Any]: ...
-
-    def for_session(self, link: Link, hook: BeforeToolCall) -> SessionAgent: ...
 
     async def stores(self) -> Stores: ...
 
@@ -58,10 +57,15 @@ class SessionAgent(Protocol):
 
 @dataclass(slots=True)
 class Link:
-    """The session's side of its runs: ``ctx.session_state`` and the two drain points."""
+    """The session's side of each of its runs.
+
+    That is ``ctx.session_state``, the two drain points, and the session's decision on
+    each tool call (asked before the agent's own ``before_tool_call`` hooks).
+    """
 
     drain: Callable[[list[Message]], Awaitable[None]]
     stepped: Callable[[list[Message], ModelResponse], Awaitable[None]]
+    before_tool_call: BeforeToolCall
     state: dict[str, Any] = field(default_factory=dict[str, Any])
 
     async def before_model_call(self, ctx: RunContext[Any], messages: list[Message]) -> None:

@@ -127,9 +127,9 @@ class Session(Listeners):
         mode = agent.session_send_mode if send_mode is None else send_mode
         self.send_mode: SendMode = check_mode(mode, "send_mode")
         self.id = id or new_id("session")
-        self._link = Link(self._drain, self._stepped)
-        self._agent = agent.for_session(self._link, self._decide)
-        self._base = agent
+        # Passed to each of the session's runs: state, drain points, the first tool hook.
+        self._link = Link(self._drain, self._stepped, self._decide)
+        self._agent = agent
         self._transcript = Transcript(self.id, self._store, self._announce, self._written)
         self._steering: list[SentMessage] = []
         self._queue: list[SentMessage] = []
@@ -193,13 +193,13 @@ class Session(Listeners):
         self._suspended = None
         if suspended is not None:
             stored, decided = suspended
-            run = self._base.deserialize_state(json.dumps(stored["run"]))
+            run = self._agent.deserialize_state(json.dumps(stored["run"]))
             self._suspended = Suspension(run)
             for payload in decided:  # decisions made before the process went away
                 self._suspended.restore(payload)
 
     async def _store(self) -> SessionStore:
-        return (await self._base.stores()).sessions
+        return (await self._agent.stores()).sessions
 
     async def _reload(self) -> None:
         """Read the session again: another handle wrote to it (the store is the truth)."""
@@ -209,11 +209,11 @@ class Session(Listeners):
     async def _lease(self) -> LeaseKeeper:
         """The keeper of this handle's turn lease (one owner id per handle)."""
         if self._keeper is None:
-            stores = await self._base.stores()
+            stores = await self._agent.stores()
             self._keeper = LeaseKeeper(
                 stores.leases,
                 session_lease_key(self.id),
-                self._base.clock,
+                self._agent.clock,
                 ttl=stores.lease_ttl,
                 owner=new_owner(),
             )
@@ -272,7 +272,7 @@ class Session(Listeners):
                 interrupt that is not pending.
         """
         if self._suspended is None:
-            if not self._loaded and self._base.store is not None:
+            if not self._loaded and self._agent.store is not None:
                 raise UserError(
                     f"Session {self.id!r} has not been read from its store yet: open it with "
                     f"`await agent.resume_session({self.id!r})` to decide what it waits for."
@@ -426,11 +426,15 @@ class Session(Listeners):
             self._in_turn = False
             raise
         self._transcript.follow()
-        stream = self._agent.stream(None, message_history=list(self.messages), session_id=self.id)
+        stream = self._agent.stream(
+            None, message_history=list(self.messages), session_id=self.id, session_link=self._link
+        )
         return await self._consume(stream)
 
     async def _resume(self, suspended: Suspension) -> str:
-        stream = self._agent.stream(suspended.state, directive=suspended.directive())
+        stream = self._agent.stream(
+            suspended.state, directive=suspended.directive(), session_link=self._link
+        )
         if self._abort:  # the decided calls get their results, then the run stops
             self._abort = False
             stream.abort(drain=True)

@@ -16,11 +16,10 @@ the run makes more model calls than were recorded) the call fails with
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
@@ -218,14 +217,17 @@ class ReplayModel(Model):
                 "replay model yourself, agent.with_model(replay).run(...)."
             )
         replaying = agent.with_model(self)
+        config = replaying.config
         if recorded_results:
-            replaying.executor = copy.copy(replaying.executor)
-            replaying.executor.gate = replaying.executor.gate.with_first_hook(self.recorded_results)
+            executor = config.executor
+            gate = executor.gate.with_first_hook(self.recorded_results)
+            config = replace(config, executor=executor.with_gate(gate))
         return replaying.stream(
             opening[-1].content,
             message_history=opening[:-1],
             metadata=self.metadata,
             deps=deps,
+            config=config,
         )
 
     def recorded_results(self, request: ToolCallRequest) -> Mock | None:

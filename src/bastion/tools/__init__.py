@@ -97,6 +97,7 @@ if TYPE_CHECKING:
         TruncationStrategy,
         tool,
     )
+    from ._toolset import ToolSet, build_toolset
 
 _LAZY = {
     "DEFAULT_CACHE_CHARS": "._cache",
@@ -195,6 +196,8 @@ _LAZY = {
     "ToolTrustClass": "._tool",
     "TruncationStrategy": "._tool",
     "tool": "._tool",
+    "ToolSet": "._toolset",
+    "build_toolset": "._toolset",
 }
 
 __all__ = [
@@ -274,12 +277,14 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolRetry",
+    "ToolSet",
     "ToolSource",
     "ToolTrustClass",
     "TruncationStrategy",
     "UNTRUSTED",
     "UnlimitedResultWarning",
     "add_tool_search",
+    "build_toolset",
     "call_signature",
     "check_tool_retry",
     "default_strategy",

@@ -1,6 +1,7 @@
 """Code mode: the model writes Python that calls the tools.
 
-With ``Agent(tool_invocation="code-mode")`` the model is offered two tools only:
+With ``Agent(tool_options=ToolOptions(invocation="code-mode"))`` the model is offered two
+tools only:
 
 * ``code_execute(source)`` runs a script in the pydantic-monty sandbox
   (``_code_sandbox.py``). Inside, ``await tools.<name>(arg=value, ...)`` calls a real tool

@@ -137,7 +137,7 @@ class OpenAIEmbeddings(_HttpEmbeddings):
 
     Example::
 
-        Agent(..., tool_search_embedder=OpenAIEmbeddings("text-embedding-3-small"))
+        Agent(..., tool_options=ToolOptions(search_embedder=OpenAIEmbeddings(...)))
         OpenAIEmbeddings("nomic-embed-text", base_url="http://localhost:11434/v1")
 
     Args:

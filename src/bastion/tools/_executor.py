@@ -172,6 +172,7 @@ class ToolExecutor:
         next_seq: Callable[[], int],
         hooks: ToolCallHooks | None = None,
         decisions: Mapping[str, ApprovalDecision] | None = None,
+        tools: Mapping[str, Tool] | None = None,
     ) -> ToolBatch:
         """Prepare the calls of one step; iterate :meth:`ToolBatch.events` to run them.
 
@@ -182,8 +183,11 @@ class ToolExecutor:
             hooks: The agent's interception points.
             decisions: Human decisions by call id (a resumed run): a granted call skips the
                 hooks and the approval stage; a denied one becomes an error result.
+            tools: The tools this step may run (the run's current tool set; default: the
+                executor's own).
         """
-        prepared = [self._prepare(i, call) for i, call in enumerate(calls)]
+        known = self.tools if tools is None else tools
+        prepared = [self._prepare(i, call, known) for i, call in enumerate(calls)]
         return ToolBatch(self, prepared, ctx, next_seq, hooks, decisions or {})
 
     async def run_one(
@@ -194,7 +198,7 @@ class ToolExecutor:
         Used by tools that call other tools (code mode). A call that would need a human
         decision is refused (``approval_denied``) unless ``allow_approval``.
         """
-        batch = ToolBatch(self, [self._prepare(0, call)], ctx, lambda: 0, None, {})
+        batch = ToolBatch(self, [self._prepare(0, call, self.tools)], ctx, lambda: 0, None, {})
         async for _ in batch.admit(interactive=allow_approval):
             pass
         p = batch.prepared[0]
@@ -204,6 +208,23 @@ class ToolExecutor:
             p.outcome = await batch.execute(p, None)
         self.record(p.outcome, ctx)
         return p.outcome
+
+    def with_gate(self, gate: ToolGate) -> ToolExecutor:
+        """An executor like this one behind another gate (its cache, audit and chains shared)."""
+        twin = ToolExecutor(
+            self.tools,
+            max_parallel=self.max_parallel,
+            clock=self.clock,
+            gate=gate,
+            processors=self.processors,
+            audit=self.audit,
+            cancel_grace=self.cancel_grace,
+            cache=self.cache,
+            event_queue_depth=self.event_queue_depth,
+            retry=self.retry,
+        )
+        twin._chains = self._chains
+        return twin
 
     def chain(self, tool: Tool) -> tuple[ResultProcessor, ...]:
         """The processors that apply to ``tool`` (computed once per tool)."""
@@ -246,10 +267,10 @@ class ToolExecutor:
             )
         )
 
-    def _prepare(self, index: int, call: ToolCall) -> _Prepared:
-        tool = self.tools.get(call.name)
+    def _prepare(self, index: int, call: ToolCall, tools: Mapping[str, Tool]) -> _Prepared:
+        tool = tools.get(call.name)
         if tool is None:
-            available = ", ".join(repr(n) for n in sorted(self.tools)) or "none"
+            available = ", ".join(repr(n) for n in sorted(tools)) or "none"
             return _Prepared(
                 index=index,
                 call=call,

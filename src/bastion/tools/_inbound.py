@@ -31,7 +31,7 @@ class InboundSanitizer:
 
     Args:
         override: A policy for every tool, replacing per-tool settings and trust-class
-            defaults (``Agent(inbound_sanitization=...)``).
+            defaults (``ToolOptions(inbound_sanitization=...)``).
         counters: Where ``tool.inbound.sanitization.*`` counters go (scans per policy,
             blocked results, hits per category). Total hits are counted by the executor.
     """

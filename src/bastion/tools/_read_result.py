@@ -4,8 +4,8 @@ A result too large for the context is stored behind a handle (``spill_to_file``)
 pages it with ``read_result`` by byte range (``offset``/``length``) or by line range
 (``start_line``/``end_line``, 1-based, inclusive). Spill handles (``spill:...``) are served
 by the :class:`~bastion.tools.SpillStore` first; any other handle goes to the
-:class:`ResultReader` objects given to the agent (``result_readers=``), tried in order, the
-first that ``owns`` the handle answering. Every answer is capped at
+:class:`ResultReader` objects given to the agent (``ToolOptions.result_readers``), tried in
+order, the first that ``owns`` the handle answering. Every answer is capped at
 :data:`READ_RESULT_MAX_BYTES` and starts with a one-line header saying which range it is and
 where the next one starts. Bad ranges, unknown handles and path-like handles are tool errors
 that say what to send instead.

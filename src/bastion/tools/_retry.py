@@ -61,7 +61,7 @@ class ToolRetry:
     Example::
 
         agent = Agent("a", model=model, tools=[lookup],
-                      tool_retry=ToolRetry(attempts=5, base_delay=1.0))
+                      tool_options=ToolOptions(retry=ToolRetry(attempts=5, base_delay=1.0)))
 
     Attributes:
         attempts: Most attempts per call, the first included (1: never retry).
@@ -93,9 +93,9 @@ class ToolRetry:
 
 
 def check_tool_retry(value: ToolRetry | None, owner: str) -> ToolRetry | None:
-    """An agent's ``tool_retry`` option, checked (``None``: never retry)."""
+    """An agent's ``ToolOptions.retry``, checked (``None``: never retry)."""
     if value is not None and not isinstance(value, ToolRetry):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(f"{owner}: tool_retry must be a ToolRetry or None, got {value!r}.")
+        raise UserError(f"{owner}: retry must be a ToolRetry or None, got {value!r}.")
     return value
 
 

@@ -36,7 +36,7 @@ def suspend_step(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]) -
         )
         for request in batch.pending
     ]
-    state.status = "awaiting_approval"
+    state.suspend()
 
 
 def check_directive(state: RunState, directive: Directive | None) -> dict[str, ApprovalDecision]:
@@ -106,7 +106,7 @@ async def resume_step(
     suspended = state.suspended
     assert suspended is not None  # checked by check_directive
     calls = [p.call for p in state.pending_approvals]
-    state.status = "running"
+    state.resume()
     governance = scope.governance
     batch = start_batch(scope, calls, decisions, numbered=governance is None)
     events = batch.events()
@@ -159,7 +159,7 @@ def _suspend_again(
         for request in batch.pending
     ]
     state.pending_approvals.extend(held_back)
-    state.status = "awaiting_approval"
+    state.suspend()
 
 
 def _records_in_call_order(state: RunState, suspended: SuspendedStep) -> None:

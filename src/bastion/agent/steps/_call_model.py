@@ -62,13 +62,13 @@ class ModelCall:
         self.chunks: list[StreamChunk] | None = (
             [] if journal is not None and journal.recording else None
         )
-        agent = scope.agent
+        config = scope.config
         if model is scope.pinned_model:  # named explicitly: never swapped for a fallback
             self._models: tuple[Model, ...] = (model,)
-        elif model is agent.model:
-            self._models = agent.models
+        elif model is config.model:
+            self._models = config.models
         else:
-            self._models = (model, *(m for m in agent.models[1:] if m is not model))
+            self._models = (model, *(m for m in config.models[1:] if m is not model))
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """Stream the call, retrying and falling back as configured.
@@ -80,10 +80,10 @@ class ModelCall:
         run_id = scope.run_id
         next_seq = scope.next_seq
         check_abort = scope.check_abort
-        retry = scope.agent.retry
+        retry = scope.config.retry
         models = self._models
         governance = scope.governance
-        policy = scope.agent.fallback_policy
+        policy = scope.config.fallback_policy
         breaker = policy.circuit_breaker
         for index, model in enumerate(models):
             self.model = model
@@ -266,7 +266,7 @@ class ModelCall:
         )
 
     async def _fell_back(self, event: ModelFellbackEvent) -> None:
-        hook = self._scope.agent.fallback_policy.on_fallback
+        hook = self._scope.config.fallback_policy.on_fallback
         if hook is not None:
             await maybe_await(hook(event))
 

@@ -22,7 +22,7 @@ _NOT_RUN = "Not run: the run failed because the model repeated a tool call (loop
 
 def check_loops(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]) -> list[AgentEvent]:
     """The ``tool.loop.detected`` events of this step's calls; annotates or fails as configured."""
-    config = scope.agent.loop_detection
+    config = scope.config.loop_detection
     if config is None or config.action == "off":
         return []
     state = scope.state

@@ -53,17 +53,17 @@ class _HookBridge:
 
     async def before(self, tool: Tool, call: ToolCall, args: Mapping[str, Any]) -> SkipTool | None:
         scope = self._scope
-        agent = scope.agent
-        flags = agent.hook_flags
+        config = scope.config
+        flags = config.hook_flags
         ctx = scope.ctx
         journal = scope.journal
         if journal is not None:  # the ledger: journaled before the tool runs
             await journal.tool_call_started(tool, call, args, scope.state.step)
         if flags.on_tool_call:
-            hooks: AgentHooks = agent.hooks  # type: ignore[assignment]  # flag implies hooks
+            hooks: AgentHooks = config.hooks  # type: ignore[assignment]  # flag implies hooks
             await maybe_await(hooks.on_tool_call(ctx, tool.name, args))
         if flags.before_tool_exec:
-            loop: LoopHooks = agent.loop_hooks  # type: ignore[assignment]
+            loop: LoopHooks = config.loop_hooks  # type: ignore[assignment]
             return await maybe_await(loop.before_tool_exec(ctx, tool.name, args))
         return None
 
@@ -73,10 +73,10 @@ class _HookBridge:
             await journal.flush()
 
     async def after(self, tool: Tool, call: ToolCall, content: str) -> str:
-        agent = self._scope.agent
-        if not agent.hook_flags.after_tool_exec:
+        config = self._scope.config
+        if not config.hook_flags.after_tool_exec:
             return content
-        loop: LoopHooks = agent.loop_hooks  # type: ignore[assignment]
+        loop: LoopHooks = config.loop_hooks  # type: ignore[assignment]
         replaced = await maybe_await(loop.after_tool_exec(self._scope.ctx, tool.name, content))
         return content if replaced is None else replaced
 
@@ -93,16 +93,17 @@ def start_batch(
     ``decisions`` are human decisions on calls that waited for approval (a resumed run).
     With ``numbered=False`` the events come with ``seq`` 0: the caller numbers them.
     """
-    agent = scope.agent
+    config = scope.config
     hooks = (
-        _HookBridge(scope) if agent.hook_flags.any_tool_hook or scope.journal is not None else None
+        _HookBridge(scope) if config.hook_flags.any_tool_hook or scope.journal is not None else None
     )
-    batch = agent.executor.batch(
+    batch = config.executor.batch(
         calls,
         scope.ctx,
         next_seq=scope.next_seq if numbered else _unnumbered,
         hooks=hooks,
         decisions=decisions,
+        tools=scope.tools.by_name,  # the tools the model was shown this step
     )
     if scope.withheld_tools:  # left out of this step by prepare_step: not run
         for call in calls:
@@ -134,7 +135,7 @@ def record_outcomes(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]
     # A suspended step holds its results until the pending calls are decided.
     target = state.messages if state.suspended is None else state.suspended.results
     pending = {request.tool_call_id for request in batch.pending}
-    tools = scope.agent.tools
+    tools = scope.tools.by_name
     for call, outcome in zip(calls, batch.outcomes, strict=True):
         if call.id not in pending:
             record_outcome(state, tools, call, outcome, target)

@@ -67,14 +67,14 @@ async def end_run(scope: RunScope) -> list[AgentEvent]:
 
 
 async def _end_hooks(scope: RunScope) -> None:
-    agent = scope.agent
-    hooks = agent.hooks
+    config = scope.config
+    hooks = config.hooks
     state = scope.state
     if hooks is None:
         return
-    if state.status == "completed" and agent.hook_flags.after_run:
+    if state.status == "completed" and config.hook_flags.after_run:
         await maybe_await(hooks.after_run(scope.ctx, state.result()))
-    elif state.status == "failed" and state.exception and agent.hook_flags.on_error:
+    elif state.status == "failed" and state.exception and config.hook_flags.on_error:
         await maybe_await(hooks.on_error(scope.ctx, state.exception))
 
 
@@ -86,7 +86,7 @@ def _settle_pending_approvals(scope: RunScope) -> None:
         return
     policy = abort.on_pending_approvals
     if policy == "hold":
-        state.status = "awaiting_approval"
+        state.suspend()
         state.error = None
         return
     if policy == "fail":

@@ -27,9 +27,9 @@ _SKIPPED = f"Not run: the answer was given with {OUTPUT_TOOL} in the same step."
 
 async def finalize(scope: RunScope, response: ModelResponse) -> list[AgentEvent]:
     """Set the run's output (status ``completed``), ask the model again, or fail the run."""
-    agent = scope.agent
+    config = scope.config
     state = scope.state
-    schema = agent.output_schema
+    schema = config.output_schema
     if schema is None:
         output: object = response.message.text
     else:
@@ -37,27 +37,27 @@ async def finalize(scope: RunScope, response: ModelResponse) -> list[AgentEvent]
         try:
             output = _parse(scope, schema, response, call)
         except OutputValidationError as exc:
-            if state.output_retries_used < agent.output_retries:
+            retries = config.output_retries
+            if state.output_retries_used < retries:
                 state.output_retries_used += 1
                 _ask_again(scope, response, call, exc)
                 return []
             state.fail(
                 "output_validation_failed",
                 f"The model's answer did not match {schema.spec.name!r} after "
-                f"{agent.output_retries} retr{'y' if agent.output_retries == 1 else 'ies'}: {exc}",
+                f"{retries} retr{'y' if retries == 1 else 'ies'}: {exc}",
                 exc,
             )
             return []
         if call is not None:  # answer every call, so the transcript stays valid to resend
             _answer_calls(scope, response.message.tool_calls, call, _ACCEPTED, is_error=False)
     events: list[AgentEvent] = []
-    if agent.verification is not None:  # after parsing, before the output guardrails
-        events, accepted = await verify(scope, agent.verification, output)
+    if config.verification is not None:  # after parsing, before the output guardrails
+        events, accepted = await verify(scope, config.verification, output)
         if not accepted:
             return events
-    if not agent.output_guardrails:
-        state.output = output
-        state.status = "completed"
+    if not config.output_guardrails:
+        state.complete(output)
         return events
     return [*events, *await check_output(scope, output)]
 

@@ -63,7 +63,7 @@ def settle(scope: RunScope, exc: GovernanceError) -> None:
         state.interrupts.append({**exc.interrupt.to_dict(), "on": "model", "tool_call_ids": []})
         state.step -= 1
         scope.ctx.step = state.step
-        state.status = "awaiting_approval"
+        state.suspend()
         return
     _answer_open_calls(scope, str(exc))
     if isinstance(exc, BudgetUnpriced):
@@ -73,9 +73,7 @@ def settle(scope: RunScope, exc: GovernanceError) -> None:
         state.fail("budget_unpriced", str(exc), exc)
     elif isinstance(exc, PolicyExceeded):
         if exc.limit_type == "rounds":  # a bound on the loop itself: stop cleanly
-            state.status = "stopped"
-            state.stop_reason = "budget"
-            state.output = state.last_text() if scope.agent.output_schema is None else None
+            state.stop("budget", state.last_text() if scope.config.output_schema is None else None)
             return
         state.fail("budget_exceeded", f"{exc} Usage so far: {_spent(state.usage)}.", exc)
     elif isinstance(exc, Denied):
@@ -124,7 +122,7 @@ async def govern_round(scope: RunScope, model: Model, calls: Sequence[ToolCall])
             )
             for call in calls
         ]
-        state.status = "awaiting_approval"
+        state.suspend()
         return False
     return True
 
@@ -172,7 +170,7 @@ async def resume_governance(scope: RunScope, resolutions: Sequence[InterruptReso
         if not await _retry_round(scope, item):
             return False
     if state.suspended is None:
-        state.status = "running"
+        state.resume()
     return True
 
 

@@ -20,7 +20,7 @@ async def check_input(scope: RunScope) -> list[AgentEvent]:
     changes what the model sees; a warning is reported and the run goes on.
     """
     events: list[AgentEvent] = []
-    guardrails = scope.agent.input_guardrails
+    guardrails = scope.config.input_guardrails
     messages = scope.state.messages
     if not guardrails or not messages or not isinstance(messages[-1], UserMessage):
         return events
@@ -45,7 +45,7 @@ async def check_output(scope: RunScope, output: Any) -> list[AgentEvent]:
     """Run the output guardrails; set the run's output, or fail it on a block."""
     events: list[AgentEvent] = []
     state = scope.state
-    for guardrail in scope.agent.output_guardrails:
+    for guardrail in scope.config.output_guardrails:
         verdict = await guardrail.check(scope.ctx, output)
         if verdict.passed:
             continue
@@ -58,8 +58,7 @@ async def check_output(scope: RunScope, output: Any) -> list[AgentEvent]:
             return events
         if verdict.action == "rewrite":
             output = verdict.rewrite
-    state.output = output
-    state.status = "completed"
+    state.complete(output)
     return events
 
 

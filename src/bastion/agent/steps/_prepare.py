@@ -25,7 +25,7 @@ from bastion.core import (
     RunContext,
     SystemMessage,
     TextPart,
-    ToolDefinition,
+    ToolMessage,
     UserError,
     UserMessage,
     UserPart,
@@ -33,10 +33,11 @@ from bastion.core import (
 from bastion.security import INBOUND_PREAMBLE
 
 if TYPE_CHECKING:
-    from bastion.agent._agent import Agent
+    from bastion.context import ResultKeeper
 
 __all__ = [
     "before_llm_call",
+    "result_keeper",
     "build_request",
     "shape_output",
     "open_run",
@@ -53,8 +54,8 @@ async def open_run(
 ) -> None:
     """Make lazy dependencies, then fill the messages: instructions, history, user message."""
     await resolve_deps(scope.ctx)
-    agent = scope.agent
-    instructions: Any = agent.instructions
+    config = scope.config
+    instructions: Any = config.instructions
     if callable(instructions):
         instructions = instructions(scope.ctx)
         if inspect.isawaitable(instructions):
@@ -105,34 +106,22 @@ def build_request(scope: RunScope) -> ModelRequest:
     earlier reasoning is left out of the request. Once untrusted tool output entered the run,
     the request's system prompt carries the inbound preamble (:func:`with_inbound_preamble`).
     """
-    agent = scope.agent
+    config = scope.config
     messages = scope.state.messages
     checked = scope.guard.check(messages)
     if checked.repairs:
         messages = checked.messages
     request_messages = (
-        _without_reasoning(messages) if agent.reasoning_retention == "strip" else list(messages)
+        _without_reasoning(messages) if config.reasoning_retention == "strip" else list(messages)
     )
     if scope.state.untrusted_seen:
         request_messages = with_inbound_preamble(request_messages)
     return ModelRequest(
         messages=request_messages,
-        tools=_step_tools(agent, scope.state.promoted_tools),
-        output=agent.output_schema.spec if agent.output_schema is not None else None,
-        settings=agent.model_settings,
+        tools=scope.current_tools().definitions(scope.state.promoted_tools),
+        output=config.output_schema.spec if config.output_schema is not None else None,
+        settings=config.model_settings,
     )
-
-
-def _step_tools(agent: Agent[Any, Any], promoted: list[str]) -> tuple[ToolDefinition, ...]:
-    """The eager tools, then the deferred tools ``tool_search`` promoted (no examples).
-
-    A promoted tool that left the catalogue since (its MCP server dropped it) is skipped.
-    """
-    agent.sync_tool_views()  # tools registered after construction are shown too
-    if not promoted:
-        return agent.tool_definitions  # the common case: no copy
-    deferred = agent.deferred_definitions
-    return agent.tool_definitions + tuple(deferred[n] for n in promoted if n in deferred)
 
 
 def with_inbound_preamble(messages: list[Message]) -> list[Message]:
@@ -178,10 +167,10 @@ def shape_output(scope: RunScope, request: ModelRequest, model: Model) -> None:
     Raises:
         UserError: ``tool`` mode, and a tool of the step is named like the final-answer tool.
     """
-    agent = scope.agent
-    schema = agent.output_schema
+    config = scope.config
+    schema = config.output_schema
     assert schema is not None  # only called for agents with an output type
-    mode = agent.output_mode or model.output_mode
+    mode = config.output_mode or model.output_mode
     scope.output_mode = mode
     if mode == "native":
         request.output = schema.spec
@@ -191,7 +180,7 @@ def shape_output(scope: RunScope, request: ModelRequest, model: Model) -> None:
     else:
         if any(d.name == OUTPUT_TOOL for d in request.tools):
             raise UserError(
-                f"Agent {agent.name!r} asks {model.key} for its output with the "
+                f"Agent {config.name!r} asks {model.key} for its output with the "
                 f"{OUTPUT_TOOL!r} tool, but one of its tools has that name. Rename the tool "
                 "or pass output_mode='native' or 'prompted'."
             )
@@ -211,9 +200,26 @@ def _with_system_text(messages: list[Message], text: str) -> list[Message]:
 
 async def before_llm_call(scope: RunScope, request: ModelRequest) -> None:
     """Let ``LoopHooks.before_llm_call`` replace the messages of this call only."""
-    hooks = scope.agent.loop_hooks
+    hooks = scope.config.loop_hooks
     assert hooks is not None  # only called when the hook is overridden
     messages = list(request.messages)
     replaced = await maybe_await(hooks.before_llm_call(scope.ctx, messages, scope.state.step))
     if replaced is not None:
         request.messages = list(replaced)
+
+
+def result_keeper(scope: RunScope) -> ResultKeeper | None:
+    """Where cleared tool results are kept for ``read_result`` (``None``: it is not offered)."""
+    config = scope.config
+    limiter = config.result_limiter
+    if "read_result" not in scope.tools.by_name:
+        return None
+    run_id = scope.run_id
+
+    async def keep(message: ToolMessage) -> str | None:
+        try:
+            return await limiter.spill.write(run_id, message.text)
+        except OSError:  # not kept: the placeholder says the result was cleared
+            return None
+
+    return keep

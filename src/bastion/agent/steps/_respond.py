@@ -71,11 +71,11 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
     by ``prepare_step`` or by a tool's ``"provider:model"`` hint is pinned
     (``scope.pinned_model``): its failure is not passed on to the fallback models.
     """
-    agent = scope.agent
-    hooks = agent.loop_hooks
+    config = scope.config
+    hooks = config.loop_hooks
     scope.pinned_model = None
     scope.withheld_tools = frozenset()
-    if hooks is not None and agent.hook_flags.prepare_step:
+    if hooks is not None and config.hook_flags.prepare_step:
         override = await maybe_await(hooks.prepare_step(scope.ctx, scope.state.step))
         if isinstance(override, StepOverrides):
             scope.withheld_tools = apply_overrides(request, override)
@@ -91,7 +91,7 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
                 model = resolve_model(override)
             scope.pinned_model = model
             return model
-    tiers = agent.tiers
+    tiers = config.tiers
     if tiers is not None:
         hint, scope.model_hint = scope.model_hint, None
         if hint is not None:  # a tool's hint: a "provider:model" spec is pinned
@@ -99,9 +99,9 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
             if not is_tier(hint):
                 scope.pinned_model = model
             return model
-        if agent.preferred_model is not None:  # the agent's own choice keeps its fallbacks
-            return tiers.model(agent.preferred_model)
-    return agent.model
+        if config.preferred_model is not None:  # the agent's own choice keeps its fallbacks
+            return tiers.model(config.preferred_model)
+    return config.model
 
 
 def tool_hint(scope: RunScope, calls: Sequence[ToolCall]) -> str | None:
@@ -109,9 +109,9 @@ def tool_hint(scope: RunScope, calls: Sequence[ToolCall]) -> str | None:
 
     Of several tools' hints, the strongest tier wins.
     """
-    tiers = scope.agent.tiers
+    tiers = scope.config.tiers
     assert tiers is not None  # only called when the agent has tier hints
-    tools = scope.agent.tools
+    tools = scope.tools.by_name
     hints = [
         tool.preferred_model
         for call in calls
@@ -133,7 +133,7 @@ def take_response(scope: RunScope, call: ModelCall) -> ModelResponse:
 
 async def after_llm_call(scope: RunScope, response: ModelResponse) -> None:
     """Run the ``after_llm_call`` hook."""
-    hooks = scope.agent.loop_hooks
+    hooks = scope.config.loop_hooks
     assert hooks is not None  # only called when the hook is overridden
     await maybe_await(hooks.after_llm_call(scope.ctx, response, scope.state.step))
 
@@ -174,29 +174,25 @@ def reject_incomplete(
 
 async def roundtrip_complete(scope: RunScope) -> None:
     """Ask ``on_roundtrip_complete`` whether to stop (status ``stopped``, reason ``hook``)."""
-    agent = scope.agent
-    hooks = agent.loop_hooks
+    config = scope.config
+    hooks = config.loop_hooks
     assert hooks is not None  # only called when the hook is overridden
     state = scope.state
     if state.status != "running":  # the step already ended the run (a detected loop)
         return
     if await maybe_await(hooks.on_roundtrip_complete(scope.ctx, state.step, state.usage)):
-        state.status = "stopped"
-        state.stop_reason = "hook"
-        state.output = state.last_text() if agent.output_schema is None else None
+        state.stop("hook", state.last_text() if config.output_schema is None else None)
 
 
 def stop_at_max_steps(scope: RunScope) -> None:
     """End a run that used ``max_steps`` model calls while the model still asked for tools."""
-    agent = scope.agent
+    config = scope.config
     state = scope.state
-    if agent.on_max_steps == "return":
-        state.status = "stopped"
-        state.stop_reason = "max_steps"
-        state.output = state.last_text() if agent.output_schema is None else None
+    if config.on_max_steps == "return":
+        state.stop("max_steps", state.last_text() if config.output_schema is None else None)
         return
     state.fail(
         "stop_condition",
-        f"The run reached max_steps={agent.max_steps} while the model still asked for tools. "
+        f"The run reached max_steps={config.max_steps} while the model still asked for tools. "
         "Raise max_steps, or pass on_max_steps='return' to end with the last answer.",
     )
