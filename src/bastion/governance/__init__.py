@@ -5,9 +5,23 @@ mutable limits and interrupts, snapshot/restore of counters (SPEC §1.2 L ids,
 ARCHITECTURE §4). See ``docs/governance.md``.
 """
 
+import warnings
+from typing import Any
+
 from ._constraints import max_cycles, max_depth, max_loop
+from ._counters import CounterView
+from ._desk import InterruptContext, InterruptHandler, Substitute
+from ._durable import (
+    CounterRecord,
+    DecidedInterrupt,
+    GovernanceState,
+    GovernorSnapshot,
+    MutationRecord,
+    SuspendedInterrupt,
+    dump_governance_state,
+    load_governance_state,
+)
 from ._governor import Governor
-from ._interrupting import InterruptContext, InterruptHandler, Substitute
 from ._interrupts import (
     ActionTimeout,
     BudgetUnpriced,
@@ -37,6 +51,7 @@ from ._policy import (
     deny,
     interrupt,
 )
+from ._scope import ActionScope
 from ._signals import (
     DataListener,
     DeniedSignal,
@@ -51,26 +66,27 @@ from ._signals import (
     SignalListener,
     signal_data,
 )
-from ._state import CounterView
 from ._store import (
-    AtomicCounterStore,
+    AtomicLimitCounters,
     CounterRow,
-    CounterStore,
-    MemoryCounterStore,
+    LimitCounters,
+    MemoryLimitCounters,
     SharedLimitStore,
 )
 from ._windows import Window, WindowSpec, parse_window
 
 __all__ = [
+    "ActionScope",
     "ActionTimeout",
-    "AtomicCounterStore",
+    "AtomicLimitCounters",
     "Budget",
     "BudgetUnpriced",
+    "CounterRecord",
     "CounterRow",
-    "CounterStore",
     "CounterView",
     "CustomPolicy",
     "DataListener",
+    "DecidedInterrupt",
     "Denied",
     "DeniedSignal",
     "DenyDecision",
@@ -79,7 +95,9 @@ __all__ = [
     "ExecOutSignal",
     "GovernanceError",
     "GovernanceSignal",
+    "GovernanceState",
     "Governor",
+    "GovernorSnapshot",
     "Interrupt",
     "InterruptContext",
     "InterruptDecision",
@@ -88,8 +106,10 @@ __all__ = [
     "InterruptOutSignal",
     "InterruptRequired",
     "Limit",
-    "MemoryCounterStore",
+    "LimitCounters",
+    "MemoryLimitCounters",
     "MutateDecision",
+    "MutationRecord",
     "MutationRefused",
     "MutationSignal",
     "Oracle",
@@ -103,16 +123,38 @@ __all__ = [
     "SharedLimitStore",
     "SignalListener",
     "Substitute",
+    "SuspendedInterrupt",
     "Window",
     "WindowSpec",
     "allow",
     "decision_from_dict",
     "deny",
+    "dump_governance_state",
     "interrupt",
     "key_ancestry",
+    "load_governance_state",
     "max_cycles",
     "max_depth",
     "max_loop",
     "parse_window",
     "signal_data",
 ]
+
+# Names before the governor's counter protocol was told apart from bastion.stores.CounterStore.
+_RENAMED = {
+    "AtomicCounterStore": "AtomicLimitCounters",
+    "CounterStore": "LimitCounters",
+    "MemoryCounterStore": "MemoryLimitCounters",
+}
+
+
+def __getattr__(name: str) -> Any:
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"bastion.governance.{name} is now {new}; the old name will be removed.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]
