@@ -633,7 +633,7 @@ def test_budget_is_a_cost_limit_on_llm() -> None:
 
 async def test_no_signal_objects_without_subscribers(monkeypatch: pytest.MonkeyPatch) -> None:
     import bastion.governance._bus as bus
-    import bastion.governance._governor as module
+    import bastion.governance._exec as module
     import bastion.governance._resolve as resolve
 
     def explode(*args: object, **kwargs: object) -> None:

@@ -23,15 +23,14 @@ from ._bus import SignalBus
 from ._counters import CounterBook, CounterView
 from ._desk import InterruptDesk, InterruptHandler, Substitute
 from ._durable import GovernorSnapshot, dump_governance_state, load_governance_state
-from ._interrupts import Denied, Interrupt, InterruptDecision
-from ._plan import BoundLimit, Plan
-from ._policy import Budget, Oracle, Policy
+from ._exec import run_counted
+from ._guard import Guard
+from ._interrupts import Interrupt, InterruptDecision
+from ._policy import Budget, Oracle, Policy, PolicyAction
 from ._recording import record_usage
-from ._reserve import reserve
-from ._resolve import Interrupted, check_limits, judge, resolve_async, resolve_sync
-from ._run import run_action
+from ._resolve import Verdict, resolve_sync
 from ._scope import ActionScope
-from ._signals import DataListener, ExecInSignal, ExecOutSignal, SignalListener
+from ._signals import DataListener, SignalListener
 from ._store import LimitCounters, MemoryLimitCounters
 from ._table import PolicyTable
 
@@ -85,6 +84,7 @@ class Governor:
         self._book = CounterBook(self.store, self.clock, self._bus, table.limits)
         self._desk = InterruptDesk(self, self._book, handle_interrupt, interrupt_timeout)
         self._ids = itertools.count(1)
+        self._guard = Guard(self._book, self._desk, self._ids)
 
     # -- configuration held by the parts --------------------------------------------------
 
@@ -183,8 +183,29 @@ class Governor:
             if isinstance(outcome, Substitute):
                 return outcome
             approved = outcome is True
+        if not plan.policies and not plan.counted:
+            return None
         book = self._book
-        if not plan.policies:
+        verdict: Verdict | None = None
+        asked = not plan.policies
+        if not asked and plan.all_sync:
+            # Sync policies are asked here, before any scope object is built.
+            action = PolicyAction(
+                node=node,
+                oracle=key,
+                input=input,
+                history=history,
+                ancestry=ancestry,
+                target=target,
+                timestamp=self.clock.now(),
+                invocation_id=invocation,
+                graph_id=graph,
+                node_id=node_id,
+                oracle_id=self._guard.new_action_id(),
+            )
+            verdict = resolve_sync(plan, action)
+            asked = True
+        if asked and verdict is None:  # every policy allowed: the limits alone decide
             if not plan.counted:
                 return None
             if book.memory is not None:
@@ -204,12 +225,19 @@ class Governor:
             target=target,
             input=input,
         )
-        substitute = await self._guard(plan, plan.counted, scope, approved=approved, tokens=tokens)
+        substitute = await self._guard.judge(
+            plan,
+            plan.counted,
+            scope,
+            approved=approved,
+            tokens=tokens,
+            asked=(verdict,) if asked and plan.policies else None,
+        )
         if substitute is not None or not calls:
             return substitute
         counted = tuple(bound for bound in plan.counted if bound.type == "calls")
         if book.atomic is not None:
-            return await self._reserve(plan, counted, float(calls), scope)
+            return await self._guard.reserve(plan, counted, float(calls), scope)
         now = self.clock.now()
         for bound in counted:
             await book.add(bound, float(calls), now, graph, invocation, key, node)
@@ -231,61 +259,14 @@ class Governor:
         book = self._book
         scope = ActionScope(node=node, graph=graph, invocation=invocation)
         if book.atomic is not None:  # shared counters: check-and-add in one step per limit
-            await self._reserve(plan, rounds, 1.0, scope)
+            await self._guard.reserve(plan, rounds, 1.0, scope)
             return
         now = self.clock.now()
         if book.memory is None or book.breach_now(rounds, now, graph, invocation, 0.0):
-            await self._guard(plan, rounds, scope, approved=False, tokens=0.0, policies=False)
+            await self._guard.judge(plan, rounds, scope, approved=False, tokens=0.0, policies=False)
             now = self.clock.now()
         for bound in rounds:
             await book.add(bound, 1.0, now, graph, invocation, plan.key, node)
-
-    async def _reserve(
-        self, plan: Plan, bounds: tuple[BoundLimit, ...], amount: float, scope: ActionScope
-    ) -> Substitute | None:
-        async def recheck(bound: BoundLimit) -> Substitute | None:
-            return await self._guard(
-                plan, (bound,), scope, approved=False, tokens=0.0, policies=False
-            )
-
-        return await reserve(self._book, plan, bounds, amount, scope=scope, recheck=recheck)
-
-    async def _guard(
-        self,
-        plan: Plan,
-        limits: tuple[BoundLimit, ...],
-        scope: ActionScope,
-        *,
-        approved: bool,
-        tokens: float,
-        policies: bool = True,
-    ) -> Substitute | None:
-        """Judge the action until it passes, or a decision substitutes or refuses it."""
-        book = self._book
-        for _ in range(self._desk.max_rounds):
-            now = self.clock.now()
-            try:
-                if policies and plan.policies:
-                    action = scope.policy_action(plan.key, now, f"act_{next(self._ids)}")
-                    if plan.all_sync:
-                        verdict = resolve_sync(plan, action)
-                    else:
-                        verdict = await resolve_async(plan, action)
-                    if verdict is not None:
-                        judge(book, plan, verdict, scope, approved=approved, now=now)
-                if limits:
-                    await check_limits(book, plan, limits, scope, now=now, tokens=tokens)
-                return None
-            except Interrupted as exc:
-                outcome = await self._desk.resolve(exc.interrupt, plan.key, scope)
-                if outcome is not None:
-                    return outcome
-                approved = True
-        raise Denied(
-            f"Still interrupted after {self._desk.max_rounds} decisions; giving up.",
-            oracle=plan.key,
-            node=scope.node,
-        )
 
     # -- after the action ---------------------------------------------------------------
 
@@ -383,11 +364,7 @@ class Governor:
         )
         if substitute is not None:
             return substitute.value
-        bus = self._bus
-        listening = bool(bus.routine)
-        action_id = f"act_{next(self._ids)}" if listening else ""
-        scope = None
-        if listening:
+        if self._bus.routine:
             scope = ActionScope(
                 node=node,
                 graph=graph,
@@ -398,41 +375,15 @@ class Governor:
                 target=target,
                 input=input,
             )
-            fields = scope.signal_fields(key, self.clock.now())
-            bus.emit(ExecInSignal(**fields, action_id=action_id), routine=True)
-        started = self.clock.monotonic()
-        attempts = 1
-        result: Any = None
-        failure: Exception | None = None
-        try:
-            if plan.retries is None and plan.timeout is None:
-                result = fn()
-                if hasattr(result, "__await__"):
-                    result = await result
-            else:
-                result, attempts = await run_action(
-                    fn, clock=self.clock, oracle=key, retries=plan.retries, timeout=plan.timeout
-                )
-        except Exception as exc:
-            failure = exc
-        if plan.counted:
-            await self.record(
-                key, result, calls=calls, node=node, graph=graph, invocation=invocation
-            )
-        if scope is not None:
-            bus.emit(
-                ExecOutSignal(
-                    **scope.signal_fields(key, self.clock.now()),
-                    action_id=action_id,
-                    duration=self.clock.monotonic() - started,
-                    attempts=attempts,
-                    error=None if failure is None else type(failure).__name__,
-                ),
-                routine=True,
-            )
-        if failure is not None:
-            raise failure
-        return result
+            action_id = self._guard.new_action_id()
+        elif not plan.counted and plan.retries is None and plan.timeout is None:
+            result = fn()  # nothing to count or tell: just run it
+            return (await result) if hasattr(result, "__await__") else result
+        else:
+            scope, action_id = None, ""
+        return await run_counted(
+            self._book, plan, fn, calls, scope, action_id, (node, graph, invocation)
+        )
 
     # -- signals ------------------------------------------------------------------------
 

@@ -69,7 +69,13 @@ async def record_usage(
             )
         if not amount:
             continue
-        if memory is not None:  # the common case, without a coroutine
+        if memory is not None and bound.scope is None:  # the common case, inline
+            total = memory.bump(bound.id, amount, now, bound.seconds)
+            if book.bus.routine:
+                book.signal_added(
+                    bound, amount, total, now, graph, invocation, key, node, breakdown
+                )
+        elif memory is not None:
             book.add_now(bound, amount, now, graph, invocation, key, node, breakdown)
         else:
             await book.add(bound, amount, now, graph, invocation, key, node, breakdown)
