@@ -257,12 +257,13 @@ class Governor:
         if not rounds:
             return
         book = self._book
-        scope = ActionScope(node=node, graph=graph, invocation=invocation)
         if book.atomic is not None:  # shared counters: check-and-add in one step per limit
+            scope = ActionScope(node=node, graph=graph, invocation=invocation)
             await self._guard.reserve(plan, rounds, 1.0, scope)
             return
         now = self.clock.now()
         if book.memory is None or book.breach_now(rounds, now, graph, invocation, 0.0):
+            scope = ActionScope(node=node, graph=graph, invocation=invocation)
             await self._guard.judge(plan, rounds, scope, approved=False, tokens=0.0, policies=False)
             now = self.clock.now()
         for bound in rounds:
