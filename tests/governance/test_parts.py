@@ -257,12 +257,3 @@ def test_an_action_scope_is_frozen_and_feeds_policies_and_signals() -> None:
         "ancestry": ("root",),
         "timestamp": 5.0,
     }
-
-
-def test_the_former_counter_protocol_names_still_resolve_with_a_warning() -> None:
-    import bastion.governance as governance
-
-    with pytest.warns(DeprecationWarning, match="CounterStore is now LimitCounters"):
-        assert governance.CounterStore is governance.LimitCounters
-    with pytest.warns(DeprecationWarning, match="MemoryCounterStore is now MemoryLimitCounters"):
-        assert governance.MemoryCounterStore is MemoryLimitCounters

@@ -5,9 +5,6 @@ mutable limits and interrupts, snapshot/restore of counters (SPEC §1.2 L ids,
 ARCHITECTURE §4). See ``docs/governance.md``.
 """
 
-import warnings
-from typing import Any
-
 from ._constraints import max_cycles, max_depth, max_loop
 from ._counters import CounterView
 from ._desk import InterruptContext, InterruptHandler, Substitute
@@ -139,22 +136,3 @@ __all__ = [
     "parse_window",
     "signal_data",
 ]
-
-# Names before the governor's counter protocol was told apart from bastion.stores.CounterStore.
-_RENAMED = {
-    "AtomicCounterStore": "AtomicLimitCounters",
-    "CounterStore": "LimitCounters",
-    "MemoryCounterStore": "MemoryLimitCounters",
-}
-
-
-def __getattr__(name: str) -> Any:
-    new = _RENAMED.get(name)
-    if new is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"bastion.governance.{name} is now {new}; the old name will be removed.",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return globals()[new]

@@ -143,7 +143,9 @@ class CounterBook:
         assert memory is not None
         mutated = bool(self.mutations)
         for bound in limits:
-            current = memory.peek(counter_key(bound, graph, invocation), now)
+            # Unscoped counters (most) are keyed by the limit's id: no call needed.
+            counter = bound.id if bound.scope is None else counter_key(bound, graph, invocation)
+            current = memory.peek(counter, now)
             maximum = self.max_of(bound, now) if mutated else bound.max
             step = bound.step
             if step is None:

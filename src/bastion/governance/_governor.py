@@ -79,7 +79,8 @@ class Governor:
             node_policies=node_policies or {},
             budgets=[budget] if isinstance(budget, Budget) else list(budget or ()),
         )
-        self._plan = table.plan
+        self._table = table
+        self._plans = table.plans  # read directly: a cached plan costs no call
         self._bus = SignalBus()
         self._book = CounterBook(self.store, self.clock, self._bus, table.limits)
         self._desk = InterruptDesk(self, self._book, handle_interrupt, interrupt_timeout)
@@ -131,7 +132,7 @@ class Governor:
         Without one, ``record(key, result, calls=0)`` of a result that carries no usage
         counts nothing, and callers may skip it.
         """
-        return bool(self._plan(key, node, graph).extracting)
+        return bool(self._table.plan(key, node, graph).extracting)
 
     # -- the gate -----------------------------------------------------------------------
 
@@ -175,7 +176,7 @@ class Governor:
             PolicyExceeded: A non-mutable limit is used up.
             InterruptRequired: An interrupt needs a decision and no handler is configured.
         """
-        plan = self._plan(key, node, graph)
+        plan = self._plans.get((key, node, graph)) or self._table.plan(key, node, graph)
         approved = False
         desk = self._desk
         if desk.decided:
@@ -252,7 +253,7 @@ class Governor:
         N exactly N rounds run, and the (N+1)-th raises :class:`PolicyExceeded` (or an
         interrupt, when the limit is mutable).
         """
-        plan = self._plan(key, node, graph)
+        plan = self._plans.get((key, node, graph)) or self._table.plan(key, node, graph)
         rounds = plan.rounds
         if not rounds:
             return
@@ -295,7 +296,7 @@ class Governor:
         Raises:
             BudgetUnpriced: A cost limit must count usage that has no price.
         """
-        plan = self._plan(key, node, graph)
+        plan = self._plans.get((key, node, graph)) or self._table.plan(key, node, graph)
         if not plan.counted:
             return
         await record_usage(
@@ -340,7 +341,7 @@ class Governor:
             InterruptRequired: An interrupt needs a decision and no handler is configured.
             ActionTimeout: ``fn`` ran past its ``timeout`` limit.
         """
-        plan = self._plan(key, node, graph)
+        plan = self._plans.get((key, node, graph)) or self._table.plan(key, node, graph)
         if fn is None:
             executor = plan.executor
             if executor is None:

@@ -39,7 +39,9 @@ def resolve_sync(plan: Plan, action: PolicyAction) -> Verdict | None:
     # Bubbling picks the lowest decisive result, i.e. the last one seen top-down, so one
     # pass does both phases and nothing is stored.
     decisive: Verdict | None = None
-    for index, policy in enumerate(plan.policies):
+    index = -1
+    for policy in plan.policies:
+        index += 1
         action.policy_id = policy.id
         result = policy.fn(action)
         if result is None or result is ALLOW:

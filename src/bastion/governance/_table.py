@@ -34,7 +34,7 @@ class PolicyTable:
         UserError: For an invalid key, policy or limit (when built).
     """
 
-    __slots__ = ("_global", "_graph", "_node", "_oracle_policies", "_oracles", "_plans", "limits")
+    __slots__ = ("_global", "_graph", "_node", "_oracle_policies", "_oracles", "limits", "plans")
 
     def __init__(
         self,
@@ -45,7 +45,7 @@ class PolicyTable:
         node_policies: Mapping[str, Sequence[Policy]],
         budgets: Sequence[Budget],
     ) -> None:
-        self._plans: dict[tuple[str, str, str], Plan] = {}
+        self.plans: dict[tuple[str, str, str], Plan] = {}
         self._oracles: dict[str, Oracle] = {}
         self._oracle_policies: dict[str, list[CustomPolicy]] = {}
         self.limits: dict[str, list[BoundLimit]] = {}  # by owning oracle key
@@ -78,9 +78,9 @@ class PolicyTable:
 
     def plan(self, key: str, node: str, graph: str) -> Plan:
         """The plan of an action on ``key`` by ``node`` in ``graph`` (built once)."""
-        plan = self._plans.get((key, node, graph))
+        plan = self.plans.get((key, node, graph))
         if plan is None:
-            plan = self._plans[key, node, graph] = build_plan(
+            plan = self.plans[key, node, graph] = build_plan(
                 key,
                 node=node,
                 graph=graph,
