@@ -13,7 +13,7 @@ from typing import Any
 
 from ._counters import CounterBook
 from ._plan import Plan
-from ._recording import record_usage
+from ._recording import count_usage
 from ._run import run_action
 from ._scope import ActionScope
 from ._signals import ExecInSignal, ExecOutSignal
@@ -56,19 +56,11 @@ async def run_counted(  # noqa: PLR0917 - hot path: positional arguments parse f
         failure = exc
     if plan.counted:
         node, graph, invocation = where
-        await record_usage(
-            book,
-            plan,
-            result,
-            usage=None,
-            cost=None,
-            tokens=None,
-            counters=None,
-            calls=calls,
-            node=node,
-            graph=graph,
-            invocation=invocation,
+        pending = count_usage(
+            book, plan, result, None, None, None, None, calls, node, graph, invocation
         )
+        for bound, amount, breakdown in pending:  # a store that needs awaiting
+            await book.add(bound, amount, clock.now(), graph, invocation, key, node, breakdown)
     if scope is not None:
         bus.emit(
             ExecOutSignal(

@@ -27,7 +27,7 @@ from ._exec import run_counted
 from ._guard import Guard
 from ._interrupts import Interrupt, InterruptDecision
 from ._policy import Budget, Oracle, Policy, PolicyAction
-from ._recording import record_usage
+from ._recording import count_usage
 from ._resolve import Verdict, resolve_sync
 from ._scope import ActionScope
 from ._signals import DataListener, SignalListener
@@ -268,7 +268,10 @@ class Governor:
             await self._guard.judge(plan, rounds, scope, approved=False, tokens=0.0, policies=False)
             now = self.clock.now()
         for bound in rounds:
-            await book.add(bound, 1.0, now, graph, invocation, plan.key, node)
+            if book.memory is not None:
+                book.add_now(bound, 1.0, now, graph, invocation, plan.key, node)
+            else:
+                await book.add(bound, 1.0, now, graph, invocation, plan.key, node)
 
     # -- after the action ---------------------------------------------------------------
 
@@ -299,19 +302,14 @@ class Governor:
         plan = self._plans.get((key, node, graph)) or self._table.plan(key, node, graph)
         if not plan.counted:
             return
-        await record_usage(
-            self._book,
-            plan,
-            result,
-            usage=usage,
-            cost=cost,
-            tokens=tokens,
-            counters=counters,
-            calls=calls,
-            node=node,
-            graph=graph,
-            invocation=invocation,
+        book = self._book
+        pending = count_usage(
+            book, plan, result, usage, cost, tokens, counters, calls, node, graph, invocation
         )
+        if pending:  # a store that needs awaiting
+            now = self.clock.now()
+            for bound, amount, breakdown in pending:
+                await book.add(bound, amount, now, graph, invocation, key, node, breakdown)
 
     # -- the whole action ---------------------------------------------------------------
 

@@ -15,14 +15,17 @@ from ._counters import CounterBook
 from ._interrupts import BudgetUnpriced
 from ._plan import BoundLimit, Plan
 
-__all__ = ["record_usage"]
+__all__ = ["Pending", "count_usage"]
 
 
-async def record_usage(
+Pending = list[tuple[BoundLimit, float, "Mapping[str, float] | None"]]
+"""Amounts still to add to a store that needs awaiting: the limit, amount and breakdown."""
+
+
+def count_usage(  # noqa: PLR0917 - hot path: positional arguments parse fastest
     book: CounterBook,
     plan: Plan,
     result: Any,
-    *,
     usage: Any,
     cost: float | None,
     tokens: float | None,
@@ -31,8 +34,13 @@ async def record_usage(
     node: str,
     graph: str,
     invocation: str,
-) -> None:
-    """Add an action's amounts to every counted limit of its plan (see ``Governor.record``)."""
+) -> Pending:
+    """Add an action's amounts to every counted limit of its plan (see ``Governor.record``).
+
+    In-memory counters are added at once; for other stores the amounts are returned, for
+    the caller to add with ``CounterBook.add``.
+    """
+    pending: Pending = []
     bounds = plan.counted
     key = plan.key
     if usage is None:
@@ -40,7 +48,7 @@ async def record_usage(
         if usage is None and calls == 0 and cost is None and tokens is None and counters is None:
             bounds = plan.extracting  # only a limit's extract can count anything
             if not bounds:
-                return
+                return pending
     if usage is not None and cost is None and usage.cost_usd is None:
         _check_priced(bounds, key, usage)
     now = book.clock.now()
@@ -78,7 +86,8 @@ async def record_usage(
         elif memory is not None:
             book.add_now(bound, amount, now, graph, invocation, key, node, breakdown)
         else:
-            await book.add(bound, amount, now, graph, invocation, key, node, breakdown)
+            pending.append((bound, amount, breakdown))
+    return pending
 
 
 def _check_priced(bounds: Sequence[BoundLimit], key: str, usage: Any) -> None:
