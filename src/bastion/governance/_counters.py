@@ -235,9 +235,16 @@ class CounterBook:
         self, plan: Plan, calls: int, now: float, graph: str, invocation: str, node: str
     ) -> None:
         """Count an admitted action's calls on in-memory counters."""
+        memory = self.memory
+        assert memory is not None
+        amount = float(calls)
         for bound in plan.counted:
-            if bound.type == "calls":
-                self.add_now(bound, float(calls), now, graph, invocation, plan.key, node)
+            if bound.type != "calls":
+                continue
+            counter = bound.id if bound.scope is None else self._track(bound, graph, invocation)
+            total = memory.bump(counter, amount, now, bound.seconds)
+            if self.bus.routine:
+                self.signal_added(bound, amount, total, now, graph, invocation, plan.key, node)
 
     async def try_add(
         self, bound: BoundLimit, amount: float, now: float, graph: str, invocation: str
