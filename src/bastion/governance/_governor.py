@@ -178,18 +178,18 @@ class Governor:
         """
         plan = self._plans.get((key, node, graph)) or self._table.plan(key, node, graph)
         approved = False
-        desk = self._desk
-        if desk.decided:
-            outcome = desk.take(key, node)
+        if self._desk.decided:
+            outcome = self._desk.take(key, node)
             if isinstance(outcome, Substitute):
                 return outcome
             approved = outcome is True
-        if not plan.policies and not plan.counted:
-            return None
         book = self._book
-        verdict: Verdict | None = None
-        asked = not plan.policies
-        if not asked and plan.all_sync:
+        asked: tuple[Verdict | None] | None = None  # the sync policies' verdict, once asked
+        if not plan.policies:
+            if not plan.counted:
+                return None
+            clear = True
+        elif plan.all_sync:
             # Sync policies are asked here, before any scope object is built.
             action = PolicyAction(
                 node=node,
@@ -204,18 +204,19 @@ class Governor:
                 node_id=node_id,
                 oracle_id=self._guard.new_action_id(),
             )
-            verdict = resolve_sync(plan, action)
-            asked = True
-        if asked and verdict is None:  # every policy allowed: the limits alone decide
-            if not plan.counted:
+            asked = (resolve_sync(plan, action),)
+            clear = asked[0] is None  # every policy allowed: the limits alone decide
+            if clear and not plan.counted:
                 return None
-            if book.memory is not None:
-                now = self.clock.now()
-                if book.breach_now(plan.counted, now, graph, invocation, tokens) is None:
-                    # Nothing near a limit: no resolution loop needed.
-                    if calls:
-                        book.count_calls(plan, calls, now, graph, invocation, node)
-                    return None
+        else:
+            clear = False
+        if clear and book.memory is not None:
+            now = self.clock.now()
+            if book.breach_now(plan.counted, now, graph, invocation, tokens) is None:
+                # Nothing near a limit: no resolution loop needed.
+                if calls:
+                    book.count_calls(plan, calls, now, graph, invocation, node)
+                return None
         scope = ActionScope(
             node=node,
             graph=graph,
@@ -232,7 +233,7 @@ class Governor:
             scope,
             approved=approved,
             tokens=tokens,
-            asked=(verdict,) if asked and plan.policies else None,
+            asked=asked,
         )
         if substitute is not None or not calls:
             return substitute
