@@ -59,7 +59,7 @@ async def run_counted(  # noqa: PLR0917 - hot path: positional arguments parse f
         pending = count_usage(
             book, plan, result, None, None, None, None, calls, node, graph, invocation
         )
-        for bound, amount, breakdown in pending:  # a store that needs awaiting
+        for bound, amount, breakdown in pending or ():  # a store that needs awaiting
             await book.add(bound, amount, clock.now(), graph, invocation, key, node, breakdown)
     if scope is not None:
         bus.emit(

@@ -34,13 +34,13 @@ def count_usage(  # noqa: PLR0917 - hot path: positional arguments parse fastest
     node: str,
     graph: str,
     invocation: str,
-) -> Pending:
+) -> Pending | None:
     """Add an action's amounts to every counted limit of its plan (see ``Governor.record``).
 
     In-memory counters are added at once; for other stores the amounts are returned, for
     the caller to add with ``CounterBook.add``.
     """
-    pending: Pending = []
+    pending: Pending | None = None
     bounds = plan.counted
     key = plan.key
     if usage is None:
@@ -48,7 +48,7 @@ def count_usage(  # noqa: PLR0917 - hot path: positional arguments parse fastest
         if usage is None and calls == 0 and cost is None and tokens is None and counters is None:
             bounds = plan.extracting  # only a limit's extract can count anything
             if not bounds:
-                return pending
+                return None
     if usage is not None and cost is None and usage.cost_usd is None:
         _check_priced(bounds, key, usage)
     now = book.clock.now()
@@ -85,6 +85,8 @@ def count_usage(  # noqa: PLR0917 - hot path: positional arguments parse fastest
                 )
         elif memory is not None:
             book.add_now(bound, amount, now, graph, invocation, key, node, breakdown)
+        elif pending is None:
+            pending = [(bound, amount, breakdown)]
         else:
             pending.append((bound, amount, breakdown))
     return pending
