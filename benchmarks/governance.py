@@ -96,7 +96,7 @@ def _s1_agent(governed: bool) -> Any:
     config: dict[str, Any] = {}
     if governed:
         config = {
-            "budget": Budget(cost_usd=10_000, window="day"),
+            "budget": Budget(cost_usd=10_000, window="day", unpriced="allow"),
             "oracles": {
                 "llm": [
                     Limit(type="calls", max=1_000_000, window="minute"),

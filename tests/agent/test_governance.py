@@ -341,12 +341,13 @@ async def test_suspended_interrupt_json_round_trip_new_agent_counters_restored()
     state = suspended.state
     assert state is not None
     [interrupt] = state.interrupts
-    assert (interrupt["on"], interrupt["oracle"], interrupt["limit_type"]) == (
+    assert (interrupt.on, interrupt.interrupt.oracle, interrupt.interrupt.limit_type) == (
         "model",
         "llm",
         "cost",
     )
-    assert (interrupt["current"], interrupt["max"], interrupt["approvers"]) == (12.0, 10.0, [CFO])
+    limit = interrupt.interrupt
+    assert (limit.current, limit.max, limit.approvers) == (12.0, 10.0, (CFO,))
     assert state.step == 2  # the third model call was never made
     text = run_state_to_json(state)
 
@@ -358,7 +359,7 @@ async def test_suspended_interrupt_json_round_trip_new_agent_counters_restored()
         directive=Directive(
             interrupts=[
                 InterruptResolution(
-                    interrupt_id=interrupt["id"],
+                    interrupt_id=interrupt.id,
                     decision=MutateDecision(oracle="llm", limit_type="cost", max=60, approver=CFO),
                 )
             ]
@@ -366,7 +367,7 @@ async def test_suspended_interrupt_json_round_trip_new_agent_counters_restored()
     )
     assert refused.status == "awaiting_approval"  # 60 > 50: refused, still waiting
     assert refused.state is not None
-    assert [i["id"] for i in refused.state.interrupts] == [interrupt["id"]]
+    assert [i.id for i in refused.state.interrupts] == [interrupt.id]
     [counter] = await counters(later, "llm")
     assert (counter.accumulated, counter.max) == (12.0, 10.0)  # restored from the snapshot
 
@@ -375,7 +376,7 @@ async def test_suspended_interrupt_json_round_trip_new_agent_counters_restored()
         directive=Directive(
             interrupts=[
                 InterruptResolution(
-                    interrupt_id=interrupt["id"],
+                    interrupt_id=interrupt.id,
                     decision={
                         "decision": "mutate",
                         "oracle": "llm",
@@ -608,9 +609,9 @@ async def test_a_retried_tool_call_that_is_still_over_its_limit_suspends_again()
     assert log == ["q1"]
     assert first.state is not None
     [held] = first.state.interrupts
-    assert (held["on"], held["tool_call_ids"], held["current"], held["max"]) == (
+    assert (held.on, held.tool_call_ids, held.interrupt.current, held.interrupt.max) == (
         "tool",
-        ["c2"],
+        ("c2",),
         1.0,
         1.0,
     )
@@ -619,15 +620,15 @@ async def test_a_retried_tool_call_that_is_still_over_its_limit_suspends_again()
     retried = await agent.run(
         run_state_from_json(run_state_to_json(first.state)),
         directive=Directive(
-            interrupts=[InterruptResolution(interrupt_id=held["id"], decision=RetryDecision())]
+            interrupts=[InterruptResolution(interrupt_id=held.id, decision=RetryDecision())]
         ),
     )
     assert retried.status == "awaiting_approval"
     assert log == ["q1"]
     assert retried.state is not None
     [again] = retried.state.interrupts
-    assert again["id"] != held["id"]
-    assert (again["on"], again["tool_call_ids"], again["limit_type"]) == ("tool", ["c2"], "calls")
+    assert again.id != held.id
+    assert (again.on, again.tool_call_ids, again.interrupt.limit_type) == ("tool", ("c2",), "calls")
     assert [p.call.id for p in retried.state.pending_approvals] == ["c2"]
     assert retried.state.suspended is not None
     assert [c.id for c in retried.state.suspended.calls] == ["c1", "c2"]
@@ -639,7 +640,7 @@ async def test_a_retried_tool_call_that_is_still_over_its_limit_suspends_again()
         directive=Directive(
             interrupts=[
                 InterruptResolution(
-                    interrupt_id=again["id"],
+                    interrupt_id=again.id,
                     decision=MutateDecision(
                         oracle="tool:lookup", limit_type="calls", max=2, approver=ops
                     ),
@@ -670,27 +671,27 @@ async def test_a_retried_round_that_is_still_over_its_limit_suspends_again() -> 
     assert log == ["q1"]
     assert first.state is not None
     [held] = first.state.interrupts
-    assert (held["on"], held["tool_call_ids"], held["limit_type"]) == ("round", ["c2"], "rounds")
+    assert (held.on, held.tool_call_ids, held.interrupt.limit_type) == ("round", ("c2",), "rounds")
 
     retried = await agent.run(
         run_state_from_json(run_state_to_json(first.state)),
         directive=Directive(
-            interrupts=[InterruptResolution(interrupt_id=held["id"], decision=RetryDecision())]
+            interrupts=[InterruptResolution(interrupt_id=held.id, decision=RetryDecision())]
         ),
     )
     assert retried.status == "awaiting_approval"
     assert log == ["q1"]
     assert retried.state is not None
     [again] = retried.state.interrupts
-    assert again["id"] != held["id"]
-    assert (again["on"], again["tool_call_ids"], again["current"]) == ("round", ["c2"], 1.0)
+    assert again.id != held.id
+    assert (again.on, again.tool_call_ids, again.interrupt.current) == ("round", ("c2",), 1.0)
 
     done = await agent.run(
         run_state_from_json(run_state_to_json(retried.state)),
         directive=Directive(
             interrupts=[
                 InterruptResolution(
-                    interrupt_id=again["id"],
+                    interrupt_id=again.id,
                     decision=MutateDecision(oracle="llm", limit_type="rounds", max=2, approver=ops),
                 )
             ]

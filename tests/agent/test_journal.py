@@ -341,7 +341,7 @@ async def test_a_governance_interrupt_resumes_by_id_with_its_counters() -> None:
         assert suspended.state is not None
         [interrupt] = suspended.state.interrupts
         raise_budget = MutateDecision(oracle="llm", limit_type="cost", max=20, approver=CFO)
-        resolution = InterruptResolution(interrupt_id=interrupt["id"], decision=raise_budget)
+        resolution = InterruptResolution(interrupt_id=interrupt.id, decision=raise_budget)
         later = analyst([Turn(text="done", usage=suspended.usage)], stores)
         resumed = await later.resume(suspended.run_id, directive=Directive(interrupts=[resolution]))
         entries = await stores.journal.read(suspended.run_id)
@@ -351,5 +351,5 @@ async def test_a_governance_interrupt_resumes_by_id_with_its_counters() -> None:
     assert log == ["q1", "q2"]
     [decided] = [e.payload for e in entries if e.kind == "interrupt_decided"]
     journaled = cast("list[dict[str, Any]]", decided["interrupts"])
-    assert journaled[0]["interrupt_id"] == interrupt["id"]
+    assert journaled[0]["interrupt_id"] == interrupt.id
     assert decision_from_dict(journaled[0]["decision"]) == raise_budget

@@ -632,15 +632,18 @@ def test_budget_is_a_cost_limit_on_llm() -> None:
 
 
 async def test_no_signal_objects_without_subscribers(monkeypatch: pytest.MonkeyPatch) -> None:
-    import bastion.governance._governor as module
-    import bastion.governance._signalling as signalling
+    import bastion.governance._bus as bus
+    import bastion.governance._exec as module
+    import bastion.governance._resolve as resolve
 
     def explode(*args: object, **kwargs: object) -> None:
         raise AssertionError("a signal was built with nobody listening")
 
-    for name in ("ExecInSignal", "ExecOutSignal", "DeniedSignal", "ExceededSignal"):
+    for name in ("ExecInSignal", "ExecOutSignal"):
         monkeypatch.setattr(module, name, explode)
-    monkeypatch.setattr(signalling, "PolicySignal", explode)
+    for name in ("DeniedSignal", "ExceededSignal"):
+        monkeypatch.setattr(resolve, name, explode)
+    monkeypatch.setattr(bus, "PolicySignal", explode)
     gov = Governor(
         oracles={"llm": [Limit(type="calls", max=1)]},
         policies=[lambda a: None],

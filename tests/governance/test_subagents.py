@@ -330,13 +330,13 @@ async def test_a_mutable_limit_on_agent_researcher_suspends_the_parent_until_dec
     assert held.status == "awaiting_approval"  # the second delegation waits for a human
     assert held.state is not None
     [interrupt] = held.state.interrupts
-    assert (interrupt["action"], interrupt["on"]) == ("agent:researcher", "tool")
+    assert (interrupt.interrupt.action, interrupt.on) == ("agent:researcher", "tool")
     assert child_calls(child) == 1
     decision = MutateDecision(oracle="agent:researcher", limit_type="calls", max=2, approver=ops)
     resumed = await parent.run(
         held.state,
         directive=Directive(
-            interrupts=[InterruptResolution(interrupt_id=interrupt["id"], decision=decision)]
+            interrupts=[InterruptResolution(interrupt_id=interrupt.id, decision=decision)]
         ),
     )
     assert resumed.status == "completed"

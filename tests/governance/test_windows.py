@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bastion.core import UserError
-from bastion.governance import MemoryCounterStore, parse_window
+from bastion.governance import MemoryLimitCounters, parse_window
 from bastion.governance._windows import SlidingCounter
 
 
@@ -75,12 +75,12 @@ def test_unbounded_counter_keeps_no_event_list() -> None:
 
 async def test_memory_store_dump_and_load_round_trip() -> None:
     # covers L-32
-    store = MemoryCounterStore()
+    store = MemoryLimitCounters()
     await store.add("a|calls|minute", 1, now=0.0, seconds=60)
     await store.add("a|calls|minute", 2, now=30.0, seconds=60)
     await store.add("a|cost|all", 0.5, now=30.0, seconds=None)
     rows = await store.dump(now=40.0)
-    other = MemoryCounterStore()
+    other = MemoryLimitCounters()
     await other.load(rows)
     assert await other.window_start("a|calls|minute", now=40.0, seconds=60) == 0.0
     assert await other.get("a|calls|minute", now=40.0, seconds=60) == 3

@@ -12,11 +12,11 @@ import pytest
 
 from bastion.core import Usage
 from bastion.governance import (
-    AtomicCounterStore,
+    AtomicLimitCounters,
     Budget,
     Governor,
     Limit,
-    MemoryCounterStore,
+    MemoryLimitCounters,
     PolicyExceeded,
 )
 from bastion.stores import StoreCounters, Stores, open_store
@@ -32,8 +32,8 @@ async def stores() -> AsyncIterator[Stores]:
 
 
 def test_only_atomic_stores_count_calls_on_check(stores: Stores) -> None:
-    assert isinstance(StoreCounters(stores.counters), AtomicCounterStore)
-    assert not isinstance(MemoryCounterStore(), AtomicCounterStore)
+    assert isinstance(StoreCounters(stores.counters), AtomicLimitCounters)
+    assert not isinstance(MemoryLimitCounters(), AtomicLimitCounters)
     assert Governor(store=StoreCounters(stores.counters)).counts_on_check
     assert not Governor().counts_on_check
 

@@ -25,6 +25,7 @@ from bastion.governance import (
     Denied,
     InterruptRequired,
     PolicyExceeded,
+    SuspendedInterrupt,
 )
 from bastion.tools import Ask, Deny, Mock
 
@@ -150,7 +151,7 @@ class AgentGovernance:
         except InterruptRequired as exc:
             if run is not None:
                 run.interrupted.append(
-                    {**exc.interrupt.to_dict(), "on": "tool", "tool_call_ids": [call.id]}
+                    SuspendedInterrupt(interrupt=exc.interrupt, on="tool", tool_call_ids=(call.id,))
                 )
             return Ask(reason=exc.interrupt.reason)
         except PolicyExceeded as exc:
@@ -218,7 +219,7 @@ class RunGovernance:
         self.ancestry = tuple(ancestry)  # agents above this run, root first
         self.signals: list[_Signal] = []
         # Interrupts raised by tool calls in the current step, moved to the state on suspend.
-        self.interrupted: list[dict[str, Any]] = []
+        self.interrupted: list[SuspendedInterrupt] = []
         self._model: Model | None = None
         self._key = ""
         self.ref = weakref.ref(self)
@@ -286,12 +287,12 @@ class RunGovernance:
             key, work, node=self.node, invocation=self.invocation, ancestry=self.ancestry
         )
 
-    def take_interrupted(self) -> list[dict[str, Any]]:
+    def take_interrupted(self) -> list[SuspendedInterrupt]:
         """The interrupts the step's tool calls raised (and forget them)."""
         interrupted, self.interrupted = self.interrupted, []
         return interrupted
 
 
-def held_calls(interrupts: Sequence[Mapping[str, Any]]) -> set[str]:
-    """The ids of the tool calls held by ``interrupts`` (state dicts)."""
-    return {str(i) for item in interrupts for i in item.get("tool_call_ids", ())}
+def held_calls(interrupts: Sequence[SuspendedInterrupt]) -> set[str]:
+    """The ids of the tool calls held by ``interrupts``."""
+    return {i for item in interrupts for i in item.tool_call_ids}

@@ -539,7 +539,7 @@ class RunJournal:
                     }
                     for p in state.pending_approvals
                 ]
-                payload["interrupts"] = [str(i.get("id")) for i in state.interrupts]
+                payload["interrupts"] = [i.id for i in state.interrupts]
                 self.append("interrupt_raised", payload, status="awaiting_approval")
             elif state.status in _TERMINAL:
                 self.append("run_ended", payload, status=state.status)

@@ -21,6 +21,7 @@ from bastion.core import (
     ToolMessage,
     Usage,
 )
+from bastion.governance import GovernorSnapshot, SuspendedInterrupt
 from bastion.tools import ApprovalRequest
 
 from ._result import RunResult, ToolCallRecord
@@ -111,11 +112,11 @@ class RunState:
     promoted_tools: list[str] = field(default_factory=list[str])
     # True once an untrusted tool result entered the run: requests carry the inbound preamble.
     untrusted_seen: bool = False
-    # Governance interrupts the run is suspended on (``Interrupt.to_dict()`` plus ``on``:
-    # "model" | "tool" | "round", and the ``tool_call_ids`` they hold), and the governor's
-    # ``snapshot()`` taken when it suspended, restored by a new Agent instance on resume.
-    interrupts: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
-    governance: dict[str, Any] | None = None
+    # Governance interrupts the run is suspended on (what each paused and the tool calls it
+    # holds), and the governor's snapshot taken when it suspended, restored by a new Agent
+    # instance on resume. States saved as plain dicts by earlier versions load into these.
+    interrupts: list[SuspendedInterrupt] = field(default_factory=list[SuspendedInterrupt])
+    governance: GovernorSnapshot | None = None
 
     def add_usage(self, model: str, usage: Usage) -> None:
         """Count a model call's usage in the total and against its model."""

@@ -314,7 +314,7 @@ def _suspended(name: str, result: RunResult[Any]) -> str:
     ]
     if state is not None:
         needs += [
-            f"a decision on {item.get('action')!r} ({item.get('reason')})"
+            f"a decision on {item.interrupt.action!r} ({item.interrupt.reason})"
             for item in state.interrupts
         ]
     what = ", ".join(needs) or "a human decision"

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.text import Text
 
 from bastion.core import UserError
+from bastion.governance import SuspendedInterrupt, load_governance_state
 from bastion.stores import JournalEntry
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
@@ -82,7 +83,7 @@ class Pending:
 def pending_of_state(state: Mapping[str, Any]) -> list[Pending]:
     """What a run state (as journaled, a JSON object) waits for."""
     found: list[Pending] = []
-    interrupts = cast("list[dict[str, Any]]", state.get("interrupts") or [])
+    interrupts = [_flat(i) for i in cast("list[dict[str, Any]]", state.get("interrupts") or [])]
     held = {str(c) for i in interrupts for c in cast("list[object]", i.get("tool_call_ids") or [])}
     for item in cast("list[dict[str, Any]]", state.get("pending_approvals") or []):
         call = cast("dict[str, Any]", item.get("call") or {})
@@ -110,6 +111,12 @@ def pending_of_state(state: Mapping[str, Any]) -> list[Pending]:
         for item in interrupts
     )
     return found
+
+
+def _flat(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A suspended interrupt as one flat dict, whichever form the state was saved in."""
+    loaded = load_governance_state(item)
+    return loaded.to_dict() if isinstance(loaded, SuspendedInterrupt) else dict(item)
 
 
 def pending_of_entries(entries: Sequence[JournalEntry]) -> list[Pending]:

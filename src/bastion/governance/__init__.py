@@ -12,8 +12,19 @@ from bastion._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from ._constraints import max_cycles, max_depth, max_loop
+    from ._counters import CounterView
+    from ._desk import InterruptContext, InterruptHandler, Substitute
+    from ._durable import (
+        CounterRecord,
+        DecidedInterrupt,
+        GovernanceState,
+        GovernorSnapshot,
+        MutationRecord,
+        SuspendedInterrupt,
+        dump_governance_state,
+        load_governance_state,
+    )
     from ._governor import Governor
-    from ._interrupting import InterruptContext, InterruptHandler, Substitute
     from ._interrupts import (
         ActionTimeout,
         BudgetUnpriced,
@@ -43,6 +54,7 @@ if TYPE_CHECKING:
         deny,
         interrupt,
     )
+    from ._scope import ActionScope
     from ._signals import (
         DataListener,
         DeniedSignal,
@@ -57,12 +69,11 @@ if TYPE_CHECKING:
         SignalListener,
         signal_data,
     )
-    from ._state import CounterView
     from ._store import (
-        AtomicCounterStore,
+        AtomicLimitCounters,
         CounterRow,
-        CounterStore,
-        MemoryCounterStore,
+        LimitCounters,
+        MemoryLimitCounters,
         SharedLimitStore,
     )
     from ._windows import Window, WindowSpec, parse_window
@@ -71,10 +82,19 @@ _LAZY = {
     "max_cycles": "._constraints",
     "max_depth": "._constraints",
     "max_loop": "._constraints",
+    "CounterView": "._counters",
+    "InterruptContext": "._desk",
+    "InterruptHandler": "._desk",
+    "Substitute": "._desk",
+    "CounterRecord": "._durable",
+    "DecidedInterrupt": "._durable",
+    "GovernanceState": "._durable",
+    "GovernorSnapshot": "._durable",
+    "MutationRecord": "._durable",
+    "SuspendedInterrupt": "._durable",
+    "dump_governance_state": "._durable",
+    "load_governance_state": "._durable",
     "Governor": "._governor",
-    "InterruptContext": "._interrupting",
-    "InterruptHandler": "._interrupting",
-    "Substitute": "._interrupting",
     "ActionTimeout": "._interrupts",
     "BudgetUnpriced": "._interrupts",
     "Denied": "._interrupts",
@@ -100,6 +120,7 @@ _LAZY = {
     "allow": "._policy",
     "deny": "._policy",
     "interrupt": "._policy",
+    "ActionScope": "._scope",
     "DataListener": "._signals",
     "DeniedSignal": "._signals",
     "ExceededSignal": "._signals",
@@ -112,11 +133,10 @@ _LAZY = {
     "PolicySignal": "._signals",
     "SignalListener": "._signals",
     "signal_data": "._signals",
-    "CounterView": "._state",
-    "AtomicCounterStore": "._store",
+    "AtomicLimitCounters": "._store",
     "CounterRow": "._store",
-    "CounterStore": "._store",
-    "MemoryCounterStore": "._store",
+    "LimitCounters": "._store",
+    "MemoryLimitCounters": "._store",
     "SharedLimitStore": "._store",
     "Window": "._windows",
     "WindowSpec": "._windows",
@@ -124,15 +144,17 @@ _LAZY = {
 }
 
 __all__ = [
+    "ActionScope",
     "ActionTimeout",
-    "AtomicCounterStore",
+    "AtomicLimitCounters",
     "Budget",
     "BudgetUnpriced",
+    "CounterRecord",
     "CounterRow",
-    "CounterStore",
     "CounterView",
     "CustomPolicy",
     "DataListener",
+    "DecidedInterrupt",
     "Denied",
     "DeniedSignal",
     "DenyDecision",
@@ -141,7 +163,9 @@ __all__ = [
     "ExecOutSignal",
     "GovernanceError",
     "GovernanceSignal",
+    "GovernanceState",
     "Governor",
+    "GovernorSnapshot",
     "Interrupt",
     "InterruptContext",
     "InterruptDecision",
@@ -150,8 +174,10 @@ __all__ = [
     "InterruptOutSignal",
     "InterruptRequired",
     "Limit",
-    "MemoryCounterStore",
+    "LimitCounters",
+    "MemoryLimitCounters",
     "MutateDecision",
+    "MutationRecord",
     "MutationRefused",
     "MutationSignal",
     "Oracle",
@@ -165,13 +191,16 @@ __all__ = [
     "SharedLimitStore",
     "SignalListener",
     "Substitute",
+    "SuspendedInterrupt",
     "Window",
     "WindowSpec",
     "allow",
     "decision_from_dict",
     "deny",
+    "dump_governance_state",
     "interrupt",
     "key_ancestry",
+    "load_governance_state",
     "max_cycles",
     "max_depth",
     "max_loop",

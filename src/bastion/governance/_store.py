@@ -1,4 +1,4 @@
-"""Where limit counters live: the :class:`CounterStore` protocol and its in-memory store.
+"""Where limit counters live: the :class:`LimitCounters` protocol and its in-memory store.
 
 The governor owns the keys (``"<oracle>|<type>|<window>[|<scope id>]"``) and the clock;
 a store only sums amounts over a sliding span. ``add`` must be atomic (read-modify-write in
@@ -15,10 +15,10 @@ from typing import Protocol, runtime_checkable
 from ._windows import SlidingCounter
 
 __all__ = [
-    "AtomicCounterStore",
+    "AtomicLimitCounters",
     "CounterRow",
-    "CounterStore",
-    "MemoryCounterStore",
+    "LimitCounters",
+    "MemoryLimitCounters",
     "SharedLimitStore",
 ]
 
@@ -42,8 +42,12 @@ class CounterRow:
 
 
 @runtime_checkable
-class CounterStore(Protocol):
-    """Sums of amounts per key over a sliding span of time."""
+class LimitCounters(Protocol):
+    """Sums of amounts per key over a sliding span of time: where a governor counts.
+
+    Not to be confused with :class:`bastion.stores.CounterStore`, a store backend's plain
+    counters per window bucket; ``bastion.stores.StoreCounters`` adapts one to this.
+    """
 
     async def get(self, key: str, *, now: float, seconds: float | None) -> float:
         """Return the sum for ``key`` within ``seconds`` before ``now`` (0 when unknown)."""
@@ -71,8 +75,8 @@ class CounterStore(Protocol):
 
 
 @runtime_checkable
-class AtomicCounterStore(CounterStore, Protocol):
-    """A :class:`CounterStore` that can also check-and-add in one atomic step.
+class AtomicLimitCounters(LimitCounters, Protocol):
+    """:class:`LimitCounters` that can also check-and-add in one atomic step.
 
     Stores shared by several processes implement it: the governor then counts ``calls``
     when it admits an action, with :meth:`try_add` bounded by the limit, so processes
@@ -106,7 +110,7 @@ class SharedLimitStore(Protocol):
         ...
 
 
-class MemoryCounterStore:
+class MemoryLimitCounters:
     """Counters in this process's memory: exact sliding sums, one deque per counter."""
 
     __slots__ = ("_counters",)

@@ -13,8 +13,8 @@ from ._server import DEFER_THRESHOLD, MCPServer
 from ._transport import Transport
 
 __all__ = [
-    "DEFER_THRESHOLD",
     "ConnectionLost",
+    "DEFER_THRESHOLD",
     "MCPServer",
     "ServableAgent",
     "ServerOptions",

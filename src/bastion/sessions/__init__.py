@@ -22,11 +22,11 @@ from ._session import ABORTED, STEERED, SentMessage, Session
 
 __all__ = [
     "ABORTED",
-    "EVENTS",
-    "STEERED",
     "ApprovalRequested",
+    "EVENTS",
     "InterruptRequested",
     "MessageAdded",
+    "STEERED",
     "SendMode",
     "SentMessage",
     "Session",

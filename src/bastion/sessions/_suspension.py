@@ -33,7 +33,7 @@ class Suspension:
     def pending_approvals(self) -> list[ApprovalRequest]:
         """Calls not decided yet, in call order (calls an interrupt holds excepted)."""
         state = self.state
-        held = {str(i) for item in state.interrupts for i in item.get("tool_call_ids", ())}
+        held = {i for item in state.interrupts for i in item.tool_call_ids}
         return [
             p.request
             or ApprovalRequest(
@@ -45,7 +45,7 @@ class Suspension:
 
     def pending_interrupts(self) -> list[dict[str, Any]]:
         """Governance interrupts not decided yet (``Interrupt.to_dict()`` form)."""
-        return [i for i in self.state.interrupts if str(i["id"]) not in self._resolutions]
+        return [i.to_dict() for i in self.state.interrupts if i.id not in self._resolutions]
 
     def add(self, directive: Directive, session_id: str) -> None:
         """Take the directive's decisions.

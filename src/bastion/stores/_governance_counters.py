@@ -1,7 +1,7 @@
 """The governor's counters kept in a store's :class:`CounterStore` (shared by processes).
 
 :class:`StoreCounters` adapts ``stores.counters`` (PostgreSQL, Redis, SQLite, memory) to the
-governor's :class:`bastion.governance.AtomicCounterStore`. Windows are *fixed buckets* aligned
+governor's :class:`bastion.governance.AtomicLimitCounters`. Windows are *fixed buckets* aligned
 to their length: a counter's bucket is ``floor(now / seconds)``, stored as the
 ``window_start`` of the row (a ``day`` budget starts afresh at 00:00 UTC). Counters without a
 span (``graph``, ``invocation`` and unbounded windows) use ``window_start=0``.

@@ -75,7 +75,7 @@ def check_directive(state: RunState, directive: Directive | None) -> dict[str, A
 
 
 def _check_interrupts(state: RunState, directive: Directive | None) -> None:
-    pending = [str(item["id"]) for item in state.interrupts]
+    pending = [item.id for item in state.interrupts]
     given = [r.interrupt_id for r in (directive.interrupts if directive else ())]
     unknown = sorted(set(given) - set(pending))
     if unknown:

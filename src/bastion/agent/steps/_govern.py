@@ -32,6 +32,7 @@ from bastion.governance import (
     InterruptRequired,
     MutationRefused,
     PolicyExceeded,
+    SuspendedInterrupt,
 )
 from bastion.tools import ApprovalRequest
 
@@ -60,7 +61,7 @@ def settle(scope: RunScope, exc: GovernanceError) -> None:
     state = scope.state
     if isinstance(exc, InterruptRequired):
         # Nothing was sent: resuming re-runs this step's model call.
-        state.interrupts.append({**exc.interrupt.to_dict(), "on": "model", "tool_call_ids": []})
+        state.interrupts.append(SuspendedInterrupt(interrupt=exc.interrupt, on="model"))
         state.step -= 1
         scope.ctx.step = state.step
         state.suspend()
@@ -113,7 +114,9 @@ async def govern_round(scope: RunScope, model: Model, calls: Sequence[ToolCall])
         state = scope.state
         interrupt = exc.interrupt
         state.interrupts.append(
-            {**interrupt.to_dict(), "on": "round", "tool_call_ids": [c.id for c in calls]}
+            SuspendedInterrupt(
+                interrupt=interrupt, on="round", tool_call_ids=tuple(c.id for c in calls)
+            )
         )
         state.suspended = SuspendedStep(calls=list(calls))
         state.pending_approvals = [
@@ -152,19 +155,19 @@ async def resume_governance(scope: RunScope, resolutions: Sequence[InterruptReso
     state = scope.state
     governor = governance.governor
     known = {interrupt.id for interrupt in governor.pending()}
-    if state.governance is not None and not known & {str(i["id"]) for i in state.interrupts}:
+    if state.governance is not None and not known & {i.id for i in state.interrupts}:
         await governor.restore(state.governance)
     by_id = {r.interrupt_id: r for r in resolutions}
-    remaining: list[dict[str, Any]] = []
+    remaining: list[SuspendedInterrupt] = []
     for item in state.interrupts:
         try:
-            await governance.guard(governor.decide(str(item["id"]), by_id[item["id"]].decision))
+            await governance.guard(governor.decide(item.id, by_id[item.id].decision))
         except MutationRefused:
             remaining.append(item)  # it stays pending; the mutation signal says why
     if remaining:
         state.interrupts = remaining
         return False
-    rounds = [i for i in state.interrupts if i["on"] == "round"]
+    rounds = [i for i in state.interrupts if i.on == "round"]
     state.interrupts = []
     for item in rounds:  # the round the interrupt paused is counted now
         if not await _retry_round(scope, item):
@@ -174,11 +177,11 @@ async def resume_governance(scope: RunScope, resolutions: Sequence[InterruptReso
     return True
 
 
-async def _retry_round(scope: RunScope, item: dict[str, Any]) -> bool:
+async def _retry_round(scope: RunScope, item: SuspendedInterrupt) -> bool:
     """Count the paused round; False when its limit interrupts again (still suspended)."""
     governance = scope.governance
     assert governance is not None
-    key = str(item["action"])
+    key = item.interrupt.action
     try:
         await governance.guard(
             governance.governor.begin_round(
@@ -187,7 +190,9 @@ async def _retry_round(scope: RunScope, item: dict[str, Any]) -> bool:
         )
     except InterruptRequired as exc:  # e.g. a plain retry while the limit is still used up
         scope.state.interrupts.append(
-            {**exc.interrupt.to_dict(), "on": "round", "tool_call_ids": item["tool_call_ids"]}
+            SuspendedInterrupt(
+                interrupt=exc.interrupt, on="round", tool_call_ids=item.tool_call_ids
+            )
         )
         return False
     return True
@@ -201,7 +206,7 @@ async def finish_governance(scope: RunScope) -> None:
     interrupted = governance.take_interrupted()
     if state.status == "awaiting_approval":
         state.interrupts.extend(interrupted)
-        state.governance = await governance.governor.snapshot()
+        state.governance = await governance.governor.snapshot_state()
         return
     state.governance = None
     await governance.governor.end_scope(invocation=state.run_id)
