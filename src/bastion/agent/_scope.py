@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ class RunAborted(Exception):
 
 
 class RunScope:
-    """The run's agent, state, context and event numbering."""
+    """The run's agent, state, context, and the number of the last event it yielded."""
 
     __slots__ = (
         "__weakref__",
@@ -60,9 +59,9 @@ class RunScope:
         "guard",
         "journal",
         "model_hint",
-        "next_seq",
         "output_mode",
         "run_id",
+        "seq",
         "state",
         "unreported",
         "window",
@@ -84,7 +83,9 @@ class RunScope:
         self.ctx = ctx
         self.clock = clock
         self.run_id = state.run_id
-        self.next_seq = itertools.count(state.last_seq + 1).__next__
+        # The ``seq`` of the last event the run yielded; only the loop's numbering point
+        # (``run_loop``) advances it. A resumed run goes on after its journal's highest.
+        self.seq = state.last_seq
         self.abort: AbortRequest | None = None
         self.cancel_sent = False
         self.ending = False

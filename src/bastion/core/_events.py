@@ -2,6 +2,8 @@
 
 Every event carries the ``run_id`` and a ``seq`` number that increases by one per event of
 the run, so a client that lost its connection can resume after the last number it saw.
+Producers build events with ``seq`` 0; the run loop numbers each event once, as it yields
+it, and nothing changes an event after that.
 Events are discriminated by their dotted ``type``. Consumers should match exhaustively::
 
     match event:
@@ -85,7 +87,7 @@ class AgentStartEvent:
     """A run began, or (``resumed``) a suspended run continues."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     agent_name: str
     model: str
     resumed: bool = False
@@ -97,7 +99,7 @@ class StepStartEvent:
     """A step (one model call and the tool calls it asks for) began."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     step: int
     model: str
     type: Literal["step.start"] = "step.start"
@@ -108,7 +110,7 @@ class TextDeltaEvent:
     """A piece of the model's answer text."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     delta: str
     type: Literal["text.delta"] = "text.delta"
 
@@ -118,7 +120,7 @@ class TextCompleteEvent:
     """The model's text for this step is complete."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     text: str
     type: Literal["text.complete"] = "text.complete"
 
@@ -128,7 +130,7 @@ class ReasoningDeltaEvent:
     """A piece of the model's reasoning."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     delta: str
     type: Literal["reasoning.delta"] = "reasoning.delta"
 
@@ -138,7 +140,7 @@ class ToolCallStartEvent:
     """The model began writing a tool call."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     type: Literal["tool.call.start"] = "tool.call.start"
@@ -149,7 +151,7 @@ class ToolCallDeltaEvent:
     """A piece of a tool call's JSON arguments, as the model writes them."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     args_delta: str
     type: Literal["tool.call.delta"] = "tool.call.delta"
@@ -160,7 +162,7 @@ class ToolCallEndEvent:
     """The model finished writing a tool call; ``arguments`` is its raw JSON."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     arguments: str
@@ -172,7 +174,7 @@ class ToolCallIncompleteEvent:
     """The stream ended while a tool call was still open; the call is not executed."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     type: Literal["tool.call.incomplete"] = "tool.call.incomplete"
@@ -183,7 +185,7 @@ class ToolExecuteStartEvent:
     """A tool call was dispatched. Emitted for every call of a step, up front, in call order."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     arguments: str
@@ -195,7 +197,7 @@ class ToolExecuteProgressEvent:
     """A running tool reported progress. Interleaves live, keyed by ``tool_call_id``."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     current: float
     total: float | None = None
@@ -208,7 +210,7 @@ class ToolExecutePartialEvent:
     """A running tool streamed a piece of its output."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     content: str
     type: Literal["tool.execute.partial"] = "tool.execute.partial"
@@ -219,7 +221,7 @@ class ToolExecuteEndEvent:
     """A tool call succeeded; ``result`` is what the model will read. In call order."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     result: str
@@ -232,7 +234,7 @@ class ToolExecuteErrorEvent:
     """A tool call failed; the model reads ``message`` as an error result. In call order."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     kind: ToolErrorKind
@@ -251,7 +253,7 @@ class ToolSourceErrorEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     source: str
     message: str
     type: Literal["tool.source.error"] = "tool.source.error"
@@ -262,7 +264,7 @@ class ToolApprovalRequestedEvent:
     """A tool call waits for a human decision; carries the tool's classification."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     arguments: str
@@ -276,7 +278,7 @@ class ToolApprovalResolvedEvent:
     """A call that waited for approval was decided (callback, directive or timeout)."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     granted: bool
@@ -293,7 +295,7 @@ class ContextCompactedEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     before_tokens: int
     after_tokens: int
     summary_tokens: int = 0
@@ -313,7 +315,7 @@ class ContextCompactionFailedEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     tokens: int
     strategy: str
     reason: str
@@ -325,7 +327,7 @@ class StepEndEvent:
     """A step ended: its finish reason and usage."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     step: int
     model: str
     finish_reason: FinishReason
@@ -338,7 +340,7 @@ class GuardrailTrippedEvent:
     """A guardrail did not pass: it blocked, warned or rewrote."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     guardrail: str
     stage: Literal["input", "output"]
     action: Literal["block", "warn", "rewrite"]
@@ -356,7 +358,7 @@ class GovernanceEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     signal: str
     data: dict[str, Any] = field(default_factory=dict[str, Any])
     type: Literal["governance.signal"] = "governance.signal"
@@ -367,7 +369,7 @@ class ModelRetryEvent:
     """A model call failed transiently and will be tried again after ``delay`` seconds."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     model: str
     attempt: int
     delay: float
@@ -384,7 +386,7 @@ class ModelFellbackEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     previous_model: str
     next_model: str
     error: str
@@ -402,7 +404,7 @@ class ModelCircuitEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     model: str
     state: Literal["open", "closed"]
     failures: int = 0
@@ -416,7 +418,7 @@ class AgentCancellingEvent:
     """An abort was requested; with ``drain`` the current step finishes first."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     drain: bool
     type: Literal["agent.cancelling"] = "agent.cancelling"
 
@@ -426,7 +428,7 @@ class AgentErrorEvent:
     """The run failed; followed by ``agent.end`` with status ``failed``."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     code: str
     message: str
     type: Literal["agent.error"] = "agent.error"
@@ -437,7 +439,7 @@ class AgentEndEvent:
     """The last event of every run."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     status: RunStatus
     output: Any
     usage: Usage
@@ -457,7 +459,7 @@ class SubagentEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     agent_name: str
     event: AgentEvent

@@ -162,7 +162,6 @@ class ToolExecutor:
         calls: Sequence[ToolCall],
         ctx: RunContext[Any],
         *,
-        next_seq: Callable[[], int],
         hooks: ToolCallHooks | None = None,
         decisions: Mapping[str, ApprovalDecision] | None = None,
     ) -> ToolBatch:
@@ -171,13 +170,12 @@ class ToolExecutor:
         Args:
             calls: The calls, in the order the model made them.
             ctx: The run's context.
-            next_seq: Numbers the events.
             hooks: The agent's interception points.
             decisions: Human decisions by call id (a resumed run): a granted call skips the
                 hooks and the approval stage; a denied one becomes an error result.
         """
         prepared = [self._prepare(i, call) for i, call in enumerate(calls)]
-        return ToolBatch(self, prepared, ctx, next_seq, hooks, decisions or {})
+        return ToolBatch(self, prepared, ctx, hooks, decisions or {})
 
     async def run_one(
         self, call: ToolCall, ctx: RunContext[Any], *, allow_approval: bool = False
@@ -187,7 +185,7 @@ class ToolExecutor:
         Used by tools that call other tools (code mode). A call that would need a human
         decision is refused (``approval_denied``) unless ``allow_approval``.
         """
-        batch = ToolBatch(self, [self._prepare(0, call)], ctx, lambda: 0, None, {})
+        batch = ToolBatch(self, [self._prepare(0, call)], ctx, None, {})
         async for _ in batch.admit(interactive=allow_approval):
             pass
         p = batch.prepared[0]
@@ -279,19 +277,17 @@ class ToolBatch:
     Calls waiting for a human decision are in :attr:`pending`; they have no outcome.
     """
 
-    def __init__(  # noqa: PLR0917 - internal constructor, called by ToolExecutor only
+    def __init__(
         self,
         executor: ToolExecutor,
         prepared: list[_Prepared],
         ctx: RunContext[Any],
-        next_seq: Callable[[], int],
         hooks: ToolCallHooks | None,
         decisions: Mapping[str, ApprovalDecision],
     ) -> None:
         self._executor = executor
         self.prepared = prepared
         self._ctx = ctx
-        self._next_seq = next_seq
         self._hooks = hooks
         self._decisions = decisions
         self.outcomes: list[ToolOutcome | None] = [None] * len(prepared)
@@ -307,7 +303,6 @@ class ToolBatch:
             async for event in self.admit(interactive=True):
                 yield event
         run_id = self._ctx.run_id
-        next_seq = self._next_seq
         for p in self.prepared:
             self.outcomes[p.index] = p.outcome
         owed = [p for p in self.prepared if p.pending is None]
@@ -315,7 +310,6 @@ class ToolBatch:
         for p in owed:
             yield ToolExecuteStartEvent(
                 run_id=run_id,
-                seq=next_seq(),
                 tool_call_id=p.call.id,
                 tool_name=p.call.name,
                 arguments=p.call.arguments,
@@ -433,7 +427,6 @@ class ToolBatch:
         )
         yield ToolApprovalRequestedEvent(
             run_id=self._ctx.run_id,
-            seq=self._next_seq(),
             tool_call_id=p.call.id,
             tool_name=tool.name,
             arguments=p.call.arguments,
@@ -484,7 +477,6 @@ class ToolBatch:
         self.decided[p.call.id] = decision
         event = ToolApprovalResolvedEvent(
             run_id=self._ctx.run_id,
-            seq=self._next_seq(),
             tool_call_id=p.call.id,
             tool_name=p.call.name,
             granted=decision.granted,
@@ -569,7 +561,6 @@ class ToolBatch:
                 if isinstance(item, int):
                     ready[item] = True
                 else:
-                    item.seq = self._next_seq()  # numbered as emitted, not as queued
                     yield item
             await runner
         finally:
@@ -620,7 +611,7 @@ class ToolBatch:
 
     def _end_event(self, outcome: ToolOutcome) -> AgentEvent:
         self._executor.record(outcome, self._ctx)
-        return end_event(outcome, self._ctx.run_id, self._next_seq())
+        return end_event(outcome, self._ctx.run_id)
 
     async def execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
         """Run one admitted call and process its result (then account it, under governance)."""

@@ -86,13 +86,12 @@ class SkipTool:
     result: Any
 
 
-def end_event(outcome: ToolOutcome, run_id: str, seq: int) -> AgentEvent:
-    """The ``tool.execute.end`` (or ``tool.execute.error``) event of an outcome."""
+def end_event(outcome: ToolOutcome, run_id: str) -> AgentEvent:
+    """The ``tool.execute.end`` (or ``tool.execute.error``) event of an outcome (unnumbered)."""
     call = outcome.call
     if outcome.is_error:
         return ToolExecuteErrorEvent(
             run_id=run_id,
-            seq=seq,
             tool_call_id=call.id,
             tool_name=call.name,
             kind=outcome.error_kind or "execution_failed",
@@ -101,7 +100,6 @@ def end_event(outcome: ToolOutcome, run_id: str, seq: int) -> AgentEvent:
         )
     return ToolExecuteEndEvent(
         run_id=run_id,
-        seq=seq,
         tool_call_id=call.id,
         tool_name=call.name,
         result=outcome.content,

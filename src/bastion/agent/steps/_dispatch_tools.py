@@ -6,7 +6,7 @@ observer are plugged into the executor only when overridden.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from bastion.agent._hooks import AgentHooks, LoopHooks, maybe_await
@@ -34,6 +34,7 @@ from bastion.tools import (
 
 __all__ = [
     "ABORTED_RESULT",
+    "pump_batch",
     "record_outcome",
     "record_outcomes",
     "start_batch",
@@ -85,29 +86,46 @@ def start_batch(
     scope: RunScope,
     calls: Sequence[ToolCall],
     decisions: Mapping[str, ApprovalDecision] | None = None,
-    *,
-    numbered: bool = True,
 ) -> ToolBatch:
-    """Validate the calls of a step and bind them to the executor; iterate ``events()``.
+    """Validate the calls of a step and bind them to the executor; relay it with ``pump_batch``.
 
     ``decisions`` are human decisions on calls that waited for approval (a resumed run).
-    With ``numbered=False`` the events come with ``seq`` 0: the caller numbers them.
     """
     agent = scope.agent
     hooks = (
         _HookBridge(scope) if agent.hook_flags.any_tool_hook or scope.journal is not None else None
     )
-    return agent.executor.batch(
-        calls,
-        scope.ctx,
-        next_seq=scope.next_seq if numbered else _unnumbered,
-        hooks=hooks,
-        decisions=decisions,
-    )
+    return agent.executor.batch(calls, scope.ctx, hooks=hooks, decisions=decisions)
 
 
-def _unnumbered() -> int:
-    return 0
+async def pump_batch(scope: RunScope, batch: ToolBatch) -> AsyncGenerator[AgentEvent, None]:
+    """Relay a tool batch's events to the loop: the one observer of every batch.
+
+    The governance signals raised while a call was admitted or ran go out before the tool
+    event that follows them; each tool event is journaled as it leaves, numbered (whether
+    or not the consumer asks for more); an abort is checked after each event. Closing the
+    relay cancels the calls still running. Close it with ``aclosing``.
+    """
+    governance = scope.governance
+    journal = scope.journal
+    check_abort = scope.check_abort
+    events = batch.events()
+    try:
+        async for event in events:
+            if governance is not None and governance.signals:
+                for signal in governance.drain(scope.run_id):
+                    yield signal
+            if journal is None:
+                yield event
+            else:
+                try:
+                    yield event
+                finally:  # numbered by now: the loop numbers an event as it yields it
+                    journal.tool_event(event, batch, scope.state.step)
+            check_abort()
+    except BaseException:
+        await events.aclose()  # cancels calls still running
+        raise
 
 
 def record_outcomes(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]) -> None:
@@ -203,6 +221,6 @@ def unreported_events(scope: RunScope) -> list[AgentEvent]:
         aborted = ToolOutcome(
             call=call, content=ABORTED_RESULT, is_error=True, error_kind="aborted"
         )
-        events.append(end_event(outcome or aborted, scope.run_id, scope.next_seq()))
+        events.append(end_event(outcome or aborted, scope.run_id))
     scope.unreported = []
     return events
