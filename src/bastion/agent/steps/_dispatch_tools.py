@@ -18,11 +18,8 @@ from bastion.core import (
     Message,
     ToolCall,
     ToolMessage,
-    Usage,
 )
 from bastion.tools import (
-    NESTED_USAGE,
-    PROMOTE_TOOLS,
     ApprovalDecision,
     ApprovalRequest,
     SkipTool,
@@ -167,19 +164,10 @@ def record_outcome(
         kind, duration = outcome.error_kind, outcome.duration
         if outcome.untrusted:  # later requests carry the inbound preamble
             state.untrusted_seen = True
-        metadata = outcome.metadata
-        if metadata:
-            promote = metadata.get(PROMOTE_TOOLS)
-            if promote:
-                _promote(state.promoted_tools, tools, promote)
-            summary = metadata.get("bastion.summary_usage")
-            if isinstance(summary, Usage):  # a result summarised by a cheaper model
-                state.add_usage(str(metadata.get("bastion.summary_model")), summary)
-            nested = metadata.get(NESTED_USAGE)
-            if isinstance(nested, dict):  # a sub-agent's model calls (Agent.as_tool)
-                for model, usage in nested.items():  # pyright: ignore[reportUnknownVariableType]
-                    if isinstance(usage, Usage):
-                        state.add_usage(str(model), usage)  # pyright: ignore[reportUnknownArgumentType]
+        if outcome.promote_tools:
+            _promote(state.promoted_tools, tools, outcome.promote_tools)
+        for model, usage in outcome.spent:  # a sub-agent's calls, a result's summary
+            state.add_usage(model, usage)
     target.append(
         ToolMessage(
             tool_call_id=call.id,
@@ -203,15 +191,15 @@ def record_outcome(
     )
 
 
-def _promote(promoted: list[str], tools: Mapping[str, Tool], names: Any) -> None:
+def _promote(promoted: list[str], tools: Mapping[str, Tool], names: Sequence[object]) -> None:
     """Add the deferred tools named by a result (``tool_search``) to the run's catalogue.
 
     Names of unknown or eager tools are ignored: a result can only reveal deferred tools.
     """
-    for name in names if isinstance(names, (list, tuple)) else ():  # pyright: ignore[reportUnknownVariableType]
+    for name in names:
         tool = tools.get(name) if isinstance(name, str) else None
         if tool is not None and tool.defer_loading and name not in promoted:
-            promoted.append(name)  # pyright: ignore[reportUnknownArgumentType]  # checked str
+            promoted.append(tool.name)
 
 
 def unreported_events(scope: RunScope) -> list[AgentEvent]:
