@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from bastion import Agent, Progress, tool
-from bastion.core import AgentEvent, GovernanceEvent
+from bastion.core import AgentEvent, EventBus, GovernanceEvent
 from bastion.governance import Limit
 from bastion.stores import Stores, open_store
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
@@ -92,3 +92,40 @@ async def test_a_run_resumed_by_id_numbers_after_its_journal() -> None:
     assert [by_seq[int(e.payload["event_seq"])].type for e in results] == [  # pyright: ignore[reportArgumentType]
         "tool.execute.end"
     ]
+
+
+async def test_a_run_nobody_streams_skips_the_deltas_but_not_what_observers_see() -> None:
+    script = [Turn(tool_calls=[Call("add", {"a": 1, "b": 2})]), "The sum is 3."]
+    quiet = await Agent("calc", model=ScriptedModel(script), tools=[add]).run("add")
+    streamed = Agent("calc", model=ScriptedModel(script), tools=[add]).stream("add")
+    events = [e.type async for e in streamed]
+    assert quiet.output == streamed.result.output == "The sum is 3."
+    assert quiet.usage == streamed.result.usage
+    assert [c.result for c in quiet.tool_calls] == ["3"]
+    # Without a reader nothing builds the model's streaming events: fewer are numbered.
+    assert quiet.state is not None
+    assert streamed.result.state is not None
+    assert streamed.result.state.last_seq == len(events)
+    assert quiet.state.last_seq == len(events) - sum(t in _STREAMING for t in events)
+    # An event bus is a reader: run() then builds and numbers every event.
+    seen: list[tuple[str, int]] = []
+    bus = EventBus().on("*", lambda e: seen.append((e.type, e.seq)))
+    observed = Agent("calc", model=ScriptedModel(script), tools=[add], event_bus=bus)
+    assert (await observed.run("add")).output == "The sum is 3."
+    assert [t for t, _ in seen] == events
+    assert [s for _, s in seen] == list(range(1, len(events) + 1))
+
+
+_STREAMING = {
+    "text.delta",
+    "text.complete",
+    "tool.call.start",
+    "tool.call.delta",
+    "tool.call.end",
+}
+
+
+@tool(side_effect_class="pure")
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b

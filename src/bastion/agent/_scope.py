@@ -60,6 +60,7 @@ class RunScope:
         "journal",
         "model_hint",
         "output_mode",
+        "quiet",
         "run_id",
         "seq",
         "state",
@@ -103,6 +104,9 @@ class RunScope:
         self.output_mode: OutputMode | None = None
         # Told of each abort request (a sub-agent's run follows its parent's abort).
         self.abort_listeners: list[Callable[[AbortRequest], None]] = []
+        # Nobody reads the run's events (``agent.run()`` with no event bus): the model
+        # call's streaming events (deltas, tool-call pieces) are not built at all.
+        self.quiet = False
         _LIVE[state.run_id] = self
 
     def check_abort(self) -> None:

@@ -72,6 +72,7 @@ class ModelCall:
         scope = self._scope
         run_id = scope.run_id
         check_abort = scope.check_abort
+        quiet = scope.quiet
         retry = scope.agent.retry
         models = self._models
         governance = scope.governance
@@ -105,6 +106,10 @@ class ModelCall:
                     try:
                         async for chunk in chunks:
                             add(chunk)
+                            if quiet:  # nobody reads the deltas: assemble only
+                                emitted = emitted or _shown(chunk)
+                                check_abort()
+                                continue
                             if isinstance(chunk, TextChunk):
                                 event: AgentEvent = TextDeltaEvent(run_id=run_id, delta=chunk.text)
                             elif isinstance(chunk, ReasoningChunk):
@@ -195,7 +200,7 @@ class ModelCall:
                     await governance.record_model(model, response.usage)
                     for event in governance.drain(run_id):
                         yield event
-                if response.message.parts and any(p.type == "text" for p in response.message.parts):
+                if not quiet and any(p.type == "text" for p in response.message.parts):
                     yield TextCompleteEvent(run_id=run_id, text=response.message.text)
                 return
 
@@ -260,3 +265,10 @@ def _check_sensitivity(model: Model, request: ModelRequest) -> None:
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
+
+
+def _shown(chunk: object) -> bool:
+    """Whether a chunk would have been streamed as an event (the consumer saw output)."""
+    if isinstance(chunk, ReasoningChunk):
+        return bool(chunk.text)
+    return isinstance(chunk, (TextChunk, ToolCallStartChunk, ToolCallDeltaChunk, ToolCallEndChunk))
