@@ -247,3 +247,23 @@ async def test_a_cached_untrusted_result_is_still_untrusted_when_served_from_the
     assert [m.content for m in systems if isinstance(m, SystemMessage)] == [
         f"Be brief.\n\n{INBOUND_PREAMBLE}"
     ] * 2
+
+
+async def test_a_tool_with_an_idempotency_key_is_cached_too() -> None:
+    # covers C8
+    runs: list[str] = []
+
+    @tool(side_effect_class="read_only", cache_ttl=60, idempotency_key=lambda a: f"k-{a['q']}")
+    def find(q: str) -> str:
+        """Find something."""
+        runs.append(q)
+        return f"found {q}"
+
+    script = [Turn(tool_calls=[Call("find", {"q": "x"})]), "ok"] * 2
+    agent = Agent("a", model=ScriptedModel(script), tools=[find])
+    rows: list[AuditRecord] = []
+    agent.audit.subscribe(rows.append)
+    for _ in range(2):
+        assert (await agent.run("go")).ok
+    assert runs == ["x"]
+    assert [r.cached for r in rows] == [False, True]

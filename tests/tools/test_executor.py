@@ -640,3 +640,18 @@ async def test_a_tool_raising_cancelled_error_does_not_hang_the_batch():
     finally:
         consumer.cancel()
         await asyncio.gather(consumer, return_exceptions=True)
+
+
+async def test_what_the_run_learns_from_a_call_is_typed_not_metadata():
+    @tool(side_effect_class="side_effecting", idempotency_key=lambda a: f"pay-{a['to']}")
+    def pay(to: str) -> ToolResult:
+        """Pay someone."""
+        return ToolResult(output="paid", metadata={"receipt": 7}, untrusted=True)
+
+    _, batch = await run(make_executor(pay), calls(("pay", '{"to": "ann"}')))
+    outcome = batch.outcomes[0]
+    assert outcome is not None
+    assert outcome.idempotency_key == "pay-ann"
+    assert outcome.untrusted
+    assert not outcome.cached
+    assert outcome.metadata == {"receipt": 7}  # the tool's own, nothing of ours

@@ -155,9 +155,11 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
             if window is not None:  # compaction, when the request would not fit
                 change = await window.before_model_call(scope, result_keeper(scope))
                 if change is not None:
-                    yield change.event
-                    if journal is not None and change.spent is not None:
-                        journal.compacted(state, change.spent, change.event.seq)
+                    try:
+                        yield change.event
+                    finally:  # numbered by now; journaled even if the consumer stops here
+                        if journal is not None and change.spent is not None:
+                            journal.compacted(state, change.spent, change.event.seq)
             request = begin_step(scope)
             flags = agent.hook_flags
             if flags.before_llm_call:

@@ -655,10 +655,9 @@ class ToolBatch:
             result = value if isinstance(value, ToolResult) else None
             content = render_output(value if result is None else result.output)
             outcome = await self._finish(tool, call, content, result, started)
-            if hit is not None or idempotency is not None:
-                outcome.cached = hit is not None
-                outcome.idempotency_key = idempotency
-            elif cache_key is not None and not outcome.is_error:  # only successes are cached
+            outcome.cached = hit is not None
+            outcome.idempotency_key = idempotency
+            if cache_key is not None and hit is None and not outcome.is_error:  # successes only
                 kept = result if result is not None else ToolResult(output=None)
                 executor.cache.put(cache_key, content, kept.metadata, untrusted=kept.untrusted)
             return outcome
