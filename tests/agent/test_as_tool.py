@@ -530,10 +530,33 @@ async def test_with_a_store_the_child_run_is_journaled_and_linked_to_its_parent(
         assert started.payload["side_effect_class"] == "read_only"
         ended: Any = next(e for e in entries if e.kind == "tool_result").payload
         assert ended["content"] == "Found."
-        assert set(ended["nested_usage"]) == {"test:small"}
+        assert [spent["model"] for spent in ended["spent"]] == ["test:small"]
         # Replaying the parent's journal counts the child's usage again, exactly once.
         resumed = await parent.resume(result.run_id)
         assert resumed.usage == result.usage
+
+
+async def test_a_tool_result_journaled_in_the_older_format_still_counts_the_childs_usage() -> None:
+    # Entries written before ``spent`` kept a sub-agent's usage under ``nested_usage``.
+    async with open_store("memory://") as stores:
+        child = child_agent(["Found."])
+        parent, _ = parent_agent([ask("q"), "ok"], [child.as_tool()], store=stores)
+        result = await parent.run("go")
+        entries = await stores.journal.read(result.run_id)
+    async with open_store("memory://") as older:
+        for entry in entries:
+            payload: dict[str, Any] = dict(entry.payload)
+            if entry.kind == "tool_result":
+                spent = payload.pop("spent")
+                payload["nested_usage"] = {item["model"]: item["usage"] for item in spent}
+            new = NewEntry(kind=entry.kind, payload=payload, schema_version=entry.schema_version)
+            await older.journal.append(
+                result.run_id, [new], expected_seq=entry.seq - 1, agent="boss"
+            )
+        replayed = await parent.with_store(older).resume(result.run_id)
+    assert replayed.status == "completed"
+    assert replayed.usage_by_model == result.usage_by_model
+    assert set(replayed.usage_by_model) == {"test:big", "test:small"}
 
 
 @pytest.mark.parametrize(("writes", "status"), [(False, "completed"), (True, "awaiting_approval")])

@@ -5,7 +5,6 @@ sleeps.
 """
 
 import asyncio
-import itertools
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -53,11 +52,8 @@ def start_batch(
     executor: ToolExecutor,
     tool_calls: Sequence[ToolCall],
     hooks: ToolCallHooks | None = None,
-    first_seq: int = 1,
 ) -> ToolBatch:
-    return executor.batch(
-        tool_calls, make_ctx(), next_seq=itertools.count(first_seq).__next__, hooks=hooks
-    )
+    return executor.batch(tool_calls, make_ctx(), hooks=hooks)
 
 
 async def run(
@@ -589,9 +585,8 @@ async def test_hooks_see_raw_schema_and_model_arguments_as_a_mapping():
 # -- sequence numbers --
 
 
-async def test_seq_numbers_strictly_increase_in_the_order_events_are_emitted():
-    # A client resumes after the last seq it saw, so emission order and seq order must agree.
-    # covers G-31, G-32
+async def test_the_executor_leaves_numbering_to_the_run_loop():
+    # The loop numbers each event as it yields it (tests/agent/test_event_numbering.py).
     @tool(side_effect_class="pure")
     async def fast() -> str:
         return "f"
@@ -605,18 +600,16 @@ async def test_seq_numbers_strictly_increase_in_the_order_events_are_emitted():
     batch = start_batch(
         make_executor(fast, writer, add),
         calls(("fast", "{}"), ("writer", "{}"), ("nope", "{}"), ("add", '{"a": 1, "b": 2}')),
-        first_seq=10,
     )
     events = [e async for e in batch.events()]
-    seqs = [e.seq for e in events]
-    assert seqs == list(range(10, 10 + len(events))), [brief(e) for e in events]
+    assert {e.seq for e in events} == {0}, [brief(e) for e in events]
+    assert [brief(e) for e in events][:4] == [("start", f"c{i}") for i in range(4)]
 
 
-async def test_seq_numbers_increase_for_a_single_fast_path_call():
-    # covers G-31
+async def test_a_single_fast_path_call_yields_its_events_unnumbered():
     events, _ = await run(make_executor(add), calls(("add", '{"a": 1, "b": 2}')))
-    assert [e.seq for e in events] == [1, 2]
-    assert all(e.run_id == "r" for e in events)
+    assert [brief(e) for e in events] == [("start", "c0"), ("end", "c0", "3")]
+    assert all(e.run_id == "r" and e.seq == 0 for e in events)
 
 
 # -- robustness --
@@ -647,3 +640,18 @@ async def test_a_tool_raising_cancelled_error_does_not_hang_the_batch():
     finally:
         consumer.cancel()
         await asyncio.gather(consumer, return_exceptions=True)
+
+
+async def test_what_the_run_learns_from_a_call_is_typed_not_metadata():
+    @tool(side_effect_class="side_effecting", idempotency_key=lambda a: f"pay-{a['to']}")
+    def pay(to: str) -> ToolResult:
+        """Pay someone."""
+        return ToolResult(output="paid", metadata={"receipt": 7}, untrusted=True)
+
+    _, batch = await run(make_executor(pay), calls(("pay", '{"to": "ann"}')))
+    outcome = batch.outcomes[0]
+    assert outcome is not None
+    assert outcome.idempotency_key == "pay-ann"
+    assert outcome.untrusted
+    assert not outcome.cached
+    assert outcome.metadata == {"receipt": 7}  # the tool's own, nothing of ours

@@ -13,7 +13,7 @@ from bastion import Agent, tool
 from bastion.agent import run_state_from_json, run_state_to_json
 from bastion.core import ToolMessage, UserError
 from bastion.testing import Call, ScriptedModel, Turn
-from bastion.tools import PROMOTE_TOOLS, ApprovalDecision, Directive, Tool, ToolExample, ToolResult
+from bastion.tools import ApprovalDecision, Directive, Tool, ToolExample, ToolResult
 
 # Fifty decoys a real catalogue might hold; a few share words with the query.
 _DECOYS = [
@@ -262,9 +262,7 @@ async def test_a_deferred_tool_may_be_called_before_it_is_promoted() -> None:
 async def test_only_deferred_tools_of_the_agent_are_promoted() -> None:
     # covers G-35
     def reveal() -> ToolResult:
-        return ToolResult(
-            output="ok", metadata={PROMOTE_TOOLS: ["add", "nope", 3, "get_weather", "add"]}
-        )
+        return ToolResult(output="ok", promote_tools=["add", "nope", "get_weather", "add"])
 
     model = ScriptedModel([Turn(tool_calls=[Call("reveal")]), "ok"])
     revealer = tool(reveal, side_effect_class="pure")

@@ -17,6 +17,7 @@ never compacted automatically (a summary would copy it to a summarizer).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bastion.context import (
@@ -58,6 +59,7 @@ __all__ = [
     "SUMMARY_INSTRUCTIONS",
     "ContextKeeper",
     "RunWindow",
+    "WindowChange",
     "compacted_event",
     "render_span",
 ]
@@ -80,10 +82,6 @@ class CompactionScope(Protocol):
 
     @property
     def journal(self) -> RunJournal | None: ...
-
-    def next_seq(self) -> int:
-        """The next event number of the run."""
-        ...
 
 
 SUMMARY_INSTRUCTIONS = (
@@ -216,7 +214,6 @@ class RunWindow:
         config = self.keeper.config
         return ContextCompactionFailedEvent(
             run_id=scope.run_id,
-            seq=scope.next_seq(),
             tokens=done.tokens_before,
             strategy=config.strategy,
             reason=(
@@ -248,10 +245,11 @@ class RunWindow:
 
     async def before_model_call(
         self, scope: CompactionScope, keep: ResultKeeper | None
-    ) -> ContextCompactedEvent | ContextCompactionFailedEvent | None:
-        """Compact the run's history when it passes the trigger; the event, or ``None``.
+    ) -> WindowChange | None:
+        """Compact the run's history when it passes the trigger; what happened, or ``None``.
 
-        The compacted history replaces the run's messages and is journaled.
+        The compacted history replaces the run's messages; the loop journals it once its
+        event is numbered.
         """
         keeper = self.keeper
         messages = scope.state.messages
@@ -263,20 +261,29 @@ class RunWindow:
         try:
             done = await keeper.compact(messages, scope, keep=keep, spent=spent)
         except Exception as exc:  # the run goes on uncompacted; the event says why
-            return ContextCompactionFailedEvent(
+            failed = ContextCompactionFailedEvent(
                 run_id=scope.run_id,
-                seq=scope.next_seq(),
                 tokens=self.ledger.count(messages),
                 strategy=keeper.config.strategy,
                 reason=f"{type(exc).__name__}: {exc}",
             )
+            return WindowChange(event=failed)
         if done.tokens_after >= done.tokens_before:  # nothing older to compact: keep as is
-            return self._stuck(scope, done)
+            stuck = self._stuck(scope, done)
+            return None if stuck is None else WindowChange(event=stuck)
         messages[:] = done.messages
-        event = compacted_event(scope, done, source="auto-trigger")
-        if scope.journal is not None:
-            scope.journal.compacted(scope.state, spent, event.seq)
-        return event
+        return WindowChange(event=compacted_event(scope, done, source="auto-trigger"), spent=spent)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowChange:
+    """What a check before a model call did: its event, and (compacted) the summary's cost.
+
+    ``spent`` is ``None`` when the history did not change (nothing is journaled).
+    """
+
+    event: ContextCompactedEvent | ContextCompactionFailedEvent
+    spent: Sequence[tuple[str, Usage]] | None = None
 
 
 def compacted_event(
@@ -285,7 +292,6 @@ def compacted_event(
     """The ``context.compacted`` event of a compaction in ``scope``'s run."""
     return ContextCompactedEvent(
         run_id=scope.run_id,
-        seq=scope.next_seq(),
         before_tokens=done.tokens_before,
         after_tokens=done.tokens_after,
         summary_tokens=done.summary_tokens,

@@ -237,15 +237,12 @@ class RunGovernance:
         finally:
             _SINK.reset(token)
 
-    def drain(self, run_id: str, next_seq: Any) -> list[GovernanceEvent]:
+    def drain(self, run_id: str) -> list[GovernanceEvent]:
         """The collected signals as events, in the order they happened."""
         signals = self.signals
         if not signals:
             return []
-        events = [
-            GovernanceEvent(run_id=run_id, seq=next_seq(), signal=name, data=data)
-            for name, data in signals
-        ]
+        events = [GovernanceEvent(run_id=run_id, signal=name, data=data) for name, data in signals]
         signals.clear()
         return events
 

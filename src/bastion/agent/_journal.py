@@ -36,7 +36,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import (
-    AssistantMessage,
+    AgentEvent,
     BastionError,
     Message,
     ToolCall,
@@ -45,7 +45,6 @@ from bastion.core import (
     ToolExecuteStartEvent,
     ToolMessage,
     Usage,
-    stream_chunks_adapter,
 )
 from bastion.stores import (
     JournalConflict,
@@ -55,9 +54,25 @@ from bastion.stores import (
     RunBusy,
     StoreError,
 )
-from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, ToolOutcome
+from bastion.tools import Directive, Tool, ToolBatch, ToolOutcome
 
 from ._binding import ApprovalMismatch, call_digest
+from ._entries import (
+    CompactionEntry,
+    DecidedApproval,
+    DecidedInterrupt,
+    InterruptDecidedEntry,
+    InterruptRaisedEntry,
+    JournalRecord,
+    ModelResponseEntry,
+    PendingCall,
+    RunEndedEntry,
+    RunStartedEntry,
+    Spent,
+    ToolCallStartedEntry,
+    ToolResultEntry,
+    entry_payload,
+)
 from ._state import RunState
 
 if TYPE_CHECKING:
@@ -70,7 +85,6 @@ if TYPE_CHECKING:
         StreamChunk,
     )
     from bastion.stores import (
-        EntryKind,
         LeaseKeeper,
         Stores,
     )
@@ -101,37 +115,6 @@ def _state_adapter() -> TypeAdapter[RunState]:
     return TypeAdapter(RunState)
 
 
-@cache
-def _message_adapter() -> TypeAdapter[AssistantMessage]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(AssistantMessage)
-
-
-@cache
-def _messages_adapter() -> TypeAdapter[list[Message]]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(list[Message])
-
-
-def messages_payload(messages: Sequence[Message]) -> list[Any]:
-    """Messages as JSON values."""
-    return _messages_adapter().dump_python(list(messages), mode="json")
-
-
-def messages_from_payload(payload: Any) -> list[Message]:
-    """Messages written by :func:`messages_payload`."""
-    return _messages_adapter().validate_python(payload)
-
-
-@cache
-def _usage_adapter() -> TypeAdapter[Usage]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(Usage)
-
-
 def state_payload(state: RunState) -> dict[str, Any]:
     """The state as a JSON object (every field but the live exception)."""
     return _state_adapter().dump_python(state, mode="json", exclude={"exception"})
@@ -140,26 +123,6 @@ def state_payload(state: RunState) -> dict[str, Any]:
 def state_from_payload(payload: Mapping[str, Any]) -> RunState:
     """A state written by :func:`state_payload`."""
     return _state_adapter().validate_python(payload)
-
-
-def message_payload(message: AssistantMessage) -> dict[str, Any]:
-    """An assistant message as a JSON object."""
-    return _message_adapter().dump_python(message, mode="json")
-
-
-def message_from_payload(payload: Any) -> AssistantMessage:
-    """An assistant message written by :func:`message_payload`."""
-    return _message_adapter().validate_python(payload)
-
-
-def usage_payload(usage: Usage) -> dict[str, Any]:
-    """Usage as a JSON object."""
-    return _usage_adapter().dump_python(usage, mode="json")
-
-
-def usage_from_payload(payload: Any) -> Usage:
-    """Usage written by :func:`usage_payload`."""
-    return _usage_adapter().validate_python(payload)
 
 
 class RunJournal:
@@ -238,9 +201,7 @@ class RunJournal:
         # prompt) go into the next model_response entry as ``inserted``.
         self.mark = 0
 
-    def append(
-        self, kind: EntryKind, payload: Mapping[str, Any], status: RunStatus | None = None
-    ) -> None:
+    def append(self, entry: JournalRecord, status: RunStatus | None = None) -> None:
         """Queue one entry after the ones accepted before; the writer commits it soon.
 
         Raises:
@@ -248,9 +209,7 @@ class RunJournal:
                 the run first (any earlier store error likewise).
         """
         self._check()
-        self._queue.append(
-            NewEntry(kind=kind, payload=payload, schema_version=JOURNAL_SCHEMA_VERSION)
-        )
+        self._queue.append(_stored(entry))
         if status is not None:
             self._status = status
         if self._writer is None and self._timer is None:
@@ -359,7 +318,7 @@ class RunJournal:
         first model call.
         """
         await self._open()
-        self.append("run_started", {"event_seq": event_seq, "state": state_payload(state)})
+        self.append(RunStartedEntry(event_seq=event_seq, state=state_payload(state)))
         self.mark = len(state.messages)
 
     async def decided_directive(self, state: RunState, event_seq: int) -> None:
@@ -370,30 +329,29 @@ class RunJournal:
             return
         await self._open()
         if not self.begun:  # a state kept by the caller, never journaled: start from it
-            self.append("run_started", {"event_seq": event_seq, "state": state_payload(state)})
+            self.append(RunStartedEntry(event_seq=event_seq, state=state_payload(state)))
         self.decided = None
         calls = {p.call.id: p.call for p in state.pending_approvals}
         approvals = [
-            {
-                "tool_call_id": d.tool_call_id,
-                "granted": d.granted,
-                "reason": d.reason,
-                "arguments": d.arguments,
-                "result": d.result,
+            DecidedApproval(
+                tool_call_id=d.tool_call_id,
+                granted=d.granted,
+                reason=d.reason,
+                arguments=d.arguments,
+                result=d.result,
                 # The exact call decided on: a replay refuses a call changed since.
-                "digest": call_digest(state.run_id, calls[d.tool_call_id])
+                digest=call_digest(state.run_id, calls[d.tool_call_id])
                 if d.tool_call_id in calls
                 else None,
-            }
+            )
             for d in directive.approvals
         ]
         interrupts = [
-            {"interrupt_id": r.interrupt_id, "decision": _jsonable(r.decision)}
+            DecidedInterrupt(interrupt_id=r.interrupt_id, decision=_jsonable(r.decision))
             for r in directive.interrupts
         ]
         self.append(
-            "interrupt_decided",
-            {"event_seq": event_seq, "approvals": approvals, "interrupts": interrupts},
+            InterruptDecidedEntry(event_seq=event_seq, approvals=approvals, interrupts=interrupts),
             status="running",
         )
         await self.flush()  # a barrier: a human's decision is never lost to a crash
@@ -435,22 +393,22 @@ class RunJournal:
         the provider streamed it, kept when the run records its responses.
         """
         messages = state.messages
-        inserted = [m for m in messages[self.mark : -1] if not isinstance(m, ToolMessage)]
-        payload: dict[str, Any] = {
-            "event_seq": event_seq,
-            "step": state.step,
-            "model": model,
-            "message": message_payload(response.message),
-            "usage": usage_payload(response.usage),
-            "finish_reason": response.finish_reason,
-        }
-        if inserted:
-            payload["inserted"] = messages_payload(inserted)
-        if response.incomplete_tool_calls:
-            payload["incomplete"] = True
-        if chunks is not None:
-            payload["chunks"] = stream_chunks_adapter().dump_python(list(chunks), mode="json")
-        self.append("model_response", payload)
+        inserted: list[Message] = [
+            m for m in messages[self.mark : -1] if not isinstance(m, ToolMessage)
+        ]
+        self.append(
+            ModelResponseEntry(
+                event_seq=event_seq,
+                step=state.step,
+                model=model,
+                message=response.message,
+                usage=response.usage,
+                finish_reason=response.finish_reason,
+                inserted=inserted,
+                incomplete=bool(response.incomplete_tool_calls),
+                chunks=None if chunks is None else list(chunks),
+            )
+        )
         self.mark = len(messages)
 
     def compacted(
@@ -461,12 +419,11 @@ class RunJournal:
         A resumed run continues from this history and never pays for the summary again.
         """
         self.append(
-            "compaction",
-            {
-                "event_seq": event_seq,
-                "messages": messages_payload(state.messages),
-                "spent": [{"model": m, "usage": usage_payload(u)} for m, u in spent],
-            },
+            CompactionEntry(
+                event_seq=event_seq,
+                messages=list(state.messages),
+                spent=[Spent(model=m, usage=u) for m, u in spent],
+            )
         )
         self.mark = len(state.messages)
 
@@ -478,16 +435,15 @@ class RunJournal:
         if tool.side_effect_class not in _REPEATABLE:
             self._acting.add(call.id)
         self.append(
-            "tool_call_started",
-            {
-                "event_seq": self.started_seqs.pop(call.id, 0),
-                "step": step,
-                "tool_call_id": call.id,
-                "tool_name": call.name,
-                "arguments": call.arguments,
-                "side_effect_class": tool.side_effect_class,
-                "idempotency_key": key(dict(args)) if key is not None else None,
-            },
+            ToolCallStartedEntry(
+                event_seq=self.started_seqs.pop(call.id, 0),
+                step=step,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                arguments=call.arguments,
+                side_effect_class=tool.side_effect_class,
+                idempotency_key=key(dict(args)) if key is not None else None,
+            )
         )
         await self.flush()
 
@@ -498,11 +454,10 @@ class RunJournal:
         elif isinstance(event, (ToolExecuteEndEvent, ToolExecuteErrorEvent)):
             outcome = _outcome_of(batch, event.tool_call_id)
             if outcome is not None:
-                payload = result_payload(outcome, step, event.seq)
                 decided = batch.decided.get(event.tool_call_id)
-                if decided is not None and decided.arguments is not None and decided.granted:
-                    payload["edited"] = True  # a human's edit: replay puts it in the transcript
-                self.append("tool_result", payload)
+                # A human's edit: replay puts the edited call in the transcript.
+                edited = decided is not None and decided.arguments is not None and decided.granted
+                self.append(result_entry(outcome, step, event.seq, edited=edited))
                 if event.tool_call_id in self._acting:
                     self._acting.discard(event.tool_call_id)
                     self.barrier_due = True
@@ -529,20 +484,24 @@ class RunJournal:
         if self.failure is None:
             if not self.begun:  # the run failed before it was opened
                 await self.started(state, 1)
-            payload: dict[str, Any] = {"event_seq": state.last_seq, "state": state_payload(state)}
             if state.status == "awaiting_approval":
-                payload["pending"] = [
-                    {
-                        "tool_call_id": p.call.id,
-                        "tool_name": p.call.name,
-                        "reason": p.request.reason if p.request is not None else None,
-                    }
-                    for p in state.pending_approvals
-                ]
-                payload["interrupts"] = [i.id for i in state.interrupts]
-                self.append("interrupt_raised", payload, status="awaiting_approval")
+                raised = InterruptRaisedEntry(
+                    event_seq=state.last_seq,
+                    state=state_payload(state),
+                    pending=[
+                        PendingCall(
+                            tool_call_id=p.call.id,
+                            tool_name=p.call.name,
+                            reason=p.request.reason if p.request is not None else None,
+                        )
+                        for p in state.pending_approvals
+                    ],
+                    interrupts=[i.id for i in state.interrupts],
+                )
+                self.append(raised, status="awaiting_approval")
             elif state.status in _TERMINAL:
-                self.append("run_ended", payload, status=state.status)
+                ended = RunEndedEntry(event_seq=state.last_seq, state=state_payload(state))
+                self.append(ended, status=state.status)
         elif not isinstance(self.failure, JournalConflict | LeaseHeld | LeaseLost):
             # Another writer or owner has the run: it is theirs to close, not ours.
             if not self._surfaced and state.status in _TERMINAL:  # the run learns it now
@@ -564,72 +523,52 @@ class RunJournal:
         """
         if state.status not in _TERMINAL or self.seq is None or self.seq == 0:
             return
-        payload = {"event_seq": state.last_seq, "state": state_payload(state)}
-        entry = NewEntry(kind="run_ended", payload=payload, schema_version=JOURNAL_SCHEMA_VERSION)
+        entry = _stored(RunEndedEntry(event_seq=state.last_seq, state=state_payload(state)))
         with contextlib.suppress(Exception):  # the original failure is what the run reports
             await self.stores.journal.append(
                 self.run_id, [entry], expected_seq=self.seq, agent=self.agent, status=state.status
             )
 
 
-def result_payload(outcome: ToolOutcome, step: int, event_seq: int) -> dict[str, Any]:
-    """A ``tool_result`` payload: what ``record_outcome`` needs to replay the outcome."""
-    call = outcome.call
-    payload: dict[str, Any] = {
-        "event_seq": event_seq,
-        "step": step,
-        "tool_call_id": call.id,
-        "tool_name": call.name,
-        "arguments": call.arguments,
-        "content": outcome.content,
-        "is_error": outcome.is_error,
-        "error_kind": outcome.error_kind,
-        "duration": outcome.duration,
-        "untrusted": outcome.untrusted,
-    }
-    metadata = outcome.metadata
-    if metadata:
-        promote = metadata.get(PROMOTE_TOOLS)
-        if isinstance(promote, (list, tuple)):
-            payload["promote"] = [str(name) for name in promote]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-        summary = metadata.get("bastion.summary_usage")
-        if isinstance(summary, Usage):
-            payload["summary_usage"] = usage_payload(summary)
-            payload["summary_model"] = str(metadata.get("bastion.summary_model"))
-        nested = metadata.get(NESTED_USAGE)
-        if isinstance(nested, dict):
-            payload["nested_usage"] = {
-                str(model): usage_payload(usage)  # pyright: ignore[reportUnknownArgumentType]
-                for model, usage in nested.items()  # pyright: ignore[reportUnknownVariableType]
-                if isinstance(usage, Usage)
-            }
-    return payload
-
-
-def outcome_from_payload(payload: Mapping[str, Any]) -> ToolOutcome:
-    """The outcome a ``tool_result`` entry recorded."""
-    metadata: dict[str, Any] = {}
-    if "promote" in payload:
-        metadata[PROMOTE_TOOLS] = list(payload["promote"])
-    if "summary_usage" in payload:
-        metadata["bastion.summary_usage"] = usage_from_payload(payload["summary_usage"])
-        metadata["bastion.summary_model"] = payload.get("summary_model")
-    if "nested_usage" in payload:
-        nested = payload["nested_usage"]
-        metadata[NESTED_USAGE] = {str(m): usage_from_payload(u) for m, u in nested.items()}
-    call = ToolCall(
-        id=str(payload["tool_call_id"]),
-        name=str(payload["tool_name"]),
-        arguments=str(payload["arguments"]),
+def _stored(entry: JournalRecord) -> NewEntry:
+    return NewEntry(
+        kind=entry.kind, payload=entry_payload(entry), schema_version=JOURNAL_SCHEMA_VERSION
     )
+
+
+def result_entry(
+    outcome: ToolOutcome, step: int, event_seq: int, *, edited: bool = False
+) -> ToolResultEntry:
+    """The ``tool_result`` entry of an outcome: what ``record_outcome`` needs to replay it."""
+    call = outcome.call
+    return ToolResultEntry(
+        event_seq=event_seq,
+        step=step,
+        tool_call_id=call.id,
+        tool_name=call.name,
+        arguments=call.arguments,
+        content=outcome.content,
+        is_error=outcome.is_error,
+        error_kind=outcome.error_kind,
+        duration=outcome.duration,
+        untrusted=outcome.untrusted,
+        promote=list(outcome.promote_tools),
+        spent=[Spent(model=m, usage=u) for m, u in outcome.spent],
+        edited=edited,
+    )
+
+
+def outcome_of_entry(entry: ToolResultEntry) -> ToolOutcome:
+    """The outcome a ``tool_result`` entry recorded (also as written before ``spent``)."""
     return ToolOutcome(
-        call=call,
-        content=str(payload["content"]),
-        is_error=bool(payload["is_error"]),
-        error_kind=payload.get("error_kind"),
-        duration=float(payload.get("duration", 0.0)),
-        metadata=metadata,
-        untrusted=bool(payload.get("untrusted", False)),
+        call=ToolCall(id=entry.tool_call_id, name=entry.tool_name, arguments=entry.arguments),
+        content=entry.content,
+        is_error=entry.is_error,
+        error_kind=entry.error_kind,
+        duration=entry.duration,
+        untrusted=entry.untrusted,
+        promote_tools=tuple(entry.promote),
+        spent=tuple((s.model, s.usage) for s in entry.all_spent()),
     )
 
 

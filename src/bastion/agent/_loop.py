@@ -3,12 +3,18 @@
 Every run yields ``agent.start`` first and ``agent.end`` last, whatever happens in between:
 failures become status ``failed`` (preceded by ``agent.error``), aborts status ``aborted``
 (preceded by ``agent.cancelling``). The loop never raises for a failed run.
+
+Events are numbered in one place: every step, the executor and the governance build them
+unnumbered, and ``run_loop`` gives each its ``seq`` as it yields it (after the journal's
+highest for a resumed run). An event is not changed after that; what the journal records
+of an event (its ``seq``) is read once the event has been yielded.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from bastion.context import TranscriptError
@@ -28,7 +34,7 @@ from ._scope import RunAborted
 from .steps._approvals import resume_step, suspend_step
 from .steps._call_model import ModelCall
 from .steps._detect_loops import check_loops
-from .steps._dispatch_tools import record_outcomes, start_batch
+from .steps._dispatch_tools import pump_batch, record_outcomes, start_batch
 from .steps._end import end_run
 from .steps._finalize import finalize
 from .steps._govern import finish_governance, govern_round, resume_governance, settle
@@ -70,7 +76,7 @@ async def run_loop(
     *,
     recovery: Recovery | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
-    """Run the agent to the end (or until it suspends), yielding every event.
+    """Run the agent to the end (or until it suspends), yielding every event, numbered.
 
     With ``decisions`` the run resumes a suspended step: the decided calls run first.
     ``resolutions`` decide the governance interrupts it suspended on. ``recovery`` continues
@@ -78,25 +84,39 @@ async def run_loop(
     model response, tool start and tool result is queued for it; it is committed before any
     tool runs and before the run ends (see ``_journal.py``).
     """
+    seq = scope.seq
+    steps = _run(scope, user_input, history, decisions, resolutions, recovery)
+    async with aclosing(steps):
+        async for event in steps:
+            seq += 1
+            event.seq = scope.seq = seq
+            yield event
+
+
+async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they came
+    scope: RunScope,
+    user_input: str | Sequence[UserPart] | None,
+    history: Sequence[Message] | None,
+    decisions: dict[str, ApprovalDecision] | None,
+    resolutions: Sequence[InterruptResolution],
+    recovery: Recovery | None,
+) -> AsyncGenerator[AgentEvent, None]:
     config = scope.config
     state = scope.state
     governance = scope.governance
     journal = scope.journal
     state.started_at = scope.clock.monotonic()
     failed_sources: set[str] = set()  # tool sources whose failure this run reported
-    start_seq = scope.next_seq()
-    yield AgentStartEvent(
+    start = AgentStartEvent(
         run_id=scope.run_id,
-        seq=start_seq,
         agent_name=config.name,
         model=config.model.key,
         resumed=decisions is not None or recovery is not None,
     )
+    yield start
     try:
         if config.tool_sources.sources:  # before a resumed step runs a source's tool
-            for event in await config.tool_sources.refresh(
-                scope.run_id, scope.next_seq, failed_sources
-            ):
+            for event in await config.tool_sources.refresh(scope.run_id, failed_sources):
                 yield event
             scope.current_tools()  # a resumed step runs the tools the sources list now
         if recovery is not None:
@@ -105,12 +125,12 @@ async def run_loop(
                 yield event
         elif decisions is not None:
             if journal is not None:
-                await journal.decided_directive(state, start_seq)
+                await journal.decided_directive(state, start.seq)
             apply_edits(state, decisions)  # the model reads the call as it was approved
             await resolve_deps(scope.ctx)
             resumed = governance is None or await resume_governance(scope, resolutions)
             if governance is not None:
-                for event in governance.drain(scope.run_id, scope.next_seq):
+                for event in governance.drain(scope.run_id):
                     yield event
             if resumed and state.suspended is not None:
                 async for event in resume_step(scope, decisions):
@@ -123,7 +143,7 @@ async def run_loop(
                 for event in await check_input(scope):
                     yield event
             if journal is not None:
-                await journal.started(state, start_seq)
+                await journal.started(state, start.seq)
         while state.status == "running":
             if scope.abort is not None:
                 raise RunAborted
@@ -137,15 +157,17 @@ async def run_loop(
             if journal is not None:  # an acting tool's result is durable before the call
                 await journal.before_model_call()
             if config.tool_sources.sources:  # MCP servers: their current tools
-                for event in await config.tool_sources.refresh(
-                    scope.run_id, scope.next_seq, failed_sources
-                ):
+                for event in await config.tool_sources.refresh(scope.run_id, failed_sources):
                     yield event
             window = scope.window
             if window is not None:  # compaction, when the request would not fit
-                compacted = await window.before_model_call(scope, result_keeper(scope))
-                if compacted is not None:
-                    yield compacted
+                change = await window.before_model_call(scope, result_keeper(scope))
+                if change is not None:
+                    try:
+                        yield change.event
+                    finally:  # numbered by now; journaled even if the consumer stops here
+                        if journal is not None and change.spent is not None:
+                            journal.compacted(state, change.spent, change.event.seq)
             request = begin_step(scope)
             flags = config.hook_flags
             if flags.before_llm_call:
@@ -158,7 +180,7 @@ async def run_loop(
             if config.output_schema is not None:
                 shape_output(scope, request, model)
             event: AgentEvent = StepStartEvent(
-                run_id=scope.run_id, seq=scope.next_seq(), step=state.step, model=model.key
+                run_id=scope.run_id, step=state.step, model=model.key
             )
             yield event
             call = ModelCall(scope, request, model)
@@ -181,39 +203,26 @@ async def run_loop(
             if calls and (config.output_schema is None or output_call(calls) is None):
                 if governance is not None:
                     governed = await govern_round(scope, call.model, calls)
-                    for event in governance.drain(scope.run_id, scope.next_seq):
+                    for event in governance.drain(scope.run_id):
                         yield event
                     if not governed:  # a rounds interrupt suspended the run
                         yield step_end(scope, call, response)
                         break
-                # Governed: the loop numbers the tool events, after the signals they follow
-                # (admissions, a sub-agent's calls), so ``seq`` stays in stream order.
-                batch = start_batch(scope, calls, numbered=governance is None)
+                batch = start_batch(scope, calls)
                 if config.loop_detection is not None:  # repeated identical calls
                     for event in check_loops(scope, batch, calls):
                         yield event
-                tool_events = batch.events()
                 try:
-                    async for event in tool_events:
-                        if governance is not None:
-                            if governance.signals:
-                                for signal in governance.drain(scope.run_id, scope.next_seq):
-                                    yield signal
-                            event.seq = scope.next_seq()
-                        if journal is not None:
-                            journal.tool_event(event, batch, state.step)
-                        yield event
-                        scope.check_abort()
-                except BaseException:
-                    await tool_events.aclose()  # cancels calls still running
-                    raise
+                    async with aclosing(pump_batch(scope, batch)) as tool_events:
+                        async for event in tool_events:
+                            yield event
                 finally:
                     if batch.pending:
                         suspend_step(scope, batch, calls)
                     record_outcomes(scope, batch, calls)
                     apply_edits(state, batch.decided)  # a human's edit, as the model sees it
                 if governance is not None:
-                    for event in governance.drain(scope.run_id, scope.next_seq):
+                    for event in governance.drain(scope.run_id):
                         yield event
                 if config.tiers is not None:
                     scope.model_hint = tool_hint(scope, calls)
@@ -242,10 +251,11 @@ async def run_loop(
             state.fail(_failure_code(exc), f"{type(exc).__name__}: {exc}", exc)
     if governance is not None:
         await finish_governance(scope)
-        for event in governance.drain(scope.run_id, scope.next_seq):
+        for event in governance.drain(scope.run_id):
             yield event
     scope.ending = True  # from here on nothing could undo an abort's cancellation
     closing = await end_run(scope)
+    state.last_seq = scope.seq + len(closing)  # agent.end's, journaled before it goes out
     if journal is not None:  # interrupt_raised or run_ended, before agent.end goes out
         await journal.finish(state)
     for event in closing:

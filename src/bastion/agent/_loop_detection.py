@@ -68,13 +68,10 @@ class Repeat:
     call: ToolCall
     count: int
 
-    def event(
-        self, run_id: str, seq: int, action: Literal["warn", "fail"]
-    ) -> ToolLoopDetectedEvent:
-        """The ``tool.loop.detected`` event reporting this repeat."""
+    def event(self, run_id: str, action: Literal["warn", "fail"]) -> ToolLoopDetectedEvent:
+        """The ``tool.loop.detected`` event reporting this repeat (the loop numbers it)."""
         return ToolLoopDetectedEvent(
             run_id=run_id,
-            seq=seq,
             tool_call_id=self.call.id,
             tool_name=self.call.name,
             arguments=self.call.arguments,

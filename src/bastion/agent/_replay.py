@@ -15,23 +15,29 @@ for a human), or a final answer whose output was not yet taken.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from bastion.core import ModelResponse, ToolMessage, UserError
 from bastion.stores import CorruptRecord, JournalUnreadable
 from bastion.tools import ApprovalDecision, ApprovalRequest
 
 from ._binding import apply_edits, bind, check_bindings
-from ._journal import (
-    JOURNAL_SCHEMA_VERSION,
-    message_from_payload,
-    messages_from_payload,
-    outcome_from_payload,
-    state_from_payload,
-    usage_from_payload,
+from ._entries import (
+    CompactionEntry,
+    DecidedApproval,
+    InterruptDecidedEntry,
+    InterruptRaisedEntry,
+    JournalRecord,
+    ModelResponseEntry,
+    RunEndedEntry,
+    RunStartedEntry,
+    ToolCallStartedEntry,
+    ToolResultEntry,
+    read_entry,
 )
+from ._journal import JOURNAL_SCHEMA_VERSION, outcome_of_entry, state_from_payload
 from ._output import output_call
 from ._state import PendingApproval, SuspendedStep
 from .steps._dispatch_tools import record_outcome
@@ -110,7 +116,7 @@ class _Fold:
         self.output_tool = config.output_schema is not None
         self.state: RunState | None = None
         self.step_calls: list[ToolCall] = []  # calls of the last answer (no checkpoint since)
-        self.started: dict[str, Mapping[str, Any]] = {}
+        self.started: dict[str, ToolCallStartedEntry] = {}
         self.results: set[str] = set()
         self.decided: dict[str, ApprovalDecision] = {}
         self.final: ModelResponse | None = None
@@ -118,33 +124,35 @@ class _Fold:
         self.event_seq = 0
         self.mark = 0
 
-    def apply(self, entry: JournalEntry) -> None:
-        payload: Mapping[str, Any] = entry.payload
-        self.event_seq = max(self.event_seq, int(payload.get("event_seq", 0)))  # pyright: ignore[reportArgumentType]
-        kind = entry.kind
-        if kind in ("run_started", "interrupt_raised", "run_ended"):
-            self.state = state_from_payload(payload["state"])  # pyright: ignore[reportArgumentType]
+    def apply(self, entry: JournalRecord) -> None:
+        self.event_seq = max(self.event_seq, entry.event_seq)
+        if isinstance(entry, (RunStartedEntry, InterruptRaisedEntry, RunEndedEntry)):
+            self.state = state_from_payload(entry.state)
             self._reset()
             return
         state = self.state
         if state is None:
-            raise UserError(f"Journal of the run starts with {kind!r}, not 'run_started'.")
-        if kind == "model_response":
-            self._model_response(state, payload)
-        elif kind == "tool_call_started":
-            self.started[str(payload["tool_call_id"])] = payload
-        elif kind == "tool_result":
-            self._tool_result(state, payload)
-        elif kind == "compaction":
-            self._compaction(state, payload)
-        elif kind == "interrupt_decided":
-            self._reset()
-            state.resume()
-            self.decided = {d.tool_call_id: d for d in _decisions(payload.get("approvals"))}
-            check_bindings(state, self.decided)  # the stored call is the one decided on
-            apply_edits(state, self.decided)
-            if state.suspended is not None:
-                self.step_calls = [p.call for p in state.pending_approvals]
+            raise UserError(f"Journal of the run starts with {entry.kind!r}, not 'run_started'.")
+        if isinstance(entry, ModelResponseEntry):
+            self._model_response(state, entry)
+        elif isinstance(entry, ToolCallStartedEntry):
+            self.started[entry.tool_call_id] = entry
+        elif isinstance(entry, ToolResultEntry):
+            self._tool_result(state, entry)
+        elif isinstance(entry, CompactionEntry):
+            self._compaction(state, entry)
+        else:
+            self._decided(state, entry)
+
+    def _decided(self, state: RunState, entry: InterruptDecidedEntry) -> None:
+        """A directive: the decided calls run (again) from here."""
+        self._reset()
+        state.resume()
+        self.decided = {d.tool_call_id: _decision(d) for d in entry.approvals}
+        check_bindings(state, self.decided)  # the stored call is the one decided on
+        apply_edits(state, self.decided)
+        if state.suspended is not None:
+            self.step_calls = [p.call for p in state.pending_approvals]
 
     def _reset(self) -> None:
         self.step_calls = []
@@ -156,25 +164,23 @@ class _Fold:
         if self.state is not None:
             self.mark = len(self.state.messages)
 
-    def _compaction(self, state: RunState, payload: Mapping[str, Any]) -> None:
+    def _compaction(self, state: RunState, entry: CompactionEntry) -> None:
         """The history as compaction left it; the summary's cost is counted once more."""
-        state.messages[:] = messages_from_payload(payload["messages"])
-        spent = cast("list[dict[str, Any]]", payload.get("spent") or [])
-        for item in spent:
-            state.add_usage(str(item["model"]), usage_from_payload(item["usage"]))
+        state.messages[:] = entry.messages
+        for spent in entry.spent:
+            state.add_usage(spent.model, spent.usage)
         self.mark = len(state.messages)
 
-    def _model_response(self, state: RunState, payload: Mapping[str, Any]) -> None:
+    def _model_response(self, state: RunState, entry: ModelResponseEntry) -> None:
         self._reset()
-        if "inserted" in payload:
-            state.messages.extend(messages_from_payload(payload["inserted"]))
-        message = message_from_payload(payload["message"])
-        usage = usage_from_payload(payload["usage"])
-        state.step = int(payload["step"])
-        state.add_usage(str(payload["model"]), usage)
+        state.messages.extend(entry.inserted)
+        message = entry.message
+        usage = entry.usage
+        state.step = entry.step
+        state.add_usage(entry.model, usage)
         state.messages.append(message)
         self.mark = len(state.messages)
-        if payload.get("incomplete"):  # the live loop failed the run: none of its calls ran
+        if entry.incomplete:  # the live loop failed the run: none of its calls ran
             self.incomplete = True
             return
         self.step_calls = list(message.tool_calls)
@@ -182,15 +188,12 @@ class _Fold:
             self.step_calls = []  # the final answer, given with the final-answer tool
         if not self.step_calls:
             self.final = ModelResponse(
-                message=message,
-                usage=usage,
-                finish_reason=payload.get("finish_reason", "stop"),
-                model=str(payload["model"]),
+                message=message, usage=usage, finish_reason=entry.finish_reason, model=entry.model
             )
 
-    def _tool_result(self, state: RunState, payload: Mapping[str, Any]) -> None:
-        outcome = outcome_from_payload(payload)
-        if payload.get("edited"):  # approved with edited arguments: the transcript shows them
+    def _tool_result(self, state: RunState, entry: ToolResultEntry) -> None:
+        outcome = outcome_of_entry(entry)
+        if entry.edited:  # approved with edited arguments: the transcript shows them
             call = outcome.call
             edit = ApprovalDecision(tool_call_id=call.id, granted=True, arguments=call.args())
             apply_edits(state, {call.id: edit})
@@ -248,7 +251,7 @@ class _Fold:
                     recovery.decisions[call.id] = decided
                 runnable.append(PendingApproval(call=call, step=state.step))
             elif tool is not None and _safe_to_repeat(tool, started):
-                arguments = str(started.get("arguments", call.arguments))
+                arguments = started.arguments
                 edited = json.loads(arguments) if arguments != call.arguments else None
                 recovery.decisions[call.id] = ApprovalDecision(
                     tool_call_id=call.id, granted=True, arguments=edited
@@ -259,7 +262,7 @@ class _Fold:
                 request = ApprovalRequest(
                     tool_call_id=call.id,
                     tool_name=call.name,
-                    arguments=_arguments(str(started.get("arguments", call.arguments))),
+                    arguments=_arguments(started.arguments),
                     classification=tool.classification() if tool is not None else {},
                     reason=OUTCOME_UNKNOWN.format(name=call.name, kind=kind),
                     step=state.step,
@@ -271,27 +274,23 @@ class _Fold:
         return recovery
 
 
-def _safe_to_repeat(tool: Tool, started: Mapping[str, Any]) -> bool:
+def _safe_to_repeat(tool: Tool, started: ToolCallStartedEntry) -> bool:
     """The side-effect ledger: may a call that started, with no result, run again?"""
     if tool.side_effect_class in _SAFE:
         return True
-    return tool.idempotency_key is not None and started.get("idempotency_key") is not None
+    return tool.idempotency_key is not None and started.idempotency_key is not None
 
 
-def _decisions(approvals: object) -> list[ApprovalDecision]:
-    """The approvals of an ``interrupt_decided`` entry."""
-    items = cast("list[dict[str, Any]]", approvals) if isinstance(approvals, list) else []
-    return [
-        ApprovalDecision(
-            tool_call_id=str(item["tool_call_id"]),
-            granted=bool(item["granted"]),
-            reason=item.get("reason"),
-            arguments=item.get("arguments"),
-            result=item.get("result"),
-            digest=item.get("digest"),
-        )
-        for item in items
-    ]
+def _decision(item: DecidedApproval) -> ApprovalDecision:
+    """An approval of an ``interrupt_decided`` entry."""
+    return ApprovalDecision(
+        tool_call_id=item.tool_call_id,
+        granted=item.granted,
+        reason=item.reason,
+        arguments=item.arguments,
+        result=item.result,
+        digest=item.digest,
+    )
 
 
 def _arguments(text: str) -> dict[str, Any]:
@@ -359,7 +358,7 @@ async def load_run(stores: Stores, run_id: str, config: RunConfig) -> Replayed:
     for position, entry in enumerate(entries, start=1):
         check_entry(run_id, entry, position)
         try:
-            fold.apply(entry)
+            fold.apply(read_entry(entry.kind, entry.payload))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # incl. validation
             problem = f"({entry.kind}) is malformed: {type(exc).__name__}: {exc}."
             raise JournalUnreadable(run_id, entry.seq, problem) from exc

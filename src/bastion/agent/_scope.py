@@ -7,7 +7,6 @@ nothing else: they never see the ``Agent`` object.
 
 from __future__ import annotations
 
-import itertools
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -52,7 +51,7 @@ class RunAborted(Exception):
 
 
 class RunScope:
-    """The run's configuration, state, context and event numbering."""
+    """The run's configuration, state, context, and the number of the last event it yielded."""
 
     __slots__ = (
         "__weakref__",
@@ -67,10 +66,11 @@ class RunScope:
         "guard",
         "journal",
         "model_hint",
-        "next_seq",
         "output_mode",
         "pinned_model",
+        "quiet",
         "run_id",
+        "seq",
         "session_link",
         "state",
         "tools",
@@ -99,7 +99,9 @@ class RunScope:
         # A session's runs: its state and its drain points before and after model calls.
         self.session_link = session_link
         self.run_id = state.run_id
-        self.next_seq = itertools.count(state.last_seq + 1).__next__
+        # The ``seq`` of the last event the run yielded; only the loop's numbering point
+        # (``run_loop``) advances it. A resumed run goes on after its journal's highest.
+        self.seq = state.last_seq
         self.abort: AbortRequest | None = None
         self.cancel_sent = False
         self.ending = False
@@ -121,6 +123,9 @@ class RunScope:
         self.output_mode: OutputMode | None = None
         # Told of each abort request (a sub-agent's run follows its parent's abort).
         self.abort_listeners: list[Callable[[AbortRequest], None]] = []
+        # Nobody reads the run's events (``agent.run()`` with no event bus): the model
+        # call's streaming events (deltas, tool-call pieces) are not built at all.
+        self.quiet = False
         _LIVE[state.run_id] = self
 
     def current_tools(self) -> ToolSet:

@@ -58,14 +58,11 @@ class ToolSources:
         self._registry = registry
         self._listed: dict[str, Sequence[Tool]] = {}
 
-    async def refresh(
-        self, run_id: str, next_seq: Callable[[], int], reported: set[str]
-    ) -> list[ToolSourceErrorEvent]:
+    async def refresh(self, run_id: str, reported: set[str]) -> list[ToolSourceErrorEvent]:
         """Ask every source for its tools and register the lists that changed.
 
         Args:
             run_id: The run asking (for the events).
-            next_seq: The run's event numbering.
             reported: Names of sources whose failure this run already reported.
 
         Returns:
@@ -84,7 +81,6 @@ class ToolSources:
                     events.append(
                         ToolSourceErrorEvent(
                             run_id=run_id,
-                            seq=next_seq(),
                             source=source.name,
                             message=f"{type(exc).__name__}: {exc}",
                         )

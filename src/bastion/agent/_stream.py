@@ -137,10 +137,11 @@ class AgentStream(Generic[OutputT]):
                 pass
             return self.result
         self._on_start(self)
+        bus = self._scope.ctx.event_bus
+        self._scope.quiet = bus is None  # nobody sees an event: none of the deltas is built
         gen = self._gen = self._factory()
         self._owner = asyncio.current_task()
         self._inside = True
-        bus = self._scope.ctx.event_bus
         try:
             async with aclosing(gen):
                 if bus is None:

@@ -15,7 +15,7 @@ and tenant, but none of the parent's other state. What it inherits from the pare
 - aborts: the parent's abort requests (hard or drain) go to the child's run.
 
 The child's events reach the parent's stream live as ``subagent.event``; its usage joins
-the parent's (``NESTED_USAGE``); a child that read untrusted content taints the result.
+the parent's (the result's ``usage``); a child that read untrusted content taints the result.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from bastion.core import (
     ToolMessage,
     UserMessage,
 )
-from bastion.tools import NESTED_USAGE, UNTRUSTED, ToolError, ToolResult, render_output
+from bastion.tools import ToolError, ToolResult, render_output
 
 from ._governance import held_calls
 from ._scope import AbortRequest, RunScope, live_scope
@@ -236,25 +236,23 @@ class SubagentCall:
     def _shaped(self, result: RunResult[Any], texts: list[str]) -> ToolResult:
         """What the parent's model reads, per ``expose_turns``; an error for failed runs."""
         name = self.agent.config.name
-        metadata: dict[str, Any] = {}
-        if result.usage_by_model:
-            metadata[NESTED_USAGE] = dict(result.usage_by_model)
+        usage = dict(result.usage_by_model)
         state = result.state
-        if state is not None and state.untrusted_seen:
-            metadata[UNTRUSTED] = True
+        untrusted = state is not None and state.untrusted_seen
         status = result.status
         if status == "failed":
             error = result.error
             why = f"{error.code}: {error.message}" if error is not None else "unknown error"
-            raise ToolError(f"Sub-agent {name!r} failed ({why}).", metadata=metadata)
+            raise ToolError(f"Sub-agent {name!r} failed ({why}).", untrusted=untrusted, usage=usage)
         if status == "aborted":
             raise ToolError(
                 f"Sub-agent {name!r} was aborted before it finished.",
                 kind="aborted",
-                metadata=metadata,
+                untrusted=untrusted,
+                usage=usage,
             )
         if status == "awaiting_approval":
-            raise ToolError(_suspended(name, result), metadata=metadata)
+            raise ToolError(_suspended(name, result), untrusted=untrusted, usage=usage)
         if self.expose_turns == "none":
             text = f"Sub-agent {name!r} finished."
         elif self.expose_turns == "all":
@@ -263,7 +261,7 @@ class SubagentCall:
             text = result.text if result.output is None else render_output(result.output)
         if status == "stopped":
             text = f"{text}\n\n(Sub-agent {name!r} stopped early: {result.stop_reason}.)".lstrip()
-        return ToolResult(output=text, metadata=metadata)
+        return ToolResult(output=text, untrusted=untrusted, usage=usage)
 
 
 def _milestone(event: AgentEvent) -> bool:

@@ -2,6 +2,8 @@
 
 Every event carries the ``run_id`` and a ``seq`` number that increases by one per event of
 the run, so a client that lost its connection can resume after the last number it saw.
+Producers build events with ``seq`` 0; the run loop numbers each event once, as it yields
+it, and nothing changes an event after that.
 Events are discriminated by their dotted ``type``. Consumers should match exhaustively::
 
     match event:
@@ -88,7 +90,7 @@ class AgentStartEvent:
     """A run began, or (``resumed``) a suspended run continues."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     agent_name: str
     model: str
     resumed: bool = False
@@ -100,7 +102,7 @@ class StepStartEvent:
     """A step (one model call and the tool calls it asks for) began."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     step: int
     model: str
     type: Literal["step.start"] = "step.start"
@@ -111,7 +113,7 @@ class TextDeltaEvent:
     """A piece of the model's answer text."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     delta: str
     type: Literal["text.delta"] = "text.delta"
 
@@ -121,7 +123,7 @@ class TextCompleteEvent:
     """The model's text for this step is complete."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     text: str
     type: Literal["text.complete"] = "text.complete"
 
@@ -131,7 +133,7 @@ class ReasoningDeltaEvent:
     """A piece of the model's reasoning."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     delta: str
     type: Literal["reasoning.delta"] = "reasoning.delta"
 
@@ -141,7 +143,7 @@ class ToolCallStartEvent:
     """The model began writing a tool call."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     type: Literal["tool.call.start"] = "tool.call.start"
@@ -152,7 +154,7 @@ class ToolCallDeltaEvent:
     """A piece of a tool call's JSON arguments, as the model writes them."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     args_delta: str
     type: Literal["tool.call.delta"] = "tool.call.delta"
@@ -163,7 +165,7 @@ class ToolCallEndEvent:
     """The model finished writing a tool call; ``arguments`` is its raw JSON."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     arguments: str
@@ -175,7 +177,7 @@ class ToolCallIncompleteEvent:
     """The stream ended while a tool call was still open; the call is not executed."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     type: Literal["tool.call.incomplete"] = "tool.call.incomplete"
@@ -186,7 +188,7 @@ class ToolExecuteStartEvent:
     """A tool call was dispatched. Emitted for every call of a step, up front, in call order."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     arguments: str
@@ -198,7 +200,7 @@ class ToolExecuteProgressEvent:
     """A running tool reported progress. Interleaves live, keyed by ``tool_call_id``."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     current: float
     total: float | None = None
@@ -211,7 +213,7 @@ class ToolExecutePartialEvent:
     """A running tool streamed a piece of its output."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     content: str
     type: Literal["tool.execute.partial"] = "tool.execute.partial"
@@ -222,7 +224,7 @@ class ToolExecuteEndEvent:
     """A tool call succeeded; ``result`` is what the model will read. In call order."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     result: str
@@ -235,7 +237,7 @@ class ToolExecuteErrorEvent:
     """A tool call failed; the model reads ``message`` as an error result. In call order."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     kind: ToolErrorKind
@@ -254,7 +256,7 @@ class ToolSourceErrorEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     source: str
     message: str
     type: Literal["tool.source.error"] = "tool.source.error"
@@ -329,7 +331,7 @@ class ToolApprovalRequestedEvent:
     """A tool call waits for a human decision; carries the tool's classification."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     arguments: str
@@ -343,7 +345,7 @@ class ToolApprovalResolvedEvent:
     """A call that waited for approval was decided (callback, directive or timeout)."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     granted: bool
@@ -360,7 +362,7 @@ class ContextCompactedEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     before_tokens: int
     after_tokens: int
     summary_tokens: int = 0
@@ -380,7 +382,7 @@ class ContextCompactionFailedEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     tokens: int
     strategy: str
     reason: str
@@ -392,7 +394,7 @@ class StepEndEvent:
     """A step ended: its finish reason and usage."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     step: int
     model: str
     finish_reason: FinishReason
@@ -405,7 +407,7 @@ class GuardrailTrippedEvent:
     """A guardrail did not pass: it blocked, warned or rewrote."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     guardrail: str
     stage: Literal["input", "output"]
     action: Literal["block", "warn", "rewrite"]
@@ -423,7 +425,7 @@ class GovernanceEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     signal: str
     data: dict[str, Any] = field(default_factory=dict[str, Any])
     type: Literal["governance.signal"] = "governance.signal"
@@ -434,7 +436,7 @@ class ModelRetryEvent:
     """A model call failed transiently and will be tried again after ``delay`` seconds."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     model: str
     attempt: int
     delay: float
@@ -451,7 +453,7 @@ class ModelFellbackEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     previous_model: str
     next_model: str
     error: str
@@ -469,7 +471,7 @@ class ModelCircuitEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     model: str
     state: Literal["open", "closed"]
     failures: int = 0
@@ -483,7 +485,7 @@ class AgentCancellingEvent:
     """An abort was requested; with ``drain`` the current step finishes first."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     drain: bool
     type: Literal["agent.cancelling"] = "agent.cancelling"
 
@@ -493,7 +495,7 @@ class AgentErrorEvent:
     """The run failed; followed by ``agent.end`` with status ``failed``."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     code: str
     message: str
     type: Literal["agent.error"] = "agent.error"
@@ -504,7 +506,7 @@ class AgentEndEvent:
     """The last event of every run."""
 
     run_id: str
-    seq: int
+    seq: int = 0
     status: RunStatus
     output: Any
     usage: Usage
@@ -524,7 +526,7 @@ class SubagentEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     agent_name: str
     event: AgentEvent

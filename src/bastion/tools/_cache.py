@@ -2,7 +2,7 @@
 
 Called by the executor (``ToolBatch.execute``): before running a call of a tool with a
 positive ``cache_ttl`` it looks the call up by its canonical arguments; a fresh entry is
-used instead of running the tool (``bastion.cached`` in the outcome's metadata, counted in
+used instead of running the tool (``ToolOutcome.cached``, counted in
 ``tool.cache.hits.total``). Only successful results are stored, as the tool rendered them:
 the result processors (sanitisation, limits) run again on a hit, so a spilled result gets
 a handle of the run that reads it.
@@ -45,11 +45,13 @@ class CachedResult:
         content: The rendered result, before the result processors.
         metadata: The tool's ``ToolResult.metadata``.
         stored_at: The clock's ``monotonic()`` when it was stored.
+        untrusted: The tool marked the result untrusted; a hit is untrusted too.
     """
 
     content: str
     metadata: Mapping[str, Any]
     stored_at: float
+    untrusted: bool = False
 
 
 class ToolCache:
@@ -110,14 +112,19 @@ class ToolCache:
         self.counters.incr("tool.cache.misses.total")
         return None
 
-    def put(self, key: CacheKey, content: str, metadata: Mapping[str, Any]) -> None:
+    def put(
+        self, key: CacheKey, content: str, metadata: Mapping[str, Any], *, untrusted: bool = False
+    ) -> None:
         """Store a successful result, evicting the least recently used entries to fit."""
         if len(content) > self.max_chars:
             return
         if key in self._entries:
             self._remove(key)
         self._entries[key] = CachedResult(
-            content=content, metadata=dict(metadata), stored_at=self.clock.monotonic()
+            content=content,
+            metadata=dict(metadata),
+            stored_at=self.clock.monotonic(),
+            untrusted=untrusted,
         )
         self._chars += len(content)
         while len(self._entries) > self.max_entries or self._chars > self.max_chars:

@@ -44,8 +44,6 @@ __all__ = ["CODE_EXECUTE", "CODE_SEARCH", "CodeMode", "CodeModeConfig", "call_si
 
 CODE_EXECUTE = "code_execute"
 CODE_SEARCH = "code_search"
-STDOUT_KEY = "bastion.code_mode.stdout"
-CALLS_KEY = "bastion.code_mode.tool_calls"
 _NAMES_IN_DESCRIPTION = 40
 
 
@@ -148,7 +146,7 @@ class CodeMode:
             text = (
                 f"{text[:cap]}\n[... {len(text) - cap} more characters cut; return a smaller value]"
             )
-        return ToolResult(output=text, metadata={STDOUT_KEY: run.stdout, CALLS_KEY: calls[0]})
+        return ToolResult(output=text, metadata={"stdout": run.stdout, "tool_calls": calls[0]})
 
     def search(self, query: str) -> str:
         """The call signatures of the API tools matching ``query`` (all for ``""``/``"*"``)."""

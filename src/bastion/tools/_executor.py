@@ -67,7 +67,7 @@ from ._invoke import (
     within,
 )
 from ._outcome import SkipTool, ToolError, ToolOutcome, end_event, error_outcome, failed_outcome
-from ._pipeline import UNTRUSTED, ResultEnvelope, ResultProcessor
+from ._pipeline import ResultEnvelope, ResultProcessor
 from ._result import render_output
 from ._retry import ToolRetry, retries_safely, retry_after_failure
 from ._schema import ToolArgumentsError
@@ -169,7 +169,6 @@ class ToolExecutor:
         calls: Sequence[ToolCall],
         ctx: RunContext[Any],
         *,
-        next_seq: Callable[[], int],
         hooks: ToolCallHooks | None = None,
         decisions: Mapping[str, ApprovalDecision] | None = None,
         tools: Mapping[str, Tool] | None = None,
@@ -179,7 +178,6 @@ class ToolExecutor:
         Args:
             calls: The calls, in the order the model made them.
             ctx: The run's context.
-            next_seq: Numbers the events.
             hooks: The agent's interception points.
             decisions: Human decisions by call id (a resumed run): a granted call skips the
                 hooks and the approval stage; a denied one becomes an error result.
@@ -188,7 +186,7 @@ class ToolExecutor:
         """
         known = self.tools if tools is None else tools
         prepared = [self._prepare(i, call, known) for i, call in enumerate(calls)]
-        return ToolBatch(self, prepared, ctx, next_seq, hooks, decisions or {})
+        return ToolBatch(self, prepared, ctx, hooks, decisions or {})
 
     async def run_one(
         self, call: ToolCall, ctx: RunContext[Any], *, allow_approval: bool = False
@@ -198,7 +196,7 @@ class ToolExecutor:
         Used by tools that call other tools (code mode). A call that would need a human
         decision is refused (``approval_denied``) unless ``allow_approval``.
         """
-        batch = ToolBatch(self, [self._prepare(0, call, self.tools)], ctx, lambda: 0, None, {})
+        batch = ToolBatch(self, [self._prepare(0, call, self.tools)], ctx, None, {})
         async for _ in batch.admit(interactive=allow_approval):
             pass
         p = batch.prepared[0]
@@ -259,10 +257,10 @@ class ToolExecutor:
                 outcome=outcome.error_kind or "execution_failed" if outcome.is_error else "ok",
                 duration=outcome.duration,
                 truncation=outcome.truncation,
-                original_tokens=int(outcome.metadata.get("bastion.original_tokens", 0)),
-                sanitization_policy=outcome.metadata.get("bastion.sanitization_policy"),
+                original_tokens=outcome.original_tokens,
+                sanitization_policy=outcome.sanitization_policy,
                 sanitization_hits=outcome.sanitization_hits,
-                cached=bool(outcome.metadata.get("bastion.cached", False)),
+                cached=outcome.cached,
                 timestamp=self.clock.now(),
             )
         )
@@ -307,19 +305,17 @@ class ToolBatch:
     Calls waiting for a human decision are in :attr:`pending`; they have no outcome.
     """
 
-    def __init__(  # noqa: PLR0917 - internal constructor, called by ToolExecutor only
+    def __init__(
         self,
         executor: ToolExecutor,
         prepared: list[_Prepared],
         ctx: RunContext[Any],
-        next_seq: Callable[[], int],
         hooks: ToolCallHooks | None,
         decisions: Mapping[str, ApprovalDecision],
     ) -> None:
         self._executor = executor
         self.prepared = prepared
         self._ctx = ctx
-        self._next_seq = next_seq
         self._hooks = hooks
         self._decisions = decisions
         self.outcomes: list[ToolOutcome | None] = [None] * len(prepared)
@@ -350,7 +346,6 @@ class ToolBatch:
             async for event in self.admit(interactive=True):
                 yield event
         run_id = self._ctx.run_id
-        next_seq = self._next_seq
         for p in self.prepared:
             self.outcomes[p.index] = p.outcome
         owed = [p for p in self.prepared if p.pending is None]
@@ -358,7 +353,6 @@ class ToolBatch:
         for p in owed:
             yield ToolExecuteStartEvent(
                 run_id=run_id,
-                seq=next_seq(),
                 tool_call_id=p.call.id,
                 tool_name=p.call.name,
                 arguments=p.call.arguments,
@@ -368,7 +362,6 @@ class ToolBatch:
             for p in runnable:
                 self.outcomes[p.index] = await self._run_alone(p)
             for event in self._held:
-                event.seq = next_seq()
                 yield event
             for index in self._order:
                 yield self._end_event(self.outcomes[index])  # type: ignore[arg-type]  # all set above
@@ -483,7 +476,6 @@ class ToolBatch:
             await self._hooks.before_approval(request)
         yield ToolApprovalRequestedEvent(
             run_id=self._ctx.run_id,
-            seq=self._next_seq(),
             tool_call_id=p.call.id,
             tool_name=tool.name,
             arguments=p.call.arguments,
@@ -531,7 +523,6 @@ class ToolBatch:
         self.decided[p.call.id] = decision
         event = ToolApprovalResolvedEvent(
             run_id=self._ctx.run_id,
-            seq=self._next_seq(),
             tool_call_id=p.call.id,
             tool_name=p.call.name,
             granted=decision.granted,
@@ -616,7 +607,6 @@ class ToolBatch:
                 if isinstance(item, int):
                     ready[item] = True
                 else:
-                    item.seq = self._next_seq()  # numbered as emitted, not as queued
                     yield item
             await runner
         finally:
@@ -669,7 +659,7 @@ class ToolBatch:
         if self._notes and (note := self._notes.get(outcome.call.id)) is not None:
             outcome.content = f"{note}\n\n{outcome.content}"
         self._executor.record(outcome, self._ctx)
-        return end_event(outcome, self._ctx.run_id, self._next_seq())
+        return end_event(outcome, self._ctx.run_id)
 
     async def execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
         """Run one admitted call and process its result (then account it, under governance)."""
@@ -688,8 +678,8 @@ class ToolBatch:
         started = clock.monotonic()
         call = p.call
         hooks = self._hooks
-        metadata: dict[str, Any] = {}
         cache_key: CacheKey | None = None
+        idempotency: str | None = None
         try:
             skip = await hooks.before(tool, call, _args_view(p)) if hooks is not None else None
             hit = None
@@ -709,23 +699,18 @@ class ToolBatch:
                         value = await self._invoke(tool, p, queue, idempotency)
                     except Exception as error:  # a rate limit may be retried
                         value = await self._retry(tool, p, queue, idempotency, error)
-                    if idempotency is not None:
-                        value = _with_metadata(value, "bastion.idempotency_key", idempotency)
                 else:
                     value = ToolResult(
-                        output=hit.content, metadata={**hit.metadata, "bastion.cached": True}
+                        output=hit.content, metadata=dict(hit.metadata), untrusted=hit.untrusted
                     )
-            if isinstance(value, ToolResult):
-                metadata = value.metadata
-                value = value.output
-            content = render_output(value)
-            if cache_key is None or hit is not None:
-                return await self._finish(tool, call, content, metadata, started)
-            # The processors add to ``metadata``: keep the tool's own, without ours.
-            kept = {k: v for k, v in metadata.items() if not k.startswith("bastion.")}
-            outcome = await self._finish(tool, call, content, metadata, started)
-            if not outcome.is_error:  # only successes are cached
-                executor.cache.put(cache_key, content, kept)
+            result = value if isinstance(value, ToolResult) else None
+            content = render_output(value if result is None else result.output)
+            outcome = await self._finish(tool, call, content, result, started)
+            outcome.cached = hit is not None
+            outcome.idempotency_key = idempotency
+            if cache_key is not None and hit is None and not outcome.is_error:  # successes only
+                kept = result if result is not None else ToolResult(output=None)
+                executor.cache.put(cache_key, content, kept.metadata, untrusted=kept.untrusted)
             return outcome
         except ToolError as exc:  # the tool's own error result, told as it is
             return ToolOutcome(
@@ -735,7 +720,9 @@ class ToolBatch:
                 error_kind=exc.kind,
                 duration=clock.monotonic() - started,
                 metadata=exc.metadata,
-                untrusted=bool(exc.metadata.get(UNTRUSTED)),
+                untrusted=exc.untrusted,
+                spent=tuple(exc.usage.items()),
+                idempotency_key=idempotency,
             )
         except DeadlineExceeded:
             return error_outcome(
@@ -754,27 +741,28 @@ class ToolBatch:
             return failed_outcome(tool, call, exc, clock.monotonic() - started)
 
     async def _finish(
-        self, tool: Tool, call: ToolCall, content: str, metadata: dict[str, Any], started: float
+        self, tool: Tool, call: ToolCall, content: str, result: ToolResult | None, started: float
     ) -> ToolOutcome:
         """The after hook and the result processors; ``started`` is when the call began."""
         clock = self._executor.clock
         if self._hooks is not None:
             content = await self._hooks.after(tool, call, content)
         chain = self._executor.chain(tool)
-        # A tool may mark its result untrusted (a sub-agent that read untrusted content).
-        untrusted = bool(metadata) and bool(metadata.get(UNTRUSTED))
         if chain and _needed(chain, tool, content):
-            envelope = ResultEnvelope(
-                tool=tool, call=call, content=content, metadata=metadata, untrusted=untrusted
-            )
-            return await _process(chain, envelope, self._ctx, clock.monotonic() - started)
-        return ToolOutcome(
-            call=call,
-            content=content,
-            duration=clock.monotonic() - started,
-            metadata=metadata,
-            untrusted=untrusted,
-        )
+            envelope = ResultEnvelope(tool=tool, call=call, content=content)
+            if result is not None:
+                envelope.metadata = result.metadata
+                envelope.untrusted = result.untrusted
+            outcome = await _process(chain, envelope, self._ctx, clock.monotonic() - started)
+        else:
+            outcome = ToolOutcome(call=call, content=content, duration=clock.monotonic() - started)
+            if result is not None:
+                outcome.metadata = result.metadata
+                outcome.untrusted = result.untrusted
+        if result is not None and (result.promote_tools or result.usage):
+            outcome.promote_tools = tuple(result.promote_tools)
+            outcome.spent += tuple(result.usage.items())
+        return outcome
 
     async def _retry(
         self,
@@ -842,33 +830,25 @@ async def _process(
     duration: float,
 ) -> ToolOutcome:
     """Pass a result through the processors; ``duration`` is the tool's own run time."""
-    metadata = envelope.metadata
     for processor in chain:
         await processor.process(envelope, ctx)
         if envelope.error_kind is not None:
             break
-    if envelope.sanitization_policy is not None:
-        metadata["bastion.sanitization_policy"] = envelope.sanitization_policy
-    if envelope.original_tokens:
-        metadata["bastion.original_tokens"] = envelope.original_tokens
     return ToolOutcome(
         call=envelope.call,
         content=envelope.content,
         is_error=envelope.error_kind is not None,
         error_kind=envelope.error_kind,
         duration=duration,
-        metadata=metadata,
+        metadata=envelope.metadata,
         untrusted=envelope.untrusted,
         truncation=envelope.truncation,
         sanitization_hits=envelope.sanitization_hits,
+        spent=tuple(envelope.spent),
+        sanitization_policy=envelope.sanitization_policy,
+        original_tokens=envelope.original_tokens,
+        result_handle=envelope.result_handle,
     )
-
-
-def _with_metadata(value: Any, key: str, item: Any) -> ToolResult:
-    if isinstance(value, ToolResult):
-        value.metadata.setdefault(key, item)
-        return value
-    return ToolResult(output=value, metadata={key: item})
 
 
 def _args_view(p: _Prepared) -> Mapping[str, Any]:

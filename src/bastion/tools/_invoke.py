@@ -116,7 +116,7 @@ class DeadlineExceeded(Exception):
 class ProgressSink:
     """Turns a tool's progress reports into events on the batch's queue.
 
-    Events are queued unnumbered; the batch numbers them as it emits them, so ``seq``
+    Events are queued unnumbered; the run loop numbers them as it yields them, so ``seq``
     always follows emission order. Reports from a sync tool's worker thread are handed to
     the event loop with ``call_soon_threadsafe`` (``asyncio.Queue`` is not thread-safe).
     """
@@ -136,7 +136,6 @@ class ProgressSink:
         self._put(
             ToolExecuteProgressEvent(
                 run_id=self._run_id,
-                seq=0,
                 tool_call_id=self._call_id,
                 current=current,
                 total=total,
@@ -149,7 +148,7 @@ class ProgressSink:
         self._parts.append(content)
         self._put(
             ToolExecutePartialEvent(
-                run_id=self._run_id, seq=0, tool_call_id=self._call_id, content=content
+                run_id=self._run_id, tool_call_id=self._call_id, content=content
             )
         )
 
@@ -158,7 +157,6 @@ class ProgressSink:
         self._put(
             SubagentEvent(
                 run_id=self._run_id,
-                seq=0,
                 tool_call_id=self._call_id,
                 agent_name=agent_name,
                 event=event,

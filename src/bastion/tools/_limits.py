@@ -71,9 +71,6 @@ MIN_RESULT_TOKENS = 128
 SPILL_PREVIEW_TOKENS = 1_024
 """The most tokens of a spilled result shown inline (less when the tool's limit is lower)."""
 
-RESULT_HANDLE = "bastion.result_handle"
-"""``ToolResult.metadata`` key set to the handle of a spilled result."""
-
 _STRATEGIES = ("middle", "tail", "json_smart", "spill_to_file", "summarize")
 _CODE_EXECUTION = ("code_exec", "bash", "shell")
 _warned_unlimited: set[str] = set()
@@ -281,7 +278,7 @@ class ResultLimiter:
             except OSError as exc:
                 note = f"full result not stored ({type(exc).__name__})"
             else:
-                envelope.metadata[RESULT_HANDLE] = handle
+                envelope.result_handle = handle
                 envelope.truncation = "spill_to_file"
                 envelope.content = truncate_text(
                     content,
@@ -319,8 +316,7 @@ class ResultLimiter:
             else:
                 summary = response.message.text.strip()
                 if summary:
-                    envelope.metadata["bastion.summary_usage"] = response.usage
-                    envelope.metadata["bastion.summary_model"] = model.key
+                    envelope.spent.append((model.key, response.usage))
                     envelope.content = truncate_text(header + summary, limit)
                     envelope.truncation = "summarize"
                     return

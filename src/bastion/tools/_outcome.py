@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from bastion.core import (
     ToolErrorKind,
     ToolExecuteEndEvent,
     ToolExecuteErrorEvent,
+    Usage,
 )
 
 if TYPE_CHECKING:
@@ -30,13 +32,16 @@ class ToolError(Exception):
     """Raised by a tool to return an error result the model reads as it is.
 
     Unlike any other exception (reported as ``"Tool 'x' failed: <type>: <message>"``),
-    ``message`` reaches the model unchanged, with its ``kind``; ``metadata`` is kept with
-    the result like ``ToolResult.metadata`` (e.g. the usage a sub-agent spent).
+    ``message`` reaches the model unchanged, with its ``kind``; ``metadata``, ``untrusted``
+    and ``usage`` are kept with the result as ``ToolResult``'s are (e.g. the usage a failed
+    sub-agent spent).
 
     Args:
         message: What the model reads.
         kind: The error kind of the result (default ``execution_failed``).
         metadata: Data for the application, not shown to the model.
+        untrusted: The message carries content that is not first-party.
+        usage: What model calls the tool made cost, by ``"provider:model"``.
     """
 
     def __init__(
@@ -45,16 +50,23 @@ class ToolError(Exception):
         *,
         kind: ToolErrorKind = "execution_failed",
         metadata: dict[str, Any] | None = None,
+        untrusted: bool = False,
+        usage: Mapping[str, Usage] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.kind: ToolErrorKind = kind
         self.metadata: dict[str, Any] = dict(metadata) if metadata else {}
+        self.untrusted = untrusted
+        self.usage: Mapping[str, Usage] = dict(usage) if usage else {}
 
 
 @dataclass(kw_only=True, slots=True)
 class ToolOutcome:
     """What one call produced: the text the model reads, and whether it is an error.
+
+    Besides the text, what the run and the audit learn from the call travels in typed
+    fields (never in ``metadata``, which is the tool's own).
 
     Attributes:
         call: The call as run (with rewritten arguments, when a hook or a human edited them).
@@ -66,6 +78,15 @@ class ToolOutcome:
         untrusted: The content came from a source that is not first-party.
         truncation: The truncation strategy applied, if any.
         sanitization_hits: Injection patterns found in the result.
+        promote_tools: Deferred tools the result adds to the run's catalogue.
+        spent: Model usage spent producing the result, by model key, in order (a
+            sub-agent's calls, a result summary); it joins the run's usage.
+        cached: The result came from the tool's results cache; the tool did not run.
+        idempotency_key: The key the tool's ``idempotency_key`` computed for the call.
+        sanitization_policy: The inbound policy applied to the result, if any.
+        original_tokens: Estimated tokens of the result before any size limit (0: not
+            measured).
+        result_handle: Where the full result was spilled (``read_result`` reads it back).
     """
 
     call: ToolCall
@@ -77,6 +98,13 @@ class ToolOutcome:
     untrusted: bool = False
     truncation: str | None = None
     sanitization_hits: int = 0
+    promote_tools: tuple[str, ...] = ()
+    spent: tuple[tuple[str, Usage], ...] = ()
+    cached: bool = False
+    idempotency_key: str | None = None
+    sanitization_policy: str | None = None
+    original_tokens: int = 0
+    result_handle: str | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -86,13 +114,12 @@ class SkipTool:
     result: Any
 
 
-def end_event(outcome: ToolOutcome, run_id: str, seq: int) -> AgentEvent:
-    """The ``tool.execute.end`` (or ``tool.execute.error``) event of an outcome."""
+def end_event(outcome: ToolOutcome, run_id: str) -> AgentEvent:
+    """The ``tool.execute.end`` (or ``tool.execute.error``) event of an outcome (unnumbered)."""
     call = outcome.call
     if outcome.is_error:
         return ToolExecuteErrorEvent(
             run_id=run_id,
-            seq=seq,
             tool_call_id=call.id,
             tool_name=call.name,
             kind=outcome.error_kind or "execution_failed",
@@ -101,7 +128,6 @@ def end_event(outcome: ToolOutcome, run_id: str, seq: int) -> AgentEvent:
         )
     return ToolExecuteEndEvent(
         run_id=run_id,
-        seq=seq,
         tool_call_id=call.id,
         tool_name=call.name,
         result=outcome.content,

@@ -12,23 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bastion.core import RunContext, ToolCall, ToolErrorKind
+from bastion.core import RunContext, ToolCall, ToolErrorKind, Usage
 
 if TYPE_CHECKING:
     from ._tool import Tool
 
-__all__ = ["NESTED_USAGE", "PROMOTE_TOOLS", "ResultEnvelope", "ResultProcessor", "UNTRUSTED"]
-
-PROMOTE_TOOLS = "bastion.promote_tools"
-"""``ToolResult.metadata`` key: names of deferred tools to add to the catalogue next step."""
-
-NESTED_USAGE = "bastion.nested_usage"
-"""``ToolResult.metadata`` key: usage of model calls the tool made for the run, by
-``"provider:model"`` (a ``dict[str, Usage]``); the agent adds it to the run's usage."""
-
-UNTRUSTED = "bastion.untrusted"
-"""``ToolResult.metadata`` key: ``True`` when the result carries untrusted content (a
-sub-agent read some), so later requests of the run carry the inbound preamble."""
+__all__ = ["ResultEnvelope", "ResultProcessor"]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -48,6 +37,8 @@ class ResultEnvelope:
         untrusted: True when the content came from a source that is not first-party
             (the prompt then carries the inbound preamble).
         metadata: The tool's ``ToolResult.metadata`` (application data, never shown).
+        spent: Model usage spent on the result (a summary), by model key.
+        result_handle: Where the full result was spilled, if it was.
     """
 
     tool: Tool
@@ -60,6 +51,8 @@ class ResultEnvelope:
     sanitization_hits: int = 0
     untrusted: bool = False
     metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    spent: list[tuple[str, Usage]] = field(default_factory=list[tuple[str, Usage]])
+    result_handle: str | None = None
 
 
 class ResultProcessor(Protocol):

@@ -2,7 +2,7 @@
 
 A tool declared ``defer_loading=True`` is kept out of the per-step catalogue. When an agent
 has at least one, it registers ``tool_search``, built here by :func:`tool_search_tool`; its
-result names the matched tools under ``ToolResult.metadata[PROMOTE_TOOLS]`` and the agent
+result names the matched tools in ``ToolResult.promote_tools`` and the agent
 layer advertises them from the next step on.
 
 Ranking (one :class:`ToolIndex` per agent, built on the first search):
@@ -29,7 +29,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from bastion.core import ModelError, ToolDefinition, UserError
 
-from ._pipeline import PROMOTE_TOOLS
 from ._tool import Tool, ToolResult, tool
 
 __all__ = [
@@ -313,9 +312,7 @@ def tool_search_tool(tools: Sequence[Tool], *, embedder: Embedder | None = None)
             }
             for h in hits
         ]
-        return ToolResult(
-            output={"tools": found}, metadata={PROMOTE_TOOLS: [h.tool.name for h in hits]}
-        )
+        return ToolResult(output={"tools": found}, promote_tools=[h.tool.name for h in hits])
 
     return tool(
         tool_search,

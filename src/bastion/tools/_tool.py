@@ -12,11 +12,11 @@ import inspect
 import re
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
-from bastion.core import SandboxConfig, ToolDefinition, UserError
+from bastion.core import SandboxConfig, ToolDefinition, Usage, UserError
 from bastion.core._runtime import check_sandbox_setting
 
 from ._schema import ArgsValidator, JsonSchemaValidator, ModelArgsValidator, function_schema
@@ -78,10 +78,20 @@ class ToolResult:
     Attributes:
         output: What the model reads (a string, or any JSON-serializable value).
         metadata: Data for the application, not shown to the model.
+        untrusted: The output carries content that is not first-party (a file, a web page,
+            a sub-agent that read some): later requests of the run carry the inbound
+            preamble.
+        promote_tools: Names of deferred tools to add to the run's catalogue from the next
+            step on (what ``tool_search`` returns); unknown or eager names are ignored.
+        usage: What model calls the tool made for the run cost, by ``"provider:model"``
+            (a sub-agent's); the agent adds it to the run's usage.
     """
 
     output: Any
     metadata: dict[str, Any] = field(default_factory=dict)
+    untrusted: bool = False
+    promote_tools: Sequence[str] = ()
+    usage: Mapping[str, Usage] = field(default_factory=dict[str, Usage])
 
 
 @dataclass(kw_only=True, slots=True)

@@ -11,6 +11,7 @@ Governance interrupts (``_govern.py``) suspend the same way; a directive decides
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
 
 from bastion.agent._binding import apply_edits, bind, check_bindings
 from bastion.agent._governance import held_calls
@@ -19,7 +20,7 @@ from bastion.agent._state import PendingApproval, RunState, SuspendedStep
 from bastion.core import AgentEvent, ToolCall, UserError
 from bastion.tools import ApprovalDecision, Directive, ToolBatch
 
-from ._dispatch_tools import record_outcomes, start_batch
+from ._dispatch_tools import pump_batch, record_outcomes, start_batch
 
 __all__ = ["check_directive", "resume_step", "suspend_step"]
 
@@ -107,24 +108,11 @@ async def resume_step(
     assert suspended is not None  # checked by check_directive
     calls = [p.call for p in state.pending_approvals]
     state.resume()
-    governance = scope.governance
-    batch = start_batch(scope, calls, decisions, numbered=governance is None)
-    events = batch.events()
-    journal = scope.journal
+    batch = start_batch(scope, calls, decisions)
     try:
-        async for event in events:
-            if governance is not None:  # numbered after the signals they follow
-                if governance.signals:
-                    for signal in governance.drain(scope.run_id, scope.next_seq):
-                        yield signal
-                event.seq = scope.next_seq()
-            if journal is not None:
-                journal.tool_event(event, batch, state.step)
-            yield event
-            scope.check_abort()
-    except BaseException:
-        await events.aclose()
-        raise
+        async with aclosing(pump_batch(scope, batch)) as events:
+            async for event in events:
+                yield event
     finally:
         record_outcomes(scope, batch, calls)  # into suspended.results: the step is still open
         apply_edits(state, batch.decided)

@@ -78,8 +78,8 @@ class ModelCall:
         """
         scope = self._scope
         run_id = scope.run_id
-        next_seq = scope.next_seq
         check_abort = scope.check_abort
+        quiet = scope.quiet
         retry = scope.config.retry
         models = self._models
         governance = scope.governance
@@ -96,14 +96,12 @@ class ModelCall:
             while True:
                 if governance is not None:  # a limit is checked before anything is sent
                     substitute = await governance.check_model(model, self._request)
-                    for event in governance.drain(run_id, next_seq):
+                    for event in governance.drain(run_id):
                         yield event
                     if substitute is not None:  # an interrupt decision gave the answer
                         self.chunks = None  # no provider answered: nothing to record
                         self.response = substitute_response(model, substitute.value)
-                        yield TextCompleteEvent(
-                            run_id=run_id, seq=next_seq(), text=self.response.message.text
-                        )
+                        yield TextCompleteEvent(run_id=run_id, text=self.response.message.text)
                         return
                 assembler = ResponseAssembler(model.key)
                 add = assembler.add
@@ -121,35 +119,32 @@ class ModelCall:
                             add(chunk)
                             if kept is not None:
                                 kept.append(chunk)
+                            if quiet:  # nobody reads the deltas: assemble only
+                                emitted = emitted or _shown(chunk)
+                                check_abort()
+                                continue
                             if isinstance(chunk, TextChunk):
-                                event: AgentEvent = TextDeltaEvent(
-                                    run_id=run_id, seq=next_seq(), delta=chunk.text
-                                )
+                                event: AgentEvent = TextDeltaEvent(run_id=run_id, delta=chunk.text)
                             elif isinstance(chunk, ReasoningChunk):
                                 if not chunk.text:
                                     continue
-                                event = ReasoningDeltaEvent(
-                                    run_id=run_id, seq=next_seq(), delta=chunk.text
-                                )
+                                event = ReasoningDeltaEvent(run_id=run_id, delta=chunk.text)
                             elif isinstance(chunk, ToolCallStartChunk):
                                 names[chunk.id] = chunk.name
                                 event = ToolCallStartEvent(
                                     run_id=run_id,
-                                    seq=next_seq(),
                                     tool_call_id=chunk.id,
                                     tool_name=chunk.name,
                                 )
                             elif isinstance(chunk, ToolCallDeltaChunk):
                                 event = ToolCallDeltaEvent(
                                     run_id=run_id,
-                                    seq=next_seq(),
                                     tool_call_id=chunk.id,
                                     args_delta=chunk.arguments_delta,
                                 )
                             elif isinstance(chunk, ToolCallEndChunk):
                                 event = ToolCallEndEvent(
                                     run_id=run_id,
-                                    seq=next_seq(),
                                     tool_call_id=chunk.id,
                                     tool_name=names.get(chunk.id, ""),
                                     arguments=assembler.arguments_of(chunk.id),
@@ -169,7 +164,7 @@ class ModelCall:
                 except Exception as error:
                     if governance is not None:  # a failed call counts as a call
                         await governance.record_model(model, None)
-                        for event in governance.drain(run_id, next_seq):
+                        for event in governance.drain(run_id):
                             yield event
                     tripped = False
                     if breaker is not None:
@@ -191,7 +186,6 @@ class ModelCall:
                         attempt += 1
                         yield ModelRetryEvent(
                             run_id=run_id,
-                            seq=next_seq(),
                             model=model.key,
                             attempt=attempt,
                             delay=delay,
@@ -203,7 +197,6 @@ class ModelCall:
                     if (tripped or policy.moves_on(error)) and index + 1 < len(models):
                         fell_back = ModelFellbackEvent(
                             run_id=run_id,
-                            seq=next_seq(),
                             previous_model=model.key,
                             next_model=models[index + 1].key,
                             error=_describe(error),
@@ -215,17 +208,13 @@ class ModelCall:
                 response = assembler.response()
                 self.response = response
                 if breaker is not None and breaker.record_success(model.key):
-                    yield ModelCircuitEvent(
-                        run_id=run_id, seq=next_seq(), model=model.key, state="closed"
-                    )
+                    yield ModelCircuitEvent(run_id=run_id, model=model.key, state="closed")
                 if governance is not None:
                     await governance.record_model(model, response.usage)
-                    for event in governance.drain(run_id, next_seq):
+                    for event in governance.drain(run_id):
                         yield event
-                if response.message.parts and any(p.type == "text" for p in response.message.parts):
-                    yield TextCompleteEvent(
-                        run_id=run_id, seq=next_seq(), text=response.message.text
-                    )
+                if not quiet and any(p.type == "text" for p in response.message.parts):
+                    yield TextCompleteEvent(run_id=run_id, text=response.message.text)
                 return
 
     def _skip(self, index: int, breaker: CircuitBreaker) -> ModelFellbackEvent:
@@ -236,7 +225,6 @@ class ModelCall:
             scope = self._scope
             return ModelFellbackEvent(
                 run_id=scope.run_id,
-                seq=scope.next_seq(),
                 previous_model=model.key,
                 next_model=models[index + 1].key,
                 error=f"circuit open for {breaker.retry_in(model.key):.3g} s more",
@@ -257,7 +245,6 @@ class ModelCall:
         scope = self._scope
         return ModelCircuitEvent(
             run_id=scope.run_id,
-            seq=scope.next_seq(),
             model=model.key,
             state="open",
             failures=breaker.failures(model.key),
@@ -291,3 +278,10 @@ def _check_sensitivity(model: Model, request: ModelRequest) -> None:
 
 def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
+
+
+def _shown(chunk: object) -> bool:
+    """Whether a chunk would have been streamed as an event (the consumer saw output)."""
+    if isinstance(chunk, ReasoningChunk):
+        return bool(chunk.text)
+    return isinstance(chunk, (TextChunk, ToolCallStartChunk, ToolCallDeltaChunk, ToolCallEndChunk))

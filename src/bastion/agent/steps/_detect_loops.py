@@ -30,7 +30,7 @@ def check_loops(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]) ->
     if not repeats:
         return []
     action = config.action
-    events: list[AgentEvent] = [r.event(scope.run_id, scope.next_seq(), action) for r in repeats]
+    events: list[AgentEvent] = [r.event(scope.run_id, action) for r in repeats]
     if action == "warn":
         for repeat in repeats:
             batch.annotate(repeat.call.id, loop_note(repeat))

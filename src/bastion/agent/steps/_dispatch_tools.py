@@ -6,7 +6,7 @@ observer are plugged into the executor only when overridden.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from bastion.agent._hooks import AgentHooks, LoopHooks, maybe_await
@@ -18,11 +18,8 @@ from bastion.core import (
     Message,
     ToolCall,
     ToolMessage,
-    Usage,
 )
 from bastion.tools import (
-    NESTED_USAGE,
-    PROMOTE_TOOLS,
     ApprovalDecision,
     ApprovalRequest,
     SkipTool,
@@ -34,6 +31,7 @@ from bastion.tools import (
 
 __all__ = [
     "ABORTED_RESULT",
+    "pump_batch",
     "record_outcome",
     "record_outcomes",
     "start_batch",
@@ -85,13 +83,10 @@ def start_batch(
     scope: RunScope,
     calls: Sequence[ToolCall],
     decisions: Mapping[str, ApprovalDecision] | None = None,
-    *,
-    numbered: bool = True,
 ) -> ToolBatch:
-    """Validate the calls of a step and bind them to the executor; iterate ``events()``.
+    """Validate the calls of a step and bind them to the executor; relay it with ``pump_batch``.
 
     ``decisions`` are human decisions on calls that waited for approval (a resumed run).
-    With ``numbered=False`` the events come with ``seq`` 0: the caller numbers them.
     """
     config = scope.config
     hooks = (
@@ -100,7 +95,6 @@ def start_batch(
     batch = config.executor.batch(
         calls,
         scope.ctx,
-        next_seq=scope.next_seq if numbered else _unnumbered,
         hooks=hooks,
         decisions=decisions,
         tools=scope.tools.by_name,  # the tools the model was shown this step
@@ -119,8 +113,34 @@ def _withheld(name: str) -> str:
     )
 
 
-def _unnumbered() -> int:
-    return 0
+async def pump_batch(scope: RunScope, batch: ToolBatch) -> AsyncGenerator[AgentEvent, None]:
+    """Relay a tool batch's events to the loop: the one observer of every batch.
+
+    The governance signals raised while a call was admitted or ran go out before the tool
+    event that follows them; each tool event is journaled as it leaves, numbered (whether
+    or not the consumer asks for more); an abort is checked after each event. Closing the
+    relay cancels the calls still running. Close it with ``aclosing``.
+    """
+    governance = scope.governance
+    journal = scope.journal
+    check_abort = scope.check_abort
+    events = batch.events()
+    try:
+        async for event in events:
+            if governance is not None and governance.signals:
+                for signal in governance.drain(scope.run_id):
+                    yield signal
+            if journal is None:
+                yield event
+            else:
+                try:
+                    yield event
+                finally:  # numbered by now: the loop numbers an event as it yields it
+                    journal.tool_event(event, batch, scope.state.step)
+            check_abort()
+    except BaseException:
+        await events.aclose()  # cancels calls still running
+        raise
 
 
 def record_outcomes(scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall]) -> None:
@@ -162,19 +182,10 @@ def record_outcome(
         kind, duration = outcome.error_kind, outcome.duration
         if outcome.untrusted:  # later requests carry the inbound preamble
             state.untrusted_seen = True
-        metadata = outcome.metadata
-        if metadata:
-            promote = metadata.get(PROMOTE_TOOLS)
-            if promote:
-                _promote(state.promoted_tools, tools, promote)
-            summary = metadata.get("bastion.summary_usage")
-            if isinstance(summary, Usage):  # a result summarised by a cheaper model
-                state.add_usage(str(metadata.get("bastion.summary_model")), summary)
-            nested = metadata.get(NESTED_USAGE)
-            if isinstance(nested, dict):  # a sub-agent's model calls (Agent.as_tool)
-                for model, usage in nested.items():  # pyright: ignore[reportUnknownVariableType]
-                    if isinstance(usage, Usage):
-                        state.add_usage(str(model), usage)  # pyright: ignore[reportUnknownArgumentType]
+        if outcome.promote_tools:
+            _promote(state.promoted_tools, tools, outcome.promote_tools)
+        for model, usage in outcome.spent:  # a sub-agent's calls, a result's summary
+            state.add_usage(model, usage)
     target.append(
         ToolMessage(
             tool_call_id=call.id,
@@ -198,15 +209,15 @@ def record_outcome(
     )
 
 
-def _promote(promoted: list[str], tools: Mapping[str, Tool], names: Any) -> None:
+def _promote(promoted: list[str], tools: Mapping[str, Tool], names: Sequence[object]) -> None:
     """Add the deferred tools named by a result (``tool_search``) to the run's catalogue.
 
     Names of unknown or eager tools are ignored: a result can only reveal deferred tools.
     """
-    for name in names if isinstance(names, (list, tuple)) else ():  # pyright: ignore[reportUnknownVariableType]
+    for name in names:
         tool = tools.get(name) if isinstance(name, str) else None
         if tool is not None and tool.defer_loading and name not in promoted:
-            promoted.append(name)  # pyright: ignore[reportUnknownArgumentType]  # checked str
+            promoted.append(tool.name)
 
 
 def unreported_events(scope: RunScope) -> list[AgentEvent]:
@@ -216,6 +227,6 @@ def unreported_events(scope: RunScope) -> list[AgentEvent]:
         aborted = ToolOutcome(
             call=call, content=ABORTED_RESULT, is_error=True, error_kind="aborted"
         )
-        events.append(end_event(outcome or aborted, scope.run_id, scope.next_seq()))
+        events.append(end_event(outcome or aborted, scope.run_id))
     scope.unreported = []
     return events

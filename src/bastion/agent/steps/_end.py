@@ -23,16 +23,12 @@ __all__ = ["end_run"]
 
 
 async def end_run(scope: RunScope) -> list[AgentEvent]:
-    """The closing events of a run, after the end-of-run hooks ran."""
+    """The closing events of a run (unnumbered), after the end-of-run hooks ran."""
     state = scope.state
     events: list[AgentEvent] = []
     if state.status == "aborted":
         abort = scope.abort
-        events.append(
-            AgentCancellingEvent(
-                run_id=scope.run_id, seq=scope.next_seq(), drain=bool(abort and abort.drain)
-            )
-        )
+        events.append(AgentCancellingEvent(run_id=scope.run_id, drain=bool(abort and abort.drain)))
         events.extend(unreported_events(scope))
         state.error = RunErrorInfo(code="run_aborted", message="The run was aborted.")
         _settle_pending_approvals(scope)
@@ -45,16 +41,13 @@ async def end_run(scope: RunScope) -> list[AgentEvent]:
         events.append(
             AgentErrorEvent(
                 run_id=scope.run_id,
-                seq=scope.next_seq(),
                 code=state.error.code,
                 message=state.error.message,
             )
         )
-    state.last_seq = end_seq = scope.next_seq()
     events.append(
         AgentEndEvent(
             run_id=scope.run_id,
-            seq=end_seq,
             status=state.status,
             output=state.output,
             usage=state.usage,

@@ -71,7 +71,6 @@ def _tripped(
 ) -> GuardrailTrippedEvent:
     return GuardrailTrippedEvent(
         run_id=scope.run_id,
-        seq=scope.next_seq(),
         guardrail=guardrail.name,
         stage=stage,
         action=action,

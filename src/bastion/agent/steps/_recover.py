@@ -35,7 +35,6 @@ async def recover(scope: RunScope, recovery: Recovery) -> AsyncGenerator[AgentEv
             assert request is not None  # every unknown call carries its request
             yield ToolApprovalRequestedEvent(
                 run_id=scope.run_id,
-                seq=scope.next_seq(),
                 tool_call_id=request.tool_call_id,
                 tool_name=request.tool_name,
                 arguments=pending.call.arguments,

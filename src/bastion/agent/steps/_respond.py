@@ -142,7 +142,6 @@ def step_end(scope: RunScope, call: ModelCall, response: ModelResponse) -> StepE
     """The ``step.end`` event of the current step."""
     return StepEndEvent(
         run_id=scope.run_id,
-        seq=scope.next_seq(),
         step=scope.state.step,
         model=call.model.key,
         finish_reason=response.finish_reason,
@@ -157,7 +156,6 @@ def reject_incomplete(
     events: list[AgentEvent] = [
         ToolCallIncompleteEvent(
             run_id=scope.run_id,
-            seq=scope.next_seq(),
             tool_call_id=incomplete.id,
             tool_name=incomplete.name,
         )

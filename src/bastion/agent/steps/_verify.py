@@ -43,7 +43,6 @@ async def verify(
         events.append(
             VerifierResultEvent(
                 run_id=scope.run_id,
-                seq=scope.next_seq(),
                 verifier=name,
                 passed=verdict.passed,
                 feedback="" if verdict.passed else verdict.feedback,

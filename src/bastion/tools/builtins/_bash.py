@@ -11,7 +11,6 @@ from typing import Any
 
 from bastion.core import ExecResult, RunContext, RuntimeAccessError
 from bastion.tools._outcome import ToolError
-from bastion.tools._pipeline import UNTRUSTED
 from bastion.tools._tool import Tool, ToolResult, tool
 
 from ._common import marker, runtime_of
@@ -54,7 +53,6 @@ async def _bash(
         raise ToolError(str(exc), kind="sandbox_violation") from None
     output = format_exec(result)
     metadata: dict[str, Any] = {
-        UNTRUSTED: True,  # what a command prints is data, not instructions
         "exit_code": result.exit_code,
         "duration": result.duration,
         "truncated": result.truncated,
@@ -65,8 +63,10 @@ async def _bash(
             f"Output so far: {output}",
             kind="timeout",
             metadata=metadata,
+            untrusted=True,
         )
-    return ToolResult(output=output, metadata=metadata)
+    # What a command prints is data, not instructions.
+    return ToolResult(output=output, metadata=metadata, untrusted=True)
 
 
 bash: Tool = tool(

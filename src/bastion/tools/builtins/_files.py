@@ -11,7 +11,6 @@ from typing import Any
 
 from bastion.core import RunContext
 from bastion.tools._outcome import ToolError
-from bastion.tools._pipeline import UNTRUSTED
 from bastion.tools._tool import SideEffectClass, Tool, ToolResult, tool
 
 from ._common import guarded, runtime_of
@@ -59,7 +58,7 @@ async def _read_file(
             f"\n[file truncated: showing the first {MAX_READ_BYTES:,} bytes of a longer "
             "text. Read on with start_line / max_lines.]"
         )
-    return ToolResult(output=text, metadata={UNTRUSTED: True})
+    return ToolResult(output=text, untrusted=True)
 
 
 async def _write_file(ctx: RunContext[Any], path: str, content: str) -> str:
@@ -127,7 +126,7 @@ async def _list_dir(ctx: RunContext[Any], path: str = ".") -> ToolResult:
             lines.append(f"{entry.name} ({entry.size:,} bytes)")
     if len(entries) > MAX_LIST_ENTRIES:
         lines.append(f"[{len(entries) - MAX_LIST_ENTRIES:,} more entries not shown]")
-    return ToolResult(output="\n".join(lines) or "(empty directory)", metadata={UNTRUSTED: True})
+    return ToolResult(output="\n".join(lines) or "(empty directory)", untrusted=True)
 
 
 def _builtin(function: Callable[..., Any], name: str, effect: SideEffectClass, label: str) -> Tool:
