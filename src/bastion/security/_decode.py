@@ -26,7 +26,7 @@ _INVISIBLE = dict.fromkeys(
     ],
 )
 # Unicode tag characters spell ASCII invisibly (U+E0041 is a hidden "A").
-_TAGS = {cp: cp - 0xE0000 for cp in range(0xE0020, 0xE007F)}
+_TAGS: dict[int, int | None] = {cp: cp - 0xE0000 for cp in range(0xE0020, 0xE007F)}
 _TAGS.update({0xE0001: None, 0xE007F: None})
 # Letters of other scripts that look like Latin ones (the common confusables).
 _CONFUSABLES = str.maketrans(

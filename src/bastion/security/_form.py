@@ -190,11 +190,12 @@ _ADDRESS = re.compile(
     r"(?:[\w.+-]+@[\w-]{1,63}\.[a-z]|https?://)"
 )
 _TOKEN = re.compile(r"[a-z0-9_'-]+")
-_ANY_TRIGGER = frozenset().union(*_TRIGGERS.values())
+_ANY_TRIGGER = frozenset[str]().union(*_TRIGGERS.values())
 _SINGLE = _TRIGGERS["N"] | _TRIGGERS["P"] | _TRIGGERS["S"]  # forms of one feature
 _MARKUP = frozenset('<["@')
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
-_UNIT = re.compile(r"\n|\\n|\\r|<br\s*/?>|</p>|</div>", re.IGNORECASE)
+# Units: lines, JSON and HTML line breaks; a Bastion marker look-alike starts a new one.
+_UNIT = re.compile(r"\n|\\n|\\r|<br\s*/?>|</p>|</div>|\[\s*bastion(?:-escaped)?\s*:", re.IGNORECASE)
 
 
 @dataclass(slots=True, frozen=True)
