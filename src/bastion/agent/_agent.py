@@ -38,7 +38,7 @@ from bastion.core._context import DepsT
 from bastion.core._runtime import check_sandbox_setting
 from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
 from bastion.observability import ToolAudit
-from bastion.security import INBOUND_POLICIES
+from bastion.security import INBOUND_POLICIES, SecurityConfig
 from bastion.stores import Stores
 from bastion.tools import (
     ApprovalConfig,
@@ -67,6 +67,7 @@ from bastion.tools import (
 from bastion.tools._search import TOOL_SEARCH
 
 from ._as_tool import check_subagents, subagent_tool
+from ._dataflow import apply_security
 from ._fallback import FallbackPolicy
 from ._guardrails import InputGuardrail, OutputGuardrail
 from ._hooks import AgentHooks, LoopHooks, SessionLink
@@ -231,6 +232,9 @@ class Agent(Generic[DepsT, OutputT]):
         sandbox: The sandbox of tools that do not choose their own ``sandbox=``: a
             :class:`~bastion.core.SandboxConfig`, ``True`` (the defaults) or ``False`` /
             ``None`` (none). A tool's own setting wins; ``False`` on a tool turns it off.
+        security: A :class:`~bastion.security.SecurityConfig`: the data-flow policy checked
+            before every sink call (tool outputs then carry provenance) and the secrets
+            vault tools reveal from (``secrets_allowed``). See ``docs/security.md``.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -290,6 +294,7 @@ class Agent(Generic[DepsT, OutputT]):
         context: ContextConfig | None = None,
         runtime: Runtime | None = None,
         sandbox: bool | SandboxConfig | None = None,
+        security: SecurityConfig | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -483,6 +488,7 @@ class Agent(Generic[DepsT, OutputT]):
         )
         if self.governance is not None:  # stage 0 of the tool gate
             self.executor.gate.governor = self.governance
+        self.security = apply_security(name, security, self.executor, self.audit.counters)
         check_subagents(name, self.tools, self.governance)
         self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet()
         self.store = build_store(store, name)

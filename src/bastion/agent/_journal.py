@@ -49,6 +49,7 @@ from bastion.core import (
     ToolMessage,
     Usage,
 )
+from bastion.security import PROVENANCE, Provenance
 from bastion.stores import (
     EntryKind,
     JournalConflict,
@@ -60,7 +61,15 @@ from bastion.stores import (
     StoreError,
     Stores,
 )
-from bastion.tools import NESTED_USAGE, PROMOTE_TOOLS, Directive, Tool, ToolBatch, ToolOutcome
+from bastion.tools import (
+    NESTED_USAGE,
+    PROMOTE_TOOLS,
+    SECRETS_USED,
+    Directive,
+    Tool,
+    ToolBatch,
+    ToolOutcome,
+)
 
 from ._binding import ApprovalMismatch, call_digest
 from ._state import RunState
@@ -568,6 +577,7 @@ def result_payload(outcome: ToolOutcome, step: int, event_seq: int) -> dict[str,
     }
     metadata = outcome.metadata
     if metadata:
+        _provenance_payload(metadata, payload)
         promote = metadata.get(PROMOTE_TOOLS)
         if isinstance(promote, (list, tuple)):
             payload["promote"] = [str(name) for name in promote]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
@@ -588,6 +598,7 @@ def result_payload(outcome: ToolOutcome, step: int, event_seq: int) -> dict[str,
 def outcome_from_payload(payload: Mapping[str, Any]) -> ToolOutcome:
     """The outcome a ``tool_result`` entry recorded."""
     metadata: dict[str, Any] = {}
+    _provenance_metadata(payload, metadata)
     if "promote" in payload:
         metadata[PROMOTE_TOOLS] = list(payload["promote"])
     if "summary_usage" in payload:
@@ -610,6 +621,24 @@ def outcome_from_payload(payload: Mapping[str, Any]) -> ToolOutcome:
         metadata=metadata,
         untrusted=bool(payload.get("untrusted", False)),
     )
+
+
+def _provenance_payload(metadata: Mapping[str, Any], payload: dict[str, Any]) -> None:
+    """Journal a result's provenance and the names of the secrets it used (data-flow policy)."""
+    provenance = metadata.get(PROVENANCE)
+    if isinstance(provenance, Provenance):
+        payload["provenance"] = provenance.to_dict()
+    used = metadata.get(SECRETS_USED)
+    if used:
+        payload["secrets_used"] = [str(name) for name in used]
+
+
+def _provenance_metadata(payload: Mapping[str, Any], metadata: dict[str, Any]) -> None:
+    """The metadata :func:`_provenance_payload` journaled."""
+    if "provenance" in payload:
+        metadata[PROVENANCE] = Provenance.from_dict(payload["provenance"])
+    if "secrets_used" in payload:
+        metadata[SECRETS_USED] = list(payload["secrets_used"])
 
 
 def _as_store_error(run_id: str, exc: Exception) -> Exception:

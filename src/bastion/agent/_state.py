@@ -19,6 +19,7 @@ from bastion.core import (
     ToolMessage,
     Usage,
 )
+from bastion.security import DataFlowLedger
 from bastion.tools import ApprovalRequest
 
 from ._result import RunResult, ToolCallRecord
@@ -93,6 +94,8 @@ class RunState:
     # ``snapshot()`` taken when it suspended, restored by a new Agent instance on resume.
     interrupts: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     governance: dict[str, Any] | None = None
+    # Provenance of what the run read, the plan and the policy violations (data-flow policy).
+    dataflow: DataFlowLedger | None = None
 
     def add_usage(self, model: str, usage: Usage) -> None:
         """Count a model call's usage in the total and against its model."""

@@ -22,6 +22,7 @@ from ._gate import (
     BeforeToolCall,
     Deny,
     Directive,
+    GuardVerdict,
     InterruptResolution,
     Mock,
     RepairHook,
@@ -30,6 +31,7 @@ from ._gate import (
     ToolCallRequest,
     ToolGate,
     ToolGovernor,
+    ToolGuard,
 )
 from ._inbound import FIRST_PARTY_TRUST_CLASSES, InboundSanitizer
 from ._invoke import DEFAULT_EVENT_QUEUE_DEPTH
@@ -45,7 +47,15 @@ from ._limits import (
     truncate_text,
 )
 from ._outcome import ToolError
-from ._pipeline import NESTED_USAGE, PROMOTE_TOOLS, UNTRUSTED, ResultEnvelope, ResultProcessor
+from ._pipeline import (
+    NESTED_USAGE,
+    PROMOTE_TOOLS,
+    SECRETS_USED,
+    UNTRUSTED,
+    ResultEnvelope,
+    ResultProcessor,
+)
+from ._provenance import ProvenanceStamper
 from ._read_result import READ_RESULT_MAX_BYTES, ResultReader, make_read_result_tool
 from ._registry import (
     PRECEDENCE,
@@ -91,6 +101,10 @@ from ._tool import (
 )
 
 __all__ = [
+    "ProvenanceStamper",
+    "SECRETS_USED",
+    "ToolGuard",
+    "GuardVerdict",
     "Allow",
     "ApprovalConfig",
     "ApprovalDecision",

@@ -17,7 +17,14 @@ from bastion.core import RunContext, ToolCall, ToolErrorKind
 if TYPE_CHECKING:
     from ._tool import Tool
 
-__all__ = ["NESTED_USAGE", "PROMOTE_TOOLS", "ResultEnvelope", "ResultProcessor", "UNTRUSTED"]
+__all__ = [
+    "NESTED_USAGE",
+    "PROMOTE_TOOLS",
+    "SECRETS_USED",
+    "UNTRUSTED",
+    "ResultEnvelope",
+    "ResultProcessor",
+]
 
 PROMOTE_TOOLS = "bastion.promote_tools"
 """``ToolResult.metadata`` key: names of deferred tools to add to the catalogue next step."""
@@ -25,6 +32,10 @@ PROMOTE_TOOLS = "bastion.promote_tools"
 NESTED_USAGE = "bastion.nested_usage"
 """``ToolResult.metadata`` key: usage of model calls the tool made for the run, by
 ``"provider:model"`` (a ``dict[str, Usage]``); the agent adds it to the run's usage."""
+
+SECRETS_USED = "bastion.secrets_used"
+"""``ToolResult.metadata`` key (set by the executor): names of the vault secrets the call
+revealed (never their values)."""
 
 UNTRUSTED = "bastion.untrusted"
 """``ToolResult.metadata`` key: ``True`` when the result carries untrusted content (a

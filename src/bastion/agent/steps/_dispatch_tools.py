@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bastion.agent._dataflow import note_outcome
 from bastion.agent._hooks import AgentHooks, LoopHooks, maybe_await
 from bastion.agent._result import ToolCallRecord
 from bastion.agent._scope import RunScope
@@ -151,6 +152,7 @@ def record_outcome(
             state.untrusted_seen = True
         metadata = outcome.metadata
         if metadata:
+            note_outcome(state, outcome)  # the provenance ledger (data-flow policy)
             promote = metadata.get(PROMOTE_TOOLS)
             if promote:
                 _promote(state.promoted_tools, tools, promote)

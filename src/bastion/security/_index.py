@@ -1,0 +1,176 @@
+"""The run's content index: which words and entities came from where.
+
+Built incrementally from the ledger (each record is indexed once, when it arrives), so a
+sink call costs the size of its arguments, not the size of the run's content:
+
+* **spans**: every run of :data:`SHINGLE` consecutive words (decoded and lower-cased, so
+  case, punctuation, escapes and look-alike characters do not hide a copy) of untrusted
+  and of secret content, hashed; an argument's own runs of words are looked up, and the
+  share of its words covered tells a verbatim or near-verbatim copy (one edited word only
+  breaks the runs that hold it);
+* **entities**: the normalised e-mail addresses, URLs and domains, IBANs, numbers,
+  amounts and paths of untrusted content, of secret content, and of trusted content (the
+  user's messages and trusted tools).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ._decode import scan_view
+from ._entities import extract_entities
+from ._provenance import DataFlowLedger, Provenance, ProvenanceRecord
+
+__all__ = ["SHINGLE", "DataFlowIndex", "ValueTrace", "index_of"]
+
+SHINGLE = 5
+"""Words per indexed run: shorter copies are followed through their entities only."""
+
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class ValueTrace:
+    """Where one argument value came from.
+
+    Attributes:
+        untrusted_share: Share of the value's words inside runs copied from untrusted content.
+        secret_share: The same for secret content.
+        untrusted_sources: Records the untrusted runs and entities came from.
+        secret_sources: Records the secret runs and entities came from.
+        entities: The value's normalised entities.
+        untrusted_entities: Those seen in untrusted content and in no trusted content.
+        secret_entities: Those seen in secret content.
+        unknown_entities: Those seen nowhere in the run.
+    """
+
+    untrusted_share: float
+    secret_share: float
+    untrusted_sources: frozenset[int]
+    secret_sources: frozenset[int]
+    entities: frozenset[str]
+    untrusted_entities: frozenset[str]
+    secret_entities: frozenset[str]
+    unknown_entities: frozenset[str]
+
+
+class DataFlowIndex:
+    """Spans and entities of a run's content, by trust and sensitivity."""
+
+    __slots__ = (
+        "_secret_entities",
+        "_secret_spans",
+        "_untrusted_entities",
+        "_untrusted_spans",
+        "indexed",
+        "provenance",
+        "secret_seen",
+        "trusted_entities",
+        "untrusted_seen",
+        "user_entities",
+    )
+
+    def __init__(self) -> None:
+        self._untrusted_spans: dict[int, int] = {}
+        self._secret_spans: dict[int, int] = {}
+        self._untrusted_entities: dict[str, int] = {}
+        self._secret_entities: dict[str, int] = {}
+        self.trusted_entities: set[str] = set()
+        self.user_entities: set[str] = set()
+        self.provenance: list[Provenance] = []
+        self.indexed = 0
+        self.untrusted_seen = False
+        self.secret_seen = False
+
+    def sync(self, ledger: DataFlowLedger) -> None:
+        """Index the ledger's records that arrived since the last call."""
+        records = ledger.records
+        for record in records[self.indexed :]:
+            self.add(record)
+
+    def add(self, record: ProvenanceRecord) -> None:
+        """Index one record (its number is its position in the ledger)."""
+        number = self.indexed
+        self.indexed += 1
+        provenance = record.provenance
+        self.provenance.append(provenance)
+        entities = extract_entities(record.text)
+        secret = provenance.sensitivity == "secret"
+        if secret:
+            self.secret_seen = True
+            _index_spans(self._secret_spans, record.text, number)
+            for entity in entities:
+                self._secret_entities.setdefault(entity, number)
+        if provenance.trust == "untrusted":
+            self.untrusted_seen = True
+            _index_spans(self._untrusted_spans, record.text, number)
+            for entity in entities:
+                self._untrusted_entities.setdefault(entity, number)
+        else:
+            self.trusted_entities.update(entities)
+            if provenance.trust == "user":
+                self.user_entities.update(entities)
+
+    def trace(self, value: str) -> ValueTrace:
+        """Where ``value`` (one argument) came from."""
+        words = _WORD.findall(scan_view(value)) if value else []
+        untrusted, u_from = _covered(words, self._untrusted_spans)
+        secret, s_from = _covered(words, self._secret_spans)
+        entities: set[str] = extract_entities(value) if value else set()
+        trusted = self.trusted_entities
+        bad = {e for e in entities if e in self._untrusted_entities and e not in trusted}
+        secrets = {e for e in entities if e in self._secret_entities}
+        unknown = {
+            e for e in entities if e not in trusted and e not in self._untrusted_entities
+        } - secrets
+        total = max(len(words), 1)
+        return ValueTrace(
+            untrusted_share=untrusted / total,
+            secret_share=secret / total,
+            untrusted_sources=frozenset(u_from | {self._untrusted_entities[e] for e in bad}),
+            secret_sources=frozenset(s_from | {self._secret_entities[e] for e in secrets}),
+            entities=frozenset(entities),
+            untrusted_entities=frozenset(bad),
+            secret_entities=frozenset(secrets),
+            unknown_entities=frozenset(unknown),
+        )
+
+    def source_names(self, numbers: Iterable[int]) -> tuple[str, ...]:
+        """Readable names of the records ``numbers`` (sorted, distinct)."""
+        return tuple(sorted({self.provenance[n].source for n in numbers}))
+
+
+def _index_spans(spans: dict[int, int], text: str, number: int) -> None:
+    words = _WORD.findall(scan_view(text))
+    for i in range(len(words) - SHINGLE + 1):
+        spans.setdefault(hash(tuple(words[i : i + SHINGLE])), number)
+
+
+def _covered(words: list[str], spans: dict[int, int]) -> tuple[int, set[int]]:
+    """How many of ``words`` lie in an indexed run, and the records those runs came from."""
+    if not spans or len(words) < SHINGLE:
+        return 0, set()
+    covered = [False] * len(words)
+    sources: set[int] = set()
+    for i in range(len(words) - SHINGLE + 1):
+        number = spans.get(hash(tuple(words[i : i + SHINGLE])))
+        if number is not None:
+            sources.add(number)
+            covered[i : i + SHINGLE] = [True] * SHINGLE
+    return sum(covered), sources
+
+
+_INDEXES: weakref.WeakKeyDictionary[DataFlowLedger, DataFlowIndex] = weakref.WeakKeyDictionary()
+
+
+def index_of(ledger: DataFlowLedger) -> DataFlowIndex:
+    """The ledger's index, brought up to date (made once per ledger, kept while it lives)."""
+    index = _INDEXES.get(ledger)
+    if index is None:
+        index = _INDEXES[ledger] = DataFlowIndex()
+    if index.indexed < len(ledger.records):
+        index.sync(ledger)
+    return index
