@@ -33,7 +33,7 @@ _CONFUSABLES = str.maketrans(
     "аеорсуххіїјѕԁɡһкӏмптвԛԝАВЕНІЈКМОРСТХУЅԌѴαβεικνορτυχΑΒΕΖΗΙΚΜΝΟΡΤΥΧℓı",
     "aeopcyxxiijsdghkimntbqwabehijkmopctxysgvabeiknoptuxabezhikmnoptyxli",
 )
-_MARKS = ("\\", "&", "*", "`", "__")
+_MARKS = ("\\", "&", "*", "`", "__", "~~")
 _JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrtbf\"\\/]))")
 _JSON_SIMPLE = {"n": "\n", "r": "\n", "t": " ", "b": "", "f": "", '"': '"', "\\": "\\", "/": "/"}
 _MARKDOWN = re.compile(r"(?<=\w)[*`~]+(?=\w)|\*{1,3}|`+|~~|__")
@@ -53,6 +53,8 @@ def needs_decoding(text: str) -> bool:
 
 def scan_view(text: str) -> str:
     """``text`` decoded for scanning (see the module doc), lower-cased."""
+    if not needs_decoding(text):
+        return text.lower()
     if "\\" in text:
         text = _JSON_ESCAPE.sub(_json_char, text)
     if "&" in text:

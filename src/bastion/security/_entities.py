@@ -15,20 +15,25 @@ from collections.abc import Iterable
 
 from ._decode import scan_view
 
-__all__ = ["allow_keys", "extract_entities"]
+__all__ = ["allow_keys", "entities_of_view", "extract_entities"]
 
-_ENTITY = re.compile(
-    r"(?P<email>(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+)"
-    r"|(?P<url>\bhttps?://[^\s<>\"'()\[\]{}]{1,2000})"
-    r"|(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]){11,30}\b)"
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63})+")
+_URL = re.compile(r"\bhttps?://[^\s<>\"'()\[\]{}]{1,2000}")
+_DIGITS = re.compile(
+    r"(?P<iban>\b[a-z]{2}\d{2}(?: ?[a-z0-9]){11,30}\b)"
     r"|(?P<amount>(?:[$€£¥]|\b(?:usd|eur|gbp|chf|jpy)\b)\s?\d[\d,]{0,20}(?:\.\d{1,4})?"
     r"|\b\d[\d,]{0,20}(?:\.\d{1,4})?\s?(?:[$€£]|(?:usd|eur|gbp|chf|jpy|dollars?|euros?"
     r"|pounds?)\b))"
-    r"|(?P<path>(?<![\w/])(?:~|\.{1,2})?/(?:[\w.-]{1,255}/){1,40}[\w.-]{0,255})"
-    r"|(?P<domain>\b(?:[a-z0-9-]{1,63}\.){1,10}(?:com|org|net|io|co|ai|app|dev|info|biz|me"
-    r"|us|uk|de|fr|nl|ru|cn|xyz|online|site|example|test)\b)"
     r"|(?P<number>(?<![\w.])\+?\d[\d \-().]{5,30}\d(?![\w.]))"
 )
+_PATH = re.compile(r"(?<![\w/:])(?:~|\.{1,2})?/(?:[\w.-]{1,255}/){1,40}[\w.-]{0,255}")
+# A bare domain is found from its top-level domain backwards (a literal "." to look for).
+_TLD = re.compile(
+    r"\.(?:com|org|net|io|co|ai|app|dev|info|biz|me|us|uk|de|fr|nl|ru|cn|xyz|online|site"
+    r"|example|test)\b"
+)
+_HAS_DIGIT = re.compile(r"\d")
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
 _TRAILING = ".,;:!?'\")]}"
 
 
@@ -76,11 +81,36 @@ def _normalise(kind: str, raw: str) -> Iterable[str]:
 
 def extract_entities(text: str) -> set[str]:
     """The normalised entities of ``text`` (decoded first, like the injection scan)."""
+    return entities_of_view(scan_view(text))
+
+
+def entities_of_view(view: str) -> set[str]:
+    """The normalised entities of an already decoded, lower-cased text.
+
+    Each kind's pattern runs only when the text holds the character it needs (``@``,
+    ``://``, a digit, ``/``, ``.``), so ordinary prose costs a few substring tests.
+    """
     found: set[str] = set()
-    for match in _ENTITY.finditer(scan_view(text)):
-        kind = match.lastgroup
-        if kind is not None:
-            found.update(_normalise(kind, match.group()))
+    if "@" in view:
+        for match in _EMAIL.finditer(view):
+            found.update(_normalise("email", match.group()))
+    if "://" in view:
+        for match in _URL.finditer(view):
+            found.update(_normalise("url", match.group()))
+    if _HAS_DIGIT.search(view):
+        for match in _DIGITS.finditer(view):
+            found.update(_normalise(match.lastgroup or "number", match.group()))
+    if "/" in view:
+        for match in _PATH.finditer(view):
+            found.update(_normalise("path", match.group()))
+    if "." in view:
+        for match in _TLD.finditer(view):
+            start = match.start()
+            while start > 0 and view[start - 1] in _HOST_CHARS:
+                start -= 1
+            host = view[start : match.end()].strip(".-")
+            if "." in host and "@" not in view[max(start - 1, 0) : start]:
+                found.update(_normalise("domain", host))
     return found
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ._decode import scan_view
-from ._entities import extract_entities
+from ._entities import entities_of_view, extract_entities
 from ._provenance import DataFlowLedger, Provenance, ProvenanceRecord
 
 __all__ = ["SHINGLE", "DataFlowIndex", "ValueTrace", "index_of"]
@@ -114,12 +114,19 @@ class DataFlowIndex:
             if provenance.trust == "user":
                 self.user_entities.update(entities)
 
-    def trace(self, value: str) -> ValueTrace:
-        """Where ``value`` (one argument) came from."""
-        words = _WORD.findall(scan_view(value)) if value else []
-        untrusted, u_from = _covered(words, self._untrusted_spans)
-        secret, s_from = _covered(words, self._secret_spans)
-        entities: set[str] = extract_entities(value) if value else set()
+    def trace(self, value: str, *, untrusted_spans: bool = True) -> ValueTrace:
+        """Where ``value`` (one argument) came from.
+
+        ``untrusted_spans=False`` skips looking for copied untrusted text (a rule that
+        only cares about secret data, or about entities, does not need it).
+        """
+        view = scan_view(value)
+        words: list[str] = _WORD.findall(view)
+        spans = self._untrusted_spans if untrusted_spans else {}
+        hashes = _shingles(words) if spans or self._secret_spans else []
+        untrusted, u_from = _covered(len(words), hashes, spans)
+        secret, s_from = _covered(len(words), hashes, self._secret_spans)
+        entities = entities_of_view(view)
         trusted = self.trusted_entities
         bad = {e for e in entities if e in self._untrusted_entities and e not in trusted}
         secrets = {e for e in entities if e in self._secret_entities}
@@ -143,24 +150,30 @@ class DataFlowIndex:
         return tuple(sorted({self.provenance[n].source for n in numbers}))
 
 
+def _shingles(words: list[str]) -> list[int]:
+    """Hashes of every run of :data:`SHINGLE` consecutive words."""
+    return [hash(tuple(words[i : i + SHINGLE])) for i in range(len(words) - SHINGLE + 1)]
+
+
 def _index_spans(spans: dict[int, int], text: str, number: int) -> None:
-    words = _WORD.findall(scan_view(text))
-    for i in range(len(words) - SHINGLE + 1):
-        spans.setdefault(hash(tuple(words[i : i + SHINGLE])), number)
+    for shingle in _shingles(_WORD.findall(scan_view(text))):
+        spans.setdefault(shingle, number)
 
 
-def _covered(words: list[str], spans: dict[int, int]) -> tuple[int, set[int]]:
-    """How many of ``words`` lie in an indexed run, and the records those runs came from."""
-    if not spans or len(words) < SHINGLE:
+def _covered(count: int, hashes: list[int], spans: dict[int, int]) -> tuple[int, set[int]]:
+    """How many of ``count`` words lie in an indexed run, and the records the runs came from."""
+    if not spans or not hashes:
         return 0, set()
-    covered = [False] * len(words)
     sources: set[int] = set()
-    for i in range(len(words) - SHINGLE + 1):
-        number = spans.get(hash(tuple(words[i : i + SHINGLE])))
+    covered = 0
+    end = 0  # words up to here are counted
+    for i, shingle in enumerate(hashes):
+        number = spans.get(shingle)
         if number is not None:
             sources.add(number)
-            covered[i : i + SHINGLE] = [True] * SHINGLE
-    return sum(covered), sources
+            covered += i + SHINGLE - max(i, end)
+            end = i + SHINGLE
+    return covered, sources
 
 
 _INDEXES: weakref.WeakKeyDictionary[DataFlowLedger, DataFlowIndex] = weakref.WeakKeyDictionary()

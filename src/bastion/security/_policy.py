@@ -329,7 +329,9 @@ def _argument_violations(
     rules = _requirements(policy, check.tool, path)
     if not rules:
         return
-    trace = check.index.trace(value)
+    trace = check.index.trace(
+        value, untrusted_spans=any(r.require != "no_secret" for r, _ in rules)
+    )
     for rule, _ in rules:
         why, sources = _breach(policy, check, rule, trace, value)
         if why is not None:
