@@ -66,7 +66,8 @@ def _ledger(size_kb: int) -> DataFlowLedger:
     ledger.records.append(
         ProvenanceRecord(provenance=_SECRET, text="Balance 12,345.67 EUR, credit line 50k.")
     )
-    text, i = [], 0
+    text: list[str] = []
+    i = 0
     while sum(map(len, text)) < size_kb * 1024:
         text.append(_email(i))
         i += 1
@@ -79,7 +80,7 @@ def _ledger(size_kb: int) -> DataFlowLedger:
 
 
 def _time(fn: Callable[[], object], repeats: int) -> list[float]:
-    samples = []
+    samples: list[float] = []
     for _ in range(repeats):
         started = time.perf_counter()
         fn()
@@ -109,7 +110,7 @@ def main() -> int:
         started = time.perf_counter()
         index = index_of(ledger)
         indexed = (time.perf_counter() - started) * 1e6 / size
-        figures = []
+        figures: list[tuple[float, float]] = []
         for arguments in (clean, injected):
             check = SinkCheck(tool="send_email", arguments=arguments, index=index)
             found = evaluate(policy, check)

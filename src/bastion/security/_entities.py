@@ -38,6 +38,8 @@ _TRAILING = ".,;:!?'\")]}"
 
 
 def _iban_valid(iban: str) -> bool:
+    if not (iban.isascii() and iban.isalnum()):
+        return False
     rearranged = iban[4:] + iban[:4]
     digits = "".join(str(int(c, 36)) for c in rearranged)
     return int(digits) % 97 == 1
@@ -51,7 +53,7 @@ def _iban(raw: str) -> str:
         if _iban_valid(compact):
             return f"iban:{compact}"
         chunks.pop()
-    compact = raw.upper()
+    compact = raw.replace(" ", "").upper()
     if _iban_valid(compact):
         return f"iban:{compact}"
     return f"number:{''.join(c for c in compact if c.isdigit())}"
