@@ -126,23 +126,33 @@ class DataFlowIndex:
         hashes = _shingles(words) if spans or self._secret_spans else []
         untrusted, u_from = _covered(len(words), hashes, spans)
         secret, s_from = _covered(len(words), hashes, self._secret_spans)
-        entities = entities_of_view(view)
-        trusted = self.trusted_entities
-        bad = {e for e in entities if e in self._untrusted_entities and e not in trusted}
-        secrets = {e for e in entities if e in self._secret_entities}
-        unknown = {
-            e for e in entities if e not in trusted and e not in self._untrusted_entities
-        } - secrets
+        entities = frozenset(entities_of_view(view))
         total = max(len(words), 1)
+        if not entities:  # most values: no entity to classify
+            return ValueTrace(
+                untrusted_share=untrusted / total,
+                secret_share=secret / total,
+                untrusted_sources=frozenset(u_from),
+                secret_sources=frozenset(s_from),
+                entities=entities,
+                untrusted_entities=entities,
+                secret_entities=entities,
+                unknown_entities=entities,
+            )
+        trusted = self.trusted_entities
+        untrusted_map, secret_map = self._untrusted_entities, self._secret_entities
+        bad = frozenset(e for e in entities if e in untrusted_map and e not in trusted)
+        secrets = frozenset(e for e in entities if e in secret_map)
+        unknown = entities - trusted - untrusted_map.keys() - secrets
         return ValueTrace(
             untrusted_share=untrusted / total,
             secret_share=secret / total,
-            untrusted_sources=frozenset(u_from | {self._untrusted_entities[e] for e in bad}),
-            secret_sources=frozenset(s_from | {self._secret_entities[e] for e in secrets}),
-            entities=frozenset(entities),
-            untrusted_entities=frozenset(bad),
-            secret_entities=frozenset(secrets),
-            unknown_entities=frozenset(unknown),
+            untrusted_sources=frozenset(u_from | {untrusted_map[e] for e in bad}),
+            secret_sources=frozenset(s_from | {secret_map[e] for e in secrets}),
+            entities=entities,
+            untrusted_entities=bad,
+            secret_entities=secrets,
+            unknown_entities=unknown,
         )
 
     def source_names(self, numbers: Iterable[int]) -> tuple[str, ...]:
@@ -152,7 +162,7 @@ class DataFlowIndex:
 
 def _shingles(words: list[str]) -> list[int]:
     """Hashes of every run of :data:`SHINGLE` consecutive words."""
-    return [hash(tuple(words[i : i + SHINGLE])) for i in range(len(words) - SHINGLE + 1)]
+    return list(map(hash, zip(*(words[k:] for k in range(SHINGLE)), strict=False)))
 
 
 def _index_spans(spans: dict[int, int], text: str, number: int) -> None:
@@ -162,7 +172,7 @@ def _index_spans(spans: dict[int, int], text: str, number: int) -> None:
 
 def _covered(count: int, hashes: list[int], spans: dict[int, int]) -> tuple[int, set[int]]:
     """How many of ``count`` words lie in an indexed run, and the records the runs came from."""
-    if not spans or not hashes:
+    if not spans or not hashes or spans.keys().isdisjoint(hashes):
         return 0, set()
     sources: set[int] = set()
     covered = 0

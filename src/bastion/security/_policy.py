@@ -61,6 +61,7 @@ TARGET_WORDS = frozenset(
 """Argument names (or ``_``-separated words of them) that name where a sink acts."""
 
 _COPY_SHARE = 0.5  # a value with at least this share of copied words is a copy
+_RULE_CACHE = 4096  # (tool, argument) pairs whose rules a policy remembers
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -198,6 +199,13 @@ class DataFlowPolicy:
     action: Action = "refuse"
     plan: Plan | Planner | Literal["auto"] | None = None
     _allowed: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+    # The rules of each (tool, argument) met so far: policies are fixed, arguments recur.
+    _rules: dict[tuple[str, str], list[ArgumentRule]] = field(
+        init=False,
+        repr=False,
+        compare=False,
+        default_factory=dict[tuple[str, str], list[ArgumentRule]],
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in ("shadow", "enforce"):
@@ -312,14 +320,24 @@ def _is_target(path: str) -> bool:
     return any(word in TARGET_WORDS for word in _SPLIT.split(name) if word)
 
 
-def _requirements(policy: DataFlowPolicy, tool: str, path: str) -> list[tuple[ArgumentRule, bool]]:
-    """The rules on one argument, each with whether it is the policy's own default."""
-    rules = [(r, False) for r in policy.rules if r.applies(tool, path)]
-    explicit = {r.require for r, _ in rules}
+_DEFAULT_TRUSTED = ArgumentRule(require="trusted")
+_DEFAULT_NO_SECRET = ArgumentRule(require="no_secret")
+
+
+def _requirements(policy: DataFlowPolicy, tool: str, path: str) -> list[ArgumentRule]:
+    """The rules on one argument: the explicit ones, then the policy's defaults."""
+    key = (tool, path)
+    cached = policy._rules.get(key)
+    if cached is not None:
+        return cached
+    rules = [r for r in policy.rules if r.applies(tool, path)]
+    explicit = {r.require for r in rules}
     if policy.target_arguments and "trusted" not in explicit and _is_target(path):
-        rules.append((ArgumentRule(require="trusted"), True))
+        rules.append(_DEFAULT_TRUSTED)
     if policy.secret_content and "no_secret" not in explicit:
-        rules.append((ArgumentRule(require="no_secret"), True))
+        rules.append(_DEFAULT_NO_SECRET)
+    if len(policy._rules) < _RULE_CACHE:
+        policy._rules[key] = rules
     return rules
 
 
@@ -329,10 +347,8 @@ def _argument_violations(
     rules = _requirements(policy, check.tool, path)
     if not rules:
         return
-    trace = check.index.trace(
-        value, untrusted_spans=any(r.require != "no_secret" for r, _ in rules)
-    )
-    for rule, _ in rules:
+    trace = check.index.trace(value, untrusted_spans=any(r.require != "no_secret" for r in rules))
+    for rule in rules:
         why, sources = _breach(policy, check, rule, trace, value)
         if why is not None:
             yield Violation(
