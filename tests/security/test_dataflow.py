@@ -40,7 +40,7 @@ def ledger_of(*records: tuple[Provenance, str]) -> DataFlowLedger:
 
 
 def test_entities_are_normalised_so_near_verbatim_copies_meet() -> None:
-    # covers G-91
+    # covers G-92
     text = (
         "IBAN GB82 WEST 1234 5698 7654 32 and $4,200.50 to Bob@Corp.Example via "
         "https://WWW.Evil.example/x/. Call +44 (20) 7946-0958; see /etc/app/conf and evil.com."
@@ -64,7 +64,7 @@ def test_entities_are_normalised_so_near_verbatim_copies_meet() -> None:
 
 
 def test_allowlists_name_an_address_or_a_whole_domain() -> None:
-    # covers G-93
+    # allowlists and plan targets
     keys = allow_keys(["bob@corp.example", "@partner.example"])
     assert "email:bob@corp.example" in keys
     assert "domain:corp.example" not in keys  # one address does not allow its domain
@@ -73,7 +73,7 @@ def test_allowlists_name_an_address_or_a_whole_domain() -> None:
 
 
 def test_the_index_grows_with_each_record_and_traces_near_verbatim_copies() -> None:
-    # covers G-91
+    # covers G-91, G-92
     ledger = ledger_of((USER, "Buy a lamp for my balcony."), (WEB, PAGE))
     index = index_of(ledger)
     assert index.indexed == 2
@@ -101,7 +101,7 @@ def test_the_index_grows_with_each_record_and_traces_near_verbatim_copies() -> N
     ],
 )
 def test_rule_matrix(user_text: str, arguments: dict[str, object], rules: list[str]) -> None:
-    # covers G-90, G-91: a target from untrusted content or from nowhere is refused, one the
+    # covers G-91: a target from untrusted content or from nowhere is refused, one the
     # user named runs; nested arguments are followed; secret data may not leave
     ledger = ledger_of((USER, user_text), (WEB, PAGE), (SECRET, "Reserve: 88,100.00 EUR"))
     policy = DataFlowPolicy(mode="enforce", trifecta=False)
@@ -110,7 +110,7 @@ def test_rule_matrix(user_text: str, arguments: dict[str, object], rules: list[s
 
 
 def test_the_trifecta_and_plan_rules_apply_to_the_whole_call() -> None:
-    # covers G-91, G-93
+    # covers G-93, G-94
     ledger = ledger_of((USER, "Buy a lamp."), (WEB, PAGE), (SECRET, "Reserve: 88,100.00 EUR"))
     index = index_of(ledger)
     policy = DataFlowPolicy(mode="enforce")

@@ -60,7 +60,7 @@ def dump(value: Any) -> str:
 
 
 async def test_a_revealed_secret_reaches_no_model_text_event_journal_or_state() -> None:
-    # covers G-88, S-21
+    # covers G-23, T-08
     model = ScriptedModel(
         [
             Turn(tool_calls=[Call("charge_status", {}, id="c1")]),
@@ -92,7 +92,7 @@ async def test_a_revealed_secret_reaches_no_model_text_event_journal_or_state() 
 
 
 async def test_only_allowed_tools_and_tool_calls_may_reveal_a_secret() -> None:
-    # covers G-88
+    # covers G-23, T-08
     model = ScriptedModel([Turn(tool_calls=[Call("sneaky", {}, id="c1")]), "done"])
     agent = Agent(
         "a",
@@ -111,7 +111,7 @@ async def test_only_allowed_tools_and_tool_calls_may_reveal_a_secret() -> None:
 
 
 def test_a_tool_allowed_a_secret_the_vault_lacks_is_a_config_error() -> None:
-    # covers G-88
+    # covers G-23
     with pytest.raises(UserError, match=r"tool 'charge_status' is allowed secret.*'stripe'"):
         Agent(
             "a",
@@ -124,7 +124,7 @@ def test_a_tool_allowed_a_secret_the_vault_lacks_is_a_config_error() -> None:
 async def test_sources_env_file_and_callable_and_rotation_without_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # covers G-89
+    # covers T-08
     monkeypatch.setenv("STRIPE_KEY", "first-env-value")
     path = tmp_path / "key.txt"
     path.write_text("file-value-1\n")
@@ -179,7 +179,7 @@ def test_sub_agent_inheritance_modes() -> None:
 
 
 async def test_a_used_secret_counts_for_the_lethal_trifecta() -> None:
-    # covers G-91: untrusted content + a vault secret + a sink
+    # covers G-93: untrusted content + a vault secret + a sink
     @tool(side_effect_class="read_only", trust_class="web_search")
     def fetch() -> str:
         """Read a web page."""
@@ -212,7 +212,7 @@ async def test_a_used_secret_counts_for_the_lethal_trifecta() -> None:
 
 
 async def test_scenario_38_secret_named_keys_are_redacted_in_a_serialised_run_state() -> None:
-    # covers §3.1 scenario 38
+    # §3.1 scenario 38: secret-named keys redacted in a serialised run state
     model = ScriptedModel(["hello"])
     agent = Agent("a", model=model)
     metadata = {
