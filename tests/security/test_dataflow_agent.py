@@ -221,10 +221,14 @@ async def test_scenario_34_a_declassified_sink_and_a_clean_flow_run() -> None:
         send("bob@corp.example", "Status."),
     ]
     declassified = agent_with(calls, mode="enforce", declassify_sinks=["send_email"])
-    (
-        await declassified.run("Check issue 12 and the balance, then mail bob@corp.example.")
-    ).raise_for_status()
+    prompt = "Check issue 12 and the balance, then mail bob@corp.example."
+    events = [e async for e in declassified.stream(prompt)]
     assert [s["to"] for s in sent] == ["bob@corp.example"]
+    [signal] = [e for e in events if isinstance(e, GovernanceEvent)]
+    assert signal.signal == "security.dataflow.declassified"  # audited, and it ran
+    assert signal.data["waived"] == ["trifecta"]
+    counter = "security.dataflow.declassified.total{tool=send_email}"
+    assert declassified.audit.counters.get(counter) == 1
     clean = agent_with(
         [Call("fetch_issue", {}, id="f1"), send("bob@corp.example", "Status.", "s2")],
         mode="enforce",

@@ -128,11 +128,13 @@ def _note_user_messages(ledger: DataFlowLedger, messages: Sequence[Message]) -> 
 class DataFlowGuard:
     """The data-flow stage of the tool gate (see the module doc)."""
 
-    __slots__ = ("_counters", "policy")
+    __slots__ = ("_counters", "_undeclassified", "policy")
 
     def __init__(self, policy: DataFlowPolicy, counters: Counters) -> None:
         self.policy = policy
         self._counters = counters
+        # The same policy without its declassified sinks: what such a sink would have broken.
+        self._undeclassified = replace(policy, declassify_sinks=())
 
     async def check(
         self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any], ctx: RunContext[Any]
@@ -157,9 +159,23 @@ class DataFlowGuard:
             secrets_used=bool(ledger.secrets_used),
         )
         violations = evaluate(policy, check)
-        if not violations:
+        if violations:
+            return self._verdict(ledger, call, violations)
+        if policy.declassify_sinks and policy.declassifies_sink(tool.name):
+            return self._declassified(call, evaluate(self._undeclassified, check))
+        return None
+
+    def _declassified(self, call: ToolCall, waived: list[Violation]) -> GuardVerdict | None:
+        """Audit a declassified sink that would have broken the policy; it runs."""
+        if not waived:
             return None
-        return self._verdict(ledger, call, violations)
+        self._counters.incr("security.dataflow.declassified.total", tool=call.name)
+        data: dict[str, Any] = {
+            "tool": call.name,
+            "tool_call_id": call.id,
+            "waived": [v.rule for v in waived],
+        }
+        return GuardVerdict(decision=None, signal="security.dataflow.declassified", data=data)
 
     def _verdict(
         self, ledger: DataFlowLedger, call: ToolCall, violations: list[Violation]
