@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, RunResult, tool
+from bastion import Agent, RunResult, run_state_from_json, run_state_to_json, tool
 from bastion.core import GovernanceEvent, ToolMessage
 from bastion.security import (
     DataFlowLedger,
@@ -122,6 +122,10 @@ async def test_enforce_refuses_an_injected_recipient_with_a_tool_error() -> None
         True,
     )
     assert violation.sources == ("tool:read_inbox",)
+    assert result.state is not None
+    restored = run_state_from_json(run_state_to_json(result.state)).dataflow
+    assert restored is not None  # the ledger travels with a serialised state
+    assert (restored.records, restored.violations) == (ledger(result).records, [violation])
 
 
 async def test_shadow_runs_the_call_but_reports_and_counts_it() -> None:
