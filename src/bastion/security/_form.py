@@ -124,7 +124,10 @@ _TRIGGERS: dict[str, frozenset[str]] = {
     "K": _set("before after once while"),
     "N": _set("task instructions instruction objective goal directive orders mission job priority"),
     "P": _set("now longer act behave respond pretend role persona identity name mode"),
-    "S": _set("user human operator owner principal secret hidden"),
+    "S": _set(
+        "tell telling inform informing mention mentioning notify notifying alert alerting "
+        "ask asking let letting show showing keep hide"
+    ),
     "R": _set("aside attention longer follow following obey listen mind"),
     "U": _set("have need needs sure right crucial essential vital"),
 }
@@ -190,9 +193,6 @@ _ADDRESS = re.compile(
     r"(?:[\w.+-]+@[\w-]{1,63}\.[a-z]|https?://)"
 )
 _TOKEN = re.compile(r"[a-z0-9_'-]+")
-_ANY_TRIGGER = frozenset[str]().union(*_TRIGGERS.values())
-_SINGLE = _TRIGGERS["N"] | _TRIGGERS["P"] | _TRIGGERS["S"]  # forms of one feature
-_MARKUP = frozenset('<["@')
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 # Units: lines, JSON and HTML line breaks; a Bastion marker look-alike starts a new one.
 _UNIT = re.compile(r"\n|\\n|\\r|<br\s*/?>|</p>|</div>|\[\s*bastion(?:-escaped)?\s*:", re.IGNORECASE)
@@ -236,26 +236,87 @@ def features(sentence: str) -> set[str]:
     """The features of one lower-cased sentence (see the module doc)."""
     words = set(_TOKEN.findall(sentence))
     found = {name for name, vocabulary in _WORDS.items() if not words.isdisjoint(vocabulary)}
-    if (
-        len(found) + len(words & _ANY_TRIGGER) < 2
-        and words.isdisjoint(_SINGLE)
-        and not _MARKUP.intersection(sentence)
-    ):
-        return found  # one feature at most: no form can be made of it
-    for name, triggers in _TRIGGERS.items():
-        if (
-            name not in found
-            and not words.isdisjoint(triggers)
-            and _PATTERNS[name].search(sentence)
-        ):
-            found.add(name)
-    if ("@" in sentence or "http" in sentence) and _ADDRESS.search(sentence):
-        found.add("G")
-    if ("<" in sentence or "[" in sentence or '"role"' in sentence) and _MARKER.search(sentence):
-        found.add("M")
-    if ("<" in sentence or '"' in sentence or "functions." in sentence) and _CALL.search(sentence):
-        found.add("C")
+    possible = {
+        name
+        for name, triggers in _TRIGGERS.items()
+        if name not in found and not words.isdisjoint(triggers) and _GATES[name](words)
+    }
+    marks = {name for name, probe in _MARKS if probe(sentence)}
+    if _verdict(found | possible | marks) is None:
+        return found  # even if every pattern matched, no form could be made
+    found.update(name for name in possible if _PATTERNS[name].search(sentence))
+    found.update(name for name in marks if _MARK_PATTERNS[name].search(sentence))
     return found
+
+
+def _any(first: str, *needles: str) -> Callable[[str], bool]:
+    """A probe: does the text hold one of ``needles``? ``first`` is a character all share."""
+    return lambda text: first in text and any(needle in text for needle in needles)
+
+
+def _both(first: frozenset[str], second: frozenset[str]) -> Callable[[set[str]], bool]:
+    return lambda words: not words.isdisjoint(first) and not words.isdisjoint(second)
+
+
+def _always(words: set[str]) -> bool:
+    return True
+
+
+def _persona(words: set[str]) -> bool:
+    """Whether the words could hold one of the persona phrases (``you are now ...``)."""
+    return bool(
+        (("now" in words or "longer" in words) and ("you" in words or "from" in words))
+        or ("as" in words and not words.isdisjoint({"act", "behave", "respond"}))
+        or "pretend" in words
+        or ("new" in words and not words.isdisjoint({"role", "persona", "identity", "name"}))
+        or ("mode" in words and not words.isdisjoint(_MODES))
+    )
+
+
+_MODES = _set("developer god jailbreak dan unrestricted")
+_GATES: dict[str, Callable[[set[str]], bool]] = {
+    "W": lambda words: (
+        not words.isdisjoint({"told", "asked", "given", "instructed", "assigned"})
+        or _both(
+            _set("system initial original earlier previous prior above preceding"),
+            _set(
+                "message context request guidance command commands setup prompt instruction "
+                "instructions task orders rules"
+            ),
+        )(words)
+    ),
+    "X": _always,
+    "A": _always,
+    "K": _always,
+    "N": _both(
+        _set("new updated revised real actual true additional hidden secret urgent your"),
+        _set("task instructions instruction objective goal directive orders mission job priority"),
+    ),
+    "P": _persona,
+    "S": _both(
+        _TRIGGERS["S"], _set("user human operator owner principal this it secret hidden from")
+    ),
+    "R": _always,
+    "U": _always,
+}
+_TAG_NEEDLES = (
+    "<|", "<<sys", "<</sys", "<system", "</system", "<assistant", "</assistant", "<developer",
+    "</developer", "<tool_", "</tool_", "<function_results", "</function_results",
+    "<instruction", "</instruction",
+)  # fmt: skip
+_TAGGED = _any("<", *_TAG_NEEDLES)
+_BRACKETED = _any("[", "[inst", "[/inst")
+_QUOTED_CALL = _any('"', '"name"', '"tool', '"function')
+_TAGGED_CALL = _any("<", "<function", "<invoke", "<tool_")
+_MARKS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("G", lambda text: "@" in text or "http" in text),
+    ("M", lambda text: _TAGGED(text) or _BRACKETED(text) or '"role"' in text),
+    ("C", lambda text: _QUOTED_CALL(text) or _TAGGED_CALL(text) or "functions." in text),
+)
+_MARK_PATTERNS: dict[str, re.Pattern[str]] = {"G": _ADDRESS, "M": _MARKER, "C": _CALL}
+
+
+_ALONE = frozenset("MCNPSH")  # features that can make a form on their own
 
 
 def _verdict(found: set[str]) -> tuple[str, InjectionCategory] | None:
@@ -273,7 +334,7 @@ def _sentences(view: str) -> Iterator[tuple[int, int, set[str]]]:
         whole.add("H")
         if not view[header.end() :].strip():
             whole.add("bare")  # a turn header on its own line
-    if _verdict(whole) is None:
+    if (len(whole) < 2 and whole.isdisjoint(_ALONE)) or _verdict(whole) is None:
         return  # no sentence of the unit can have more than the whole unit has
     start, vocative = 0, False
     for cut in [*_SENTENCE.finditer(view), None]:
