@@ -242,7 +242,8 @@ def features(sentence: str) -> set[str]:
         if name not in found and not words.isdisjoint(triggers) and _GATES[name](words)
     }
     marks = {name for name, probe in _MARKS if probe(sentence)}
-    if _verdict(found | possible | marks) is None:
+    candidate = found | possible | marks
+    if (len(candidate) < 2 and candidate.isdisjoint(_ALONE)) or _verdict(candidate) is None:
         return found  # even if every pattern matched, no form could be made
     found.update(name for name in possible if _PATTERNS[name].search(sentence))
     found.update(name for name in marks if _MARK_PATTERNS[name].search(sentence))
