@@ -101,10 +101,6 @@ from ._tool import (
 )
 
 __all__ = [
-    "ProvenanceStamper",
-    "SECRETS_USED",
-    "ToolGuard",
-    "GuardVerdict",
     "Allow",
     "ApprovalConfig",
     "ApprovalDecision",
@@ -130,6 +126,7 @@ __all__ = [
     "Embedder",
     "ExecutionMode",
     "FIRST_PARTY_TRUST_CLASSES",
+    "GuardVerdict",
     "InboundPolicy",
     "InboundSanitizer",
     "InterruptResolution",
@@ -146,6 +143,7 @@ __all__ = [
     "PRECEDENCE",
     "PROMOTE_TOOLS",
     "Progress",
+    "ProvenanceStamper",
     "QueryEmbedder",
     "READ_RESULT_MAX_BYTES",
     "RESULT_HANDLE",
@@ -156,6 +154,7 @@ __all__ = [
     "ResultReadError",
     "ResultReader",
     "Rewrite",
+    "SECRETS_USED",
     "SearchHit",
     "Sensitivity",
     "SideEffectClass",
@@ -175,6 +174,7 @@ __all__ = [
     "ToolExecutor",
     "ToolGate",
     "ToolGovernor",
+    "ToolGuard",
     "ToolIndex",
     "ToolOutcome",
     "ToolRegistry",
