@@ -14,11 +14,12 @@ forms above. Each feature alone is ordinary prose; only combinations inside one 
 count, which keeps code, documentation and business e-mail quiet (``benchmarks/injection.py``
 measures both rates).
 
-Speed: a line's words are read with ``str.translate`` and ``str.split``; only a line with
-two features or more is split into sentences, and the few multi-word features are
-regular expressions run on that sentence alone. Text is first split into units (lines,
-JSON ``\n`` escapes, HTML line breaks); a unit holding escapes, markup or non-ASCII
-characters is decoded (``_decode.py``) and, when flagged, flagged whole.
+Speed: a line's words are read once (one regular expression) and tested against small
+word sets; the few multi-word features are regular expressions tried on that sentence only
+when they could complete a form, and only a line that may form one is split into
+sentences. Text is first split into units (lines, JSON ``\n`` escapes, HTML line breaks);
+a unit holding escapes, markup or non-ASCII characters is decoded (``_decode.py``) and,
+when flagged, flagged whole.
 """
 
 from __future__ import annotations
