@@ -15,10 +15,9 @@ sink call costs the size of its arguments, not the size of the run's content:
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ._decode import scan_view
 from ._entities import entities_of_view, extract_entities
@@ -29,11 +28,16 @@ __all__ = ["SHINGLE", "DataFlowIndex", "ValueTrace", "index_of"]
 SHINGLE = 5
 """Words per indexed run: shorter copies are followed through their entities only."""
 
-_WORD = re.compile(r"\w+")
+# Word characters stay, every other ASCII byte becomes a space; UTF-8 bytes of other
+# letters stay too. Splitting the translated bytes gives the words at C speed.
+_TO_WORDS = bytes(b if chr(b).isalnum() or b == 0x5F or b >= 0x80 else 0x20 for b in range(256))
 
 
-@dataclass(kw_only=True, slots=True, frozen=True)
-class ValueTrace:
+def _words(view: str) -> list[bytes]:
+    return view.encode().translate(_TO_WORDS).split()
+
+
+class ValueTrace(NamedTuple):
     """Where one argument value came from.
 
     Attributes:
@@ -121,7 +125,7 @@ class DataFlowIndex:
         only cares about secret data, or about entities, does not need it).
         """
         view = scan_view(value)
-        words: list[str] = _WORD.findall(view)
+        words = _words(view)
         spans = self._untrusted_spans if untrusted_spans else {}
         hashes = _shingles(words) if spans or self._secret_spans else []
         untrusted, u_from = _covered(len(words), hashes, spans)
@@ -143,7 +147,9 @@ class DataFlowIndex:
         untrusted_map, secret_map = self._untrusted_entities, self._secret_entities
         bad = frozenset(e for e in entities if e in untrusted_map and e not in trusted)
         secrets = frozenset(e for e in entities if e in secret_map)
-        unknown = entities - trusted - untrusted_map.keys() - secrets
+        unknown = frozenset(
+            e for e in entities if e not in trusted and e not in untrusted_map and e not in secrets
+        )  # one test per entity: never a walk over the index
         return ValueTrace(
             untrusted_share=untrusted / total,
             secret_share=secret / total,
@@ -160,13 +166,13 @@ class DataFlowIndex:
         return tuple(sorted({self.provenance[n].source for n in numbers}))
 
 
-def _shingles(words: list[str]) -> list[int]:
+def _shingles(words: list[bytes]) -> list[int]:
     """Hashes of every run of :data:`SHINGLE` consecutive words."""
     return list(map(hash, zip(*(words[k:] for k in range(SHINGLE)), strict=False)))
 
 
 def _index_spans(spans: dict[int, int], text: str, number: int) -> None:
-    for shingle in _shingles(_WORD.findall(scan_view(text))):
+    for shingle in _shingles(_words(scan_view(text))):
         spans.setdefault(shingle, number)
 
 
