@@ -220,3 +220,29 @@ def test_url_parser_accepts_only_absolute_http_urls(text: str) -> None:
         return
     assert url.scheme in ("http", "https")
     assert url.host
+
+
+async def test_a_fetched_page_is_labelled_with_its_url_in_the_data_flow_ledger(
+    server: str,
+) -> None:
+    # covers G-91: the provenance of web content is the URL it was read from
+    from bastion.security import DataFlowPolicy, SecurityConfig
+
+    model = ScriptedModel([Turn(tool_calls=[Call("web_fetch", {"url": f"{server}/page"})]), "ok"])
+    agent = Agent(
+        "reader",
+        model=model,
+        tools=[web_fetch_tool(allow=LOCAL)],
+        security=SecurityConfig(dataflow=DataFlowPolicy()),
+    )
+    result = await agent.run("Read the orders page.")
+    assert result.state is not None
+    assert result.state.dataflow is not None
+    [user, page] = result.state.dataflow.records
+    assert user.provenance.trust == "user"
+    assert (page.provenance.source, page.provenance.kind, page.provenance.trust) == (
+        f"{server}/page",
+        "web",
+        "untrusted",
+    )
+    assert "Order 1042 & 1043 shipped." in page.text

@@ -49,6 +49,7 @@ from ._build import (
     check_tool_choice,
 )
 from ._config import Instructions, RunConfig
+from ._dataflow import apply_security
 from ._drive import AgentDrive, start_drive
 from ._fallback import FallbackPolicy
 from ._input import check_history, check_user_input
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
 
     from bastion.context import Compaction, ContextConfig
     from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
+    from bastion.security import SecurityConfig
     from bastion.sessions import Session
     from bastion.stores import Stores
     from bastion.tools import (
@@ -216,6 +218,9 @@ class Agent(Generic[DepsT, OutputT]):
         record_responses: Also keep each model response as the provider streamed it
             (every chunk) in the journal, so ``bastion.testing.ReplayModel`` can replay
             the run without calling the model. Needs a ``store``. Default ``False``.
+        security: A :class:`~bastion.security.SecurityConfig`: the data-flow policy checked
+            before every sink call (tool outputs then carry provenance) and the secrets
+            vault tools reveal from (``secrets_allowed``). See ``docs/security.md``.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -268,6 +273,7 @@ class Agent(Generic[DepsT, OutputT]):
         verifiers: Verification | Sequence[VerifierLike] = (),
         loop_detection: LoopDetection | None = None,
         record_responses: bool = False,
+        security: SecurityConfig | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -341,6 +347,7 @@ class Agent(Generic[DepsT, OutputT]):
             governor=governance,
             name=name,
         )
+        security = apply_security(name, security, executor, audit.counters)
         check_subagents(name, toolset.by_name, governance)
         stores = build_store(store, name)
         if record_responses and stores is None:
@@ -391,6 +398,7 @@ class Agent(Generic[DepsT, OutputT]):
             verification=Verification.of(verifiers),
             loop_detection=check_loop_detection(loop_detection, name),
             record_responses=record_responses,
+            security=security,
         )
         self.registry = parts.registry
         """The agent's tools by name; ``registry.register(tool)`` adds one for later steps."""
@@ -478,6 +486,11 @@ class Agent(Generic[DepsT, OutputT]):
     def tool_sources(self) -> ToolSources:
         """The agent's tool sources (MCP servers), asked for their tools before each step."""
         return self._config.tool_sources
+
+    @property
+    def security(self) -> SecurityConfig | None:
+        """The data-flow policy and secrets vault (``Agent(security=...)``), else ``None``."""
+        return self._config.security
 
     @property
     def executor(self) -> ToolExecutor:

@@ -24,6 +24,7 @@ from bastion.core import (
 
 if TYPE_CHECKING:
     from bastion.context import ContextConfig
+    from bastion.security import SecurityConfig
     from bastion.stores import Stores
     from bastion.tools import CodeMode, ResultLimiter, ToolExecutor, ToolSet
 
@@ -99,4 +100,6 @@ class RunConfig:
     """Checks of the final answer, and how many feedback rounds they may ask for."""
     loop_detection: LoopDetection | None = None
     record_responses: bool = False
+    security: SecurityConfig | None = None
+    """The data-flow policy and the secrets vault (``None``: neither)."""
     """Whether runs keep their model responses, chunk by chunk, for replay."""

@@ -117,6 +117,10 @@ class ToolResultEntry:
     promote: list[str] = field(default_factory=list[str])
     spent: list[Spent] = field(default_factory=list[Spent])
     edited: bool = False
+    provenance: dict[str, Any] | None = None
+    """Where the output came from (data-flow policy), as ``Provenance.to_dict()``."""
+    secrets_used: list[str] = field(default_factory=list[str])
+    """Names of the vault secrets the call revealed (never their values)."""
     summary_usage: Usage | None = None
     summary_model: str | None = None
     nested_usage: dict[str, Usage] | None = None

@@ -46,6 +46,7 @@ from bastion.core import (
     ToolMessage,
     Usage,
 )
+from bastion.security import Provenance
 from bastion.stores import (
     JournalConflict,
     LeaseHeld,
@@ -555,6 +556,8 @@ def result_entry(
         promote=list(outcome.promote_tools),
         spent=[Spent(model=m, usage=u) for m, u in outcome.spent],
         edited=edited,
+        provenance=None if outcome.provenance is None else outcome.provenance.to_dict(),
+        secrets_used=list(outcome.secrets_used),
     )
 
 
@@ -569,6 +572,8 @@ def outcome_of_entry(entry: ToolResultEntry) -> ToolOutcome:
         untrusted=entry.untrusted,
         promote_tools=tuple(entry.promote),
         spent=tuple((s.model, s.usage) for s in entry.all_spent()),
+        provenance=None if entry.provenance is None else Provenance.from_dict(entry.provenance),
+        secrets_used=tuple(entry.secrets_used),
     )
 
 

@@ -13,6 +13,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError
+from bastion.security import redact_secret_keys
 
 from ._state import RunState
 
@@ -33,8 +34,14 @@ def _adapter() -> TypeAdapter[RunState]:
 
 
 def run_state_to_json(state: RunState) -> str:
-    """Serialise a run's state (typically a suspended one) to JSON text."""
+    """Serialise a run's state (typically a suspended one) to JSON text.
+
+    Values of secret-named keys in the run's metadata (``password``, ``api_key``,
+    ``client_secret``...) are written as ``[REDACTED]``: keep secrets in a vault.
+    """
     document = _adapter().dump_python(state, mode="json", exclude={"exception"})
+    # Values under secret-named keys (``api_key``, ``password``...) never reach the text.
+    document["metadata"] = redact_secret_keys(document.get("metadata") or {})
     return json.dumps(
         {"schema_version": RUN_STATE_SCHEMA_VERSION, "state": document},
         separators=(",", ":"),

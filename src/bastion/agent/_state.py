@@ -22,6 +22,7 @@ from bastion.core import (
     Usage,
 )
 from bastion.governance import GovernorSnapshot, SuspendedInterrupt
+from bastion.security import DataFlowLedger
 from bastion.tools import ApprovalRequest
 
 from ._result import RunResult, ToolCallRecord
@@ -117,6 +118,8 @@ class RunState:
     # instance on resume. States saved as plain dicts by earlier versions load into these.
     interrupts: list[SuspendedInterrupt] = field(default_factory=list[SuspendedInterrupt])
     governance: GovernorSnapshot | None = None
+    # Provenance of what the run read, the plan and the policy violations (data-flow policy).
+    dataflow: DataFlowLedger | None = None
 
     def add_usage(self, model: str, usage: Usage) -> None:
         """Count a model call's usage in the total and against its model."""

@@ -275,7 +275,7 @@ class ToolRetryEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     attempt: int
@@ -295,7 +295,7 @@ class ToolLoopDetectedEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     tool_call_id: str
     tool_name: str
     arguments: str
@@ -317,7 +317,7 @@ class VerifierResultEvent:
     """
 
     run_id: str
-    seq: int
+    seq: int = 0
     verifier: str
     passed: bool
     feedback: str

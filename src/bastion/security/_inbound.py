@@ -1,7 +1,9 @@
 """Inbound sanitisation: screening untrusted tool output before the model reads it.
 
 :func:`sanitize_inbound` scans text with the imperative-pattern
-catalogue (``_patterns.py``) and applies one of five policies; :data:`TRUST_CLASS_DEFAULTS`
+catalogue (``_patterns.py``) and, for what no pattern names, by the form of the sentences
+(``_form.py``: instructions addressed to the model, read through escapes and look-alike
+characters), and applies one of five policies; :data:`TRUST_CLASS_DEFAULTS`
 picks the policy from where a tool comes from; :data:`INBOUND_PREAMBLE` is the system-prompt
 paragraph that tells the model what the markers mean. The tools layer calls this through its
 ``InboundSanitizer`` result processor (``bastion.tools._inbound``).
@@ -13,6 +15,7 @@ and the prompt-cache prefix of later requests does not move.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from typing import Literal, TypeAlias
 
 from bastion.core import UserError
 
+from ._form import find_form_hits
 from ._patterns import InjectionCategory, Triggers, catalogue
 
 __all__ = [
@@ -152,8 +156,22 @@ def find_injections(text: str) -> tuple[InboundHit, ...]:
     else:  # a few characters lower-case to two (U+0130): scan the text as it is
         for p in catalogue():
             hits.extend(_hits(p.id, p.category, p.regex.finditer(text)))
+    hits.extend(_form_hits(text, hits))
     hits.sort(key=lambda h: (h.span, h.pattern_id))
     return tuple(hits)
+
+
+def _form_hits(text: str, known: list[InboundHit]) -> Iterator[InboundHit]:
+    """Sentences addressing the model by their form, where no catalogue pattern matched."""
+    known.sort(key=lambda h: h.span)
+    covered = _merged(tuple(known))
+    starts = [span[0] for span in covered]
+    for hit in find_form_hits(text):
+        start, end = hit.span
+        i = bisect.bisect_right(starts, start) - 1  # the last covered span starting at or before
+        near = covered[max(i, 0) : i + 2]
+        if not any(s < end and start < e for s, e in near):
+            yield InboundHit(pattern_id=f"form.{hit.form}", category=hit.category, span=hit.span)
 
 
 _WORD_BYTES = b"abcdefghijklmnopqrstuvwxyz0123456789_"
@@ -274,6 +292,7 @@ def _find_injections_reference(text: str) -> tuple[InboundHit, ...]:  # pyright:
             hits.extend(_hits(p.id, p.category, p.lowered.finditer(lowered)))
         else:
             hits.extend(_hits(p.id, p.category, p.regex.finditer(text)))
+    hits.extend(_form_hits(text, hits))
     hits.sort(key=lambda h: (h.span, h.pattern_id))
     return tuple(hits)
 

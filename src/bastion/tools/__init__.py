@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         BeforeToolCall,
         Deny,
         Directive,
+        GuardVerdict,
         InterruptResolution,
         Mock,
         RepairHook,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         ToolCallRequest,
         ToolGate,
         ToolGovernor,
+        ToolGuard,
     )
     from ._inbound import FIRST_PARTY_TRUST_CLASSES, InboundSanitizer
     from ._invoke import DEFAULT_EVENT_QUEUE_DEPTH
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
     )
     from ._outcome import ToolError
     from ._pipeline import ResultEnvelope, ResultProcessor
+    from ._provenance import ProvenanceStamper
     from ._read_result import READ_RESULT_MAX_BYTES, ResultReader, make_read_result_tool
     from ._registry import (
         PRECEDENCE,
@@ -135,6 +138,9 @@ _LAZY = {
     "ToolCallRequest": "._gate",
     "ToolGate": "._gate",
     "ToolGovernor": "._gate",
+    "GuardVerdict": "._gate",
+    "ToolGuard": "._gate",
+    "ProvenanceStamper": "._provenance",
     "FIRST_PARTY_TRUST_CLASSES": "._inbound",
     "InboundSanitizer": "._inbound",
     "DEFAULT_EVENT_QUEUE_DEPTH": "._invoke",
@@ -221,6 +227,7 @@ __all__ = [
     "Embedder",
     "ExecutionMode",
     "FIRST_PARTY_TRUST_CLASSES",
+    "GuardVerdict",
     "InboundPolicy",
     "InboundSanitizer",
     "InterruptResolution",
@@ -235,6 +242,7 @@ __all__ = [
     "OpenAIEmbeddings",
     "PRECEDENCE",
     "Progress",
+    "ProvenanceStamper",
     "QueryEmbedder",
     "READ_RESULT_MAX_BYTES",
     "RepairHook",
@@ -263,6 +271,7 @@ __all__ = [
     "ToolExecutor",
     "ToolGate",
     "ToolGovernor",
+    "ToolGuard",
     "ToolIndex",
     "ToolOutcome",
     "ToolRateLimited",

@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from bastion.core import (
     AgentEvent,
     Clock,
+    GovernanceEvent,
     RunContext,
     RunError,
     ToolApprovalRequestedEvent,
@@ -43,6 +44,7 @@ from bastion.core import (
     UserError,
 )
 from bastion.observability import AuditRecord, ToolAudit
+from bastion.security import PROVENANCE, Provenance, SecretScope, Vault
 
 from ._cache import CacheKey, ToolCache
 from ._cancel import InlineCall, abandon
@@ -52,6 +54,7 @@ from ._gate import (
     ApprovalRequest,
     Ask,
     Deny,
+    GuardVerdict,
     Mock,
     Rewrite,
     ToolCallRequest,
@@ -163,6 +166,9 @@ class ToolExecutor:
         self.cache = cache if cache is not None else ToolCache(clock, counters=self.audit.counters)
         self.event_queue_depth = event_queue_depth
         self._chains: dict[str, tuple[Tool, tuple[ResultProcessor, ...]]] = {}
+        # The secrets tools may reveal (set by the agent); revealed values are redacted
+        # from every result.
+        self.vault: Vault | None = None
 
     def batch(
         self,
@@ -222,6 +228,7 @@ class ToolExecutor:
             retry=self.retry,
         )
         twin._chains = self._chains
+        twin.vault = self.vault
         return twin
 
     def chain(self, tool: Tool) -> tuple[ResultProcessor, ...]:
@@ -381,9 +388,11 @@ class ToolBatch:
         )
 
     def _admission_needed(self) -> bool:
+        gate = self._executor.gate
         return (
             bool(self._decisions)
-            or self._executor.gate.governor is not None
+            or gate.governor is not None
+            or gate.guard is not None
             or self._approval_stages()
         )
 
@@ -394,7 +403,8 @@ class ToolBatch:
         """
         gate = self._executor.gate
         check_approval = self._approval_stages()
-        if not check_approval and not self._decisions and gate.governor is None:
+        guard = gate.guard
+        if not check_approval and not self._decisions and gate.governor is None and guard is None:
             return
         for p in self.prepared:
             if p.invalid is not None:
@@ -408,10 +418,31 @@ class ToolBatch:
                 for event in self._apply_decision(p, decided, timed_out=False):
                     yield event
                 continue
+            if guard is not None:
+                verdict = await guard.check(p.tool, p.call, _args_view(p), self._ctx)
+                if verdict is not None:
+                    async for event in self._guarded(p, p.tool, verdict, interactive=interactive):
+                        yield event
+                    if verdict.decision is not None:
+                        continue
             if not check_approval:
                 continue
             async for event in self._admit_one(p, p.tool, interactive=interactive):
                 yield event
+
+    async def _guarded(
+        self, p: _Prepared, tool: Tool, verdict: GuardVerdict, *, interactive: bool
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Report the guard's finding; apply its refusal, or ask a human."""
+        yield GovernanceEvent(run_id=self._ctx.run_id, signal=verdict.signal, data=verdict.data)
+        match verdict.decision:
+            case Deny(reason=reason, kind=kind):
+                p.outcome = error_outcome(p.call, kind, reason)
+            case Ask(reason=reason):
+                async for event in self._request_approval(p, tool, reason, interactive=interactive):
+                    yield event
+            case None:
+                pass
 
     async def _govern(self, governor: ToolGovernor, p: _Prepared, tool: Tool) -> bool:
         """Stage 0, the governance check; False when it decided the call."""
@@ -462,12 +493,21 @@ class ToolBatch:
                     pass
         if not isinstance(decision, Ask) and not await gate.needs_approval(tool, _args_view(p)):
             return
+        reason = decision.reason if isinstance(decision, Ask) else None
+        async for event in self._request_approval(p, tool, reason, interactive=interactive):
+            yield event
+
+    async def _request_approval(
+        self, p: _Prepared, tool: Tool, reason: str | None, *, interactive: bool
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Stage 5: ask ``on_approval``, or leave the call pending (the run suspends)."""
+        gate = self._executor.gate
         request = ApprovalRequest(
             tool_call_id=p.call.id,
             tool_name=tool.name,
             arguments=dict(_args_view(p)),
             classification=tool.classification(),
-            reason=decision.reason if isinstance(decision, Ask) else None,
+            reason=reason,
             step=self._ctx.step,
         )
         on_approval = gate.approval.on_approval
@@ -663,12 +703,31 @@ class ToolBatch:
 
     async def execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
         """Run one admitted call and process its result (then account it, under governance)."""
-        outcome = await self._execute(p, queue)
+        vault = self._executor.vault
+        if vault is None:
+            outcome = await self._execute(p, queue)
+        else:
+            outcome = await self._execute_with_secrets(vault, p, queue)
         governor = self._executor.gate.governor
         if governor is not None:
             assert p.tool is not None  # only runnable calls get here
             await governor.record(p.tool, outcome.call, outcome.content, self._ctx)
         return outcome
+
+    async def _execute_with_secrets(
+        self, vault: Vault, p: _Prepared, queue: ProgressQueue | None
+    ) -> ToolOutcome:
+        """Run the call in its secret scope; redact every revealed value from the outcome."""
+        assert p.tool is not None  # only runnable calls get here
+        scope = SecretScope(
+            vault=vault, tool=p.tool.name, allowed=frozenset(p.tool.secrets_allowed)
+        )
+        with scope.active():
+            outcome = await self._execute(p, queue)
+        redacted = vault.redact(outcome.content)
+        if not scope.used and redacted is outcome.content:
+            return outcome
+        return replace(outcome, content=redacted, secrets_used=tuple(scope.used))
 
     async def _execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
         tool = p.tool
@@ -841,6 +900,7 @@ async def _process(
         error_kind=envelope.error_kind,
         duration=duration,
         metadata=envelope.metadata,
+        provenance=_provenance(envelope.metadata),
         untrusted=envelope.untrusted,
         truncation=envelope.truncation,
         sanitization_hits=envelope.sanitization_hits,
@@ -862,3 +922,9 @@ def _args_view(p: _Prepared) -> Mapping[str, Any]:
         if dump is not None:
             return dump()
     return {}
+
+
+def _provenance(metadata: dict[str, Any]) -> Provenance | None:
+    """The provenance label a processor put in the result's metadata, taken out of it."""
+    label = metadata.pop(PROVENANCE, None)
+    return label if isinstance(label, Provenance) else None

@@ -52,8 +52,10 @@ __all__ = [
     "Rewrite",
     "ToolCallDecision",
     "ToolCallRequest",
+    "GuardVerdict",
     "ToolGate",
     "ToolGovernor",
+    "ToolGuard",
 ]
 
 
@@ -200,6 +202,36 @@ class ToolGovernor(Protocol):
         ...
 
 
+@dataclass(kw_only=True, slots=True, frozen=True)
+class GuardVerdict:
+    """What a :class:`ToolGuard` found about one call.
+
+    Attributes:
+        decision: ``None`` to let the call run (shadow mode), ``Deny`` to refuse it,
+            ``Ask`` to make it wait for a human (a durable approval interrupt).
+        signal: Name of the ``governance.signal`` event reporting the finding.
+        data: The event's JSON-ready fields.
+    """
+
+    decision: Deny | Ask | None
+    signal: str
+    data: dict[str, Any] = field(default_factory=dict[str, Any])
+
+
+class ToolGuard(Protocol):
+    """A check of each call's arguments against what the run has read (the data-flow policy).
+
+    It runs after the governance check and before the hooks, also for calls made from
+    inside a code-mode script; a call a human already decided on skips it.
+    """
+
+    async def check(
+        self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any], ctx: RunContext[Any]
+    ) -> GuardVerdict | None:
+        """``None``: nothing to report."""
+        ...
+
+
 OnApproval: TypeAlias = Callable[
     [ApprovalRequest, RunContext[Any]],
     "bool | ApprovalDecision | Awaitable[bool | ApprovalDecision]",
@@ -250,11 +282,13 @@ class ToolGate:
             repaired arguments (a JSON string or a dict) or ``None``; one round.
         approval: How approvals are decided.
         governor: The agent's governance check (``None``: no governance, no cost).
+        guard: The data-flow check of each call (``None``: none, no cost).
     """
 
     __slots__ = (
         "_deny",
         "_governor",
+        "_guard",
         "approval",
         "before_tool_call",
         "repair",
@@ -270,9 +304,11 @@ class ToolGate:
         repair: RepairHook | None = None,
         approval: ApprovalConfig | None = None,
         governor: ToolGovernor | None = None,
+        guard: ToolGuard | None = None,
     ) -> None:
         self._deny = tuple(deny_tools)
         self._governor = governor
+        self._guard = guard
         self.before_tool_call = tuple(before_tool_call)
         self.repair = repair
         self.approval = approval or ApprovalConfig()
@@ -285,7 +321,17 @@ class ToolGate:
             and self.repair is None
         )
         # True when no call can be stopped before validation-and-run (the fast path).
-        self.trivial: bool = self.unattended and governor is None
+        self.trivial: bool = self.unattended and governor is None and guard is None
+
+    @property
+    def guard(self) -> ToolGuard | None:
+        """Checks each call's arguments against the run's data flow, when set."""
+        return self._guard
+
+    @guard.setter
+    def guard(self, guard: ToolGuard | None) -> None:
+        self._guard = guard
+        self.trivial = self.unattended and self._governor is None and guard is None
 
     @property
     def governor(self) -> ToolGovernor | None:
@@ -295,7 +341,7 @@ class ToolGate:
     @governor.setter
     def governor(self, governor: ToolGovernor | None) -> None:
         self._governor = governor
-        self.trivial = self.unattended and governor is None
+        self.trivial = self.unattended and governor is None and self._guard is None
 
     def with_first_hook(self, hook: BeforeToolCall) -> ToolGate:
         """A copy of this gate that asks ``hook`` before its own ``before_tool_call`` hooks."""
@@ -305,6 +351,7 @@ class ToolGate:
             repair=self.repair,
             approval=self.approval,
             governor=self._governor,
+            guard=self._guard,
         )
 
     def with_approval(self, approval: ApprovalConfig, governor: ToolGovernor | None) -> ToolGate:
@@ -315,6 +362,7 @@ class ToolGate:
             repair=self.repair,
             approval=approval,
             governor=governor,
+            guard=self._guard,
         )
 
     def denied(self, name: str) -> bool:

@@ -87,6 +87,11 @@ class ToolOutcome:
         original_tokens: Estimated tokens of the result before any size limit (0: not
             measured).
         result_handle: Where the full result was spilled (``read_result`` reads it back).
+    provenance: Provenance | None = None
+    secrets_used: tuple[str, ...] = ()
+        provenance: Where the output came from and how far it is trusted (set when the
+            agent has a data-flow policy).
+        secrets_used: Names of the vault secrets the call revealed (never their values).
     """
 
     call: ToolCall

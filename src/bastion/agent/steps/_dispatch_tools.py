@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
+from bastion.agent._dataflow import note_outcome
 from bastion.agent._hooks import AgentHooks, LoopHooks, maybe_await
 from bastion.agent._result import ToolCallRecord
 from bastion.agent._scope import RunScope
@@ -182,6 +183,7 @@ def record_outcome(
         kind, duration = outcome.error_kind, outcome.duration
         if outcome.untrusted:  # later requests carry the inbound preamble
             state.untrusted_seen = True
+        note_outcome(state, outcome)  # the provenance ledger (data-flow policy)
         if outcome.promote_tools:
             _promote(state.promoted_tools, tools, outcome.promote_tools)
         for model, usage in outcome.spent:  # a sub-agent's calls, a result's summary

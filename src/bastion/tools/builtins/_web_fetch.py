@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from bastion.core import RunContext, UserError
+from bastion.security import PROVENANCE
 from bastion.tools._outcome import ToolError
 from bastion.tools._tool import Tool, ToolResult, tool
 
@@ -233,7 +234,12 @@ def web_fetch_tool(
         header = f"URL: {result.url}\nStatus: {result.status}\nContent-Type: {result.content_type}"
         return ToolResult(
             output=f"{header}\n\n{body}",
-            metadata={"status": result.status, "url": result.url, "address": result.address},
+            metadata={
+                "status": result.status,
+                "url": result.url,
+                "address": result.address,
+                PROVENANCE: {"url": result.url, "kind": "web"},  # the data-flow ledger's source
+            },
         )
 
     return tool(
