@@ -32,6 +32,7 @@ from ._gate import (
     ToolGovernor,
 )
 from ._inbound import FIRST_PARTY_TRUST_CLASSES, InboundSanitizer
+from ._input import InputAction, InputAnswer, InputRequest, InputRequired
 from ._invoke import DEFAULT_EVENT_QUEUE_DEPTH
 from ._limits import (
     DEFAULT_MAX_RESULT_TOKENS,
@@ -118,6 +119,10 @@ __all__ = [
     "FIRST_PARTY_TRUST_CLASSES",
     "InboundPolicy",
     "InboundSanitizer",
+    "InputAction",
+    "InputAnswer",
+    "InputRequest",
+    "InputRequired",
     "InterruptResolution",
     "JsonSchemaValidator",
     "MAX_SEARCH_RESULTS",
