@@ -136,9 +136,9 @@ class Connection:
         self.session = None
 
     async def _own(self, seconds: float) -> None:
-        from mcp import ClientSession
-
         try:
+            from mcp import ClientSession
+
             async with AsyncExitStack() as stack:
                 read, write = await open_transport(self.transport, stack, seconds=seconds)
                 session = await stack.enter_async_context(
