@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -155,3 +157,22 @@ async def test_elicitation_decline_lets_the_server_go_on_without_suspending(
 def test_a_bad_elicitation_option_is_a_user_error():
     with pytest.raises(UserError, match="elicitation must be 'suspend' or 'decline'"):
         MCPServer.stdio("server", elicitation="ask")
+
+
+async def test_the_documented_example_runs():
+    example = Path(__file__).parents[2] / "examples" / "mcp_questions.py"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(example),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0
+    assert out.decode().splitlines() == [
+        "awaiting_approval: Deploy web to production?",
+        'deploy -> {"result":"web deployed"}',
+        'release_notes -> {"result":"Faster search for everyone."}',
+        "models used: test:scripted, test:writer",
+        "completed: Deployed, notes written.",
+    ]
