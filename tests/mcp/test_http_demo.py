@@ -152,6 +152,7 @@ async def test_over_http_a_question_suspends_and_sampling_is_served(http_demo: H
         (pending,) = suspended.pending_approvals
         assert pending.input is not None
         assert pending.input.message == "Really deploy?"
+        await http_demo.restart()  # the answer does not need the session that asked
         answer = InputAnswer(tool_call_id=pending.tool_call_id, content={"ok": True})
         assert suspended.state is not None
         done = await agent.run(suspended.state, directive=Directive(inputs=[answer]))

@@ -5,11 +5,15 @@ call a server's request belongs to (over stdio nothing ties them), so ``MCPServe
 a request to the scope only when exactly one call of that server is in flight.
 
 Elicitation, without an ``on_elicit`` callback, becomes a suspended run: the scope records
-the question, the call is cancelled on the server, and the tool raises
-``InputRequired``. The MCP session cannot outlive the process, so a resumed run *calls the
-tool again* with the answers given so far (``ctx.input_answer``); when the server asks the
-same question (same message, same schema) it gets the stored answer at once. A server
-whose tool did something before it asked does it again on that second call.
+the question, the server is answered ``cancel`` (nobody has answered yet), the call's end is
+awaited briefly and its result dropped, and the tool raises ``InputRequired``. (Cancelling
+the request instead leaves its HTTP stream open on servers of the 2025 protocol revisions,
+and the dangling stream breaks the session when the server restarts.)
+
+The MCP session cannot outlive the process, so a resumed run *calls the tool again* with
+the answers given so far (``ctx.input_answer``); when the server asks the same question
+(same message, same schema) it gets the stored answer at once. A server whose tool did
+something before it asked does it again on that second call.
 
 Sampling runs the configured model through the run's governor: the action
 ``mcp:<server>:sampling`` and, inside it, the model's own ``llm:<provider>:<model>``.
@@ -45,7 +49,7 @@ __all__ = ["CallScope", "Question", "sample", "wait_or_ask"]
 
 T = TypeVar("T")
 
-_RELEASE_WAIT = 5.0  # seconds an elicitation waits for its call to be cancelled
+_END_WAIT = 5.0  # seconds a call that asked may take to end before it is cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,6 @@ class CallScope:
     asked: asyncio.Future[Question] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
-    released: asyncio.Event = field(default_factory=asyncio.Event)
 
     @classmethod
     def of(cls, ctx: RunContext[Any]) -> CallScope:
@@ -105,35 +108,33 @@ class CallScope:
                 return item
         return None
 
-    async def ask(self, question: Question) -> None:
-        """Hand ``question`` to the waiting tool; return once its call was cancelled."""
+    def ask(self, question: Question) -> None:
+        """Hand ``question`` to the waiting tool (the first one: the call ends after it)."""
         if not self.asked.done():
             self.asked.set_result(question)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_RELEASE_WAIT):
-                await self.released.wait()
 
 
 async def wait_or_ask(scope: CallScope, call: Awaitable[T], server: str, tool: str) -> T:
     """The call's result, or ``InputRequired`` when the server asked a question first.
 
     Raises:
-        InputRequired: The server asked; its call was cancelled (the server got
-            ``notifications/cancelled``), the question and the answers given so far are
-            in the request.
+        InputRequired: The server asked; its call ended (or was cancelled after a few
+            seconds) and its result was dropped. The question and the answers given so
+            far are in the request.
     """
     task = asyncio.ensure_future(call)
     try:
         await asyncio.wait({task, scope.asked}, return_when=asyncio.FIRST_COMPLETED)
-        if task.done() or not scope.asked.done():
+        if not scope.asked.done():
             return await task
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
+        await asyncio.wait({task}, timeout=_END_WAIT)  # the server was answered "cancel"
     finally:
-        if not task.done():  # the tool itself was cancelled (an abort, its deadline)
+        if not task.done():  # the tool was cancelled (an abort, its deadline), or slow
             task.cancel()
-        scope.released.set()
+            with contextlib.suppress(BaseException):
+                await task
+    if not task.cancelled():
+        task.exception()  # retrieved: whatever the dropped call raised is not reported
     question = scope.asked.result()
     raise InputRequired(
         InputRequest(

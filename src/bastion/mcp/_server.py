@@ -263,8 +263,8 @@ class MCPServer:
         given = scope.answer_for(question)
         if given is not None:
             return ElicitResult(action=given["action"], content=given["content"])
-        await scope.ask(question)  # the tool cancels the call and suspends the run
-        return ElicitResult(action="cancel")
+        scope.ask(question)  # the tool drops the call's result and suspends the run
+        return ElicitResult(action="cancel")  # nobody answered yet
 
     async def _on_sample(self, context: Any, params: Any) -> Any:
         """Answer a server's ``sampling/createMessage`` with the configured model."""
