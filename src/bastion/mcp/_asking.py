@@ -22,7 +22,6 @@ Sampling runs the configured model through the run's governor: the action
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -131,10 +130,9 @@ async def wait_or_ask(scope: CallScope, call: Awaitable[T], server: str, tool: s
     finally:
         if not task.done():  # the tool was cancelled (an abort, its deadline), or slow
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-    if not task.cancelled():
-        task.exception()  # retrieved: whatever the dropped call raised is not reported
+            await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: a dropped call's failure is not reported
     question = scope.asked.result()
     raise InputRequired(
         InputRequest(
