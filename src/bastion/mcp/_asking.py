@@ -5,8 +5,8 @@ call a server's request belongs to (over stdio nothing ties them), so ``MCPServe
 a request to the scope only when exactly one call of that server is in flight.
 
 Elicitation, without an ``on_elicit`` callback, becomes a suspended run: the scope records
-the question, the server is answered ``cancel`` (nobody has answered yet), the call's end is
-awaited briefly and its result dropped, and the tool raises ``InputRequired``. (Cancelling
+the question, the server is answered ``cancel`` (nobody has answered yet), the call ends
+as the server ends it, its result is dropped, and the tool raises ``InputRequired``. (Cancelling
 the request instead leaves its HTTP stream open on servers of the 2025 protocol revisions,
 and the dangling stream breaks the session when the server restarts.)
 
@@ -21,7 +21,6 @@ Sampling runs the configured model through the run's governor: the action
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -48,8 +47,6 @@ __all__ = ["CallScope", "Question", "sample", "wait_or_ask"]
 
 T = TypeVar("T")
 
-_END_WAIT = 5.0  # seconds a call that asked may take to end before it is cancelled
-
 
 @dataclass(frozen=True, slots=True)
 class Question:
@@ -75,9 +72,7 @@ class CallScope:
     answers: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     given: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
     usage: dict[str, Usage] = field(default_factory=dict[str, Usage])
-    asked: asyncio.Future[Question] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
+    question: Question | None = None
 
     @classmethod
     def of(cls, ctx: RunContext[Any]) -> CallScope:
@@ -108,32 +103,27 @@ class CallScope:
         return None
 
     def ask(self, question: Question) -> None:
-        """Hand ``question`` to the waiting tool (the first one: the call ends after it)."""
-        if not self.asked.done():
-            self.asked.set_result(question)
+        """Keep ``question`` for the tool (the first one: the call ends after it)."""
+        if self.question is None:
+            self.question = question
 
 
 async def wait_or_ask(scope: CallScope, call: Awaitable[T], server: str, tool: str) -> T:
-    """The call's result, or ``InputRequired`` when the server asked a question first.
+    """The call's result, or ``InputRequired`` when the server asked a question meanwhile.
 
     Raises:
-        InputRequired: The server asked; its call ended (or was cancelled after a few
-            seconds) and its result was dropped. The question and the answers given so
-            far are in the request.
+        InputRequired: The server asked; its call ended (whatever it returned or raised
+            is dropped). The question and the answers given so far are in the request.
     """
-    task = asyncio.ensure_future(call)
     try:
-        await asyncio.wait({task, scope.asked}, return_when=asyncio.FIRST_COMPLETED)
-        if not scope.asked.done():
-            return await task
-        await asyncio.wait({task}, timeout=_END_WAIT)  # the server was answered "cancel"
-    finally:
-        if not task.done():  # the tool was cancelled (an abort, its deadline), or slow
-            task.cancel()
-            await asyncio.wait({task})
-        if not task.cancelled():
-            task.exception()  # retrieved: a dropped call's failure is not reported
-    question = scope.asked.result()
+        result = await call
+    except Exception:
+        if scope.question is None:
+            raise
+    else:
+        if scope.question is None:
+            return result
+    question = scope.question
     raise InputRequired(
         InputRequest(
             message=question.message,
