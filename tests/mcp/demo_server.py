@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.types import ResourceLink
+from mcp.types import ResourceLink, SamplingMessage, TextContent
 from pydantic import BaseModel
 
 server = MCPServer("demo", log_level="WARNING")
@@ -71,6 +72,45 @@ async def confirm(action: str, ctx: Context) -> str:
     if answer.action == "accept" and answer.data.ok:
         return f"{action}: confirmed"
     return f"{action}: {answer.action}"
+
+
+class Choice(BaseModel):
+    """The second answer the release tool asks for."""
+
+    channel: str
+
+
+@server.tool()
+async def release(version: str, ctx: Context) -> str:
+    """Ask two questions, then release (one line in DEMO_COUNT_FILE per release)."""
+    first = await ctx.elicit(f"Release {version}?", schema=Approval)
+    if first.action != "accept" or not first.data.ok:
+        return f"{version}: not released ({first.action})"
+    second = await ctx.elicit("Which channel?", schema=Choice)
+    if second.action != "accept":
+        return f"{version}: no channel ({second.action})"
+    _record(f"release {version} {second.data.channel}")
+    return f"{version}: released to {second.data.channel}"
+
+
+def _record(line: str) -> None:
+    with open(os.environ["DEMO_COUNT_FILE"], "a", encoding="utf-8") as file:
+        file.write(f"{line}\n")
+
+
+@server.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Ask the client's model to summarize the text (MCP sampling)."""
+    with warnings.catch_warnings():  # sampling is deprecated in the newest protocol version
+        warnings.simplefilter("ignore")
+        result = await ctx.session.create_message(  # pyright: ignore[reportDeprecated]
+            [SamplingMessage(role="user", content=TextContent(type="text", text=text))],
+            max_tokens=100,
+            system_prompt="Summarize in five words.",
+        )
+    content = result.content
+    answer = content.text if isinstance(content, TextContent) else "?"
+    return f"summary by {result.model}: {answer}"
 
 
 @server.tool()

@@ -10,6 +10,7 @@ from bastion import Agent
 from bastion.core import ToolExecuteErrorEvent, ToolExecuteProgressEvent, ToolMessage
 from bastion.mcp import MCPServer
 from bastion.testing import Call, ScriptedModel, Turn
+from bastion.tools import Directive, InputAnswer
 
 from .conftest import HttpDemo
 
@@ -132,4 +133,31 @@ async def test_a_legacy_sse_server_serves_tools_and_progress():
         "step 2",
     ]
     (added,) = [e for e in events if e.type == "tool.execute.end" and e.tool_name == "add"]
-    assert '"result":3' in added.result
+    assert '"result":3' in added.result  # type: ignore[union-attr]
+
+
+async def test_over_http_a_question_suspends_and_sampling_is_served(http_demo: HttpDemo):
+    sampler = ScriptedModel([Turn(text="brief")], name="sampler")
+    server = MCPServer.http(http_demo.url, name="demo", sampling=sampler)
+    model = ScriptedModel(
+        [
+            Turn(tool_calls=[Call("confirm", {"action": "deploy"})]),
+            Turn(tool_calls=[Call("summarize", {"text": "a long story"})]),
+            Turn(text="done"),
+        ]
+    )
+    async with Agent("a", model=model, tools=[server]) as agent:
+        suspended = await agent.run("go")
+        assert suspended.status == "awaiting_approval"
+        (pending,) = suspended.pending_approvals
+        assert pending.input is not None
+        assert pending.input.message == "Really deploy?"
+        await http_demo.restart()  # the answer does not need the session that asked
+        answer = InputAnswer(tool_call_id=pending.tool_call_id, content={"ok": True})
+        assert suspended.state is not None
+        done = await agent.run(suspended.state, directive=Directive(inputs=[answer]))
+    assert done.status == "completed"
+    assert done.state is not None
+    confirmed, summary = [m for m in done.state.messages if isinstance(m, ToolMessage)]
+    assert "deploy: confirmed" in str(confirmed.content)
+    assert "summary by test:sampler: brief" in str(summary.content)

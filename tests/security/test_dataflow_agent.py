@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, RunResult, run_state_from_json, run_state_to_json, tool
+from bastion import Agent, RunResult, ToolOptions, run_state_from_json, run_state_to_json, tool
 from bastion.core import GovernanceEvent, ToolMessage
 from bastion.security import (
     DataFlowLedger,
@@ -353,7 +353,7 @@ async def test_in_script_calls_of_code_mode_pass_the_same_gate() -> None:
         "coder",
         model=model,
         tools=[read_inbox, send_email],
-        tool_invocation="code-mode",
+        tool_options=ToolOptions(invocation="code-mode"),
         security=SecurityConfig(dataflow=policy),
     )
     try:

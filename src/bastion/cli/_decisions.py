@@ -8,7 +8,9 @@ why, and the options that decide it:
 - ``--approve ID``: run the call (again, for an outcome unknown);
 - ``--happened ID[:RESULT]``: the call did happen: record RESULT as its result, run nothing;
 - ``--deny ID[:REASON]``: refuse the call, or the budget interrupt (the model reads why);
-- ``--raise ID=MAX``: raise the budget's limit to MAX and retry the action.
+- ``--raise ID=MAX``: raise the budget's limit to MAX and retry the action;
+- ``--answer ID=JSON`` (or ``ID=decline``, ``ID=cancel``): answer the question a call asked
+  in the middle (an MCP server's elicitation); the call runs again with the answer.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from rich.text import Text
 from bastion.core import UserError
 from bastion.governance import SuspendedInterrupt, load_governance_state
 from bastion.stores import JournalEntry
-from bastion.tools import ApprovalDecision, Directive, InterruptResolution
+from bastion.tools import ApprovalDecision, Directive, InputAnswer, InterruptResolution
 
 from ._format import format_call
 
@@ -54,6 +56,7 @@ class Pending:
         what: The call (``name(args)``) or the limit reached.
         reason: Why it waits.
         interrupt: The interrupt as journaled (for ``--raise``), for an interrupt.
+        question: The question the call asked mid-call (``message``, ``schema``), if any.
     """
 
     id: str
@@ -61,6 +64,7 @@ class Pending:
     what: str
     reason: str
     interrupt: Mapping[str, Any] | None = None
+    question: Mapping[str, Any] | None = None
 
     @property
     def outcome_unknown(self) -> bool:
@@ -71,6 +75,8 @@ class Pending:
         """The ``runs resume`` options that decide it."""
         if self.kind == "interrupt":
             return [f"--raise {self.id}=MAX", f"--deny {self.id}[:REASON]"]
+        if self.question is not None:
+            return [f"--answer {self.id}=JSON", f"--answer {self.id}=decline", f"--deny {self.id}"]
         if self.outcome_unknown:
             return [
                 f"--happened {self.id}[:RESULT]",
@@ -98,6 +104,7 @@ def pending_of_state(state: Mapping[str, Any]) -> list[Pending]:
                 kind="call",
                 what=format_call(str(call.get("name", "")), shown),
                 reason=str(request.get("reason") or "The tool needs approval."),
+                question=cast("dict[str, Any] | None", request.get("input")),
             )
         )
     found.extend(
@@ -173,8 +180,13 @@ def print_pending(out: Console, pending: Sequence[Pending], command: str | None)
     """Print what the run waits for, the options, and (given) the resume command."""
     for item in pending:
         label = "outcome unknown" if item.outcome_unknown else item.kind
+        if item.question is not None:
+            label = "question"
         out.print(Text(f"  {item.id}  {item.what}  [{label}]"), soft_wrap=True)
         out.print(Text(f"    why: {item.reason}"), soft_wrap=True)
+        if item.question is not None:
+            schema = json.dumps(item.question.get("schema") or {}, separators=(",", ":"))
+            out.print(Text(f"    answer schema: {schema}"), soft_wrap=True)
         out.print(Text(f"    decide with: {' | '.join(item.options())}"), soft_wrap=True)
     if command is not None:
         out.print("Resume it with one decision per item, e.g.:")
@@ -191,6 +203,8 @@ def resume_command(
     for item in pending:
         if item.kind == "interrupt":
             parts += ["--raise", f"{item.id}=MAX"]
+        elif item.question is not None:
+            parts += ["--answer", f"{item.id}=JSON"]
         elif item.outcome_unknown:
             parts += ["--happened", item.id]
         else:
@@ -204,6 +218,8 @@ def build_directive(
     happened: Sequence[str],
     raise_to: Sequence[str],
     interrupts: Mapping[str, Mapping[str, Any]],
+    *,
+    answers: Sequence[str] = (),
 ) -> Directive | None:
     """The directive the options describe; ``None`` when there is none.
 
@@ -214,10 +230,11 @@ def build_directive(
         raise_to: ``--raise ID=MAX`` values.
         interrupts: The run's pending interrupts by id (to tell a denied interrupt from a
             denied call, and to know which limit ``--raise`` raises).
+        answers: ``--answer ID=JSON|decline|cancel`` values.
 
     Raises:
-        UserError: An empty id, an id decided twice, a bad MAX, or ``--raise`` of an id
-            that is not a pending interrupt.
+        UserError: An empty id, an id decided twice, a bad MAX, ``--raise`` of an id
+            that is not a pending interrupt, or an answer that is not a JSON object.
     """
     approvals = [ApprovalDecision(tool_call_id=c.strip(), granted=True) for c in approve]
     resolutions: list[InterruptResolution] = []
@@ -237,15 +254,40 @@ def build_directive(
             ApprovalDecision(tool_call_id=call_id.strip(), granted=True, result=result or HAPPENED)
         )
     resolutions.extend(_raise(item, interrupts) for item in raise_to)
-    ids = [a.tool_call_id for a in approvals] + [r.interrupt_id for r in resolutions]
+    inputs = [_answer(item) for item in answers]
+    ids = [
+        *(a.tool_call_id for a in approvals),
+        *(r.interrupt_id for r in resolutions),
+        *(i.tool_call_id for i in inputs),
+    ]
     if "" in ids:
-        raise UserError("--approve, --deny and --happened need an id, e.g. --approve call_1.")
+        raise UserError(
+            "--approve, --deny, --happened and --answer need an id, e.g. --approve call_1."
+        )
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
         raise UserError(f"{twice[0]!r} is decided more than once.")
-    if not approvals and not resolutions:
+    if not approvals and not resolutions and not inputs:
         return None
-    return Directive(approvals=approvals, interrupts=resolutions)
+    return Directive(approvals=approvals, interrupts=resolutions, inputs=inputs)
+
+
+def _answer(item: str) -> InputAnswer:
+    """``--answer ID=JSON`` (accept with that object), ``ID=decline`` or ``ID=cancel``."""
+    call_id, _, value = item.partition("=")
+    call_id, value = call_id.strip(), value.strip()
+    if value in ("decline", "cancel"):
+        return InputAnswer(tool_call_id=call_id, action=value)
+    try:
+        content = json.loads(value)
+    except ValueError:
+        content = None
+    if not isinstance(content, dict):
+        raise UserError(
+            f"--answer {item!r}: give ID=JSON with a JSON object (e.g. "
+            f"call_1='{{\"ok\": true}}'), ID=decline or ID=cancel."
+        )
+    return InputAnswer(tool_call_id=call_id, content=cast("dict[str, Any]", content))
 
 
 def _raise(item: str, interrupts: Mapping[str, Mapping[str, Any]]) -> InterruptResolution:

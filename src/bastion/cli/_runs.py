@@ -223,6 +223,16 @@ def resume(  # noqa: PLR0917 (typer options)
             show_default=False,
         ),
     ] = None,
+    answer: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--answer",
+            metavar="CALL_ID=JSON|decline|cancel",
+            help="Answer the question this call asked (an MCP server's elicitation); "
+            "it runs again with the answer.",
+            show_default=False,
+        ),
+    ] = None,
     json_lines: Annotated[
         bool, typer.Option("--json", help="Print every event as one JSON line.")
     ] = False,
@@ -250,7 +260,12 @@ def resume(  # noqa: PLR0917 (typer options)
         interrupts = {p.id: p.interrupt for p in pending if p.interrupt is not None}
     try:
         directive = build_directive(
-            approve or [], deny or [], happened or [], raise_to or [], interrupts
+            approve or [],
+            deny or [],
+            happened or [],
+            raise_to or [],
+            interrupts,
+            answers=answer or [],
         )
     except UserError as exc:
         error(str(exc))

@@ -143,6 +143,9 @@ class RunContext(Generic[DepsT]):
             Inside a tool it is the runtime of that call: sandboxed or not as the tool's
             ``sandbox=`` and the agent's resolve. ``None``: the agent has no runtime.
         sandbox: The agent's sandbox setting, which tools without their own inherit.
+        input_answer: Inside a tool that stopped to ask a person (it raised
+            ``bastion.tools.InputRequired``) and runs again after the run was resumed:
+            the answer (a ``bastion.tools.InputAnswer``). ``None`` otherwise.
     """
 
     run_id: str
@@ -164,6 +167,7 @@ class RunContext(Generic[DepsT]):
     idempotency_key: str | None = None
     runtime: Runtime | None = None
     sandbox: bool | SandboxConfig | None = None
+    input_answer: Any = None
     _sink: ToolProgressSink | None = field(default=None, repr=False)
     # Installed by an agent with governance: runs ``call``'s work through its governor.
     _governed: Callable[[str, Callable[[], Any]], Awaitable[Any]] | None = field(
@@ -265,11 +269,14 @@ class RunContext(Generic[DepsT]):
         sink: ToolProgressSink | None,
         idempotency_key: str | None = None,
         sandbox: bool | SandboxConfig | None = None,
+        *,
+        input_answer: Any = None,
     ) -> RunContext[DepsT]:
         """Return a copy bound to one tool call.
 
         ``sandbox`` is the tool's own setting; with the agent's it decides whether the
         call's ``runtime`` is sandboxed (the tool's wins, ``False`` turns it off).
+        ``input_answer`` is the answer a resumed call asked for (see the attribute).
         """
         runtime = self.runtime
         if runtime is not None and (sandbox is not None or self.sandbox is not None):
@@ -280,5 +287,6 @@ class RunContext(Generic[DepsT]):
             tool_name=tool_name,
             idempotency_key=idempotency_key,
             runtime=runtime,
+            input_answer=input_answer,
             _sink=sink,
         )

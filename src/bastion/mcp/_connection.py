@@ -24,7 +24,7 @@ from ._transport import Transport, open_transport
 
 if TYPE_CHECKING:
     from mcp import ClientSession
-    from mcp.client.session import ElicitationFnT, MessageHandlerFnT
+    from mcp.client.session import ElicitationFnT, MessageHandlerFnT, SamplingFnT
     from mcp.types import InitializeResult
 
 __all__ = ["Connection", "ConnectionLost", "is_connection_loss", "is_session_expired"]
@@ -70,6 +70,7 @@ class Connection:
         transport: Where the server is.
         on_message: Receives the server's notifications (``tools/list_changed``, ...).
         on_elicit: Answers the server's elicitation requests (``None``: the SDK declines).
+        on_sample: Answers its sampling requests (``None``: the client cannot sample).
     """
 
     def __init__(
@@ -78,6 +79,7 @@ class Connection:
         transport: Transport,
         on_message: MessageHandlerFnT,
         on_elicit: ElicitationFnT | None = None,
+        on_sample: SamplingFnT | None = None,
     ) -> None:
         self.name = name
         self.transport = transport
@@ -87,6 +89,7 @@ class Connection:
         self.error: BaseException | None = None
         self._on_message = on_message
         self._on_elicit = on_elicit
+        self._on_sample = on_sample
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -133,9 +136,9 @@ class Connection:
         self.session = None
 
     async def _own(self, seconds: float) -> None:
-        from mcp import ClientSession
-
         try:
+            from mcp import ClientSession
+
             async with AsyncExitStack() as stack:
                 read, write = await open_transport(self.transport, stack, seconds=seconds)
                 session = await stack.enter_async_context(
@@ -144,6 +147,7 @@ class Connection:
                         write,
                         message_handler=self._on_message,
                         elicitation_callback=self._on_elicit,
+                        sampling_callback=self._on_sample,
                     )
                 )
                 with anyio_fail_after(seconds):

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from bastion.tools import ToolArgumentsError, ToolError
-from bastion.tools._schema import ArgsValidator, check_against, parse_arguments
+from bastion.tools._schema import ArgsValidator, check_against, compile_schema, parse_arguments
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock, ReadResourceResult
@@ -47,22 +47,10 @@ class RawSchema(ArgsValidator):
             raise ToolArgumentsError([f"arguments must be a JSON object, got {arguments[:80]!r}"])
         validator = self._validator
         if validator is None:
-            validator = self._validator = _compile(self.parameters)
+            validator = self._validator = compile_schema(self.parameters)
         if validator is not False:
             check_against(validator, value)
         return (cast("dict[str, Any]", value),), {}
-
-
-def _compile(schema: dict[str, Any]) -> Any:
-    from jsonschema import validators
-    from jsonschema.exceptions import SchemaError
-
-    cls: Any = validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except SchemaError:
-        return False  # not enforceable: leave it to the server
-    return cls(schema)
 
 
 def link_handle(server: str, uri: str) -> str:

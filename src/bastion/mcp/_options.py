@@ -11,9 +11,9 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, Literal
 
-from bastion.core import UserError
+from bastion.core import Model, UserError
 from bastion.security import INBOUND_POLICIES, InboundPolicy
 from bastion.tools import SideEffectClass
 
@@ -53,7 +53,16 @@ class ServerOptions:
             ``detect-and-strip-and-wrap``).
         resources: Also expose ``list_resources`` and ``read_resource`` tools.
         on_elicit: Answers the server's elicitation requests (questions to the user in
-            the middle of a call); without it they are declined, and the server goes on.
+            the middle of a call) in this process.
+        elicitation: Without ``on_elicit``: ``"suspend"`` (default) suspends the run on
+            the question (``awaiting_approval``) until a person answers it with
+            ``Directive(inputs=[...])``, then calls the tool again with the answer;
+            ``"decline"`` declines it and the server goes on. Calls made outside a run
+            (``call_tool``, ``bastion mcp call``) always decline.
+        sampling: The model that answers the server's ``sampling/createMessage``
+            requests (a ``Model`` or ``"provider:model"``), under the run's governor as
+            ``mcp:<server>:sampling`` and ``llm:<provider>:<model>``. ``None`` (default):
+            the server is told the client cannot sample.
     """
 
     name: str
@@ -68,6 +77,8 @@ class ServerOptions:
     inbound_sanitization: InboundPolicy | None = None
     resources: bool = False
     on_elicit: ElicitHandler | None = None
+    elicitation: Literal["suspend", "decline"] = "suspend"
+    sampling: Model | None = None
 
     @classmethod
     def build(cls, name: str, options: Mapping[str, Any]) -> ServerOptions:
@@ -123,6 +134,13 @@ class ServerOptions:
         handler = values.get("on_elicit")
         if handler is not None and not callable(handler):
             raise UserError(f"{where}: on_elicit must be an async function, got {handler!r}.")
+        if values.get("elicitation", "suspend") not in ("suspend", "decline"):
+            raise UserError(
+                f"{where}: elicitation must be 'suspend' or 'decline', "
+                f"got {values['elicitation']!r}."
+            )
+        if values.get("sampling") is not None:
+            values["sampling"] = _sampling_model(where, values["sampling"])
         defer = values.get("defer_loading")
         if defer is not None and not isinstance(defer, bool):
             raise UserError(f"{where}: defer_loading must be True, False or None, got {defer!r}.")
@@ -149,6 +167,18 @@ class ServerOptions:
         """Whether a call of ``tool`` waits for a human decision."""
         approval = self.needs_approval
         return approval if isinstance(approval, bool) else _matches(tool, approval)
+
+
+def _sampling_model(where: str, value: Any) -> Model:
+    if isinstance(value, Model):
+        return value
+    if not isinstance(value, str):
+        raise UserError(
+            f"{where}: sampling must be a Model or a 'provider:model' string, got {value!r}."
+        )
+    from bastion.providers import resolve_model
+
+    return resolve_model(value)
 
 
 def _patterns(where: str, key: str, value: Any) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ from bastion.security import InboundPolicy, sanitize_inbound
 from bastion.tools import ResultReadError, Tool, ToolError, ToolResult
 from bastion.tools._read_result import READ_RESULT_MAX_BYTES, read_line_range
 
+from ._asking import CallScope, Question, sample, wait_or_ask
 from ._connection import Connection, ConnectionLost, is_connection_loss, is_session_expired
 from ._convert import RawSchema, link_handle, resource_text, to_output
 from ._naming import arguments_key, check_url, local_name, stdio_name, url_name
@@ -69,6 +70,8 @@ class MCPServer:
         self._stale = True
         self._restarts = -1  # connections opened, minus the first
         self._links: OrderedDict[str, bytes] = OrderedDict()
+        self._inflight = 0  # calls waiting for an answer of the server
+        self._scopes: list[CallScope] = []  # the agent calls among them
 
     # -- construction -------------------------------------------------------------------
 
@@ -198,7 +201,13 @@ class MCPServer:
             if conn is not None and conn.loop is loop:
                 await conn.close(grace=1.0)
             self._conn = None
-            fresh = Connection(self.name, self.transport, self._on_message, self._on_elicit)
+            fresh = Connection(
+                self.name,
+                self.transport,
+                self._on_message,
+                self._on_elicit,
+                self._on_sample if self.options.sampling is not None else None,
+            )
             session = await fresh.open(self.options.connect_timeout)
             self._conn = fresh
             self._restarts += 1
@@ -221,24 +230,59 @@ class MCPServer:
         if isinstance(message, ToolListChangedNotification):
             self._stale = True
 
-    async def _on_elicit(self, context: Any, params: Any) -> Any:
-        """Ask ``on_elicit`` for a form elicitation's answer.
+    def _only_scope(self) -> CallScope | None:
+        """The agent call a server's request belongs to: the one call in flight, if any."""
+        scopes = self._scopes
+        return scopes[0] if self._inflight == 1 and len(scopes) == 1 else None
 
-        Without a handler (and for URL elicitation) the answer is "decline", so a server
-        that asks can go on (the SDK's default, "not supported", fails its call).
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """Answer a server's question asked in the middle of a call.
+
+        ``on_elicit`` answers it when given. Otherwise, the question of an agent's call
+        gets the answer a person gave (a resumed call), or suspends the run (see
+        ``_asking.py``). Anything else is declined, so the server can go on (the SDK's
+        default, "not supported", fails its call).
         """
         from mcp.types import INTERNAL_ERROR, ElicitRequestFormParams, ElicitResult, ErrorData
 
+        if not isinstance(params, ElicitRequestFormParams):  # URL elicitation: not supported
+            return ElicitResult(action="decline")
         handler = self.options.on_elicit
-        if handler is None or not isinstance(params, ElicitRequestFormParams):
+        if handler is not None:
+            try:
+                answer = await handler(params.message, dict(params.requested_schema))
+            except Exception as exc:  # the server gets an error answer; the call goes on
+                return ErrorData(code=INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
+            if answer is None:
+                return ElicitResult(action="decline")
+            return ElicitResult(action="accept", content=answer)
+        scope = self._only_scope()
+        if scope is None or self.options.elicitation == "decline":
             return ElicitResult(action="decline")
+        question = Question(params.message, dict(params.requested_schema))
+        given = scope.answer_for(question)
+        if given is not None:
+            return ElicitResult(action=given["action"], content=given["content"])
+        scope.ask(question)  # the tool drops the call's result and suspends the run
+        return ElicitResult(action="cancel")  # nobody answered yet
+
+    async def _on_sample(self, context: Any, params: Any) -> Any:
+        """Answer a server's ``sampling/createMessage`` with the configured model."""
+        from mcp.types import INTERNAL_ERROR, ErrorData
+
+        model = self.options.sampling
+        assert model is not None  # the callback is installed only with a model
+        scope = self._only_scope()
+        if scope is None and self._scopes:
+            return ErrorData(
+                code=INTERNAL_ERROR,
+                message="Several calls are in flight: cannot tell which run this sampling "
+                "request belongs to, so it is refused.",
+            )
         try:
-            answer = await handler(params.message, dict(params.requested_schema))
-        except Exception as exc:  # the server gets an error answer; the call goes on
+            return await sample(model, params, scope, self.name)
+        except Exception as exc:  # refused by the governor, or the model failed
             return ErrorData(code=INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
-        if answer is None:
-            return ElicitResult(action="decline")
-        return ElicitResult(action="accept", content=answer)
 
     async def _request(
         self, what: str, send: Callable[[ClientSession], Awaitable[T]], *, retry: bool
@@ -322,9 +366,16 @@ class MCPServer:
             async def progress(progress: float, total: float | None, message: str | None) -> None:
                 ctx.report_progress(progress, total, message)
 
-            result = await server._call(remote, arguments, progress, retry=idempotent)
-            output, metadata = to_output(server.name, remote, result)
-            return ToolResult(output=output, metadata=metadata)
+            scope = CallScope.of(ctx)
+            call = server._call(remote, arguments, progress, retry=idempotent, scope=scope)
+            try:
+                result = await wait_or_ask(scope, call, server.name, remote)
+                output, metadata = to_output(server.name, remote, result)
+            except ToolError as exc:
+                if scope.usage:  # what the call's sampling spent joins the run's usage
+                    exc.usage = {**exc.usage, **scope.usage}
+                raise
+            return ToolResult(output=output, metadata=metadata, usage=dict(scope.usage))
 
         return Tool(
             name=local_name(remote),
@@ -371,12 +422,16 @@ class MCPServer:
         progress: ProgressFnT | None,
         *,
         retry: bool,
+        scope: CallScope | None = None,
     ) -> CallToolResult:
         from mcp.shared.exceptions import MCPError
 
         async def send(session: ClientSession) -> CallToolResult:
             return await session.call_tool(name, arguments, progress_callback=progress)
 
+        self._inflight += 1
+        if scope is not None:
+            self._scopes.append(scope)
         try:
             return await self._request(f"the call to {name!r}", send, retry=retry)
         except ConnectionLost as exc:
@@ -388,6 +443,10 @@ class MCPServer:
             raise ToolError(f"{exc}.{hint} The server restarts on the next call.") from exc
         except MCPError as exc:
             raise ToolError(f"MCP server {self.name!r} refused the call: {exc.message}") from exc
+        finally:
+            self._inflight -= 1
+            if scope is not None:
+                self._scopes.remove(scope)
 
     # -- resources and prompts --------------------------------------------------------------
 

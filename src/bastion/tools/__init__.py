@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         ToolGuard,
     )
     from ._inbound import FIRST_PARTY_TRUST_CLASSES, InboundSanitizer
+    from ._input import InputAction, InputAnswer, InputRequest, InputRequired
     from ._invoke import DEFAULT_EVENT_QUEUE_DEPTH
     from ._limits import (
         DEFAULT_MAX_RESULT_TOKENS,
@@ -143,6 +144,10 @@ _LAZY = {
     "ProvenanceStamper": "._provenance",
     "FIRST_PARTY_TRUST_CLASSES": "._inbound",
     "InboundSanitizer": "._inbound",
+    "InputAction": "._input",
+    "InputAnswer": "._input",
+    "InputRequest": "._input",
+    "InputRequired": "._input",
     "DEFAULT_EVENT_QUEUE_DEPTH": "._invoke",
     "DEFAULT_MAX_RESULT_TOKENS": "._limits",
     "MIN_RESULT_TOKENS": "._limits",
@@ -230,6 +235,10 @@ __all__ = [
     "GuardVerdict",
     "InboundPolicy",
     "InboundSanitizer",
+    "InputAction",
+    "InputAnswer",
+    "InputRequest",
+    "InputRequired",
     "InterruptResolution",
     "JsonSchemaValidator",
     "MAX_SEARCH_RESULTS",

@@ -61,6 +61,7 @@ from ._gate import (
     ToolGate,
     ToolGovernor,
 )
+from ._input import InputRequest, InputRequired
 from ._invoke import (
     DEFAULT_EVENT_QUEUE_DEPTH,
     DeadlineExceeded,
@@ -371,7 +372,7 @@ class ToolBatch:
             for event in self._held:
                 yield event
             for index in self._order:
-                yield self._end_event(self.outcomes[index])  # type: ignore[arg-type]  # all set above
+                yield self._end_event(index)
                 self.emitted += 1
             return
         # Closed with this generator: an abort cancels the calls (within the grace window)
@@ -639,7 +640,7 @@ class ToolBatch:
         try:
             while True:
                 while self.emitted < len(order) and ready[order[self.emitted]]:
-                    yield self._end_event(self.outcomes[order[self.emitted]])  # type: ignore[arg-type]
+                    yield self._end_event(order[self.emitted])
                     self.emitted += 1
                 if self.emitted == len(order):
                     break
@@ -695,7 +696,20 @@ class ToolBatch:
         order = self._order  # empty while admitting: no call has started yet
         return [(self.prepared[i].call, self.outcomes[i]) for i in order[self.emitted :]]
 
-    def _end_event(self, outcome: ToolOutcome) -> AgentEvent:
+    def _end_event(self, index: int) -> AgentEvent:
+        """The end of a call; for a call that stopped to ask, the question instead."""
+        outcome = self.outcomes[index]
+        assert outcome is not None  # the caller waited for it
+        request = self.prepared[index].pending
+        if request is not None:
+            return ToolApprovalRequestedEvent(
+                run_id=self._ctx.run_id,
+                tool_call_id=request.tool_call_id,
+                tool_name=request.tool_name,
+                arguments=outcome.call.arguments,
+                classification=request.classification,
+                reason=request.reason,
+            )
         if self._notes and (note := self._notes.get(outcome.call.id)) is not None:
             outcome.content = f"{note}\n\n{outcome.content}"
         self._executor.record(outcome, self._ctx)
@@ -709,7 +723,7 @@ class ToolBatch:
         else:
             outcome = await self._execute_with_secrets(vault, p, queue)
         governor = self._executor.gate.governor
-        if governor is not None:
+        if governor is not None and p.pending is None:  # a call that asked runs again later
             assert p.tool is not None  # only runnable calls get here
             await governor.record(p.tool, outcome.call, outcome.content, self._ctx)
         return outcome
@@ -783,6 +797,8 @@ class ToolBatch:
                 spent=tuple(exc.usage.items()),
                 idempotency_key=idempotency,
             )
+        except InputRequired as exc:  # the call waits for a person's answer: the run suspends
+            return self._asked(p, tool, exc.request, clock.monotonic() - started)
         except DeadlineExceeded:
             return error_outcome(
                 call,
@@ -798,6 +814,32 @@ class ToolBatch:
             return failed_outcome(tool, call, exc, clock.monotonic() - started)
         except Exception as exc:  # a tool failure is a value for the model, not a crash
             return failed_outcome(tool, call, exc, clock.monotonic() - started)
+
+    def _asked(
+        self, p: _Prepared, tool: Tool, question: InputRequest, duration: float
+    ) -> ToolOutcome:
+        """Leave a call that asked a question pending; its outcome is never reported.
+
+        Where nobody can suspend (``run_one``), the outcome is what the caller reads.
+        """
+        asker = question.source or f"tool {tool.name!r}"
+        p.pending = ApprovalRequest(
+            tool_call_id=p.call.id,
+            tool_name=tool.name,
+            arguments=dict(_args_view(p)),
+            classification=tool.classification(),
+            reason=f"{asker} asks: {question.message}",
+            step=self._ctx.step,
+            input=question,
+        )
+        self.pending.append(p.pending)
+        return error_outcome(
+            p.call,
+            "approval_denied",
+            f"Tool {tool.name!r} stopped to ask a person ({asker} asks: {question.message}); "
+            "nobody can answer here.",
+            duration,
+        )
 
     async def _finish(
         self, tool: Tool, call: ToolCall, content: str, result: ToolResult | None, started: float
@@ -868,8 +910,14 @@ class ToolBatch:
         if tool.takes_ctx or tool.kind == "async_gen":
             sink = ProgressSink(queue, self._ctx.run_id, p.call.id)
             if tool.takes_ctx:
+                decided = self.decided.get(p.call.id)
                 ctx = self._ctx.for_tool_call(
-                    p.call.id, tool.name, sink, idempotency, sandbox=tool.sandbox
+                    p.call.id,
+                    tool.name,
+                    sink,
+                    idempotency,
+                    sandbox=tool.sandbox,
+                    input_answer=decided.answer if decided is not None else None,
                 )
                 args = (ctx, *args)
         return invoke(tool, args, p.kwargs, sink, self._executor.clock)

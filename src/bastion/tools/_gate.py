@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from bastion.core import RunContext, ToolCall, ToolErrorKind, UserError
 
+from ._input import InputAnswer, InputRequest
+
 if TYPE_CHECKING:
     from bastion.governance import InterruptDecision
 
@@ -131,6 +133,8 @@ class ApprovalRequest:
         digest: A digest of exactly this call (run, call id, tool, canonical arguments),
             set when the run suspends; a decision may repeat it to bind itself to what
             the human saw.
+        input: The question of a call that stopped in the middle to ask a person (an MCP
+            server's elicitation); answer it with ``Directive(inputs=[InputAnswer(...)])``.
     """
 
     tool_call_id: str
@@ -140,6 +144,7 @@ class ApprovalRequest:
     reason: str | None = None
     step: int = 0
     digest: str | None = None
+    input: InputRequest | None = None
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -155,6 +160,8 @@ class ApprovalDecision:
             whose outcome is unknown after a crash, when a human knows it happened).
         digest: The ``ApprovalRequest.digest`` the human decided on; when given, the
             decision only applies to that exact call (a call changed since is refused).
+        answer: The answer the call runs again with, for a call that asked a question
+            (set by ``resume`` from ``Directive.inputs``).
     """
 
     tool_call_id: str
@@ -163,6 +170,7 @@ class ApprovalDecision:
     arguments: dict[str, Any] | None = None
     result: str | None = None
     digest: str | None = None
+    answer: InputAnswer | None = None
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -182,10 +190,15 @@ class InterruptResolution:
 
 @dataclass(kw_only=True, slots=True, frozen=True)
 class Directive:
-    """What a resumed run is told: the decisions on its pending approvals and interrupts."""
+    """What a resumed run is told: the decisions on its pending approvals and interrupts.
+
+    ``inputs`` answer the calls that stopped to ask a question (``ApprovalRequest.input``):
+    such a call runs again with its answer. A call can also be denied instead.
+    """
 
     approvals: Sequence[ApprovalDecision] = ()
     interrupts: Sequence[InterruptResolution] = ()
+    inputs: Sequence[InputAnswer] = ()
 
 
 class ToolGovernor(Protocol):

@@ -16,6 +16,8 @@ from bastion.core import (
 )
 
 if TYPE_CHECKING:
+    from bastion.security import Provenance
+
     from ._tool import Tool
 
 __all__ = [
@@ -87,8 +89,6 @@ class ToolOutcome:
         original_tokens: Estimated tokens of the result before any size limit (0: not
             measured).
         result_handle: Where the full result was spilled (``read_result`` reads it back).
-    provenance: Provenance | None = None
-    secrets_used: tuple[str, ...] = ()
         provenance: Where the output came from and how far it is trusted (set when the
             agent has a data-flow policy).
         secrets_used: Names of the vault secrets the call revealed (never their values).
@@ -110,6 +110,8 @@ class ToolOutcome:
     sanitization_policy: str | None = None
     original_tokens: int = 0
     result_handle: str | None = None
+    provenance: Provenance | None = None
+    secrets_used: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True, slots=True)

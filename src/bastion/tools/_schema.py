@@ -28,6 +28,7 @@ __all__ = [
     "JsonSchemaValidator",
     "ModelArgsValidator",
     "ToolArgumentsError",
+    "compile_schema",
     "function_schema",
     "signature_and_hints",
 ]
@@ -147,6 +148,23 @@ def parse_arguments(arguments: str) -> Any:
         raise ToolArgumentsError([f"arguments are not valid JSON: {exc}"]) from None
     except RecursionError:
         raise ToolArgumentsError(["arguments are nested too deeply"]) from None
+
+
+def compile_schema(schema: dict[str, Any]) -> Any:
+    """A ``jsonschema`` validator of ``schema``; ``False`` when the schema itself is invalid.
+
+    Schemas from elsewhere (MCP servers) can be invalid: such a schema cannot be enforced,
+    so the side that wrote it judges the value.
+    """
+    from jsonschema import validators
+    from jsonschema.exceptions import SchemaError
+
+    cls: Any = validators.validator_for(schema)  # pyright: ignore[reportUnknownMemberType]
+    try:
+        cls.check_schema(schema)
+    except SchemaError:
+        return False
+    return cls(schema)
 
 
 def check_against(validator: Any, value: Any) -> None:

@@ -10,7 +10,7 @@ Governance interrupts (``_govern.py``) suspend the same way; a directive decides
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 
 from bastion.agent._binding import apply_edits, bind, check_bindings
@@ -57,6 +57,7 @@ def check_directive(state: RunState, directive: Directive | None) -> dict[str, A
     held = held_calls(state.interrupts)  # calls an interrupt holds: decided through it
     pending = {p.call.id for p in state.pending_approvals} - held
     decisions = {d.tool_call_id: d for d in (directive.approvals if directive else ())}
+    decisions.update(_answers(state, directive, decisions))
     unknown = sorted(decisions.keys() - pending)
     if unknown:
         raise UserError(
@@ -67,12 +68,44 @@ def check_directive(state: RunState, directive: Directive | None) -> dict[str, A
     if missing:
         raise UserError(
             f"Run {state.run_id} waits for decisions on call(s) {missing}; pass "
-            "directive=Directive(approvals=[ApprovalDecision(tool_call_id=..., granted=...)])."
+            "directive=Directive(approvals=[ApprovalDecision(tool_call_id=..., granted=...)]) "
+            "(a call that asked a question: inputs=[InputAnswer(tool_call_id=..., ...)])."
         )
     check_bindings(state, decisions)  # each decision applies to exactly the call it saw
     # A held call runs again once its interrupt is decided; the governor re-checks it.
     decisions.update({i: ApprovalDecision(tool_call_id=i, granted=True) for i in held})
     return decisions
+
+
+def _answers(
+    state: RunState, directive: Directive | None, approvals: Mapping[str, ApprovalDecision]
+) -> dict[str, ApprovalDecision]:
+    """The directive's answers to questions asked mid-call, as decisions to run them again.
+
+    Raises:
+        UserError: An answer to a call that asked nothing, a call both answered and
+            decided, or an answer that does not fit the question (``InputAnswer.checked``).
+    """
+    asked = {
+        p.call.id: p.request.input
+        for p in state.pending_approvals
+        if p.request is not None and p.request.input is not None
+    }
+    found: dict[str, ApprovalDecision] = {}
+    for answer in directive.inputs if directive else ():
+        call_id = answer.tool_call_id
+        request = asked.get(call_id)
+        if request is None:
+            raise UserError(
+                f"The directive answers call {call_id!r}, which asked no question in run "
+                f"{state.run_id}; calls waiting for an answer: {sorted(asked)}."
+            )
+        if call_id in approvals or call_id in found:
+            raise UserError(f"Call {call_id!r} is decided more than once in the directive.")
+        found[call_id] = ApprovalDecision(
+            tool_call_id=call_id, granted=True, answer=answer.checked(request)
+        )
+    return found
 
 
 def _check_interrupts(state: RunState, directive: Directive | None) -> None:
