@@ -45,6 +45,7 @@ from bastion.providers._names import ToolNameMap
 
 from ._cache import PromptCache, apply_cache
 from ._schema import strict_output_schema
+from ._thinking import apply_reasoning
 
 __all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL_DESCRIPTION", "build_payload", "native_format"]
 
@@ -116,6 +117,8 @@ def build_payload(
         body["top_p"] = settings.top_p
     if settings.stop:
         body["stop_sequences"] = list(settings.stop)
+    if settings.reasoning is not None:
+        apply_reasoning(body, settings.reasoning)
     if cache is not None:
         apply_cache(body, cache)
     for key, value in (settings.extra or {}).items():
@@ -153,6 +156,8 @@ def _output_tool(request: ModelRequest) -> OutputSpec | None:
 
 
 def _thinking_enabled(settings: ModelSettings) -> bool:
+    if settings.reasoning is not None and settings.reasoning.budget_tokens is not None:
+        return True
     thinking = as_object((settings.extra or {}).get("thinking"))
     return thinking is not None and thinking.get("type") == "enabled"
 

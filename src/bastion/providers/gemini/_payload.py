@@ -30,6 +30,8 @@ from bastion.core import (
     Message,
     ModelRequest,
     ModelSettings,
+    ReasoningConfig,
+    ReasoningEffort,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -41,6 +43,7 @@ from bastion.core import (
 )
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
+from bastion.providers._reasoning import accepted_effort
 
 from ._schema import gemini_schema
 
@@ -50,6 +53,8 @@ SIGNATURE_KEY = "thoughtSignature"
 VENDOR_MARK: dict[str, Any] = {"vendor": "gemini"}
 
 _TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+# thinkingLevel's names; none is sent as a zero thinkingBudget.
+_EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high")
 
 Json = dict[str, Any]
 
@@ -78,6 +83,8 @@ def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
     if (tool_config := _tool_config(settings, names)) is not None:
         body["toolConfig"] = tool_config
     config = _generation_config(settings)
+    if settings.reasoning is not None:
+        config["thinkingConfig"] = _thinking(settings.reasoning)
     if request.output is not None:
         config["responseMimeType"] = "application/json"
         if request.output.mode == "native":  # prompted: the schema is in the prompt
@@ -204,6 +211,26 @@ def _tool_config(settings: ModelSettings, names: ToolNameMap) -> Json | None:
     if mode is not None:
         return {"functionCallingConfig": {"mode": mode}}
     return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [names.wire(choice)]}}
+
+
+def _thinking(config: ReasoningConfig) -> Json:
+    """``thinkingConfig``: a budget as ``thinkingBudget``, a level as ``thinkingLevel``.
+
+    Raises:
+        UserError: Both are set (Gemini takes one or the other), or a level Gemini has no
+            name for.
+    """
+    if config.budget_tokens is not None and config.effort is not None:
+        raise UserError(
+            "ReasoningConfig with both effort and budget_tokens cannot be sent to Gemini: "
+            "it takes thinkingLevel or thinkingBudget, not both. Set one."
+        )
+    if config.budget_tokens is not None:
+        return {"thinkingBudget": config.budget_tokens, "includeThoughts": True}
+    effort = accepted_effort(config, "Gemini", _EFFORTS)
+    if effort == "none":
+        return {"thinkingBudget": 0}
+    return {"thinkingLevel": effort, "includeThoughts": True}
 
 
 def _generation_config(settings: ModelSettings) -> Json:
