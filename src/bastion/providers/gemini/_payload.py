@@ -1,6 +1,8 @@
 """Bastion messages and settings → the JSON body of Gemini's ``streamGenerateContent``.
 
-Called by ``GeminiProtocol.payload``. System messages become ``systemInstruction``; user
+Called by ``GeminiProtocol.payload``. The leading system messages become
+``systemInstruction`` (a later one is a user turn in place, so the instruction stays a stable
+prompt-cache prefix); user
 and tool messages become ``user`` turns (consecutive tool results share one turn, since
 Gemini matches ``functionResponse`` parts to calls by name and order); assistant messages
 become ``model`` turns.
@@ -62,10 +64,16 @@ Json = dict[str, Any]
 def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
     """The request body for ``request``, tool names mapped through ``names``."""
     body: Json = {}
-    system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
+    # Only the leading system messages are the system instruction: a later one goes in
+    # place as a user turn, so the instruction (a prompt-cache prefix) never changes.
+    lead = next(
+        (i for i, m in enumerate(request.messages) if not isinstance(m, SystemMessage)),
+        len(request.messages),
+    )
+    system = [m.content for m in request.messages[:lead] if isinstance(m, SystemMessage)]
     if system:
         body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
-    body["contents"] = _contents(request.messages, names)
+    body["contents"] = _contents(request.messages[lead:], names)
     if request.tools:
         body["tools"] = [
             {
@@ -129,6 +137,8 @@ def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[Json]:
         results = None
         if isinstance(message, UserMessage):
             contents.append({"role": "user", "parts": _user_parts(message.content)})
+        elif isinstance(message, SystemMessage):
+            contents.append({"role": "user", "parts": [{"text": message.content}]})
         elif isinstance(message, AssistantMessage):
             contents.append({"role": "model", "parts": _model_parts(message, names)})
     return contents
