@@ -42,6 +42,7 @@ from bastion.core import (
 )
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
+from bastion.providers._turns import EARLIER_NOT_SHOWN
 
 from ._cache import PromptCache, apply_cache
 from ._schema import strict_output_schema
@@ -213,6 +214,8 @@ def _conversation(
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] != "user":  # the API opens with the user's turn
+        turns.insert(0, {"role": "user", "content": [_text(EARLIER_NOT_SHOWN)]})
     return "\n\n".join(leading), turns
 
 

@@ -46,6 +46,7 @@ from bastion.core import (
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
 from bastion.providers._reasoning import accepted_effort
+from bastion.providers._turns import EARLIER_NOT_SHOWN
 
 from ._schema import gemini_schema
 
@@ -141,7 +142,27 @@ def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[Json]:
             contents.append({"role": "user", "parts": [{"text": message.content}]})
         elif isinstance(message, AssistantMessage):
             contents.append({"role": "model", "parts": _model_parts(message, names)})
-    return contents
+    return _alternating(contents)
+
+
+def _alternating(contents: list[Json]) -> list[Json]:
+    """Turns in the order Gemini requires: user first, then user and model in turn.
+
+    Consecutive turns of one role are merged (tool results stay first in their turn), turns
+    left without parts are dropped, and a conversation that would start with the model gets
+    a short user turn first.
+    """
+    out: list[Json] = []
+    for content in contents:
+        if not content["parts"]:
+            continue
+        if out and out[-1]["role"] == content["role"]:
+            out[-1] = {"role": content["role"], "parts": [*out[-1]["parts"], *content["parts"]]}
+        else:
+            out.append(content)
+    if out and out[0]["role"] != "user":
+        out.insert(0, {"role": "user", "parts": [{"text": EARLIER_NOT_SHOWN}]})
+    return out
 
 
 def _user_parts(content: str | Sequence[TextPart | ImagePart | AudioPart | FilePart]) -> list[Json]:

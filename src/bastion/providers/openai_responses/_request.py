@@ -196,6 +196,9 @@ def _assistant_items(message: AssistantMessage, names: ToolNameMap) -> list[dict
     if texts:
         items.append({"role": "assistant", "content": texts})
     items.extend(_function_call(call, names) for _, call in pending)
+    while items and items[-1].get("type") == "reasoning":
+        # The API rejects a reasoning item that nothing of its answer follows.
+        items.pop()
     return items
 
 
