@@ -1,4 +1,4 @@
-"""``bastion runs list|show|resume|export``: the journaled runs of a store.
+"""``bastion runs list|show|resume|export``: the journaled runs of a store (``prune``: ``_prune``).
 
 The store is ``--store URL``, else ``BASTION_STORE``, else the SQLite file
 ``./.bastion/bastion.db`` (as :func:`bastion.stores.open_store` chooses). Exit codes follow
@@ -43,7 +43,7 @@ _T = TypeVar("_T")
 
 runs_app = typer.Typer(
     name="runs",
-    help="Journaled runs in the store: list, show, resume and export them.",
+    help="Journaled runs in the store: list, show, resume, export and prune them.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -16,6 +16,7 @@ from ._keeper import (
 from ._open import DEFAULT_STORE_URL, STORE_ENV, open_store
 from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore, RunBusy, SessionConflict
 from ._protocols import ArtifactStore, CounterStore, JournalStore, SessionStore, Stores, branch
+from ._retention import RESUMABLE, Pruned, prune_runs, prune_sessions
 from ._types import (
     ENTRY_KINDS,
     Artifact,
@@ -58,6 +59,8 @@ __all__ = [
     "LeaseLost",
     "LeaseStore",
     "NewEntry",
+    "Pruned",
+    "RESUMABLE",
     "RunBusy",
     "RunPage",
     "RunRecord",
@@ -73,6 +76,8 @@ __all__ = [
     "branch",
     "new_owner",
     "open_store",
+    "prune_runs",
+    "prune_sessions",
     "run_lease_key",
     "session_lease_key",
 ]
