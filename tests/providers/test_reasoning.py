@@ -37,7 +37,7 @@ async def _sent_by(protocol: str, config: ReasoningConfig, **settings: Any) -> A
 
 
 def test_reasoning_config_is_checked_when_made() -> None:
-    #
+    # covers A-38, C16
     with pytest.raises(UserError, match="needs an effort, a budget_tokens, or both"):
         ReasoningConfig()
     with pytest.raises(UserError, match="effort must be one of"):
@@ -88,13 +88,13 @@ def test_reasoning_config_is_checked_when_made() -> None:
 async def test_each_protocol_sends_reasoning_in_its_own_fields(
     protocol: str, config: ReasoningConfig, expected: dict[str, Any]
 ) -> None:
-    #
+    # covers A-38, C16
     body = await _sent_by(protocol, config)
     assert {key: body[key] for key in expected} == expected
 
 
 async def test_anthropic_budget_with_effort_sends_both() -> None:
-    #
+    # covers A-38, C16
     config = ReasoningConfig(effort="high", budget_tokens=4000)
     body = await _sent_by("anthropic", config, max_tokens=16_000)
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 4000}
@@ -122,7 +122,7 @@ async def test_anthropic_budget_with_effort_sends_both() -> None:
 async def test_compatible_servers_get_their_own_spelling(
     preset: str, config: ReasoningConfig, expected: dict[str, Any]
 ) -> None:
-    #
+    # covers A-38, C16
     model, wire = preset_model(preset)
     body = await _sent(model, wire, config)
     reasoning_keys = {"reasoning", "reasoning_effort", "thinking"}
@@ -148,7 +148,7 @@ async def test_compatible_servers_get_their_own_spelling(
 async def test_a_setting_a_protocol_cannot_express_is_refused_before_sending(
     protocol: str, config: ReasoningConfig, message: str
 ) -> None:
-    #
+    # covers A-38, C16
     model, wire = wire_model(protocol)
     with pytest.raises(UserError, match=message):
         await model.request(_ask(config))
@@ -156,7 +156,7 @@ async def test_a_setting_a_protocol_cannot_express_is_refused_before_sending(
 
 
 async def test_extra_still_overrides_the_mapped_fields() -> None:
-    #
+    # covers A-38, C16
     effort: ReasoningEffort = "low"
     body = await _sent_by(
         "openai-chat", ReasoningConfig(effort=effort), extra={"reasoning_effort": "high"}

@@ -197,7 +197,6 @@ def _body(protocol: str, history: list[Message]) -> Body:
 def test_any_history_is_sent_as_a_valid_transcript_for_every_protocol(
     history: list[Message], protocol: str
 ) -> None:
-    # covers G-76
     repaired = repair_transcript(history).messages
     if all(isinstance(m, SystemMessage) for m in repaired):
         return  # nothing but a system prompt: not a conversation
