@@ -11,6 +11,7 @@ compaction (clear tool results, then trim), and the memory the counting cache ad
 history itself (tracemalloc).
 
 Target (issue 15): prepare cost per step <= 2 ms; memory per session <= 2x the raw history.
+Then the peer comparison of ``benchmarks.context_peers`` (pydantic-ai, LangChain).
 """
 
 from __future__ import annotations
@@ -126,6 +127,10 @@ def main() -> int:
         f"memory: history {raw_bytes / 1e6:.2f} MB, counting cache +{cache_bytes / 1e6:.2f} MB "
         f"({(raw_bytes + cache_bytes) / raw_bytes:.2f}x the raw history; target <= 2x)"
     )
+    print("\npeers (benchmarks.context_peers), the same scripted conversation:")
+    from .context_peers import report, run
+
+    report(run())
     return 0 if p95 <= TARGET_STEP_MS else 1
 
 

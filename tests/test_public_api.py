@@ -107,6 +107,7 @@ def test_top_level_exports_are_pinned() -> None:
         "Progress",
         "RateLimited",
         "ReasoningChunk",
+        "ReasoningConfig",
         "ReasoningDeltaEvent",
         "ReasoningPart",
         "ResultLimiter",

@@ -10,7 +10,7 @@ from typer.testing import CliRunner, Result
 from bastion.cli import app
 from bastion.cli._decisions import build_directive
 from bastion.core import UserError
-from bastion.stores import JournalEntry, RunRecord, open_store
+from bastion.stores import JournalEntry, NewEntry, RunRecord, open_store
 
 from . import scripted_agents
 
@@ -199,3 +199,31 @@ def test_build_directive_reads_every_option():
         build_directive([], [], [], ["int_9=3"], interrupts)
     with pytest.raises(UserError, match="MAX >= 0"):
         build_directive([], [], [], ["int_1=lots"], interrupts)
+
+
+def test_prune_deletes_finished_runs_by_count_and_age_and_keeps_waiting_ones(store: str):
+    waiting, _ = suspended_run(store)
+
+    async def finished() -> list[str]:
+        async with open_store(store) as stores:
+            for n in range(3):
+                entry = NewEntry(kind="model_response", payload={"n": n})
+                await stores.journal.append(f"done{n}", [entry], expected_seq=0, status="completed")
+                await stores.sessions.append(f"s{n}", kind="message", payload={})
+            return [r.run_id for r in (await stores.journal.list_runs()).runs]
+
+    assert len(asyncio.run(finished())) == 4
+    result = cli("runs", "prune", "--keep-last", "1", "--sessions", "--plain")
+    assert result.exit_code == 0, result.output
+    assert "Deleted 2 of 4 runs." in result.stdout  # the newest kept, the waiting one too
+    assert "Deleted 2 of 3 sessions." in result.stdout
+    listed = cli("runs", "list", "--json")
+    assert [json.loads(line)["run_id"] for line in listed.stdout.splitlines()] == [
+        "done2",
+        waiting,
+    ]
+    assert cli("runs", "prune", "--older-than", "0s").stdout == "Deleted 1 of 2 runs.\n"
+    bad = cli("runs", "prune", "--older-than", "soon")
+    assert bad.exit_code == 2
+    assert "number and a unit" in bad.output
+    assert cli("runs", "prune").exit_code == 2  # neither rule given

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from bastion import Agent, tool
 from bastion.sessions import MessageAdded, SentMessage, Session, StepDone, TextDelta, TurnAborted
@@ -241,6 +241,9 @@ class _SlowSessions:
 
     async def list_sessions(self, *, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
         return await self.inner.list_sessions(limit=limit, offset=offset)
+
+    async def delete_sessions(self, session_ids: Sequence[str]) -> int:
+        return await self.inner.delete_sessions(session_ids)
 
 
 async def test_an_abort_during_a_store_write_lets_the_write_finish() -> None:

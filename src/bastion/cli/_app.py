@@ -24,6 +24,7 @@ from ._format import format_call
 from ._load import load_agent, load_object
 from ._mcp import mcp_app
 from ._models import models
+from ._prune import prune
 from ._runs import explain_suspension, runs_app
 
 __all__ = ["app", "main"]
@@ -51,6 +52,7 @@ _MODEL = typer.Option(
 )
 
 
+runs_app.command("prune")(prune)
 app.add_typer(runs_app, name="runs")
 app.command("models")(models)
 app.add_typer(mcp_app, name="mcp")

@@ -1,4 +1,4 @@
-"""``bastion runs list|show|resume|replay|export``: the journaled runs of a store.
+"""``bastion runs list|show|resume|replay|export|prune``: the journaled runs of a store.
 
 The store is ``--store URL``, else ``BASTION_STORE``, else the SQLite file
 ``./.bastion/bastion.db`` (as :func:`bastion.stores.open_store` chooses). Exit codes follow
@@ -44,7 +44,7 @@ _T = TypeVar("_T")
 
 runs_app = typer.Typer(
     name="runs",
-    help="Journaled runs in the store: list, show, resume, replay and export them.",
+    help="Journaled runs in the store: list, show, resume, replay, export and prune them.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

@@ -23,6 +23,7 @@ from bastion.core import (
     AssistantMessage,
     BastionError,
     Message,
+    ReasoningPart,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -119,7 +120,8 @@ class _Repairer:
 
     def assistant(self, index: int, message: AssistantMessage) -> None:
         self.close()
-        if not message.parts and not message.tool_calls:
+        if not message.tool_calls and all(isinstance(p, ReasoningPart) for p in message.parts):
+            # Reasoning alone is no answer: vendors reject a turn with nothing after it.
             self.repairs.append(Repair(kind="empty_assistant_dropped", index=index))
             return
         # Results are matched to the calls of the answer just before them, so an id only
@@ -190,7 +192,8 @@ def repair_transcript(
       second result for one call;
     - a call with no result gets an error result (:data:`MISSING_RESULT`);
     - a user or system turn between a call and its result moves after the results;
-    - an assistant turn with neither content nor calls is dropped;
+    - an assistant turn with neither content nor calls is dropped (reasoning alone does not
+      count as content);
     - with ``rules.first_turn_user``, a history that starts (after the system prompt) with
       anything but a user turn gets a short user turn first.
 

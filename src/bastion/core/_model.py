@@ -25,6 +25,8 @@ __all__ = [
     "OutputMode",
     "OutputSpec",
     "ReasoningChunk",
+    "ReasoningConfig",
+    "ReasoningEffort",
     "ResponseAssembler",
     "StreamChunk",
     "TextChunk",
@@ -70,12 +72,57 @@ class OutputSpec:
     mode: Literal["native", "prompted"] = "native"
 
 
+ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+"""How hard a model should think before it answers; ``none`` turns thinking off."""
+
+REASONING_EFFORTS: tuple[ReasoningEffort, ...] = (
+    "none",
+    "minimal",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "max",
+)
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class ReasoningConfig:
+    """How much a reasoning model thinks, said once for every protocol.
+
+    ``effort`` is a level (``none`` turns thinking off where a vendor allows it);
+    ``budget_tokens`` caps the thinking tokens. Each adapter sends them in its vendor's own
+    fields; a setting its protocol cannot express raises :class:`UserError` naming it
+    before anything is sent.
+    """
+
+    effort: ReasoningEffort | None = None
+    budget_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.effort is None and self.budget_tokens is None:
+            raise UserError("ReasoningConfig needs an effort, a budget_tokens, or both.")
+        if self.effort is not None and self.effort not in REASONING_EFFORTS:
+            raise UserError(
+                f"ReasoningConfig.effort must be one of {', '.join(REASONING_EFFORTS)}; "
+                f"got {self.effort!r}."
+            )
+        budget = self.budget_tokens
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise UserError(
+                f"ReasoningConfig.budget_tokens must be a positive integer, got {budget!r}."
+            )
+
+
 @dataclass(kw_only=True, slots=True, frozen=True)
 class ModelSettings:
     """Sampling and call settings; ``None`` leaves the vendor default.
 
     ``timeout`` bounds connecting and each read, in seconds. ``stream=False`` asks the adapter
     for one whole response instead of a stream (the chunks it yields are the same either way).
+    ``reasoning`` sets how much a reasoning model thinks (:class:`ReasoningConfig`).
     """
 
     temperature: float | None = None
@@ -87,6 +134,7 @@ class ModelSettings:
     parallel_tool_calls: bool | None = None
     timeout: float | None = None
     stream: bool | None = None
+    reasoning: ReasoningConfig | None = None
     extra: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._open import DEFAULT_STORE_URL, STORE_ENV, open_store
     from ._ownership import Lease, LeaseHeld, LeaseLost, LeaseStore, RunBusy, SessionConflict
     from ._protocols import ArtifactStore, CounterStore, JournalStore, SessionStore, Stores, branch
+    from ._retention import RESUMABLE, Pruned, prune_runs, prune_sessions
     from ._types import (
         ENTRY_KINDS,
         Artifact,
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "RESUMABLE": "._retention",
+    "Pruned": "._retention",
+    "prune_runs": "._retention",
+    "prune_sessions": "._retention",
     "StoreCounters": "._governance_counters",
     "DEFAULT_LEASE_TTL": "._keeper",
     "LeaseKeeper": "._keeper",
@@ -106,6 +111,8 @@ __all__ = [
     "LeaseLost",
     "LeaseStore",
     "NewEntry",
+    "Pruned",
+    "RESUMABLE",
     "RunBusy",
     "RunPage",
     "RunRecord",
@@ -121,6 +128,8 @@ __all__ = [
     "branch",
     "new_owner",
     "open_store",
+    "prune_runs",
+    "prune_sessions",
     "run_lease_key",
     "session_lease_key",
 ]

@@ -146,6 +146,10 @@ class MemoryJournalStore:
         more = offset + limit < len(records)
         return RunPage(runs=page, next_offset=offset + limit if more else None)
 
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete these runs; return how many existed."""
+        return sum(self._runs.pop(run_id, None) is not None for run_id in set(run_ids))
+
 
 @dataclass(kw_only=True, slots=True)
 class _Session:
@@ -241,6 +245,10 @@ class MemorySessionStore:
             reverse=True,
         )
         return infos[offset : offset + limit]
+
+    async def delete_sessions(self, session_ids: Sequence[str]) -> int:
+        """Delete these sessions; return how many existed."""
+        return sum(self._sessions.pop(sid, None) is not None for sid in set(session_ids))
 
 
 def _no_parent(session_id: str, parent_id: str) -> str:

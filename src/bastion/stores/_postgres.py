@@ -130,6 +130,17 @@ class _Base:
     def _pool(self) -> AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]]:
         return self._owner.pool
 
+    async def _delete(self, tables: tuple[str, str], key: str, ids: Sequence[str]) -> int:
+        """Delete ``ids`` from the child table then the parent, in one transaction."""
+        unique = sorted(set(ids))
+        if not unique:
+            return 0
+        child, parent = tables
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(f"DELETE FROM {child} WHERE {key} = ANY(%s)", (unique,))  # pyright: ignore[reportArgumentType]
+            cur = await conn.execute(f"DELETE FROM {parent} WHERE {key} = ANY(%s)", (unique,))  # pyright: ignore[reportArgumentType]
+            return cur.rowcount
+
 
 class PostgresJournalStore(_Base):
     """Run journals in the ``runs`` and ``journal`` tables."""
@@ -227,6 +238,10 @@ class PostgresJournalStore(_Base):
             rows = await cur.fetchall()
         runs = [_run(row) for row in rows[:limit]]
         return RunPage(runs=runs, next_offset=offset + limit if len(rows) > limit else None)
+
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete these runs' journal rows and metadata; return how many runs existed."""
+        return await self._delete(("journal", "runs"), "run_id", run_ids)
 
 
 class PostgresSessionStore(_Base):
@@ -353,6 +368,10 @@ class PostgresSessionStore(_Base):
             )
             for sid, count, created, updated in rows
         ]
+
+    async def delete_sessions(self, session_ids: Sequence[str]) -> int:
+        """Delete these sessions' entries and state; return how many sessions existed."""
+        return await self._delete(("session_entries", "sessions"), "session_id", session_ids)
 
 
 def _taken(session_id: str, entry_id: str) -> UserError:

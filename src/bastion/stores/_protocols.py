@@ -91,6 +91,14 @@ class JournalStore(Protocol):
         """Return runs, newest first (by creation time, then run id), filtered and paged."""
         ...
 
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete these runs' journals and metadata; return how many runs existed.
+
+        Unknown ids are skipped. Artifacts and counters are not touched.
+        :func:`bastion.stores.prune_runs` chooses what to delete by age and count.
+        """
+        ...
+
 
 @runtime_checkable
 class SessionStore(Protocol):
@@ -134,6 +142,13 @@ class SessionStore(Protocol):
 
     async def list_sessions(self, *, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
         """Return sessions, most recently created first."""
+        ...
+
+    async def delete_sessions(self, session_ids: Sequence[str]) -> int:
+        """Delete these sessions' entries and state; return how many sessions existed.
+
+        Unknown ids are skipped. :func:`bastion.stores.prune_sessions` chooses what to delete.
+        """
         ...
 
 

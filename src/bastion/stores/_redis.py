@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from bastion.core import RunStatus, UserError
@@ -135,6 +135,13 @@ class RedisJournalStore(_Base):
         raw = await self._r.hget(f"{self._p}run:{run_id}", "last_seq")
         return int(cast("bytes", raw)) if raw is not None else 0
 
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete these runs' keys and index entries; return how many existed."""
+        return await _delete_keyed(self, run_ids, lua.DELETE_RUN, self._run_keys)
+
+    def _run_keys(self, run_id: str) -> list[str]:
+        return [f"{self._p}run:{run_id}", f"{self._p}journal:{run_id}"]
+
     async def get_run(self, run_id: str) -> RunRecord | None:
         """Return the run's metadata."""
         raw = await self._r.hgetall(f"{self._p}run:{run_id}")
@@ -197,6 +204,17 @@ def _record(run_id: str, raw: dict[bytes, bytes]) -> RunRecord | None:
         created_at=from_timestamp(float(raw[b"created_at"])),
         updated_at=from_timestamp(float(raw[b"updated_at"])),
     )
+
+
+async def _delete_keyed(
+    store: _Base, ids: Sequence[str], script: str, keys: Callable[[str], list[str]]
+) -> int:
+    """Run ``script`` (a delete) on each id's keys; the number of ids that existed."""
+    deleted = 0
+    for item in sorted(set(ids)):
+        found = await store._eval(script, keys(item), [store._p, item])  # pyright: ignore[reportPrivateUsage]
+        deleted += int(found[0])
+    return deleted
 
 
 class RedisSessionStore(_Base):
@@ -279,6 +297,10 @@ class RedisSessionStore(_Base):
         await self._eval(
             lua.SESSION_STATE, [keys[0], keys[3]], [session_id, repr(time.time()), text]
         )
+
+    async def delete_sessions(self, session_ids: Sequence[str]) -> int:
+        """Delete these sessions' keys and index entries; return how many existed."""
+        return await _delete_keyed(self, session_ids, lua.DELETE_SESSION, self._keys)
 
     async def list_sessions(self, *, limit: int = 50, offset: int = 0) -> list[SessionInfo]:
         """Return sessions newest first."""

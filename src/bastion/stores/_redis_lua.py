@@ -7,7 +7,14 @@ the backend targets a single Redis server (not Redis Cluster).
 
 from __future__ import annotations
 
-__all__ = ["APPEND", "COUNTER_ADD", "SESSION_APPEND", "SESSION_STATE"]
+__all__ = [
+    "APPEND",
+    "COUNTER_ADD",
+    "DELETE_RUN",
+    "DELETE_SESSION",
+    "SESSION_APPEND",
+    "SESSION_STATE",
+]
 
 # KEYS: run hash, journal list.  ARGV: expected_seq, now, agent, status ('' = keep), prefix,
 # run_id, entry...   Returns {1, new_last} or {0, actual_last}.
@@ -86,4 +93,29 @@ end
 local text = string.format('%.17g', new)
 redis.call('HSET', KEYS[1], ARGV[1], text)
 return {1, text}
+"""
+
+# Delete one run: its hash and entry list, and its place in every index.
+# KEYS: run hash, entry list. ARGV: prefix, run id. Returns {1} if the run existed.
+DELETE_RUN = """
+local agent = redis.call('HGET', KEYS[1], 'agent')
+if not agent then
+  redis.call('DEL', KEYS[2])
+  return {0}
+end
+local status = redis.call('HGET', KEYS[1], 'status')
+redis.call('ZREM', ARGV[1] .. 'runs', ARGV[2])
+redis.call('ZREM', ARGV[1] .. 'runs:status:' .. status, ARGV[2])
+redis.call('ZREM', ARGV[1] .. 'runs:agent:' .. agent, ARGV[2])
+redis.call('DEL', KEYS[1], KEYS[2])
+return {1}
+"""
+
+# Delete one session. KEYS: session hash, entry list, id index, session index.
+# ARGV: prefix, session id. Returns {1} if the session existed.
+DELETE_SESSION = """
+local existed = redis.call('EXISTS', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('ZREM', KEYS[4], ARGV[2])
+return {existed}
 """

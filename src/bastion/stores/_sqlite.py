@@ -125,6 +125,21 @@ class SqliteJournalStore:
         runs = [_run(row) for row in rows[:limit]]
         return RunPage(runs=runs, next_offset=offset + limit if len(rows) > limit else None)
 
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """Delete these runs' journal rows and metadata; return how many runs existed."""
+        return await self._db.run(_delete, ("journal", "runs"), "run_id", sorted(set(run_ids)))
+
+
+def _delete(conn: sqlite3.Connection, tables: tuple[str, str], key: str, ids: list[str]) -> int:
+    """Delete ``ids`` from the child table then the parent; the parent's count."""
+    if not ids:
+        return 0
+    marks = ",".join("?" * len(ids))
+    child, parent = tables
+    with transaction(conn):
+        conn.execute(f"DELETE FROM {child} WHERE {key} IN ({marks})", ids)
+        return conn.execute(f"DELETE FROM {parent} WHERE {key} IN ({marks})", ids).rowcount
+
 
 def _append(
     conn: sqlite3.Connection,
@@ -272,6 +287,11 @@ class SqliteSessionStore:
             )
             for sid, count, created, updated in rows
         ]
+
+    async def delete_sessions(self, session_ids: Sequence[str]) -> int:
+        """Delete these sessions' entries and state; return how many sessions existed."""
+        tables = ("session_entries", "sessions")
+        return await self._db.run(_delete, tables, "session_id", sorted(set(session_ids)))
 
 
 def _touch_session(conn: sqlite3.Connection, session_id: str, now: float) -> None:

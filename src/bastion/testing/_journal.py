@@ -56,3 +56,7 @@ class ForwardingJournal:
     ) -> RunPage:
         """The inner store's listing."""
         return await self.inner.list_runs(status=status, agent=agent, limit=limit, offset=offset)
+
+    async def delete_runs(self, run_ids: Sequence[str]) -> int:
+        """The inner store's deletion."""
+        return await self.inner.delete_runs(run_ids)

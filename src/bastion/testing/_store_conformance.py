@@ -18,13 +18,15 @@ from typing import ClassVar
 
 import pytest
 
-from bastion.core import UserError
+from bastion.core import RunStatus, UserError
 from bastion.stores import (
     JournalConflict,
     NewEntry,
     Stores,
     branch,
     open_store,
+    prune_runs,
+    prune_sessions,
 )
 
 from ._ownership_conformance import (
@@ -315,6 +317,50 @@ class StoreConformance(OwnershipConformance):
         assert len(await s.list_sessions(limit=1)) == 1
         assert len(await s.list_sessions(limit=1, offset=1)) == 1
         assert await s.list_sessions(offset=2) == []
+
+    async def test_prune_runs_by_count_age_and_agent(self, stores: Stores) -> None:
+        """Pruning deletes finished runs past the count or age; running ones stay."""
+        j = stores.journal
+        runs: list[tuple[str, str, RunStatus]] = [
+            ("r1", "a", "completed"),
+            ("r2", "a", "failed"),
+            ("r3", "a", "completed"),
+            ("r4", "a", "running"),
+            ("r5", "b", "completed"),
+        ]
+        for run_id, agent, status in runs:
+            await j.append(run_id, [_entry(run_id, 1)], expected_seq=0, agent=agent, status=status)
+        pruned = await prune_runs(j, keep_last=2, agent="a")
+        assert (pruned.deleted, pruned.examined) == (2, 4)
+        assert [await j.get_run(r) for r in ("r1", "r2")] == [None, None]
+        assert await j.read("r1") == []
+        assert await j.last_seq("r2") == 0
+        last = await j.get_run("r5")
+        assert last is not None
+        pruned = await prune_runs(j, before=last.updated_at)  # r3 is older; r4 is running
+        assert pruned.deleted == 1
+        page = await j.list_runs()
+        assert sorted(r.run_id for r in page.runs) == ["r4", "r5"]
+        assert (await prune_runs(j, keep_last=0)).deleted == 1  # r5; r4 may still continue
+        with pytest.raises(UserError, match=r"before=.*keep_last="):
+            await prune_runs(j)
+
+    async def test_prune_sessions_by_count_and_filter(self, stores: Stores) -> None:
+        """Pruning sessions deletes their entries and state; a filter scopes it."""
+        s = stores.sessions
+        for sid in ("t1-a", "t2-a", "t1-b", "t1-c"):
+            await s.append(sid, kind="message", payload={"text": sid})
+            await s.put_state(sid, {"n": sid})
+        pruned = await prune_sessions(s, keep_last=1, where=lambda i: i.session_id[:3] == "t1-")
+        assert (pruned.deleted, pruned.examined) == (2, 4)
+        for sid in ("t1-a", "t1-b"):
+            assert await s.entries(sid) == []
+            assert await s.get_state(sid) is None
+        assert sorted(i.session_id for i in await s.list_sessions()) == ["t1-c", "t2-a"]
+        assert await s.delete_sessions(["t2-a", "ghost"]) == 1
+        assert [i.session_id for i in await s.list_sessions()] == ["t1-c"]
+        again = await s.append("t2-a", kind="message", payload={})
+        assert again.position == 1  # a deleted session starts afresh
 
     async def test_concurrent_appends_to_one_session_get_dense_positions(
         self, stores: Stores, other: Stores

@@ -275,6 +275,7 @@ def test_leading_signature_rides_on_the_next_part() -> None:
                 parts=[ReasoningPart(signature="s1", provider_details=mark), TextPart(text="a")],
                 tool_calls=[ToolCall(id="call_1", name="t")],
             ),
+            ToolMessage(tool_call_id="call_1", tool_name="t", content="ok"),
             AssistantMessage(parts=[ReasoningPart(signature="s2", provider_details=mark)]),
         ]
     )
@@ -282,7 +283,7 @@ def test_leading_signature_rides_on_the_next_part() -> None:
         {"text": "a", "thoughtSignature": "s1"},
         {"functionCall": {"name": "t", "args": {}}},
     ]
-    assert body["contents"][2]["parts"] == [{"text": "", "thoughtSignature": "s2"}]
+    assert body["contents"][3]["parts"] == [{"text": "", "thoughtSignature": "s2"}]
 
 
 @pytest.mark.parametrize(

@@ -42,9 +42,11 @@ from bastion.core import (
 )
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
+from bastion.providers._turns import EARLIER_NOT_SHOWN
 
 from ._cache import PromptCache, apply_cache
 from ._schema import strict_output_schema
+from ._thinking import apply_reasoning
 
 __all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL_DESCRIPTION", "build_payload", "native_format"]
 
@@ -116,6 +118,8 @@ def build_payload(
         body["top_p"] = settings.top_p
     if settings.stop:
         body["stop_sequences"] = list(settings.stop)
+    if settings.reasoning is not None:
+        apply_reasoning(body, settings.reasoning)
     if cache is not None:
         apply_cache(body, cache)
     for key, value in (settings.extra or {}).items():
@@ -153,6 +157,8 @@ def _output_tool(request: ModelRequest) -> OutputSpec | None:
 
 
 def _thinking_enabled(settings: ModelSettings) -> bool:
+    if settings.reasoning is not None and settings.reasoning.budget_tokens is not None:
+        return True
     thinking = as_object((settings.extra or {}).get("thinking"))
     return thinking is not None and thinking.get("type") == "enabled"
 
@@ -208,6 +214,8 @@ def _conversation(
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] != "user":  # the API opens with the user's turn
+        turns.insert(0, {"role": "user", "content": [_text(EARLIER_NOT_SHOWN)]})
     return "\n\n".join(leading), turns
 
 

@@ -1,6 +1,8 @@
 """Bastion messages and settings → the JSON body of Gemini's ``streamGenerateContent``.
 
-Called by ``GeminiProtocol.payload``. System messages become ``systemInstruction``; user
+Called by ``GeminiProtocol.payload``. The leading system messages become
+``systemInstruction`` (a later one is a user turn in place, so the instruction stays a stable
+prompt-cache prefix); user
 and tool messages become ``user`` turns (consecutive tool results share one turn, since
 Gemini matches ``functionResponse`` parts to calls by name and order); assistant messages
 become ``model`` turns.
@@ -30,6 +32,8 @@ from bastion.core import (
     Message,
     ModelRequest,
     ModelSettings,
+    ReasoningConfig,
+    ReasoningEffort,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -41,6 +45,8 @@ from bastion.core import (
 )
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
+from bastion.providers._reasoning import accepted_effort
+from bastion.providers._turns import EARLIER_NOT_SHOWN
 
 from ._schema import gemini_schema
 
@@ -50,6 +56,8 @@ SIGNATURE_KEY = "thoughtSignature"
 VENDOR_MARK: dict[str, Any] = {"vendor": "gemini"}
 
 _TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
+# thinkingLevel's names; none is sent as a zero thinkingBudget.
+_EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high")
 
 Json = dict[str, Any]
 
@@ -57,10 +65,16 @@ Json = dict[str, Any]
 def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
     """The request body for ``request``, tool names mapped through ``names``."""
     body: Json = {}
-    system = [m.content for m in request.messages if isinstance(m, SystemMessage)]
+    # Only the leading system messages are the system instruction: a later one goes in
+    # place as a user turn, so the instruction (a prompt-cache prefix) never changes.
+    lead = next(
+        (i for i, m in enumerate(request.messages) if not isinstance(m, SystemMessage)),
+        len(request.messages),
+    )
+    system = [m.content for m in request.messages[:lead] if isinstance(m, SystemMessage)]
     if system:
         body["systemInstruction"] = {"parts": [{"text": text} for text in system]}
-    body["contents"] = _contents(request.messages, names)
+    body["contents"] = _contents(request.messages[lead:], names)
     if request.tools:
         body["tools"] = [
             {
@@ -78,6 +92,8 @@ def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
     if (tool_config := _tool_config(settings, names)) is not None:
         body["toolConfig"] = tool_config
     config = _generation_config(settings)
+    if settings.reasoning is not None:
+        config["thinkingConfig"] = _thinking(settings.reasoning)
     if request.output is not None:
         config["responseMimeType"] = "application/json"
         if request.output.mode == "native":  # prompted: the schema is in the prompt
@@ -122,9 +138,31 @@ def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[Json]:
         results = None
         if isinstance(message, UserMessage):
             contents.append({"role": "user", "parts": _user_parts(message.content)})
+        elif isinstance(message, SystemMessage):
+            contents.append({"role": "user", "parts": [{"text": message.content}]})
         elif isinstance(message, AssistantMessage):
             contents.append({"role": "model", "parts": _model_parts(message, names)})
-    return contents
+    return _alternating(contents)
+
+
+def _alternating(contents: list[Json]) -> list[Json]:
+    """Turns in the order Gemini requires: user first, then user and model in turn.
+
+    Consecutive turns of one role are merged (tool results stay first in their turn), turns
+    left without parts are dropped, and a conversation that would start with the model gets
+    a short user turn first.
+    """
+    out: list[Json] = []
+    for content in contents:
+        if not content["parts"]:
+            continue
+        if out and out[-1]["role"] == content["role"]:
+            out[-1] = {"role": content["role"], "parts": [*out[-1]["parts"], *content["parts"]]}
+        else:
+            out.append(content)
+    if out and out[0]["role"] != "user":
+        out.insert(0, {"role": "user", "parts": [{"text": EARLIER_NOT_SHOWN}]})
+    return out
 
 
 def _user_parts(content: str | Sequence[TextPart | ImagePart | AudioPart | FilePart]) -> list[Json]:
@@ -204,6 +242,26 @@ def _tool_config(settings: ModelSettings, names: ToolNameMap) -> Json | None:
     if mode is not None:
         return {"functionCallingConfig": {"mode": mode}}
     return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [names.wire(choice)]}}
+
+
+def _thinking(config: ReasoningConfig) -> Json:
+    """``thinkingConfig``: a budget as ``thinkingBudget``, a level as ``thinkingLevel``.
+
+    Raises:
+        UserError: Both are set (Gemini takes one or the other), or a level Gemini has no
+            name for.
+    """
+    if config.budget_tokens is not None and config.effort is not None:
+        raise UserError(
+            "ReasoningConfig with both effort and budget_tokens cannot be sent to Gemini: "
+            "it takes thinkingLevel or thinkingBudget, not both. Set one."
+        )
+    if config.budget_tokens is not None:
+        return {"thinkingBudget": config.budget_tokens, "includeThoughts": True}
+    effort = accepted_effort(config, "Gemini", _EFFORTS)
+    if effort == "none":
+        return {"thinkingBudget": 0}
+    return {"thinkingLevel": effort, "includeThoughts": True}
 
 
 def _generation_config(settings: ModelSettings) -> Json:

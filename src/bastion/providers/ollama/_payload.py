@@ -18,6 +18,7 @@ from bastion.core import (
     Message,
     ModelRequest,
     ModelSettings,
+    ReasoningConfig,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -29,6 +30,7 @@ from bastion.core import (
 )
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap, chosen_tool
+from bastion.providers._reasoning import accepted_effort, refuse_budget
 
 __all__ = ["build_payload"]
 
@@ -40,7 +42,7 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
 
     ``settings.extra`` keys are merged into the body last (``{"think": True}``,
     ``{"keep_alive": "5m"}``); an ``options`` mapping in it is merged into the options, and
-    ``reasoning_effort`` becomes Ollama's ``think``.
+    ``reasoning_effort`` becomes Ollama's ``think``, as does ``settings.reasoning``.
 
     Raises:
         UserError: The conversation holds content Ollama cannot take (an image by URL,
@@ -58,6 +60,8 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
     if request.output is not None:
         prompted = request.output.mode == "prompted"  # the schema is in the prompt
         body["format"] = "json" if prompted else request.output.json_schema
+    if settings.reasoning is not None:
+        body["think"] = _think(settings.reasoning)
     extra = dict(settings.extra or {})
     effort = extra.pop("reasoning_effort", None)
     if effort is not None and "think" not in extra:
@@ -71,6 +75,13 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
     body.update(extra)
     body["stream"] = settings.stream is not False  # False: one whole JSON answer
     return body
+
+
+def _think(config: ReasoningConfig) -> bool | str:
+    """Ollama's ``think``: ``false`` for effort ``none``, else the level by name."""
+    refuse_budget(config, "Ollama")
+    effort = accepted_effort(config, "Ollama", ("none", "low", "medium", "high"))
+    return False if effort == "none" else str(effort)
 
 
 def _options(settings: ModelSettings) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from bastion.core import (
     ModelRequest,
     ModelSettings,
     OutputSpec,
+    ReasoningConfig,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -38,6 +39,7 @@ from bastion.core import (
 )
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap, chosen_tool
+from bastion.providers._reasoning import accepted_effort, refuse_budget
 
 from ._vendors import OPENAI, ChatParams, ReasoningEcho
 
@@ -168,6 +170,8 @@ def _apply_settings(
         body[params.seed] = settings.seed
     if has_tools and settings.parallel_tool_calls is not None and params.parallel_tool_calls:
         body["parallel_tool_calls"] = settings.parallel_tool_calls
+    if settings.reasoning is not None:
+        _reasoning(body, settings.reasoning, params)
     if settings.extra:
         extra = dict(settings.extra)
         effort = extra.pop("reasoning_effort", None)
@@ -178,6 +182,25 @@ def _apply_settings(
             else:
                 body["reasoning_effort"] = effort
         body.update(extra)
+
+
+def _reasoning(body: dict[str, Any], config: ReasoningConfig, params: ChatParams) -> None:
+    """Send ``config`` in the fields ``params`` names (``extra`` may still override them)."""
+    effort = accepted_effort(config, "this Chat Completions server", params.reasoning_efforts)
+    nested: dict[str, Any] = {}
+    if config.budget_tokens is not None:
+        if not params.reasoning_budget:
+            refuse_budget(config, "this Chat Completions server")
+        nested["max_tokens"] = config.budget_tokens
+    if params.thinking_toggle and effort is not None:
+        body["thinking"] = {"type": "disabled" if effort == "none" else "enabled"}
+        effort = None if effort == "none" else effort
+    if effort is not None and params.reasoning_effort == "reasoning.effort":
+        nested["effort"] = effort
+    elif effort is not None:
+        body["reasoning_effort"] = effort
+    if nested:
+        body["reasoning"] = nested
 
 
 def _message(message: Message, names: ToolNameMap, params: ChatParams) -> dict[str, Any]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from bastion.core import ReasoningEffort
+
 __all__ = [
     "GENERIC",
     "OPENAI",
@@ -29,6 +31,8 @@ ToolCallContent = Literal["empty", "omit", "null"]
 ReasoningEcho = Literal["none", "reasoning_content", "reasoning_details", "mistral"]
 _ALL_CHOICES = frozenset({"auto", "none", "required", "named"})
 _NO_NAMED = frozenset({"auto", "none", "required"})
+# OpenAI's reasoning_effort values (gpt-5.1 and later take none; later models xhigh).
+_OPENAI_EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -51,6 +55,11 @@ class ChatParams:
         message_name: The server takes ``name`` on user messages.
         tool_call_content: ``content`` of an assistant message that only calls tools:
             ``""`` (``empty``), left out (``omit``) or ``null``.
+        reasoning_efforts: The ``ReasoningConfig.effort`` levels the server takes.
+        reasoning_budget: The server takes ``ReasoningConfig.budget_tokens`` as
+            ``reasoning.max_tokens`` (else a budget is refused).
+        thinking_toggle: The server turns thinking on and off with
+            ``thinking: {"type": "enabled" | "disabled"}`` (effort ``none`` disables it).
         reasoning_echo: How earlier reasoning goes back on assistant messages:
             ``reasoning_content`` (text), ``reasoning_details`` (the opaque array, as
             received), ``mistral`` (typed ``thinking`` chunks in ``content``) or ``none``.
@@ -66,6 +75,9 @@ class ChatParams:
     message_name: bool = True
     tool_call_content: ToolCallContent = "empty"
     reasoning_echo: ReasoningEcho = "none"
+    reasoning_efforts: tuple[ReasoningEffort, ...] = _OPENAI_EFFORTS
+    reasoning_budget: bool = False
+    thinking_toggle: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -106,10 +118,12 @@ PRESETS: dict[str, Preset] = {
         api_key_env="OPENROUTER_API_KEY",
         # reasoning is a nested object; reasoning_details must come back unchanged;
         # content left out on tool-call turns (an empty text block upsets some upstreams).
+        # reasoning.max_tokens carries a thinking budget.
         params=ChatParams(
             reasoning_effort="reasoning.effort",
             tool_call_content="omit",
             reasoning_echo="reasoning_details",
+            reasoning_budget=True,
         ),
         notes="reasoning_details sent back; reasoning effort as reasoning.effort",
     ),
@@ -117,12 +131,15 @@ PRESETS: dict[str, Preset] = {
         base_url="https://api.deepseek.com/v1",
         api_key_env="DEEPSEEK_API_KEY",
         # No parallel_tool_calls or seed in its reference; response_format json_object only;
-        # thinking mode needs reasoning_content back on tool-call turns.
+        # thinking mode needs reasoning_content back on tool-call turns; thinking is
+        # switched by thinking.type, its depth by reasoning_effort (it maps every level).
         params=ChatParams(
             parallel_tool_calls=False,
             json_schema=False,
             seed=None,
             reasoning_echo="reasoning_content",
+            reasoning_efforts=("none", "minimal", "low", "medium", "high", "xhigh", "max"),
+            thinking_toggle=True,
         ),
         notes="reasoning_content sent back; JSON object mode (no json_schema); no seed",
     ),

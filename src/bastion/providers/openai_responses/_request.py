@@ -21,6 +21,7 @@ from bastion.core import (
     Message,
     ModelRequest,
     ModelSettings,
+    ReasoningEffort,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -32,10 +33,12 @@ from bastion.core import (
     text_of,
 )
 from bastion.providers._names import ToolNameMap
+from bastion.providers._reasoning import accepted_effort, refuse_budget
 
 __all__ = ["ENCRYPTED_REASONING", "build_payload", "input_items"]
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+_EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
 def build_payload(
@@ -95,6 +98,10 @@ def _apply_settings(body: dict[str, Any], settings: ModelSettings, names: ToolNa
         body["max_output_tokens"] = settings.max_tokens
     if settings.parallel_tool_calls is not None:
         body["parallel_tool_calls"] = settings.parallel_tool_calls
+    if settings.reasoning is not None:
+        refuse_budget(settings.reasoning, "the Responses API")
+        effort = accepted_effort(settings.reasoning, "the Responses API", _EFFORTS)
+        body["reasoning"] = {"effort": effort}
     choice = settings.tool_choice
     if choice is not None:
         if choice in ("auto", "required", "none"):
@@ -189,6 +196,9 @@ def _assistant_items(message: AssistantMessage, names: ToolNameMap) -> list[dict
     if texts:
         items.append({"role": "assistant", "content": texts})
     items.extend(_function_call(call, names) for _, call in pending)
+    while items and items[-1].get("type") == "reasoning":
+        # The API rejects a reasoning item that nothing of its answer follows.
+        items.pop()
     return items
 
 
