@@ -124,9 +124,13 @@ from ._serde import (
     stream_chunks_adapter,
     usage_adapter,
 )
+from ._tap import RunTap, current_run_tap, set_run_tap
 from ._usage import Usage
 
 __all__ = [
+    "RunTap",
+    "current_run_tap",
+    "set_run_tap",
     "AgentCancellingEvent",
     "AgentEndEvent",
     "AgentErrorEvent",
