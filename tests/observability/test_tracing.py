@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator, Sequence
-from typing import Any
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any, ClassVar
 
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
@@ -125,6 +132,7 @@ def event_names(spans: Sequence[ReadableSpan]) -> list[str]:
 
 
 async def test_a_run_becomes_a_tree_of_genai_spans_with_usage(traced: Traced) -> None:
+    # covers C21
     agent = Agent("forecaster", model=ScriptedModel(weather_script()), tools=[weather])
     result = await agent.run("Weather in Oslo?", session_id="conv-1")
     assert result.output == "Sunny."
@@ -384,3 +392,78 @@ def test_bad_instrument_arguments_are_user_errors() -> None:
     with pytest.raises(UserError, match="secret_keys"):
         instrument(secret_keys="pin")
     assert current_run_tap() is None
+
+
+def test_without_instrumentation_runs_load_no_opentelemetry() -> None:
+    code = (
+        "import asyncio, sys\n"
+        "from bastion import Agent\n"
+        "from bastion.core import current_run_tap\n"
+        "from bastion.testing import ScriptedModel\n"
+        "asyncio.run(Agent('a', model=ScriptedModel(['hi'])).run('go'))\n"
+        "print(current_run_tap(), sorted(m for m in sys.modules if 'opentelemetry' in m))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["None", "[]"]
+
+
+async def test_a_run_started_before_instrument_stays_untraced() -> None:
+    agent = Agent("a", model=ScriptedModel(["one two three"]))
+    async with agent.stream("go") as run:
+        first = await anext(run)
+        assert first.type == "agent.start"
+        traced = Traced()
+        try:
+            rest = [e.type async for e in run]
+        finally:
+            uninstrument()
+    assert rest[-1] == "agent.end"
+    assert traced.spans() == []
+
+
+class Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP endpoint: keeps the span names of every export request."""
+
+    received: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                self.received.extend(span.name for span in scope.spans)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+        self.wfile.write(b"")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+async def test_spans_reach_an_otlp_http_collector() -> None:
+    server = HTTPServer(("127.0.0.1", 0), Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    provider = TracerProvider()
+    endpoint = f"http://127.0.0.1:{server.server_port}/v1/traces"
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    instrument(tracer_provider=provider)
+    try:
+        agent = Agent("forecaster", model=ScriptedModel(weather_script()), tools=[weather])
+        await agent.run("Weather in Oslo?")
+    finally:
+        uninstrument()
+        await asyncio.to_thread(provider.shutdown)  # flushes the batch to the collector
+        server.shutdown()
+        server.server_close()
+    assert sorted(Collector.received) == sorted(
+        [
+            "invoke_agent forecaster",
+            "step 1",
+            "chat scripted",
+            "execute_tool weather",
+            "step 2",
+            "chat scripted",
+        ]
+    )

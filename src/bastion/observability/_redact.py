@@ -17,9 +17,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bastion.core import AssistantMessage, Message, SystemMessage, TextPart, ToolMessage
+from bastion.core import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    TextPart,
+    ToolMessage,
+    text_of,
+)
 
-__all__ = ["REDACTED", "Redactor", "text_of"]
+__all__ = ["REDACTED", "Redactor"]
 
 REDACTED = "[REDACTED]"
 SECRET_KEYS = re.compile(
@@ -103,13 +110,3 @@ class Redactor:
 
     def _text(self, text: str) -> dict[str, Any]:
         return {"type": "text", "content": self.text(text)}
-
-
-def text_of(content: object) -> str:
-    """The text of a message's content (a string, or the text parts of a list)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        items: list[object] = content  # pyright: ignore[reportUnknownVariableType]
-        return "".join(p.text for p in items if isinstance(p, TextPart))
-    return ""
