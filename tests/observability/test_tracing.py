@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -467,3 +468,20 @@ async def test_spans_reach_an_otlp_http_collector() -> None:
             "chat scripted",
         ]
     )
+
+
+def test_the_tracing_page_example_runs_as_printed(tmp_path: Path) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "tracing.md").read_text(encoding="utf-8")
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    printed = page.split("prints\n\n```\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == printed

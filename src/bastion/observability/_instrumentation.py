@@ -16,7 +16,7 @@ from bastion.core import AgentEvent, AgentStartEvent, ListenerWarning, RunContex
 from ._metrics import GenAIMetrics
 from ._names import PARENT_RUN_ID, PARENT_TOOL_CALL_ID
 from ._redact import Redactor
-from ._run_spans import RunSpans, Settings
+from ._run_spans import SKIPPED_TYPES, RunSpans, Settings
 
 __all__ = ["Instrumentation"]
 
@@ -49,6 +49,8 @@ class Instrumentation:
         return self._settings.redactor is not None
 
     def __call__(self, ctx: RunContext[Any], event: AgentEvent) -> None:
+        if event.type in SKIPPED_TYPES:
+            return
         try:
             self._observe(ctx, event)
         except Exception as exc:  # an observer must not break the run

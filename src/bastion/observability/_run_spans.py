@@ -50,7 +50,7 @@ from ._names import (
 )
 from ._redact import REDACTED, Redactor
 
-__all__ = ["RunSpans", "Settings"]
+__all__ = ["SKIPPED_TYPES", "RunSpans", "Settings"]
 
 # Pieces of the model's stream: while they arrive, the model call is still going on.
 STREAM_TYPES = frozenset(
@@ -65,6 +65,18 @@ STREAM_TYPES = frozenset(
     }
 )
 QUIET_TYPES = STREAM_TYPES | {"tool.execute.progress", "tool.execute.partial", "subagent.event"}
+# Events that never change a span: the instrumentation drops them before any other work.
+SKIPPED_TYPES = frozenset(
+    {
+        "text.delta",
+        "reasoning.delta",
+        "tool.call.start",
+        "tool.call.delta",
+        "tool.execute.progress",
+        "tool.execute.partial",
+        "subagent.event",
+    }
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,6 +164,8 @@ class RunSpans:
         """Advance the spans; True when the run ended (its spans are all closed)."""
         if self._chat is not None and self._chat.ended is None:
             self._on_stream(event)
+        if event.type in QUIET_TYPES:  # most events: pieces of a stream
+            return False
         match event:
             case StepStartEvent():
                 self._flush_results(ctx)
@@ -177,8 +191,6 @@ class RunSpans:
 
     def _note(self, event: AgentEvent) -> None:
         """Any other milestone (approvals, interrupts, guardrails...) as a span event."""
-        if event.type in QUIET_TYPES:
-            return
         tool_call_id: str | None = getattr(event, "tool_call_id", None)
         span = self.span_for(tool_call_id) if tool_call_id else self.current()
         span.add_event(span_event_name(event), event_attributes(event))
@@ -210,12 +222,12 @@ class RunSpans:
 
     def _start_step(self, ctx: RunContext[Any], event: StepStartEvent) -> None:
         self._close_step()
-        self._parent = self._run_parent
-        step = self._child(
-            f"step {event.step}", SpanKind.INTERNAL, lambda: {"bastion.step": event.step}
-        )
-        self._step = step
-        self._parent = trace.set_span_in_context(step)
+        if self._recording:
+            step = self._child(
+                f"step {event.step}", SpanKind.INTERNAL, lambda: {"bastion.step": event.step}
+            )
+            self._step = step
+            self._parent = trace.set_span_in_context(step)
         self._open_chat(ctx, event.model)
 
     def _open_chat(self, ctx: RunContext[Any], model: str) -> None:
