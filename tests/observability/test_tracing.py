@@ -25,8 +25,9 @@ from opentelemetry.trace import StatusCode
 from bastion import Agent, tool
 from bastion.agent import run_state_from_json, run_state_to_json
 from bastion.core import Overloaded, RunContext, Usage, UserError, current_run_tap
+from bastion.governance import Budget, Interrupt, InterruptContext, MutateDecision
 from bastion.observability import instrument, trace_headers, uninstrument
-from bastion.testing import Call, ScriptedModel, Turn
+from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
 from bastion.tools import ApprovalDecision, Directive
 
 
@@ -485,3 +486,31 @@ def test_the_tracing_page_example_runs_as_printed(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == printed
+
+
+async def test_a_budget_interrupt_shows_as_span_events(traced: Traced) -> None:
+    def approver(interrupt: Interrupt, ctx: InterruptContext) -> MutateDecision:
+        return MutateDecision(oracle="llm", limit_type="cost", max=20, approver="human:cfo")
+
+    script: list[Turn | str] = [
+        Turn(tool_calls=[Call("weather", {"city": f"c{i}"}, id=f"c{i}")], usage=Usage(cost_usd=6))
+        for i in (1, 2)
+    ]
+    script.append(Turn(text="done", usage=Usage(cost_usd=1)))
+    agent = Agent(
+        "analyst",
+        model=ScriptedModel(script),
+        tools=[weather],
+        budget=Budget(cost_usd=10, window="day", mutable_by="human:cfo", ceiling=50),
+        handle_interrupt=approver,
+        clock=VirtualClock(),
+    )
+    assert (await agent.run("research")).status == "completed"
+
+    signals = [
+        dict(e.attributes or {})["bastion.signal"]
+        for s in traced.spans()
+        for e in s.events
+        if e.name == "bastion.governance.signal"
+    ]
+    assert signals == ["oracle.exceeded", "oracle.interrupt.in", "oracle.interrupt.out"]

@@ -10,6 +10,7 @@ finish reason which only the step's end reports.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from bastion.core import (
     AgentEvent,
     AgentStartEvent,
     AssistantMessage,
+    GovernanceEvent,
     ModelFellbackEvent,
     RunContext,
     StepEndEvent,
@@ -65,6 +67,8 @@ STREAM_TYPES = frozenset(
     }
 )
 QUIET_TYPES = STREAM_TYPES | {"tool.execute.progress", "tool.execute.partial", "subagent.event"}
+# Governance signals worth a span event: interrupts, refusals, limits reached.
+NOTABLE_SIGNALS = re.compile(r"interrupt|denied|exceeded|refused")
 # Events that never change a span: the instrumentation drops them before any other work.
 SKIPPED_TYPES = frozenset(
     {
@@ -191,6 +195,8 @@ class RunSpans:
 
     def _note(self, event: AgentEvent) -> None:
         """Any other milestone (approvals, interrupts, guardrails...) as a span event."""
+        if isinstance(event, GovernanceEvent) and not NOTABLE_SIGNALS.search(event.signal):
+            return  # routine bookkeeping (a call counted in, a usage reported): no event
         tool_call_id: str | None = getattr(event, "tool_call_id", None)
         span = self.span_for(tool_call_id) if tool_call_id else self.current()
         span.add_event(span_event_name(event), event_attributes(event))
