@@ -9,6 +9,7 @@ Run as ``python -m benchmarks.tracing``. The agent is the overhead benchmark's S
   ``BatchSpanProcessor`` and an exporter that drops the batches, and an SDK
   ``MeterProvider`` (the token and duration histograms);
 * ``on, capture_content``: the same, recording messages, arguments and results (redacted);
+* ``on, step_spans=False``: no span per step (model and tool calls hang from the run's);
 * ``on, 10% of runs sampled``: ``ParentBased(TraceIdRatioBased(0.1))``: a run left out
   records no span, only the metrics.
 
@@ -72,16 +73,22 @@ def _provider(exporter: CountingExporter, sampler: Sampler | None = None) -> Tra
 def _variants(full: TracerProvider, sampled: TracerProvider) -> dict[str, Callable[[], object]]:
     meter_provider = MeterProvider()
 
-    def on(provider: TracerProvider, capture: bool) -> Callable[[], object]:
+    def on(
+        provider: TracerProvider, *, capture_content: bool = False, step_spans: bool = True
+    ) -> Callable[[], object]:
         return lambda: instrument(
-            tracer_provider=provider, meter_provider=meter_provider, capture_content=capture
+            tracer_provider=provider,
+            meter_provider=meter_provider,
+            capture_content=capture_content,
+            step_spans=step_spans,
         )
 
     return {
         "off": uninstrument,
-        "on": on(full, False),
-        "on, capture_content": on(full, True),
-        "on, 10% of runs sampled": on(sampled, False),
+        "on": on(full),
+        "on, capture_content": on(full, capture_content=True),
+        "on, step_spans=False": on(full, step_spans=False),
+        "on, 10% of runs sampled": on(sampled),
     }
 
 
@@ -101,7 +108,7 @@ async def measure(runs: int = 2_100) -> dict[str, float]:
     sampled = _provider(sampled_exporter, ParentBased(TraceIdRatioBased(0.1)))
     variants = _variants(full, sampled)
     agent = _agent()
-    fully_traced = 0
+    spans = 0
     times: dict[str, list[float]] = {label: [] for label in variants}
     for round in range(8):  # round 0 warms up (and checks)
         n = 100 if round == 0 else runs // 7
@@ -110,12 +117,13 @@ async def measure(runs: int = 2_100) -> dict[str, float]:
             elapsed = await _time(agent, n)
             if round:
                 times[label].append(elapsed)
-            fully_traced += n if label in ("on", "on, capture_content") else 0
+            spans += n * SPANS_PER_RUN if label in ("on", "on, capture_content") else 0
+            spans += n * (SPANS_PER_RUN - 4) if label == "on, step_spans=False" else 0
     uninstrument()
     full.shutdown()  # exports what is still queued
     sampled.shutdown()
-    if exporter.spans != fully_traced * SPANS_PER_RUN or sampled_exporter.spans % SPANS_PER_RUN:
-        raise AssertionError(f"{exporter.spans} spans for {fully_traced} traced runs")
+    if exporter.spans != spans or sampled_exporter.spans % SPANS_PER_RUN:
+        raise AssertionError(f"{exporter.spans} spans exported, {spans} made")
     return {label: statistics.median(t) for label, t in times.items()}
 
 

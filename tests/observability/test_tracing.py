@@ -34,7 +34,7 @@ from bastion.tools import ApprovalDecision, Directive
 class Traced:
     """An installed instrumentation with in-memory span and metric readers."""
 
-    def __init__(self, *, capture_content: bool = False) -> None:
+    def __init__(self, *, capture_content: bool = False, step_spans: bool = True) -> None:
         self.exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(self.exporter))
@@ -43,6 +43,7 @@ class Traced:
             tracer_provider=provider,
             meter_provider=MeterProvider(metric_readers=[self.reader]),
             capture_content=capture_content,
+            step_spans=step_spans,
         )
 
     def spans(self) -> list[ReadableSpan]:
@@ -180,6 +181,21 @@ async def test_a_run_becomes_a_tree_of_genai_spans_with_usage(traced: Traced) ->
     assert all(s.status.status_code is StatusCode.UNSET for s in traced.spans())
     # No content unless asked for.
     assert not [k for s in traced.spans() for k in attrs(s) if "messages" in k or "call.arg" in k]
+
+
+async def test_without_step_spans_calls_hang_from_the_run() -> None:
+    traced = Traced(step_spans=False)
+    try:
+        agent = Agent("forecaster", model=ScriptedModel(weather_script()), tools=[weather])
+        await agent.run("Weather in Oslo?")
+    finally:
+        uninstrument()
+    assert traced.tree() == [
+        "invoke_agent forecaster",
+        "  chat scripted",
+        "  execute_tool weather",
+        "  chat scripted",
+    ]
 
 
 async def test_metrics_record_token_usage_and_model_call_duration(traced: Traced) -> None:
@@ -391,6 +407,8 @@ async def test_tracing_is_off_until_instrumented_and_after_uninstrument() -> Non
 def test_bad_instrument_arguments_are_user_errors() -> None:
     with pytest.raises(UserError, match="capture_content"):
         instrument(capture_content="yes")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(UserError, match="step_spans"):
+        instrument(step_spans=None)  # pyright: ignore[reportArgumentType]
     with pytest.raises(UserError, match="secret_keys"):
         instrument(secret_keys="pin")
     assert current_run_tap() is None

@@ -37,10 +37,13 @@ class Instrumentation:
         tracer_provider: trace.TracerProvider | None,
         meter_provider: metrics.MeterProvider | None,
         redactor: Redactor | None,
+        step_spans: bool = True,
     ) -> None:
         tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
         meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
-        self._settings = Settings(tracer=tracer, metrics=GenAIMetrics(meter), redactor=redactor)
+        self._settings = Settings(
+            tracer=tracer, metrics=GenAIMetrics(meter), redactor=redactor, step_spans=step_spans
+        )
         self._runs: dict[str, RunSpans] = {}
 
     @property

@@ -90,6 +90,7 @@ class Settings:
     tracer: trace.Tracer
     metrics: GenAIMetrics
     redactor: Redactor | None  # None: message content is not captured
+    step_spans: bool = True  # False: model and tool calls are children of the run's span
 
 
 @dataclass(slots=True)
@@ -228,7 +229,7 @@ class RunSpans:
 
     def _start_step(self, ctx: RunContext[Any], event: StepStartEvent) -> None:
         self._close_step()
-        if self._recording:
+        if self._recording and self._settings.step_spans:
             step = self._child(
                 f"step {event.step}", SpanKind.INTERNAL, lambda: {"bastion.step": event.step}
             )
