@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from mcp.server.mcpserver import Context
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -27,7 +28,7 @@ from bastion.agent import run_state_from_json, run_state_to_json
 from bastion.core import Overloaded, RunContext, Usage, UserError, current_run_tap
 from bastion.governance import Budget, Interrupt, InterruptContext, MutateDecision
 from bastion.observability import instrument, trace_headers, uninstrument
-from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
+from bastion.testing import Call, ScriptedModel, Turn, VirtualClock, fake_mcp_server
 from bastion.tools import ApprovalDecision, Directive
 
 
@@ -532,3 +533,28 @@ async def test_a_budget_interrupt_shows_as_span_events(traced: Traced) -> None:
         if e.name == "bastion.governance.signal"
     ]
     assert signals == ["oracle.exceeded", "oracle.interrupt.in", "oracle.interrupt.out"]
+
+
+async def test_mcp_tool_calls_carry_the_trace_context_in_meta(traced: Traced) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def lookup(city: str, ctx: Context) -> str:
+        """Look up a city."""
+        seen.append(dict(ctx.request_context.meta or {}))
+        return f"{city}: 12 C"
+
+    server = fake_mcp_server(lookup)
+    script: list[Turn | str] = [Turn(tool_calls=[Call("lookup", {"city": "Oslo"}, id="m1")]), "ok"]
+    agent = Agent("a", model=ScriptedModel(script), tools=[server])
+    try:
+        assert (await agent.run("go")).output == "ok"
+    finally:
+        await server.aclose()
+
+    span = traced.named("execute_tool lookup")
+    assert span.context is not None
+    (meta,) = seen
+    assert meta["traceparent"].split("-")[1:3] == [
+        format(span.context.trace_id, "032x"),
+        format(span.context.span_id, "016x"),
+    ]

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bastion.core import RunContext, UserError
+from bastion.observability import trace_headers
 from bastion.security import InboundPolicy, sanitize_inbound
 from bastion.tools import ResultReadError, Tool, ToolError, ToolResult
 from bastion.tools._read_result import READ_RESULT_MAX_BYTES, read_line_range
@@ -322,7 +323,10 @@ class MCPServer:
             async def progress(progress: float, total: float | None, message: str | None) -> None:
                 ctx.report_progress(progress, total, message)
 
-            result = await server._call(remote, arguments, progress, retry=idempotent)
+            meta = trace_headers(ctx)  # the W3C trace context, when tracing is on
+            result = await server._call(
+                remote, arguments, progress, retry=idempotent, meta=meta or None
+            )
             output, metadata = to_output(server.name, remote, result)
             return ToolResult(output=output, metadata=metadata)
 
@@ -371,11 +375,17 @@ class MCPServer:
         progress: ProgressFnT | None,
         *,
         retry: bool,
+        meta: dict[str, str] | None = None,
     ) -> CallToolResult:
         from mcp.shared.exceptions import MCPError
 
         async def send(session: ClientSession) -> CallToolResult:
-            return await session.call_tool(name, arguments, progress_callback=progress)
+            return await session.call_tool(
+                name,
+                arguments,
+                progress_callback=progress,
+                meta=meta,  # pyright: ignore[reportArgumentType]
+            )
 
         try:
             return await self._request(f"the call to {name!r}", send, retry=retry)
