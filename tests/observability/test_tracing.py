@@ -558,3 +558,11 @@ async def test_mcp_tool_calls_carry_the_trace_context_in_meta(traced: Traced) ->
         format(span.context.trace_id, "032x"),
         format(span.context.span_id, "016x"),
     ]
+
+
+async def test_a_run_inside_an_application_span_is_its_child(traced: Traced) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(traced.exporter))
+    with provider.get_tracer("app").start_as_current_span("request"):
+        await Agent("a", model=ScriptedModel(["hi"])).run("go")
+    assert traced.tree() == ["request", "  invoke_agent a", "    step 1", "      chat scripted"]
