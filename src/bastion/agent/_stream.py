@@ -15,7 +15,15 @@ from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Generic, Literal
 
-from bastion.core import AgentEndEvent, AgentEvent, ConcurrentRunError, UserError
+from bastion.core import (
+    AgentEndEvent,
+    AgentEvent,
+    ConcurrentRunError,
+    EventBus,
+    RunTap,
+    UserError,
+    current_run_tap,
+)
 
 from ._result import OutputT, RunResult
 from ._scope import AbortRequest, RunScope
@@ -47,6 +55,7 @@ class AgentStream(Generic[OutputT]):
         "_owner",
         "_result",
         "_scope",
+        "_tap",
     )
 
     def __init__(
@@ -64,6 +73,7 @@ class AgentStream(Generic[OutputT]):
         self._owner: asyncio.Task[Any] | None = None
         self._inside = False
         self._result: RunResult[OutputT] | None = None
+        self._tap: RunTap | None = None
 
     @property
     def run_id(self) -> str:
@@ -102,6 +112,7 @@ class AgentStream(Generic[OutputT]):
             if self._result is not None:
                 raise StopAsyncIteration
             self._on_start(self)
+            self._tap = current_run_tap()
             gen = self._gen = self._factory()
         self._owner = asyncio.current_task()
         self._inside = True
@@ -115,12 +126,16 @@ class AgentStream(Generic[OutputT]):
             raise
         finally:
             self._inside = False
-        bus = self._scope.ctx.event_bus
-        if bus is not None:
-            bus.emit(event.type, event)
+        self._observe(self._scope.ctx.event_bus, self._tap, event)
         if isinstance(event, AgentEndEvent):
             self._result = self._scope.state.result()
         return event
+
+    def _observe(self, bus: EventBus | None, tap: RunTap | None, event: AgentEvent) -> None:
+        if bus is not None:
+            bus.emit(event.type, event)
+        if tap is not None:
+            tap(self._scope.ctx, event)
 
     def _bind(self, scope: RunScope) -> None:
         """Replace the scope once a resumed run's state is loaded (``Agent.resume_stream``)."""
@@ -138,18 +153,20 @@ class AgentStream(Generic[OutputT]):
             return self.result
         self._on_start(self)
         bus = self._scope.ctx.event_bus
-        self._scope.quiet = bus is None  # nobody sees an event: none of the deltas is built
+        tap = self._tap = current_run_tap()
+        # Nobody sees an event (no bus, no tracing): none of the model's deltas is built.
+        self._scope.quiet = bus is None and tap is None
         gen = self._gen = self._factory()
         self._owner = asyncio.current_task()
         self._inside = True
         try:
             async with aclosing(gen):
-                if bus is None:
+                if bus is None and tap is None:
                     async for _ in gen:
                         pass
                 else:
                     async for event in gen:
-                        bus.emit(event.type, event)
+                        self._observe(bus, tap, event)
             self._result = self._scope.state.result()
         finally:
             self._inside = False

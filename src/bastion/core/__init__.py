@@ -126,6 +126,7 @@ from ._serde import (
     stream_chunks_adapter,
     usage_adapter,
 )
+from ._tap import RunTap, current_run_tap, set_run_tap
 from ._usage import Usage
 
 __all__ = [
@@ -189,6 +190,7 @@ __all__ = [
     "RunErrorInfo",
     "RunFailed",
     "RunStatus",
+    "RunTap",
     "Runtime",
     "RuntimeAccessError",
     "SandboxConfig",
@@ -233,6 +235,7 @@ __all__ = [
     "UserMessage",
     "UserPart",
     "VerifierResultEvent",
+    "current_run_tap",
     "dump_event",
     "dump_messages",
     "event_adapter",
@@ -243,6 +246,7 @@ __all__ = [
     "new_id",
     "part_adapter",
     "resolve_sandbox",
+    "set_run_tap",
     "stream_chunk_adapter",
     "stream_chunks_adapter",
     "text_of",

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bastion.core import RunContext, UserError
+from bastion.observability import trace_headers
 from bastion.security import InboundPolicy, sanitize_inbound
 from bastion.tools import ResultReadError, Tool, ToolError, ToolResult
 from bastion.tools._read_result import READ_RESULT_MAX_BYTES, read_line_range
@@ -367,7 +368,10 @@ class MCPServer:
                 ctx.report_progress(progress, total, message)
 
             scope = CallScope.of(ctx)
-            call = server._call(remote, arguments, progress, retry=idempotent, scope=scope)
+            meta = trace_headers(ctx)  # the W3C trace context, when tracing is on
+            call = server._call(
+                remote, arguments, progress, retry=idempotent, scope=scope, meta=meta or None
+            )
             try:
                 result = await wait_or_ask(scope, call, server.name, remote)
                 output, metadata = to_output(server.name, remote, result)
@@ -423,11 +427,17 @@ class MCPServer:
         *,
         retry: bool,
         scope: CallScope | None = None,
+        meta: dict[str, str] | None = None,
     ) -> CallToolResult:
         from mcp.shared.exceptions import MCPError
 
         async def send(session: ClientSession) -> CallToolResult:
-            return await session.call_tool(name, arguments, progress_callback=progress)
+            return await session.call_tool(
+                name,
+                arguments,
+                progress_callback=progress,
+                meta=meta,  # pyright: ignore[reportArgumentType]
+            )
 
         self._inflight += 1
         if scope is not None:

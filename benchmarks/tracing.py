@@ -1,0 +1,140 @@
+"""OpenTelemetry tracing: what it costs a run, on and off (issue 20).
+
+Run as ``python -m benchmarks.tracing``. The agent is the overhead benchmark's S1 agent
+(``loop_async``: 3 sequential async tool calls, then the answer; 4 model steps on
+``FunctionModel``). Timed, interleaved in 7 rounds, µs per run (median):
+
+* ``off``: never instrumented (runs read no tap and do no per-event work);
+* ``on``: ``bastion.observability.instrument()`` with an SDK ``TracerProvider``, a
+  ``BatchSpanProcessor`` and an exporter that drops the batches, and an SDK
+  ``MeterProvider`` (the token and duration histograms);
+* ``on, capture_content``: the same, recording messages, arguments and results (redacted);
+* ``on, step_spans=False``: no span per step (model and tool calls hang from the run's);
+* ``on, 10% of runs sampled``: ``ParentBased(TraceIdRatioBased(0.1))``: a run left out
+  records no span, only the metrics.
+
+Every run is checked: the answer is ``done: 2,3,4``; every traced run makes 1 + 4 + 4 + 3
+spans (run, steps, model calls, tool calls), counted by the exporter at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ParentBased, Sampler, TraceIdRatioBased
+
+from bastion import Agent, tool
+from bastion.observability import instrument, uninstrument
+
+from ._bastion import _model
+from ._script import EXPECTED_OUTPUT, INSTRUCTIONS, PROMPT, SCENARIO, TOOLS
+
+EXPECTED = EXPECTED_OUTPUT["loop_async"]
+SPANS_PER_RUN = 12
+
+
+class CountingExporter(SpanExporter):
+    """Drops every batch, counting the spans (what a network exporter costs is not ours)."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+def _agent() -> Agent[Any, str]:
+    return Agent(
+        "s1",
+        model=_model(SCENARIO["loop_async"]),
+        instructions=INSTRUCTIONS,
+        tools=[
+            tool(s.function, name=s.name, description=s.description, side_effect_class="pure")
+            for s in TOOLS["loop_async"]
+        ],
+    )
+
+
+def _provider(exporter: CountingExporter, sampler: Sampler | None = None) -> TracerProvider:
+    provider = TracerProvider(sampler=sampler)
+    # A queue that holds every span of a round: none is dropped, so the count checks out.
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=100_000))
+    return provider
+
+
+def _variants(full: TracerProvider, sampled: TracerProvider) -> dict[str, Callable[[], object]]:
+    meter_provider = MeterProvider()
+
+    def on(
+        provider: TracerProvider, *, capture_content: bool = False, step_spans: bool = True
+    ) -> Callable[[], object]:
+        return lambda: instrument(
+            tracer_provider=provider,
+            meter_provider=meter_provider,
+            capture_content=capture_content,
+            step_spans=step_spans,
+        )
+
+    return {
+        "off": uninstrument,
+        "on": on(full),
+        "on, capture_content": on(full, capture_content=True),
+        "on, step_spans=False": on(full, step_spans=False),
+        "on, 10% of runs sampled": on(sampled),
+    }
+
+
+async def _time(agent: Agent[Any, str], n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        result = await agent.run(PROMPT)
+        if result.output != EXPECTED:
+            raise AssertionError(f"{result.output!r} != {EXPECTED!r}")
+    return (time.perf_counter() - start) / n * 1e6
+
+
+async def measure(runs: int = 2_100) -> dict[str, float]:
+    """Median µs per run of each variant over 7 interleaved rounds (every span checked)."""
+    exporter, sampled_exporter = CountingExporter(), CountingExporter()
+    full = _provider(exporter)
+    sampled = _provider(sampled_exporter, ParentBased(TraceIdRatioBased(0.1)))
+    variants = _variants(full, sampled)
+    agent = _agent()
+    spans = 0
+    times: dict[str, list[float]] = {label: [] for label in variants}
+    for round in range(8):  # round 0 warms up (and checks)
+        n = 100 if round == 0 else runs // 7
+        for label, install in variants.items():
+            install()
+            elapsed = await _time(agent, n)
+            if round:
+                times[label].append(elapsed)
+            spans += n * SPANS_PER_RUN if label in ("on", "on, capture_content") else 0
+            spans += n * (SPANS_PER_RUN - 4) if label == "on, step_spans=False" else 0
+    uninstrument()
+    full.shutdown()  # exports what is still queued
+    sampled.shutdown()
+    if exporter.spans != spans or sampled_exporter.spans % SPANS_PER_RUN:
+        raise AssertionError(f"{exporter.spans} spans exported, {spans} made")
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
+async def main() -> None:
+    figures = await measure()
+    off = figures["off"]
+    print("| tracing | µs/run | overhead |")
+    print("|---|---|---|")
+    for label, value in figures.items():
+        print(f"| {label} | {value:.0f} | {(value / off - 1) * 100:+.1f}% |")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

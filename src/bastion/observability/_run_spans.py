@@ -1,0 +1,380 @@
+"""The spans of one run, opened and closed as its events arrive.
+
+Tree: ``invoke_agent {agent}`` > ``step {n}`` > ``chat {model}`` and ``execute_tool {tool}``;
+a sub-agent's ``invoke_agent`` is a child of the parent's ``execute_tool`` span. The model
+call's span ends when the model's stream does (the first event that is not a piece of the
+stream), but it is closed at ``step.end``, with that end time, so it carries the usage and
+finish reason which only the step's end reports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+
+from bastion.core import (
+    AgentEndEvent,
+    AgentErrorEvent,
+    AgentEvent,
+    AgentStartEvent,
+    AssistantMessage,
+    GovernanceEvent,
+    ModelFellbackEvent,
+    RunContext,
+    StepEndEvent,
+    StepStartEvent,
+    TextCompleteEvent,
+    TextPart,
+    ToolCall,
+    ToolCallEndEvent,
+    ToolExecuteEndEvent,
+    ToolExecuteErrorEvent,
+    ToolExecuteStartEvent,
+    ToolMessage,
+)
+
+from ._metrics import GenAIMetrics
+from ._names import (
+    CONTINUES,
+    agent_attributes,
+    chat_attributes,
+    event_attributes,
+    span_event_name,
+    split_model,
+)
+from ._redact import REDACTED, Redactor
+
+__all__ = ["SKIPPED_TYPES", "RunSpans", "Settings"]
+
+# Pieces of the model's stream: while they arrive, the model call is still going on.
+STREAM_TYPES = frozenset(
+    {
+        "text.delta",
+        "text.complete",
+        "reasoning.delta",
+        "tool.call.start",
+        "tool.call.delta",
+        "tool.call.end",
+        "agent.model.retry",
+    }
+)
+QUIET_TYPES = STREAM_TYPES | {"tool.execute.progress", "tool.execute.partial", "subagent.event"}
+# Governance signals worth a span event: interrupts, refusals, limits reached.
+NOTABLE_SIGNALS = re.compile(r"interrupt|denied|exceeded|refused")
+# Events that never change a span: the instrumentation drops them before any other work.
+SKIPPED_TYPES = frozenset(
+    {
+        "text.delta",
+        "reasoning.delta",
+        "tool.call.start",
+        "tool.call.delta",
+        "tool.execute.progress",
+        "tool.execute.partial",
+        "subagent.event",
+    }
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """What the instrumentation records, shared by every run."""
+
+    tracer: trace.Tracer
+    metrics: GenAIMetrics
+    redactor: Redactor | None  # None: message content is not captured
+    step_spans: bool = True  # False: model and tool calls are children of the run's span
+
+
+@dataclass(slots=True)
+class _Chat:
+    span: Span
+    model: str
+    started: int
+    ended: int | None = None
+    text: list[str] = field(default_factory=list[str])
+    calls: list[ToolCall] = field(default_factory=list[ToolCall])
+
+
+class RunSpans:
+    """The open spans of one run; :meth:`on_event` advances them."""
+
+    __slots__ = (
+        "_chat",
+        "_finished",
+        "_parent",
+        "_recording",
+        "_run_parent",
+        "_settings",
+        "_step",
+        "run",
+        "tools",
+    )
+
+    def __init__(self, settings: Settings, run: Span) -> None:
+        self._settings = settings
+        self.run = run
+        # A run the sampler left out records nothing: its steps, model and tool calls all
+        # stand for the run's own (non-recording) span, which still carries the context.
+        self._recording = run.is_recording()
+        self._run_parent = self._parent = trace.set_span_in_context(run)
+        self._step: Span | None = None
+        self._chat: _Chat | None = None
+        self.tools: dict[str, Span] = {}
+        # Tool spans whose result waits for the run's messages (to honour ``secret``).
+        self._finished: list[tuple[Span, str, str, int]] = []
+
+    @classmethod
+    def open(
+        cls, settings: Settings, ctx: RunContext[Any], event: AgentStartEvent, parent: Context
+    ) -> RunSpans:
+        """Start the run's span (its parent and the link to a resumed run's trace given)."""
+        links = _continued(ctx) if event.resumed else []
+        span = settings.tracer.start_span(
+            f"invoke_agent {event.agent_name}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=agent_attributes(ctx, event),
+            links=links,
+        )
+        context = span.get_span_context()
+        ctx.metadata[CONTINUES] = {
+            "trace_id": format(context.trace_id, "032x"),
+            "span_id": format(context.span_id, "016x"),
+        }
+        return cls(settings, span)
+
+    def current(self) -> Span:
+        """The innermost open span of the run's steps (not its tools)."""
+        if self._chat is not None and self._chat.ended is None:
+            return self._chat.span
+        return self._step or self.run
+
+    def span_for(self, tool_call_id: str | None) -> Span:
+        """The span a tool call's work belongs to: its own, else the step's or the run's."""
+        if tool_call_id is not None:
+            span = self.tools.get(tool_call_id)
+            if span is not None:
+                return span
+        return self._step or self.run
+
+    def on_event(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        """Advance the spans; True when the run ended (its spans are all closed)."""
+        if self._chat is not None and self._chat.ended is None:
+            self._on_stream(event)
+        if event.type in QUIET_TYPES:  # most events: pieces of a stream
+            return False
+        match event:
+            case StepStartEvent():
+                self._flush_results(ctx)
+                self._start_step(ctx, event)
+            case StepEndEvent():
+                self._flush_results(ctx)
+                self._end_step(event)
+            case ToolExecuteStartEvent():
+                self._start_tool(event)
+            case ToolExecuteEndEvent() | ToolExecuteErrorEvent():
+                self._end_tool(event)
+            case ModelFellbackEvent():
+                self._fall_back(ctx, event)
+            case AgentErrorEvent():
+                _fail(self.run, event.code, event.message)
+            case AgentEndEvent():
+                self._flush_results(ctx)
+                self._end(event)
+                return True
+            case _:
+                self._note(event)
+        return False
+
+    def _note(self, event: AgentEvent) -> None:
+        """Any other milestone (approvals, interrupts, guardrails...) as a span event."""
+        if isinstance(event, GovernanceEvent) and not NOTABLE_SIGNALS.search(event.signal):
+            return  # routine bookkeeping (a call counted in, a usage reported): no event
+        tool_call_id: str | None = getattr(event, "tool_call_id", None)
+        span = self.span_for(tool_call_id) if tool_call_id else self.current()
+        span.add_event(span_event_name(event), event_attributes(event))
+
+    def _on_stream(self, event: AgentEvent) -> None:
+        chat = self._chat
+        assert chat is not None
+        if event.type not in STREAM_TYPES:
+            chat.ended = time.time_ns()
+            self._settings.metrics.duration(chat.model, (chat.ended - chat.started) / 1e9)
+        elif self._settings.redactor is not None:
+            if isinstance(event, TextCompleteEvent):
+                chat.text.append(event.text)
+            elif isinstance(event, ToolCallEndEvent):
+                call = ToolCall(
+                    id=event.tool_call_id, name=event.tool_name, arguments=event.arguments
+                )
+                chat.calls.append(call)
+        if event.type == "agent.model.retry":
+            chat.span.add_event(span_event_name(event), event_attributes(event))
+
+    def _child(self, name: str, kind: SpanKind, attributes: Callable[[], dict[str, Any]]) -> Span:
+        """A span below the current step (or the run); the run's own when not recording."""
+        if not self._recording:
+            return self.run
+        return self._settings.tracer.start_span(
+            name, context=self._parent, kind=kind, attributes=attributes()
+        )
+
+    def _start_step(self, ctx: RunContext[Any], event: StepStartEvent) -> None:
+        self._close_step()
+        if self._recording and self._settings.step_spans:
+            step = self._child(
+                f"step {event.step}", SpanKind.INTERNAL, lambda: {"bastion.step": event.step}
+            )
+            self._step = step
+            self._parent = trace.set_span_in_context(step)
+        self._open_chat(ctx, event.model)
+
+    def _open_chat(self, ctx: RunContext[Any], model: str) -> None:
+        def attributes() -> dict[str, Any]:
+            found = chat_attributes(model)
+            redactor = self._settings.redactor
+            if redactor is not None:
+                found["gen_ai.input.messages"] = redactor.messages(ctx.messages)
+            return found
+
+        span = self._child(f"chat {split_model(model)[1]}", SpanKind.CLIENT, attributes)
+        self._chat = _Chat(span, model, time.time_ns())
+
+    def _end_step(self, event: StepEndEvent) -> None:
+        chat = self._chat
+        if chat is not None:
+            usage = event.usage
+            chat.span.set_attributes(
+                {
+                    "gen_ai.response.model": split_model(event.model)[1],
+                    "gen_ai.response.finish_reasons": [event.finish_reason],
+                    "gen_ai.usage.input_tokens": usage.input_tokens,
+                    "gen_ai.usage.output_tokens": usage.output_tokens,
+                }
+            )
+            self._settings.metrics.tokens(chat.model, event.model, usage)
+            self._output(chat, event.finish_reason)
+            chat.span.end(end_time=chat.ended)
+            self._chat = None
+        self._close_step()
+
+    def _output(self, chat: _Chat, finish_reason: str) -> None:
+        redactor = self._settings.redactor
+        if redactor is None:
+            return
+        message = AssistantMessage(
+            parts=[TextPart(text=t) for t in chat.text], tool_calls=chat.calls
+        )
+        output = {
+            "role": "assistant",
+            "parts": redactor.assistant_parts(message),
+            "finish_reason": finish_reason,
+        }
+        chat.span.set_attribute("gen_ai.output.messages", json.dumps([output], ensure_ascii=False))
+
+    def _fall_back(self, ctx: RunContext[Any], event: ModelFellbackEvent) -> None:
+        chat = self._chat
+        if chat is not None:
+            _fail(chat.span, "model_error", event.error)
+            chat.span.end(end_time=chat.ended)
+            self._chat = None
+        (self._step or self.run).add_event(span_event_name(event), event_attributes(event))
+        self._open_chat(ctx, event.next_model)
+
+    def _start_tool(self, event: ToolExecuteStartEvent) -> None:
+        def attributes() -> dict[str, Any]:
+            found: dict[str, Any] = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": event.tool_name,
+                "gen_ai.tool.call.id": event.tool_call_id,
+                "gen_ai.tool.type": "function",
+            }
+            redactor = self._settings.redactor
+            if redactor is not None:
+                args = redactor.json_text(event.arguments)
+                found["gen_ai.tool.call.arguments"] = json.dumps(args, ensure_ascii=False)
+            return found
+
+        name = f"execute_tool {event.tool_name}"
+        self.tools[event.tool_call_id] = self._child(name, SpanKind.INTERNAL, attributes)
+
+    def _end_tool(self, event: ToolExecuteEndEvent | ToolExecuteErrorEvent) -> None:
+        span = self.tools.pop(event.tool_call_id, None)
+        if span is None:
+            return
+        if isinstance(event, ToolExecuteErrorEvent):
+            _fail(span, event.kind, event.message)
+        elif self._settings.redactor is not None:
+            self._finished.append((span, event.tool_call_id, event.result, time.time_ns()))
+            return
+        span.end()
+
+    def _flush_results(self, ctx: RunContext[Any]) -> None:
+        """Close the tool spans that wait for their result, once the messages hold it."""
+        redactor = self._settings.redactor
+        if not self._finished or redactor is None:
+            return
+        secret = {
+            m.tool_call_id
+            for m in ctx.messages
+            if isinstance(m, ToolMessage) and m.sensitivity == "secret"
+        }
+        for span, call_id, result, ended in self._finished:
+            shown = REDACTED if call_id in secret else redactor.json_text(result)
+            span.set_attribute("gen_ai.tool.call.result", json.dumps(shown, ensure_ascii=False))
+            span.end(end_time=ended)
+        self._finished.clear()
+
+    def _close_step(self) -> None:
+        if self._chat is not None:
+            self._chat.span.end(end_time=self._chat.ended)
+            self._chat = None
+        if self._step is not None:
+            self._step.end()
+            self._step = None
+            self._parent = self._run_parent
+
+    def _end(self, event: AgentEndEvent) -> None:
+        for span in self.tools.values():
+            span.end()
+        self.tools.clear()
+        self._close_step()
+        usage = event.usage
+        self.run.set_attributes(
+            {
+                "bastion.run.status": event.status,
+                "bastion.run.steps": event.steps,
+                "gen_ai.usage.input_tokens": usage.input_tokens,
+                "gen_ai.usage.output_tokens": usage.output_tokens,
+            }
+        )
+        if event.status == "failed" and event.error is not None:
+            _fail(self.run, event.error.code, event.error.message)
+        self.run.end()
+
+
+def _fail(span: Span, error_type: str, message: str) -> None:
+    span.set_attribute("error.type", error_type)
+    span.set_status(Status(StatusCode.ERROR, message))
+
+
+def _continued(ctx: RunContext[Any]) -> list[Link]:
+    """A link to the span of the run segment this resumed run continues, when recorded."""
+    stored = ctx.metadata.get(CONTINUES)
+    if not isinstance(stored, dict):
+        return []
+    try:
+        trace_id = int(str(stored["trace_id"]), 16)  # pyright: ignore[reportUnknownArgumentType]
+        span_id = int(str(stored["span_id"]), 16)  # pyright: ignore[reportUnknownArgumentType]
+    except (KeyError, ValueError):
+        return []
+    context = trace.SpanContext(trace_id, span_id, is_remote=True)
+    return [Link(context, {"bastion.link": "resumed_from"})]
