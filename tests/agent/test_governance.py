@@ -17,8 +17,8 @@ from bastion.agent import GovernanceOptions, run_state_from_json, run_state_to_j
 from bastion.core import AgentEvent, GovernanceEvent, RunContext, ToolMessage, Usage, UserError
 from bastion.governance import (
     Budget,
-    Governor,
     CounterView,
+    Governor,
     Interrupt,
     InterruptContext,
     Limit,

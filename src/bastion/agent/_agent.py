@@ -318,7 +318,7 @@ class Agent(Generic[DepsT, OutputT]):
         input_guardrails, output_guardrails = build_guardrails(name, guardrails)
         settings = model_settings or ModelSettings()
         check_tool_choice(name, settings, parts.live)
-        governance = build_governance(name, clock, policies, budget, governance)
+        governed = build_governance(name, clock, policies, budget, governance)
         executor = build_executor(
             parts,
             audit,
@@ -331,11 +331,11 @@ class Agent(Generic[DepsT, OutputT]):
             ),
             max_parallel=max_parallel_tools,
             options=options,
-            governor=governance,
+            governor=governed,
             name=name,
         )
         security = apply_security(name, security, executor, audit.counters)
-        check_subagents(name, toolset.by_name, governance)
+        check_subagents(name, toolset.by_name, governed)
         stores = build_store(store, name)
         if record_responses and stores is None:
             raise UserError(
@@ -378,7 +378,7 @@ class Agent(Generic[DepsT, OutputT]):
             event_bus=event_bus,
             runtime=runtime,
             sandbox=sandbox,
-            governance=governance,
+            governance=governed,
             store=stores,
             max_concurrent_runs=max_concurrent_runs,
             session_send_mode=session_send_mode,
