@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bastion import Agent, tool
+from bastion import Agent, GovernanceOptions, tool
 from bastion.core import ModelRequest, ToolMessage
 from bastion.governance import Limit
 from bastion.testing import Call, FunctionModel, Turn
@@ -81,7 +81,8 @@ def agents() -> dict[str, Agent[Any, str]]:
             [_child().as_tool(forward_events="none")]
         ),
         "parent + as_tool, governed": _parent(
-            [_child().as_tool()], oracles={"llm": minute, "tool": minute, "agent": minute}
+            [_child().as_tool()],
+            governance=GovernanceOptions(oracles={"llm": minute, "tool": minute, "agent": minute}),
         ),
     }
 

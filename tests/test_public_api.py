@@ -71,6 +71,7 @@ def test_top_level_exports_are_pinned() -> None:
         "FinishChunk",
         "FinishReason",
         "GovernanceEvent",
+        "GovernanceOptions",
         "Governor",
         "GuardrailResult",
         "GuardrailTrippedEvent",

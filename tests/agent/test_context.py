@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, GovernanceOptions, tool
 from bastion.context import SUMMARY_HEADER, ContextConfig
 from bastion.core import (
     AgentEvent,
@@ -180,7 +180,7 @@ async def test_a_summarizer_the_governor_denies_leaves_the_history_as_it_is() ->
         model=worker(3),
         tools=[fetch],
         context=config(summarizer=summarizer("never")),
-        oracles={"llm:test:summarizer": [no_summaries]},
+        governance=GovernanceOptions(oracles={"llm:test:summarizer": [no_summaries]}),
     )
     events = await collect(agent, "go")
     failed = [e for e in events if isinstance(e, ContextCompactionFailedEvent)]

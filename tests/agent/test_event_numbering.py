@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from bastion import Agent, Progress, tool
+from bastion import Agent, GovernanceOptions, Progress, tool
 from bastion.core import AgentEvent, EventBus, GovernanceEvent
 from bastion.governance import Limit
 from bastion.stores import Stores, open_store
@@ -42,8 +42,9 @@ async def test_a_relayed_governed_batch_is_numbered_once_in_stream_order() -> No
         "scribe",
         model=ScriptedModel([Turn(tool_calls=calls), "written"]),
         tools=[writer],
-        oracles={"tool:writer": [Limit(type="calls", max=2, window="minute")]},
-        governance_events="all",
+        governance=GovernanceOptions(
+            oracles={"tool:writer": [Limit(type="calls", max=2, window="minute")]}, events="all"
+        ),
         clock=VirtualClock(),
     )
     received = await _numbered(agent.stream("write"))

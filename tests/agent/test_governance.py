@@ -13,11 +13,12 @@ from typing import Any, Literal
 import pytest
 
 from bastion import Agent, tool
-from bastion.agent import run_state_from_json, run_state_to_json
+from bastion.agent import GovernanceOptions, run_state_from_json, run_state_to_json
 from bastion.core import AgentEvent, GovernanceEvent, RunContext, ToolMessage, Usage, UserError
 from bastion.governance import (
     Budget,
     CounterView,
+    Governor,
     Interrupt,
     InterruptContext,
     Limit,
@@ -103,9 +104,8 @@ async def test_the_stream_carries_governance_decisions_by_default(
         model=ScriptedModel(costly(6, 6)),
         tools=[lookup_tool([])],
         budget=daily_budget(),
-        handle_interrupt=approver,
+        governance=GovernanceOptions(handle_interrupt=approver, events=events),
         clock=VirtualClock(),
-        governance_events=events,
     )
     observed: list[str] = []
     assert agent.governance is not None
@@ -119,9 +119,56 @@ async def test_the_stream_carries_governance_decisions_by_default(
     assert "oracle.exceeded" in observed
 
 
-def test_an_unknown_governance_events_setting_is_a_user_error() -> None:
-    with pytest.raises(UserError, match="governance_events must be one of"):
-        Agent("a", model=ScriptedModel(["x"]), budget=daily_budget(), governance_events="some")  # type: ignore[arg-type]
+def test_an_unknown_governance_events_option_is_a_user_error() -> None:
+    with pytest.raises(UserError, match=r"governance\.events must be one of"):
+        Agent(
+            "a",
+            model=ScriptedModel(["x"]),
+            budget=daily_budget(),
+            governance=GovernanceOptions(events="some"),  # type: ignore[arg-type]
+        )
+
+
+def _allow_all(action: PolicyAction) -> PolicyResult:
+    return allow()
+
+
+@pytest.mark.parametrize(
+    ("given", "options"),
+    [
+        ({"policies": [_allow_all]}, GovernanceOptions()),
+        ({"budget": Budget(cost_usd=1, window="day")}, GovernanceOptions()),
+        ({}, GovernanceOptions(oracles={"llm": [_allow_all]})),
+        ({}, GovernanceOptions(handle_interrupt=lambda it, ctx: RetryDecision())),
+    ],
+)
+def test_a_shared_governor_with_the_agents_own_governance_is_a_user_error(
+    given: dict[str, Any], options: GovernanceOptions
+) -> None:
+    shared = GovernanceOptions(
+        governor=Governor(),
+        oracles=options.oracles,
+        handle_interrupt=options.handle_interrupt,
+    )
+    with pytest.raises(UserError, match=r"governance\.governor is exclusive with policies"):
+        Agent("a", model=ScriptedModel(["x"]), governance=shared, **given)
+
+
+def test_governance_given_as_anything_but_governance_options_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="governance must be a GovernanceOptions"):
+        Agent("a", model=ScriptedModel(["x"]), governance={"oracles": {}})  # type: ignore[arg-type]
+
+
+async def test_a_shared_governor_counts_the_calls_of_every_agent_given_it() -> None:
+    shared = Governor(oracles={"llm": [Limit(type="calls", max=1, window="day")]})
+    options = GovernanceOptions(governor=shared)
+    first = Agent("first", model=ScriptedModel(["one"]), governance=options)
+    second = Agent("second", model=ScriptedModel(["two"]), governance=options)
+    assert (await first.run("a")).output == "one"
+    refused = await second.run("b")
+    assert (refused.status, refused.output) == ("failed", None)
+    assert refused.error is not None
+    assert refused.error.code == "budget_exceeded"
 
 
 async def test_daily_budget_interrupt_raise_to_20_retries_the_same_call_and_completes() -> None:
@@ -139,9 +186,8 @@ async def test_daily_budget_interrupt_raise_to_20_retries_the_same_call_and_comp
         model=model,
         tools=[lookup_tool(log)],
         budget=daily_budget(),
-        handle_interrupt=approver,
+        governance=GovernanceOptions(handle_interrupt=approver, events="all"),
         clock=VirtualClock(),
-        governance_events="all",
     )
     events = [e async for e in agent.stream("research")]
     result = events[-1]
@@ -184,7 +230,7 @@ async def test_daily_budget_raise_to_60_is_refused_and_the_call_is_never_made() 
         model=model,
         tools=[lookup_tool([])],
         budget=daily_budget(),
-        handle_interrupt=greedy,
+        governance=GovernanceOptions(handle_interrupt=greedy),
         clock=VirtualClock(),
     )
     events = [e async for e in agent.stream("research")]
@@ -225,7 +271,9 @@ async def test_per_minute_call_limit_rate_limits_then_resets_with_the_clock() ->
         "researcher",
         model=model,
         tools=[lookup_tool(log)],
-        oracles={"tool:lookup": [Limit(type="calls", max=2, window="minute")]},
+        governance=GovernanceOptions(
+            oracles={"tool:lookup": [Limit(type="calls", max=2, window="minute")]}
+        ),
         clock=clock,
         max_parallel_tools=1,
     )
@@ -277,7 +325,11 @@ async def test_a_forced_global_deny_beats_an_allow_at_the_oracle() -> None:
         return allow(stop=True)
 
     ledger: list[str] = []
-    agent = transfer_agent(ledger, policies=[freeze], oracles={"tool:transfer": [always]})
+    agent = transfer_agent(
+        ledger,
+        policies=[freeze],
+        governance=GovernanceOptions(oracles={"tool:transfer": [always]}),
+    )
     events = [e async for e in agent.stream("pay bob")]
     end = events[-1]
     assert end.type == "agent.end"
@@ -305,7 +357,7 @@ async def test_a_deny_at_the_oracle_beats_an_allow_above_it() -> None:
     agent = transfer_agent(
         ledger,
         policies=[welcome],
-        oracles={"tool": [welcome], "tool:transfer": [needs_ticket]},
+        governance=GovernanceOptions(oracles={"tool": [welcome], "tool:transfer": [needs_ticket]}),
     )
     result = await agent.run("pay bob")
     assert result.status == "completed"
@@ -422,7 +474,7 @@ async def test_time_of_day_policy_reason_reaches_the_model_for_a_tool_call() -> 
         "trader",
         model=model,
         tools=[lookup_tool(log)],
-        oracles={"tool:lookup": [business_hours]},
+        governance=GovernanceOptions(oracles={"tool:lookup": [business_hours]}),
         clock=clock,
     )
     night = await agent.run("price AAPL")
@@ -440,7 +492,12 @@ async def test_time_of_day_policy_on_model_calls_fails_the_run_with_its_reason()
     # covers L-26, L-29
     clock = VirtualClock(datetime(2024, 3, 4, 6, 0, tzinfo=UTC).timestamp())
     model = ScriptedModel(["never sent"])
-    agent = Agent("trader", model=model, oracles={"llm": [business_hours]}, clock=clock)
+    agent = Agent(
+        "trader",
+        model=model,
+        governance=GovernanceOptions(oracles={"llm": [business_hours]}),
+        clock=clock,
+    )
     events = [e async for e in agent.stream("hello")]
     assert [e.type for e in events] == [
         "agent.start",
@@ -538,7 +595,9 @@ async def test_rounds_limit_allows_exactly_n_tool_rounds() -> None:
         "looper",
         model=ScriptedModel(costly(0, 0, 0, 0)),
         tools=[lookup_tool(log)],
-        oracles={"llm": [Limit(type="rounds", max=2, window="invocation")]},
+        governance=GovernanceOptions(
+            oracles={"llm": [Limit(type="rounds", max=2, window="invocation")]}
+        ),
         clock=VirtualClock(),
     )
     result = await agent.run("loop")
@@ -562,7 +621,7 @@ async def test_a_result_decision_answers_the_model_call_without_sending_it() -> 
         model=model,
         tools=[lookup_tool([])],
         budget=daily_budget(),
-        handle_interrupt=cached,
+        governance=GovernanceOptions(handle_interrupt=cached),
         clock=VirtualClock(),
     )
     result = await agent.run("research")
@@ -600,7 +659,11 @@ async def test_a_retried_tool_call_that_is_still_over_its_limit_suspends_again()
         "researcher",
         model=model,
         tools=[lookup_tool(log)],
-        oracles={"tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={ops: True})]},
+        governance=GovernanceOptions(
+            oracles={
+                "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={ops: True})]
+            }
+        ),
         clock=VirtualClock(),
         max_parallel_tools=1,
     )
@@ -663,7 +726,9 @@ async def test_a_retried_round_that_is_still_over_its_limit_suspends_again() -> 
         "looper",
         model=ScriptedModel(costly(0, 0)),
         tools=[lookup_tool(log)],
-        oracles={"llm": [Limit(type="rounds", max=1, window="invocation", mutable={ops: True})]},
+        governance=GovernanceOptions(
+            oracles={"llm": [Limit(type="rounds", max=1, window="invocation", mutable={ops: True})]}
+        ),
         clock=VirtualClock(),
     )
     first = await agent.run("loop")
@@ -733,10 +798,12 @@ async def test_ctx_call_is_rate_limited_by_a_user_oracle_and_resets_with_the_clo
             [quote_turns("AAPL", "MSFT", "NVDA"), "two quotes", quote_turns("TSLA"), "one"]
         ),
         tools=[quote_tool(fetched)],
-        oracles={"api:market:alpaca": [Limit(type="calls", max=2, window="minute")]},
+        governance=GovernanceOptions(
+            oracles={"api:market:alpaca": [Limit(type="calls", max=2, window="minute")]},
+            events="all",
+        ),
         clock=clock,
         max_parallel_tools=1,
-        governance_events="all",
     )
     stream = agent.stream("quote three")
     events = [e async for e in stream]
@@ -777,7 +844,7 @@ async def test_ctx_call_inherits_a_deny_from_an_ancestor_key() -> None:
         "trader",
         model=ScriptedModel([quote_turns("AAPL"), "no quote"]),
         tools=[quote_tool(fetched)],
-        oracles={"api:market": [closed]},
+        governance=GovernanceOptions(oracles={"api:market": [closed]}),
         clock=VirtualClock(),
     )
     result = await agent.run("quote")

@@ -6,7 +6,7 @@ Most are factories, so every in-process invocation gets a fresh scripted model.
 import asyncio
 import os
 
-from bastion import Agent, RetryConfig, tool
+from bastion import Agent, GovernanceOptions, RetryConfig, tool
 from bastion.core import AuthenticationFailed, ModelRequest, Overloaded, RateLimited, ToolMessage
 from bastion.governance import Limit
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn, VirtualClock
@@ -157,7 +157,11 @@ def spender() -> Agent[None, str]:
         "spender",
         model=FunctionModel(turn),
         tools=[lookup],
-        oracles={"tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={OPS: True})]},
+        governance=GovernanceOptions(
+            oracles={
+                "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={OPS: True})]
+            }
+        ),
         max_parallel_tools=1,
         store=_store(),
     )

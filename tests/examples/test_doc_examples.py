@@ -1,5 +1,6 @@
-"""The examples of docs/testing.md and of the two-way loop in docs/agent-loop.md run as
-printed (in a fresh interpreter) and print what the pages say."""
+"""The examples of docs/testing.md, of the two-way loop in docs/agent-loop.md and of the
+agent's governance options in docs/governance.md run as printed (in a fresh interpreter) and
+print what the pages say."""
 
 from __future__ import annotations
 
@@ -45,3 +46,12 @@ def test_the_drive_example_runs(tmp_path: Path) -> None:
     # covers S-13
     [code] = _blocks("agent-loop.md", "## Driving a run")
     assert _run(code, tmp_path) == ["transfer -> sent 100 to bob", "completed Done."]
+
+
+def test_the_governance_options_example_runs(tmp_path: Path) -> None:
+    code = _blocks("governance.md", "## In the agent")[0]
+    assert _run(code, tmp_path) == [
+        "oracle.exceeded tool:search",
+        "b rate_limited",
+        "completed Found a; b must wait.",
+    ]

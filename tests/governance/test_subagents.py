@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, GovernanceOptions, tool
 from bastion.core import AgentEvent, GovernanceEvent, Message, ToolMessage, Usage, UserError
 from bastion.governance import (
     Budget,
@@ -77,7 +77,9 @@ async def test_two_calls_a_minute_on_agent_researcher_refuses_the_third_until_ti
         "boss",
         model=ScriptedModel([delegate("a", "b", "c"), "done", delegate("d"), "done again"]),
         tools=[child.as_tool()],
-        oracles={"agent:researcher": [Limit(type="calls", max=2, window="minute")]},
+        governance=GovernanceOptions(
+            oracles={"agent:researcher": [Limit(type="calls", max=2, window="minute")]}
+        ),
         clock=clock,
     )
     stream = parent.stream("research three things")
@@ -113,7 +115,9 @@ async def test_a_forced_deny_on_agent_blocks_every_sub_agent_whatever_allows_bel
         "boss",
         model=ScriptedModel([delegate("a"), "I will do it myself."]),
         tools=[child.as_tool()],
-        oracles={"agent": [no_sub_agents], "agent:researcher": [always]},
+        governance=GovernanceOptions(
+            oracles={"agent": [no_sub_agents], "agent:researcher": [always]}
+        ),
     )
     events = [e async for e in parent.stream("go")]
     result = events[-1]
@@ -162,11 +166,13 @@ async def test_the_parent_stream_shows_the_trees_governance_signals_in_order() -
         "boss",
         model=ScriptedModel([delegate("a"), "done"], name="big"),
         tools=[child.as_tool()],
-        oracles={
-            "llm": [Limit(type="calls", max=100, window="day")],
-            "agent": [Limit(type="calls", max=10, window="day")],
-        },
-        governance_events="all",  # the routine accumulations too, not only decisions
+        governance=GovernanceOptions(
+            oracles={
+                "llm": [Limit(type="calls", max=100, window="day")],
+                "agent": [Limit(type="calls", max=10, window="day")],
+            },
+            events="all",
+        ),  # the routine accumulations too, not only decisions
     )
     events = [e async for e in parent.stream("go")]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
@@ -239,7 +245,9 @@ async def test_what_a_sub_agent_spends_counts_against_a_cost_limit_on_agent_rese
         "boss",
         model=ScriptedModel([delegate("a"), delegate("b"), "done"]),
         tools=[child.as_tool()],
-        oracles={"agent:researcher": [Limit(type="cost", max=1.0, window="day")]},
+        governance=GovernanceOptions(
+            oracles={"agent:researcher": [Limit(type="cost", max=1.0, window="day")]}
+        ),
     )
     events = [e async for e in parent.stream("go")]
     errors = [e.message for e in events if e.type == "tool.execute.error"]
@@ -274,10 +282,12 @@ async def test_a_mutable_limit_breached_inside_the_child_is_decided_by_the_paren
         "boss",
         model=ScriptedModel([delegate("a"), "done"]),
         tools=[child.as_tool()],
-        oracles={
-            "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={"ops": True})]
-        },
-        handle_interrupt=approve,
+        governance=GovernanceOptions(
+            oracles={
+                "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={"ops": True})]
+            },
+            handle_interrupt=approve,
+        ),
     )
     result = await parent.run("go")
     assert result.ok
@@ -299,9 +309,11 @@ async def test_an_interrupt_in_the_child_nobody_handles_fails_the_parents_call()
         "boss",
         model=ScriptedModel([delegate("a"), "done"]),
         tools=[child.as_tool()],
-        oracles={
-            "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={"ops": True})]
-        },
+        governance=GovernanceOptions(
+            oracles={
+                "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={"ops": True})]
+            }
+        ),
     )
     result = await parent.run("go")
     assert result.ok
@@ -320,11 +332,13 @@ async def test_a_mutable_limit_on_agent_researcher_suspends_the_parent_until_dec
         "boss",
         model=ScriptedModel([delegate("a"), delegate("b"), "done"]),
         tools=[child.as_tool()],
-        oracles={
-            "agent:researcher": [
-                Limit(type="calls", max=1, window="day", mutable={ops: True}),
-            ]
-        },
+        governance=GovernanceOptions(
+            oracles={
+                "agent:researcher": [
+                    Limit(type="calls", max=1, window="day", mutable={ops: True}),
+                ]
+            }
+        ),
     )
     held = await parent.run("go")
     assert held.status == "awaiting_approval"  # the second delegation waits for a human
@@ -344,13 +358,18 @@ async def test_a_mutable_limit_on_agent_researcher_suspends_the_parent_until_dec
 
 
 def test_a_governed_parent_refuses_a_child_with_another_governor() -> None:
-    child = researcher(governor=Governor())
+    child = researcher(governance=GovernanceOptions(governor=Governor()))
     with pytest.raises(UserError, match="have different governors"):
-        Agent("boss", model=ScriptedModel([]), tools=[child.as_tool()], governor=Governor())
+        Agent(
+            "boss",
+            model=ScriptedModel([]),
+            tools=[child.as_tool()],
+            governance=GovernanceOptions(governor=Governor()),
+        )
     shared = Governor()
     Agent(
         "boss",
         model=ScriptedModel([]),
-        tools=[researcher(governor=shared).as_tool()],
-        governor=shared,
+        tools=[researcher(governance=GovernanceOptions(governor=shared)).as_tool()],
+        governance=GovernanceOptions(governor=shared),
     )

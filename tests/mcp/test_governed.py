@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bastion import Agent
+from bastion import Agent, GovernanceOptions
 from bastion.core import ToolMessage
 from bastion.governance import Limit
 from bastion.mcp import MCPServer
@@ -29,7 +29,9 @@ async def test_each_call_is_governed_as_tool_server_name(stdio_demo: Make):
         "a",
         model=model,
         tools=[stdio_demo()],
-        oracles={"tool:demo:add": [Limit(type="calls", max=1, window="invocation")]},
+        governance=GovernanceOptions(
+            oracles={"tool:demo:add": [Limit(type="calls", max=1, window="invocation")]}
+        ),
     )
     async with agent:
         result = await agent.run("go")

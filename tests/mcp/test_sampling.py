@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bastion import Agent
+from bastion import Agent, GovernanceOptions
 from bastion.core import SystemMessage, ToolMessage, Usage, UserError, UserMessage
 from bastion.governance import Limit
 from bastion.mcp import MCPServer
@@ -44,7 +44,9 @@ async def test_sampling_passes_the_governor_per_server_and_per_model(stdio_demo:
         "a",
         model=_summaries("first", "second"),
         tools=[stdio_demo(sampling=sampler)],
-        oracles={"mcp:demo:sampling": [Limit(type="calls", max=1, window="invocation")]},
+        governance=GovernanceOptions(
+            oracles={"mcp:demo:sampling": [Limit(type="calls", max=1, window="invocation")]}
+        ),
     )
     async with agent:
         result = await agent.run("go")

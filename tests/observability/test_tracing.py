@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from bastion import Agent, tool
+from bastion import Agent, GovernanceOptions, tool
 from bastion.agent import run_state_from_json, run_state_to_json
 from bastion.core import Overloaded, RunContext, Usage, UserError, current_run_tap
 from bastion.governance import Budget, Interrupt, InterruptContext, MutateDecision
@@ -521,7 +521,7 @@ async def test_a_budget_interrupt_shows_as_span_events(traced: Traced) -> None:
         model=ScriptedModel(script),
         tools=[weather],
         budget=Budget(cost_usd=10, window="day", mutable_by="human:cfo", ceiling=50),
-        handle_interrupt=approver,
+        governance=GovernanceOptions(handle_interrupt=approver),
         clock=VirtualClock(),
     )
     assert (await agent.run("research")).status == "completed"

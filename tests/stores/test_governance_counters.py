@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bastion.agent import GovernanceOptions
 from bastion.core import Usage
 from bastion.governance import (
     AtomicLimitCounters,
@@ -162,7 +163,11 @@ async def test_agent_model_calls_are_counted_once_when_admitted(stores: Stores) 
         oracles={"llm": [Limit(type="calls", max=5, window="day")]},
         store=StoreCounters(stores.counters),
     )
-    agent = Agent("worker", model=ScriptedModel(["one", "two"]), governor=governor)
+    agent = Agent(
+        "worker",
+        model=ScriptedModel(["one", "two"]),
+        governance=GovernanceOptions(governor=governor),
+    )
     assert (await agent.run("a")).output == "one"
     assert (await agent.run("b")).output == "two"
     now = governor.clock.now()

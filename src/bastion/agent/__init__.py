@@ -21,7 +21,7 @@ from ._guardrails import (
 )
 from ._hooks import AgentHooks, LoopHooks
 from ._loop_detection import LoopDetection
-from ._options import ToolOptions
+from ._options import GovernanceOptions, ToolOptions
 from ._output import OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
 from ._result import RunResult, ToolCallRecord
@@ -42,6 +42,7 @@ __all__ = [
     "DriveDecision",
     "FALLBACK_ERRORS",
     "FallbackPolicy",
+    "GovernanceOptions",
     "GuardrailResult",
     "HookFlags",
     "InputGuardrail",

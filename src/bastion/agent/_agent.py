@@ -56,7 +56,7 @@ from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
 from ._loop_detection import LoopDetection, check_loop_detection
-from ._options import ToolOptions
+from ._options import GovernanceOptions, ToolOptions
 from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 
     from bastion.context import Compaction, ContextConfig
-    from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
+    from bastion.governance import Budget, Policy
     from bastion.security import SecurityConfig
     from bastion.sessions import Session
     from bastion.stores import Stores
@@ -175,21 +175,13 @@ class Agent(Generic[DepsT, OutputT]):
             directory, summary model, result readers).
         policies: Global governance policies (``bastion.governance``), judging every model
             call (``llm:<provider>:<model>``) and tool call (``tool:<name>``).
-        oracles: Policies and limits per oracle key (``"llm"``, ``"llm:openai"``,
-            ``"tool:search"``, ...); a key inherits its ancestors'.
         budget: Cost budget(s) on model calls (``Budget(cost_usd=10, window="day")``);
             ``window="invocation"`` stops the run cleanly (status ``stopped``, reason
             ``budget``) when it is spent.
-        handle_interrupt: Decides interrupts (a mutable limit reached, a policy's
-            ``interrupt()``); without it the run suspends (``awaiting_approval``) until a
-            ``Directive(interrupts=[...])`` resumes it.
-        governor: A governor to share (between agents, with your own actions); exclusive
-            with the four arguments above. By default one is built on the agent's clock.
-        governance_events: Which governance signals the run's stream carries as
-            ``governance.signal`` events: ``"decisions"`` (default: denials, breaches,
-            interrupts, mutations), ``"all"`` (also the routine ``oracle.exec.in/out`` and
-            ``oracle.policy.<oracle>`` signals of every allowed action) or ``"none"``.
-            Observers of the governor (``governor.subscribe``) get every signal regardless.
+        governance: The less common governance settings (:class:`GovernanceOptions`:
+            per-key ``oracles``, ``handle_interrupt``, a shared ``governor``, which
+            ``events`` the stream carries). A shared governor is exclusive with
+            ``policies``, ``budget``, ``oracles`` and ``handle_interrupt``.
         store: Where runs are journaled (``bastion.stores``: a ``Stores``, or a URL such
             as ``"sqlite:///runs.db"``). Every model response, tool start and tool result
             is journaled (in batches; always before a tool runs, before a human is asked and
@@ -260,11 +252,8 @@ class Agent(Generic[DepsT, OutputT]):
         deny_tools: Sequence[str] = (),
         tool_options: ToolOptions | None = None,
         policies: Sequence[Policy] = (),
-        oracles: Mapping[str, Oracle | Sequence[Policy]] | None = None,
         budget: Budget | Sequence[Budget] | None = None,
-        handle_interrupt: InterruptHandler | None = None,
-        governor: Governor | None = None,
-        governance_events: Literal["decisions", "all", "none"] = "decisions",
+        governance: GovernanceOptions | None = None,
         store: Stores | str | None = None,
         session_send_mode: Literal["steer", "queue"] = "steer",
         context: ContextConfig | None = None,
@@ -329,9 +318,7 @@ class Agent(Generic[DepsT, OutputT]):
         input_guardrails, output_guardrails = build_guardrails(name, guardrails)
         settings = model_settings or ModelSettings()
         check_tool_choice(name, settings, parts.live)
-        governance = build_governance(
-            name, clock, governor, (policies, oracles, budget, handle_interrupt), governance_events
-        )
+        governed = build_governance(name, clock, policies, budget, governance)
         executor = build_executor(
             parts,
             audit,
@@ -344,11 +331,11 @@ class Agent(Generic[DepsT, OutputT]):
             ),
             max_parallel=max_parallel_tools,
             options=options,
-            governor=governance,
+            governor=governed,
             name=name,
         )
         security = apply_security(name, security, executor, audit.counters)
-        check_subagents(name, toolset.by_name, governance)
+        check_subagents(name, toolset.by_name, governed)
         stores = build_store(store, name)
         if record_responses and stores is None:
             raise UserError(
@@ -391,7 +378,7 @@ class Agent(Generic[DepsT, OutputT]):
             event_bus=event_bus,
             runtime=runtime,
             sandbox=sandbox,
-            governance=governance,
+            governance=governed,
             store=stores,
             max_concurrent_runs=max_concurrent_runs,
             session_send_mode=session_send_mode,

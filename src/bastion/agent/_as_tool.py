@@ -176,8 +176,10 @@ def check_subagents(
             raise UserError(
                 f"Agent {name!r} and its sub-agent {child.name!r} have different governors. "
                 "A governed parent governs its sub-agents' calls: configure the child's "
-                "policies on the parent (e.g. oracles={'agent:" + child.name + "': [...]}, "
-                "node_policies), or share one Governor (governor=) between both."
+                "policies on the parent (e.g. GovernanceOptions(oracles={'agent:"
+                + child.name
+                + "': [...]}), node_policies), or share one Governor "
+                "(GovernanceOptions(governor=...)) between both."
             )
 
 

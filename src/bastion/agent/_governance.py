@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 GOVERNANCE_EVENTS = ("decisions", "all", "none")
-"""What ``Agent(governance_events=...)`` accepts."""
+"""What ``GovernanceOptions(events=...)`` accepts."""
 
 _Signal = tuple[str, dict[str, Any]]  # a signal's name and data, as the governor gave it
 _SINK: ContextVar[tuple[AgentGovernance, list[_Signal]] | None] = ContextVar(

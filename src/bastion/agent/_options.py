@@ -1,4 +1,4 @@
-"""``ToolOptions``: the less common settings of how an agent's tools run, in one object."""
+"""``ToolOptions`` and ``GovernanceOptions``: an agent's less common settings, grouped."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from bastion.tools import ToolRetry
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from bastion.core import Model
+    from bastion.governance import Governor, InterruptHandler, Oracle, Policy
     from bastion.tools import (
         CodeModeConfig,
         CollisionStrategy,
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
         ResultReader,
     )
 
-__all__ = ["ToolOptions"]
+__all__ = ["GovernanceOptions", "ToolOptions"]
 
 _DEFAULT_TOOL_RETRY = ToolRetry()
 
@@ -75,3 +76,39 @@ class ToolOptions:
     summary_model: Model | str | None = None
     result_readers: Sequence[ResultReader] = ()
     retry: ToolRetry | None = _DEFAULT_TOOL_RETRY
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GovernanceOptions:
+    """The less common governance settings of an agent: per-key oracles, interrupts, sharing.
+
+    The common case stays flat: ``Agent(..., policies=[...], budget=Budget(...))``. Pass
+    this as ``Agent(..., governance=GovernanceOptions(...))`` for the rest.
+
+    Example::
+
+        Agent("a", model=model, budget=Budget(cost_usd=5, window="day"),
+              governance=GovernanceOptions(
+                  oracles={"tool:search": [Limit(type="calls", max=5, window="minute")]}))
+
+    Attributes:
+        oracles: Policies and limits per oracle key (``"llm"``, ``"llm:openai"``,
+            ``"tool:search"``, ...); a key inherits its ancestors'.
+        handle_interrupt: Decides interrupts (a mutable limit reached, a policy's
+            ``interrupt()``); without it the run suspends (``awaiting_approval``) until a
+            ``Directive(interrupts=[...])`` resumes it.
+        governor: A governor to share (between agents, with your own actions). Exclusive
+            with ``oracles``, ``handle_interrupt`` and the agent's ``policies`` and
+            ``budget``: configure the shared governor itself. By default one is built on
+            the agent's clock when any of those is given.
+        events: Which governance signals the run's stream carries as ``governance.signal``
+            events: ``"decisions"`` (default: denials, breaches, interrupts, mutations),
+            ``"all"`` (also the routine ``oracle.exec.in/out`` and ``oracle.policy.<oracle>``
+            signals of every allowed action) or ``"none"``. Observers of the governor
+            (``governor.subscribe``) get every signal regardless.
+    """
+
+    oracles: Mapping[str, Oracle | Sequence[Policy]] | None = None
+    handle_interrupt: InterruptHandler | None = None
+    governor: Governor | None = None
+    events: Literal["decisions", "all", "none"] = "decisions"

@@ -6,27 +6,27 @@ before any run (or any side effect) can start.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 from bastion.core import Model, UserError
 
 from ._governance import GOVERNANCE_EVENTS, AgentGovernance
 from ._hooks import AgentHooks, LoopHooks, overridden
+from ._options import GovernanceOptions
 
 if TYPE_CHECKING:
     # Compaction, code mode, governance and stores load when an agent uses them.
     from bastion.context import ContextConfig
     from bastion.core import Clock
-    from bastion.governance import Budget, Governor, InterruptHandler, Oracle, Policy
+    from bastion.governance import Budget, Policy
     from bastion.stores import Stores
     from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
 
     from ._context import ContextKeeper
 
 __all__ = [
-    "GovernanceConfig",
     "HookFlags",
     "build_code_mode",
     "build_context",
@@ -35,6 +35,8 @@ __all__ = [
     "check_positive",
     "resolve_model",
 ]
+
+_DEFAULT_GOVERNANCE = GovernanceOptions()
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -123,44 +125,41 @@ def build_code_mode(
     return mode
 
 
-GovernanceConfig: TypeAlias = """tuple[
-    Sequence[Policy],
-    Mapping[str, Oracle | Sequence[Policy]] | None,
-    Budget | Sequence[Budget] | None,
-    InterruptHandler | None,
-]"""
-
-
 def build_governance(
     name: str,
     clock: Clock,
-    governor: Governor | None,
-    config: GovernanceConfig,
-    events: str,
+    policies: Sequence[Policy],
+    budget: Budget | Sequence[Budget] | None,
+    options: GovernanceOptions | None,
 ) -> AgentGovernance | None:
+    """The agent's governance: the shared governor, one built from the settings, or none."""
+    options = _DEFAULT_GOVERNANCE if options is None else options
+    if not isinstance(options, GovernanceOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"Agent {name!r}: governance must be a GovernanceOptions, got {options!r}.")
+    events = options.events
     if events not in GOVERNANCE_EVENTS:
         raise UserError(
-            f"Agent {name!r}: governance_events must be one of {', '.join(GOVERNANCE_EVENTS)}, "
+            f"Agent {name!r}: governance.events must be one of {', '.join(GOVERNANCE_EVENTS)}, "
             f"got {events!r}."
         )
-    policies, oracles, budget, handle_interrupt = config
-    configured = bool(policies or oracles or budget or handle_interrupt)
-    if governor is not None:
+    configured = bool(policies or options.oracles or budget or options.handle_interrupt)
+    if options.governor is not None:
         if configured:
             raise UserError(
-                f"Agent {name!r}: pass governor= or policies/oracles/budget/handle_interrupt, "
-                "not both; configure the shared Governor itself."
+                f"Agent {name!r}: governance.governor is exclusive with policies, budget, "
+                "governance.oracles and governance.handle_interrupt; configure the shared "
+                "Governor itself."
             )
-        return AgentGovernance(governor, name, events=events)
+        return AgentGovernance(options.governor, name, events=events)
     if not configured:
         return None  # no governance: the loop and the gate skip it entirely
     from bastion.governance import Governor
 
     built = Governor(
         policies=policies,
-        oracles=oracles,
+        oracles=options.oracles,
         budget=budget,
-        handle_interrupt=handle_interrupt,
+        handle_interrupt=options.handle_interrupt,
         clock=clock,
     )
     return AgentGovernance(built, name, events=events)
