@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -183,3 +184,19 @@ async def test_openapi_schema_describes_the_api(sqlite_url: str) -> None:
     assert {"/runs", "/runs/{run_id}/events", "/approvals"} <= set(schema["paths"])
     assert schema["components"]["schemas"]["StartRun"]["required"] == ["input"]
     assert "ErrorBody" in schema["components"]["schemas"]
+
+
+async def test_a_drain_waits_for_runs_in_flight_and_refuses_new_ones(sqlite_url: str) -> None:
+    gate = asyncio.Event()
+    app = create_app(mailer(gate), store=sqlite_url, admin_token="admin")
+    async with running(app), client(app) as http:
+        run_id = await _start(http)  # in flight: its look-up waits on the gate
+        admin = {"Authorization": "Bearer admin"}
+        drain = asyncio.create_task(http.post("/admin/drain", headers=admin))
+        await app.state.bastion.manager.refusing.wait()
+        refused = await http.post("/runs", json={"input": "Mail Bob"})
+        assert refused.status_code == 503
+        assert not drain.done()  # still waiting for the run in flight
+        gate.set()
+        assert (await drain).json() == {"status": "draining", "runs_in_flight": 0}
+        assert (await http.get(f"/runs/{run_id}")).json()["status"] == "awaiting_approval"

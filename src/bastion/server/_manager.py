@@ -42,7 +42,7 @@ class RunManager:
         self.log = EventLog(stores.artifacts)
         self.hub = Hub()
         self.drain_timeout = drain_timeout
-        self.draining = False
+        self.refusing = asyncio.Event()  # set when a drain starts: no new work from then on
         self.live: dict[str, Live] = {}
 
     def agent(self, name: str | None) -> Agent[Any, Any]:
@@ -107,7 +107,7 @@ class RunManager:
         Runs still going after ``drain_timeout`` are stopped after their current step, with
         calls waiting for approval held (the run stays ``awaiting_approval``).
         """
-        self.draining = True
+        self.refusing.set()
         tasks = [live.task for live in self.live.values()]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=self.drain_timeout)
@@ -116,6 +116,11 @@ class RunManager:
                     live.stream.abort(drain=True, on_pending_approvals="hold")
             await asyncio.gather(*pending, return_exceptions=True)
         self.hub.close_all()
+
+    @property
+    def draining(self) -> bool:
+        """Whether a drain has started (new runs are refused)."""
+        return self.refusing.is_set()
 
     def _check_open(self) -> None:
         if self.draining:
