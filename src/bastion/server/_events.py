@@ -44,13 +44,17 @@ class LoggedEvent:
 class EventLog:
     """Batches of a run's events in the artifact store, read back by sequence number."""
 
-    def __init__(self, artifacts: ArtifactStore) -> None:
+    def __init__(self, artifacts: ArtifactStore, *, writers: int = 4) -> None:
         self._artifacts = artifacts
+        # Writes wait here rather than for a pooled connection, which times out: many runs
+        # then write fewer, larger batches.
+        self._writers = asyncio.Semaphore(writers)
 
     async def append(self, run_id: str, batch: Sequence[LoggedEvent]) -> None:
         """Write one batch atomically (its artifact's seq is the batch's last event seq)."""
         content = "[" + ",".join(e.data for e in batch) + "]"
-        await self._artifacts.write(_key(run_id), content, role=_ROLE, seq=batch[-1].seq)
+        async with self._writers:
+            await self._artifacts.write(_key(run_id), content, role=_ROLE, seq=batch[-1].seq)
 
     async def read(self, run_id: str, after: int) -> list[LoggedEvent]:
         """The run's events with ``seq > after``, in order, each seq once."""
