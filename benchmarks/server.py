@@ -129,7 +129,8 @@ async def _follow(
 def _check(seen: _Seen, deltas: int) -> None:
     assert seen.events, f"{seen.run_id}: no events"
     seqs = [s for s, *_ in seen.events]
-    assert seqs == list(range(1, len(seqs) + 1)), f"{seen.run_id}: gap or repeat"
+    wrong = [(i + 1, s) for i, s in enumerate(seqs) if s != i + 1][:3]
+    assert not wrong, f"{seen.run_id}: gap or repeat at (expected, got) {wrong}, {seen.events[-1]}"
     assert seen.events[-1][1] == "agent.end", f"{seen.run_id}: ends {seen.events[-1][1]}"
     assert seen.status == "completed", f"{seen.run_id}: {seen.status}"
     text = "".join(d for *_, d in seen.events)

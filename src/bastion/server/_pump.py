@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from bastion.agent import AgentStream
@@ -13,6 +14,9 @@ from ._events import EventLog, Hub, LoggedEvent
 __all__ = ["pump"]
 
 _End = None
+_ATTEMPTS = 5
+_RETRY_DELAY = 0.5
+_log = logging.getLogger("bastion.server")
 
 
 async def pump(stream: AgentStream[Any], first: AgentEvent, log: EventLog, hub: Hub) -> None:
@@ -58,5 +62,18 @@ async def _write(
                 break
             item = queue.get_nowait()
         if batch:
-            await log.append(run_id, batch)
+            await _append(run_id, batch, log)
             hub.publish(run_id, batch)
+
+
+async def _append(run_id: str, batch: list[LoggedEvent], log: EventLog) -> None:
+    """Write a batch; a busy store (no pooled connection in time, say) is tried again."""
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            await log.append(run_id, batch)
+            return
+        except Exception:
+            if attempt == _ATTEMPTS:
+                raise
+            _log.warning("run %s: writing events failed, attempt %d", run_id, attempt)
+            await asyncio.sleep(_RETRY_DELAY * attempt)
