@@ -28,7 +28,7 @@ async def _start(http: httpx.AsyncClient, **body: Any) -> str:
 
 
 async def test_a_run_suspends_streams_resumes_and_finishes(store_url: str) -> None:
-    # covers S-20
+    # covers G-07
     SENT.clear()
     app = create_app({"mailer": mailer()}, store=store_url, auth=AUTH)
     async with running(app), client(app, "token-acme") as http:

@@ -55,7 +55,7 @@ async def _stream(
 
 
 async def test_live_stream_reconnect_approve_finish_over_uvicorn(store_url: str) -> None:
-    # covers S-20
+    # covers G-07
     SENT.clear()
     gate = asyncio.Event()
     app = create_app(mailer(gate), store=store_url, auth=TOKENS)
