@@ -1,4 +1,4 @@
-"""The ``bastion`` typer application: ``run``, ``demo``, ``runs …``, ``models``, ``--version``.
+"""The ``bastion`` typer application: ``run``, ``demo``, ``runs …``, ``models``, ``serve``.
 
 Each command loads an agent, streams one run through the renderer (or as JSON lines), and
 turns the outcome into an exit code: 0 when the run completed, 1 when it did not, 2 when
@@ -26,6 +26,7 @@ from ._mcp import mcp_app
 from ._models import models
 from ._prune import prune
 from ._runs import explain_suspension, runs_app
+from ._serve import serve
 
 __all__ = ["app", "main"]
 
@@ -56,6 +57,7 @@ runs_app.command("prune")(prune)
 app.add_typer(runs_app, name="runs")
 app.command("models")(models)
 app.add_typer(mcp_app, name="mcp")
+app.command("serve")(serve)
 
 
 def _print_version(value: bool) -> None:

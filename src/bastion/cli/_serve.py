@@ -1,0 +1,115 @@
+"""``bastion serve module:attr``: the agents an attribute names, over HTTP with uvicorn."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Annotated, Any, cast
+
+import typer
+
+from bastion.agent import Agent
+from bastion.core import UserError
+
+from ._common import EXIT_USAGE, error, or_exit
+from ._load import SpecError, _call_factory, load_object
+
+__all__ = ["TOKENS_ENV", "parse_tokens", "serve"]
+
+TOKENS_ENV = "BASTION_SERVER_TOKENS"
+"""Bearer tokens as ``TOKEN=TENANT`` pairs separated by commas (kept out of ``ps``)."""
+
+
+def serve(  # noqa: PLR0917 (typer options)
+    spec: Annotated[
+        str,
+        typer.Argument(
+            metavar="MODULE:ATTR",
+            help="An agent, a dict of agents by name, or a function returning either.",
+        ),
+    ],
+    store: Annotated[
+        str | None,
+        typer.Option("--store", metavar="URL", help="The store (default: $BASTION_STORE)."),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="The address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="The port to listen on.")] = 8000,
+    token: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--token",
+            metavar="TOKEN=TENANT",
+            help=f"A bearer token and its tenant (repeatable; also ${TOKENS_ENV}). "
+            "None: no auth, every run visible to every caller.",
+        ),
+    ] = None,
+    cors: Annotated[
+        list[str] | None,
+        typer.Option("--cors", metavar="ORIGIN", help="An origin CORS allows (repeatable)."),
+    ] = None,
+    drain_timeout: Annotated[
+        float, typer.Option("--drain-timeout", help="Seconds a shutdown waits for runs.")
+    ] = 30.0,
+) -> None:
+    """Serve agents over HTTP: runs, resumable event streams (SSE), approvals."""
+    try:
+        from bastion.server import create_app
+    except ImportError:
+        error("bastion serve needs the server extra: pip install 'bastion[server]'.")
+        raise typer.Exit(EXIT_USAGE) from None
+    import uvicorn
+
+    agents = or_exit(lambda: load_served(spec))
+    try:
+        pairs = [*(token or ()), *os.environ.get(TOKENS_ENV, "").split(",")]
+        app = create_app(
+            agents,
+            store=store,
+            auth=parse_tokens(pairs),
+            cors_origins=tuple(cors or ()),
+            drain_timeout=drain_timeout,
+        )
+    except UserError as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    uvicorn.run(app, host=host, port=port, timeout_graceful_shutdown=int(drain_timeout) + 5)
+
+
+def load_served(spec: str) -> Agent[Any, Any] | dict[str, Agent[Any, Any]]:
+    """The agent or the agents by name that ``spec`` names (a factory is called).
+
+    Raises:
+        SpecError: The spec does not lead to an agent or a dict of agents.
+    """
+    value = load_object(spec)
+    if not isinstance(value, (Agent, Mapping)):
+        value = _call_factory(value, spec)
+    if isinstance(value, Agent):
+        return cast("Agent[Any, Any]", value)
+    kind = type(cast("object", value)).__name__
+    if isinstance(value, Mapping):
+        served = cast("Mapping[object, object]", value)
+        agents: dict[str, Agent[Any, Any]] = {}
+        for name, agent in served.items():
+            if isinstance(name, str) and isinstance(agent, Agent):
+                agents[name] = cast("Agent[Any, Any]", agent)
+        if agents and len(agents) == len(served):
+            return agents
+    raise SpecError(f"{spec!r} is {kind}: serve an Agent or a dict of agents by name.")
+
+
+def parse_tokens(pairs: list[str]) -> dict[str, str] | None:
+    """``TOKEN=TENANT`` pairs as a dict (``None`` when there are none).
+
+    Raises:
+        UserError: A pair without ``=``, or with an empty side.
+    """
+    tokens: dict[str, str] = {}
+    for pair in (p.strip() for p in pairs):
+        if not pair:
+            continue
+        secret, sep, tenant = pair.partition("=")
+        if not sep or not secret.strip() or not tenant.strip():
+            raise UserError("--token needs TOKEN=TENANT (the token itself is not shown).")
+        tokens[secret.strip()] = tenant.strip()
+    return tokens or None

@@ -1,0 +1,137 @@
+"""``create_app``: the served agents behind a FastAPI application."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+
+from bastion.agent import Agent
+from bastion.core import UserError
+from bastion.stores import Stores, open_store
+
+from ._auth import TokenAuth, Unauthorized
+from ._errors import NotFound, install_error_handlers
+from ._limits import BodyLimit
+from ._manager import RunManager
+from ._routes import router
+from ._service import Service
+
+__all__ = ["create_app"]
+
+Agents = Agent[Any, Any] | Mapping[str, Agent[Any, Any]]
+
+
+def create_app(
+    agents: Agents,
+    *,
+    store: Stores | str | None = None,
+    auth: Mapping[str, str] | None = None,
+    admin_token: str | None = None,
+    cors_origins: Sequence[str] = (),
+    max_body_bytes: int = 1_000_000,
+    drain_timeout: float = 30.0,
+    poll_interval: float = 0.25,
+) -> FastAPI:
+    """An ASGI application serving ``agents`` over HTTP (run it with uvicorn).
+
+    Args:
+        agents: One agent, or agents by name (each key the agent's own name).
+        store: Where runs are journaled and events logged: a :class:`Stores` (yours to
+            close) or a URL (opened at startup, closed at shutdown). ``None``: as
+            ``open_store()`` chooses (``BASTION_STORE``, else ``./.bastion/bastion.db``).
+        auth: Bearer tokens, each mapped to its tenant; ``None`` serves without auth
+            (every run visible to every caller).
+        admin_token: The bearer token of ``POST /admin/drain``; ``None`` disables it.
+        cors_origins: Origins allowed by CORS (``["*"]`` for any); empty: no CORS headers.
+        max_body_bytes: Largest request body accepted (413 above it).
+        drain_timeout: Seconds a shutdown waits for runs in flight before stopping them
+            after their current step.
+        poll_interval: Seconds between store reads when following a run another server
+            process is running.
+
+    Raises:
+        UserError: No agents, a key that is not its agent's name, a bad store, a bad
+            token, or a limit that is not positive.
+    """
+    served = _served(agents)
+    if max_body_bytes <= 0 or drain_timeout < 0 or poll_interval <= 0:
+        raise UserError("max_body_bytes and poll_interval must be > 0, drain_timeout >= 0.")
+    if admin_token is not None and not admin_token:
+        raise UserError("admin_token must be non-empty (or None to disable /admin/drain).")
+    owned = not isinstance(store, Stores)
+    stores = store if isinstance(store, Stores) else open_store(store)
+    tokens = TokenAuth(auth) if auth is not None else None
+    manager = RunManager(
+        {name: a.with_store(stores) for name, a in served.items()},
+        stores,
+        drain_timeout=drain_timeout,
+    )
+    service = Service(manager, tokens, poll=poll_interval)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
+        await stores.open()
+        try:
+            yield
+        finally:
+            await manager.drain()
+            service.stopping.set()
+            if owned:
+                await stores.close()
+
+    app = FastAPI(title="Bastion", summary="Runs of Bastion agents over HTTP.", lifespan=lifespan)
+    app.state.bastion = service
+    install_error_handlers(app)
+    app.include_router(router)
+    _admin_routes(app, service, admin_token)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    if cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["*"],
+        )
+    return app
+
+
+def _served(agents: Agents) -> dict[str, Agent[Any, Any]]:
+    if isinstance(agents, Agent):
+        return {agents.name: agents}
+    if not isinstance(agents, Mapping) or not agents:
+        raise UserError("create_app needs an Agent or a non-empty dict of agents by name.")
+    for name, agent in agents.items():
+        if not isinstance(agent, Agent):
+            raise UserError(f"agents[{name!r}] is {type(agent).__name__}, not an Agent.")
+        if name != agent.name:
+            raise UserError(
+                f"agents[{name!r}] is the agent {agent.name!r}: key each agent by its name "
+                "(the journal records runs under it)."
+            )
+    return dict(agents)
+
+
+def _admin_routes(app: FastAPI, service: Service, admin_token: str | None) -> None:
+    @app.get("/healthz", tags=["server"])
+    async def health() -> dict[str, Any]:  # pyright: ignore[reportUnusedFunction]
+        """Whether the server takes new runs, and how many it runs."""
+        manager = service.manager
+        state = "draining" if manager.draining else "ok"
+        return {"status": state, "runs_in_flight": len(manager.live)}
+
+    @app.post("/admin/drain", status_code=202, tags=["server"])
+    async def drain(request: Request) -> dict[str, Any]:  # pyright: ignore[reportUnusedFunction]
+        """Refuse new runs and let the runs in flight end (idempotent)."""
+        if admin_token is None:
+            raise NotFound("Draining over HTTP is not enabled (create_app(admin_token=...)).")
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
+        if not hmac.compare_digest(given.encode(), admin_token.encode()):
+            raise Unauthorized("The drain needs the admin bearer token.")
+        await service.manager.drain()
+        return {"status": "draining", "runs_in_flight": len(service.manager.live)}

@@ -1,0 +1,68 @@
+"""Following a run's events from a sequence number: the store first, then live or polled."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from bastion.stores import JournalStore
+
+from ._events import EventLog, Hub, LoggedEvent
+
+__all__ = ["follow", "sse"]
+
+
+async def follow(
+    run_id: str,
+    after: int,
+    *,
+    log: EventLog,
+    hub: Hub,
+    journal: JournalStore,
+    poll: float,
+    stopping: asyncio.Event,
+) -> AsyncIterator[LoggedEvent]:
+    """Yield the run's events with ``seq > after``, each once, in order, until it settles.
+
+    Missed events come from the store; while the run is live in this process the rest come
+    as they are written; while it runs in another process the store is polled every
+    ``poll`` seconds. The stream ends once the run is not running and its last logged
+    event (an ``agent.end``) was yielded, or when the server stops.
+    """
+    last = after
+    while True:
+        queue = hub.follow(run_id)  # before reading the store: nothing falls in between
+        try:
+            for event in await log.read(run_id, last):
+                yield event
+                last = event.seq
+            while queue is not None and (batch := await queue.get()) is not None:
+                for event in batch:
+                    if event.seq > last:
+                        yield event
+                        last = event.seq
+        finally:
+            hub.leave(run_id, queue)
+        if queue is None and (stopping.is_set() or await _settled(run_id, last, log, journal)):
+            return
+        if queue is None:
+            await _pause(poll, stopping)
+
+
+async def _settled(run_id: str, last: int, log: EventLog, journal: JournalStore) -> bool:
+    record = await journal.get_run(run_id)
+    if record is not None and record.status == "running":
+        return False
+    tail = await log.tail(run_id)
+    return tail is None or (tail.seq <= last and tail.type == "agent.end")
+
+
+async def _pause(seconds: float, stopping: asyncio.Event) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), timeout=seconds)
+
+
+def sse(event: LoggedEvent) -> bytes:
+    """One Server-Sent Event: its id is the event's seq (``Last-Event-ID`` on reconnect)."""
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.data}\n\n".encode()

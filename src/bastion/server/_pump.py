@@ -1,0 +1,79 @@
+"""Running one segment of a served run: its events go to the store, then to its followers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from bastion.agent import AgentStream
+from bastion.core import AgentEvent
+
+from ._events import EventLog, Hub, LoggedEvent
+
+__all__ = ["pump"]
+
+_End = None
+_ATTEMPTS = 5
+_RETRY_DELAY = 0.5
+_log = logging.getLogger("bastion.server")
+
+
+async def pump(stream: AgentStream[Any], first: AgentEvent, log: EventLog, hub: Hub) -> None:
+    """Iterate ``stream`` to its end; write its events in batches, then publish each batch.
+
+    The caller opens the run in ``hub`` before this starts; it is closed here at the end.
+
+    The run never waits for the store: events queue up while a batch is being written, and
+    the next batch takes all of them (group commit).
+    """
+    run_id = stream.run_id
+    queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+    queue.put_nowait(first)
+
+    async def produce() -> None:
+        try:
+            async for event in stream:
+                queue.put_nowait(event)
+        finally:
+            queue.put_nowait(_End)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(produce())
+            await _write(run_id, queue, log, hub)
+    finally:
+        hub.close(run_id)
+
+
+async def _write(
+    run_id: str, queue: asyncio.Queue[AgentEvent | None], log: EventLog, hub: Hub
+) -> None:
+    ended = False
+    while not ended:
+        batch: list[LoggedEvent] = []
+        item = await queue.get()
+        while True:
+            if item is None:
+                ended = True
+                break
+            batch.append(LoggedEvent.of(item))
+            if queue.empty():
+                break
+            item = queue.get_nowait()
+        if batch:
+            await _append(run_id, batch, log)
+            hub.publish(run_id, batch)
+
+
+async def _append(run_id: str, batch: list[LoggedEvent], log: EventLog) -> None:
+    """Write a batch; a busy store (no pooled connection in time, say) is tried again."""
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            await log.append(run_id, batch)
+            return
+        except Exception:
+            if attempt == _ATTEMPTS:
+                raise
+            _log.warning("run %s: writing events failed, attempt %d", run_id, attempt)
+            await asyncio.sleep(_RETRY_DELAY * attempt)
