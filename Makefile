@@ -71,6 +71,12 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks.context
 	$(BIN)/python -m benchmarks.runtimes
 	$(BIN)/python -m benchmarks.mcp
+	$(BIN)/python -m benchmarks.subagent
+	$(BIN)/python -m benchmarks.registration
+	$(BIN)/python -m benchmarks.dataflow
+	$(BIN)/python -m benchmarks.injection
+	$(BIN)/python -m benchmarks.tracing
+	$(BIN)/python -m benchmarks.server sqlite
 
 demo: install  ## The demo app, offline: a run suspends for approval, a new process resumes it
 	@rm -f .bastion/demo/next.sh
