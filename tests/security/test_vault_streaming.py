@@ -34,6 +34,14 @@ async def chatty_status(ctx: RunContext[None]) -> ToolResult:
 
 
 @tool(side_effect_class="read_only", secrets_allowed=["stripe"])
+def threaded_status(ctx: RunContext[None]) -> None:
+    """A sync tool (run in a worker thread) that streams its whole result with the key."""
+    key = SecretRef("stripe").reveal()
+    ctx.report_progress(1, 1, f"thread has {key}")
+    ctx.stream_content(f"thread output {key}")
+
+
+@tool(side_effect_class="read_only", secrets_allowed=["stripe"])
 async def streamed_status() -> AsyncIterator[str | Progress]:
     """An async-generator tool that yields the key in progress and output."""
     key = SecretRef("stripe").reveal()
@@ -50,6 +58,7 @@ async def test_a_secret_a_tool_streams_reaches_no_event_row_result_or_audit_reco
                 tool_calls=[
                     Call("chatty_status", {}, id="c1"),
                     Call("streamed_status", {}, id="c2"),
+                    Call("threaded_status", {}, id="c3"),
                 ]
             ),
             "done",
@@ -59,7 +68,7 @@ async def test_a_secret_a_tool_streams_reaches_no_event_row_result_or_audit_reco
         agent = Agent(
             "payer",
             model=model,
-            tools=[chatty_status, streamed_status],
+            tools=[chatty_status, streamed_status, threaded_status],
             store=stores,
             security=SecurityConfig(vault=Vault({"stripe": callable_secret(lambda: KEY)})),
         )
@@ -71,13 +80,15 @@ async def test_a_secret_a_tool_streams_reaches_no_event_row_result_or_audit_reco
     messages = [getattr(e, "message", None) for e in live if e.type == "tool.execute.progress"]
     assert "authenticating with [secret:stripe]" in messages
     assert "key [secret:stripe] accepted" in messages
+    assert "thread has [secret:stripe]" in messages
     pieces = [getattr(e, "content", None) for e in live if e.type == "tool.execute.partial"]
     assert pieces.count("token=[secret:stripe];") == 1
     assert "first piece [secret:stripe] " in pieces
     ends = {e.tool_call_id: e for e in events if e.type == "tool.execute.end"}
     assert ends["c1"].result == "status ok for [secret:stripe]"
     assert ends["c2"].result == "first piece [secret:stripe] second piece"
-    assert len(audit) == 2
+    assert ends["c3"].result == "thread output [secret:stripe]"
+    assert len(audit) == 3
     everything = [
         *map(dump, events),
         *(dump(e.payload) for e in journal),
