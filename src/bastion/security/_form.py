@@ -14,16 +14,21 @@ forms above. Each feature alone is ordinary prose; only combinations inside one 
 count, which keeps code, documentation and business e-mail quiet (``benchmarks/injection.py``
 measures both rates).
 
-Speed: a line's words are read once (one regular expression) and tested against small
-word sets; the few multi-word features are regular expressions tried on that sentence only
-when they could complete a form, and only a line that may form one is split into
-sentences. Text is first split into units (lines, JSON ``\n`` escapes, HTML line breaks);
+Speed: a line's words are read once (one regular expression) and intersected, in one
+set operation, with every word any feature knows; a line with no known word and none of the
+few characters a marker or tool call needs (``<``, ``"``, ``@``, ``[``, ``http``,
+``functions.``) has no feature and stops there. A known word's features come from a
+precomputed index; the few multi-word features are regular expressions tried on that
+sentence only when they could complete a form; the verdict for a set of features is
+computed once and cached; and only a line that may form one is split into sentences.
+Text is first split into units (lines, JSON ``\n`` escapes, HTML line breaks);
 a unit holding escapes, markup or non-ASCII characters is decoded (``_decode.py``) and,
 when flagged, flagged whole.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -236,13 +241,18 @@ _RULES: tuple[tuple[str, InjectionCategory, Callable[[set[str]], bool]], ...] = 
 def features(sentence: str) -> set[str]:
     """The features of one lower-cased sentence (see the module doc)."""
     words = set(_TOKEN.findall(sentence))
-    found = {name for name, vocabulary in _WORDS.items() if not words.isdisjoint(vocabulary)}
-    possible = {
-        name
-        for name, triggers in _TRIGGERS.items()
-        if name not in found and not words.isdisjoint(triggers) and _GATES[name](words)
-    }
-    marks = {name for name, probe in _MARKS if probe(sentence)}
+    known = words & _KNOWN  # one C-level pass; most words of ordinary text are unknown
+    cue = _mark_cue(sentence)
+    if not known and not cue:
+        return set()
+    found: set[str] = set()
+    triggered: set[str] = set()
+    for word in known:
+        given, triggers = _INDEX[word]
+        found |= given
+        triggered |= triggers
+    possible = {name for name in triggered - found if _GATES[name](words)}
+    marks = {name for name, probe in _MARKS if probe(sentence)} if cue else set[str]()
     candidate = found | possible | marks
     if (len(candidate) < 2 and candidate.isdisjoint(_ALONE)) or _verdict(candidate) is None:
         return found  # even if every pattern matched, no form could be made
@@ -321,9 +331,43 @@ _MARK_PATTERNS: dict[str, re.Pattern[str]] = {"G": _ADDRESS, "M": _MARKER, "C": 
 _ALONE = frozenset("MCNPSH")  # features that can make a form on their own
 
 
+def _index() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Each known word: the features it gives, and the pattern features it may trigger."""
+    known = frozenset[str]().union(*_WORDS.values(), *_TRIGGERS.values())
+    return {
+        word: (
+            frozenset(name for name, vocabulary in _WORDS.items() if word in vocabulary),
+            frozenset(name for name, triggers in _TRIGGERS.items() if word in triggers),
+        )
+        for word in known
+    }
+
+
+_INDEX = _index()
+_KNOWN = frozenset(_INDEX)
+
+
+def _mark_cue(text: str) -> bool:
+    """Whether ``text`` holds a character every mark probe needs one of (no cue, no mark)."""
+    return (
+        "<" in text
+        or '"' in text
+        or "@" in text
+        or "[" in text
+        or "http" in text
+        or "functions." in text
+    )
+
+
 def _verdict(found: set[str]) -> tuple[str, InjectionCategory] | None:
+    return _verdict_of(frozenset(found))
+
+
+@functools.lru_cache(maxsize=4096)  # few feature combinations occur: each is judged once
+def _verdict_of(found: frozenset[str]) -> tuple[str, InjectionCategory] | None:
+    features = set(found)
     for form, category, rule in _RULES:
-        if rule(found):
+        if rule(features):
             return form, category
     return None
 

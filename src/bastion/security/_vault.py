@@ -16,13 +16,14 @@ exports or traces see it, so a tool that echoes its key leaks nothing.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from bastion.core import BastionError, UserError
 
@@ -37,6 +38,8 @@ __all__ = [
     "env_secret",
     "file_secret",
 ]
+
+_T = TypeVar("_T")
 
 _MIN_REDACTED = 4  # shorter values would redact ordinary text
 
@@ -142,10 +145,21 @@ class Vault:
         """``text`` with every value this vault revealed replaced by ``[secret:<name>]``."""
         if not self._revealed:
             return text
-        for value, name in self._revealed.items():
+        # A copy: a tool in a worker thread may reveal a value while this runs.
+        for value, name in tuple(self._revealed.items()):
             if value in text:
                 text = text.replace(value, f"[secret:{name}]")
         return text
+
+    def redact_within(self, value: _T) -> _T:
+        """``value`` with every revealed value redacted from the strings it holds.
+
+        Walks dataclass instances (an event, a nested sub-agent event), lists, tuples and
+        dicts; returns ``value`` itself when nothing in it changed.
+        """
+        if not self._revealed:
+            return value
+        return _redact_within(value, self.redact)
 
     def subset(self, names: Sequence[str]) -> Vault:
         """A vault holding only ``names`` (the same sources, so rotation still applies)."""
@@ -160,6 +174,29 @@ class Vault:
         child = Vault({n: callable_secret(_constant(v), "forwarded") for n, v in values.items()})
         child._revealed = self._revealed
         return child
+
+
+def _redact_within(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: new
+            for f in dataclasses.fields(value)
+            if f.init and (new := _redact_within(old := getattr(value, f.name), redact)) is not old
+        }
+        return dataclasses.replace(value, **changes) if changes else value
+    if isinstance(value, list | tuple):
+        items: list[Any] | tuple[Any, ...] = value  # pyright: ignore[reportUnknownVariableType]
+        new_items = [_redact_within(item, redact) for item in items]
+        if all(a is b for a, b in zip(new_items, items, strict=True)):
+            return items
+        return new_items if isinstance(items, list) else tuple(new_items)
+    if isinstance(value, dict):
+        mapping: dict[Any, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        new_map = {k: _redact_within(v, redact) for k, v in mapping.items()}
+        return new_map if any(new_map[k] is not v for k, v in mapping.items()) else mapping
+    return value
 
 
 def _constant(value: str) -> Callable[[], str]:

@@ -65,6 +65,7 @@ from ._input import InputRequest, InputRequired
 from ._invoke import (
     DEFAULT_EVENT_QUEUE_DEPTH,
     DeadlineExceeded,
+    LiveEvent,
     ProgressQueue,
     ProgressSink,
     invoke,
@@ -739,9 +740,15 @@ class ToolBatch:
         with scope.active():
             outcome = await self._execute(p, queue)
         redacted = vault.redact(outcome.content)
-        if not scope.used and redacted is outcome.content:
+        metadata = vault.redact_within(outcome.metadata)
+        if not scope.used and redacted is outcome.content and metadata is outcome.metadata:
             return outcome
-        return replace(outcome, content=redacted, secrets_used=tuple(scope.used))
+        return replace(outcome, content=redacted, metadata=metadata, secrets_used=tuple(scope.used))
+
+    def _scrubbed(self, event: LiveEvent) -> LiveEvent:
+        """A live event of a call with every value the vault revealed redacted."""
+        vault = self._executor.vault
+        return event if vault is None else vault.redact_within(event)
 
     async def _execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
         tool = p.tool
@@ -892,10 +899,11 @@ class ToolBatch:
                 delay=delay,
                 error=f"{type(failure).__name__}: {failure}",
             )
+            scrubbed = self._scrubbed(event)
             if queue is not None:
-                queue.put_nowait(event)
+                queue.put_nowait(scrubbed)
             else:
-                self._held.append(event)
+                self._held.append(scrubbed)
 
         def again() -> Awaitable[Any]:
             return self._invoke(tool, p, queue, idempotency)
@@ -908,7 +916,8 @@ class ToolBatch:
         args = p.args
         sink: ProgressSink | None = None
         if tool.takes_ctx or tool.kind == "async_gen":
-            sink = ProgressSink(queue, self._ctx.run_id, p.call.id)
+            scrub = self._scrubbed if self._executor.vault is not None else None
+            sink = ProgressSink(queue, self._ctx.run_id, p.call.id, scrub)
             if tool.takes_ctx:
                 decided = self.decided.get(p.call.id)
                 ctx = self._ctx.for_tool_call(

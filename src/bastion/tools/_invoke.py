@@ -27,6 +27,7 @@ from ._tool import Progress, Tool, ToolResult
 __all__ = [
     "DEFAULT_EVENT_QUEUE_DEPTH",
     "DeadlineExceeded",
+    "LiveEvent",
     "ProgressQueue",
     "ProgressSink",
     "invoke",
@@ -116,15 +117,26 @@ class DeadlineExceeded(Exception):
 class ProgressSink:
     """Turns a tool's progress reports into events on the batch's queue.
 
+    ``scrub`` rewrites each event before it is queued: a call that may reveal secrets
+    gets one that redacts the revealed values. The pieces kept for the assembled output
+    stay as streamed (the finished result is redacted as a whole).
+
     Events are queued unnumbered; the run loop numbers them as it yields them, so ``seq``
     always follows emission order. Reports from a sync tool's worker thread are handed to
     the event loop with ``call_soon_threadsafe`` (``asyncio.Queue`` is not thread-safe).
     """
 
-    __slots__ = ("_call_id", "_loop", "_parts", "_queue", "_run_id", "_thread")
+    __slots__ = ("_call_id", "_loop", "_parts", "_queue", "_run_id", "_scrub", "_thread")
 
-    def __init__(self, queue: ProgressQueue | None, run_id: str, call_id: str) -> None:
+    def __init__(
+        self,
+        queue: ProgressQueue | None,
+        run_id: str,
+        call_id: str,
+        scrub: Callable[[LiveEvent], LiveEvent] | None = None,
+    ) -> None:
         self._queue = queue
+        self._scrub = scrub  # applied to each event before it is queued (secret redaction)
         self._run_id = run_id
         self._call_id = call_id
         self._parts: list[str] = []
@@ -176,6 +188,8 @@ class ProgressSink:
         queue = self._queue
         if queue is None:
             return
+        if self._scrub is not None:
+            event = self._scrub(event)
         if threading.get_ident() == self._thread:
             queue.put_nowait(event)
         else:
