@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
-from bastion import Agent, AgentStream, ToolOptions, tool
+from bastion import Agent, AgentStream, LoopHooks, ToolOptions, tool
 from bastion.core import (
     AgentEndEvent,
     AgentEvent,
@@ -197,22 +198,30 @@ def sleeper() -> Tool:
     return slow
 
 
+class _SeesResults(LoopHooks):
+    """Sets ``finished`` when a tool result with ``marker`` has been taken by the run."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.finished = asyncio.Event()
+
+    def after_tool_exec(self, ctx: RunContext[Any], tool_name: str, result: str) -> None:
+        if result == self.marker:
+            self.finished.set()  # the call's duration is read right after this, unsuspended
+
+
 async def test_a_per_tool_timeout_runs_on_the_agents_clock() -> None:
     clock = VirtualClock(auto_advance=False)
     calls = [Call("slow", {"seconds": 10}, id="late"), Call("slow", {"seconds": 3}, id="ok")]
     model = ScriptedModel([Turn(tool_calls=calls), "done"])
-    agent = Agent("a", model=model, tools=[sleeper()], clock=clock)
+    seen = _SeesResults("slept 3.0")
+    agent = Agent("a", model=model, tools=[sleeper()], clock=clock, loop_hooks=seen)
     rows: list[object] = []
     agent.audit.subscribe(rows.append)
     run = asyncio.create_task(agent.run("go"))
     await clock.wait_for_sleepers(4)  # two tools and their two deadlines
     clock.advance(3)
-    for _ in range(10_000):  # "ok" returns and its deadline is cancelled ...
-        if clock.pending == 2:
-            break
-        await asyncio.sleep(0)
-    for _ in range(10):  # ... and its call finished (a few loop turns), before time moves
-        await asyncio.sleep(0)
+    await seen.finished.wait()  # "ok" returned and its call was measured, before time moves
     clock.advance(2)
     result = await run
     late, ok = result.tool_calls

@@ -117,7 +117,7 @@ async def wait_or_ask(scope: CallScope, call: Awaitable[T], server: str, tool: s
     """
     try:
         result = await call
-    except Exception:
+    except Exception:  # once the server asked, the call's own outcome is dropped by design
         if scope.question is None:
             raise
     else:

@@ -129,7 +129,8 @@ class RunManager:
     async def _launch(self, stream: AgentStream[Any], agent: str, tenant: str | None) -> None:
         first = await anext(aiter(stream))  # errors of the start surface to the caller
         self.hub.open(stream.run_id)
-        task = asyncio.create_task(pump(stream, first, self.log, self.hub))
+        clock = self.agents[agent].config.clock  # retries wait on the agent's clock
+        task = asyncio.create_task(pump(stream, first, self.log, self.hub, clock))
         self.live[stream.run_id] = Live(stream=stream, task=task, agent=agent, tenant=tenant)
         task.add_done_callback(lambda t: self._ended(stream.run_id, t))
 

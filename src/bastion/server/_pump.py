@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from bastion.agent import AgentStream
-from bastion.core import AgentEvent
+from bastion.core import AgentEvent, Clock
 
 from ._events import EventLog, Hub, LoggedEvent
 
@@ -19,7 +19,9 @@ _RETRY_DELAY = 0.5
 _log = logging.getLogger("bastion.server")
 
 
-async def pump(stream: AgentStream[Any], first: AgentEvent, log: EventLog, hub: Hub) -> None:
+async def pump(
+    stream: AgentStream[Any], first: AgentEvent, log: EventLog, hub: Hub, clock: Clock
+) -> None:
     """Iterate ``stream`` to its end; write its events in batches, then publish each batch.
 
     The caller opens the run in ``hub`` before this starts; it is closed here at the end.
@@ -41,13 +43,13 @@ async def pump(stream: AgentStream[Any], first: AgentEvent, log: EventLog, hub: 
     try:
         async with asyncio.TaskGroup() as group:
             group.create_task(produce())
-            await _write(run_id, queue, log, hub)
+            await _write(run_id, queue, log, hub, clock)
     finally:
         hub.close(run_id)
 
 
 async def _write(
-    run_id: str, queue: asyncio.Queue[AgentEvent | None], log: EventLog, hub: Hub
+    run_id: str, queue: asyncio.Queue[AgentEvent | None], log: EventLog, hub: Hub, clock: Clock
 ) -> None:
     ended = False
     while not ended:
@@ -62,18 +64,22 @@ async def _write(
                 break
             item = queue.get_nowait()
         if batch:
-            await _append(run_id, batch, log)
+            await _append(run_id, batch, log, clock)
             hub.publish(run_id, batch)
 
 
-async def _append(run_id: str, batch: list[LoggedEvent], log: EventLog) -> None:
-    """Write a batch; a busy store (no pooled connection in time, say) is tried again."""
+async def _append(run_id: str, batch: list[LoggedEvent], log: EventLog, clock: Clock) -> None:
+    """Write a batch; a busy store (no pooled connection in time, say) is tried again.
+
+    Any driver's failure counts (the stores do not map their drivers' errors to one type);
+    it is logged with its cause, and the last attempt's failure is raised, not swallowed.
+    """
     for attempt in range(1, _ATTEMPTS + 1):
         try:
             await log.append(run_id, batch)
             return
-        except Exception:
+        except Exception as exc:
             if attempt == _ATTEMPTS:
                 raise
-            _log.warning("run %s: writing events failed, attempt %d", run_id, attempt)
-            await asyncio.sleep(_RETRY_DELAY * attempt)
+            _log.warning("run %s: writing events failed (%r), attempt %d", run_id, exc, attempt)
+            await clock.sleep(_RETRY_DELAY * attempt)

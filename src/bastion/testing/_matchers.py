@@ -25,10 +25,14 @@ class Matcher:
         self.description = description
 
     def matches(self, value: Any) -> bool:
-        """Whether ``value`` matches (a test that raises does not match)."""
+        """Whether ``value`` matches; a value of the wrong shape for the test does not.
+
+        Only the errors a wrong shape raises (a missing key or attribute, a wrong type or
+        value) mean "no match"; any other error in the test itself propagates.
+        """
         try:
             return bool(self._test(value))
-        except Exception:
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
             return False
 
     def __repr__(self) -> str:
