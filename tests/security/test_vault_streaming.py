@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from bastion import Agent, tool
-from bastion.core import RunContext, SubagentEvent, TextDeltaEvent
+from bastion.core import RunContext, SubagentEvent, TextDeltaEvent, ToolExecutePartialEvent
 from bastion.security import SecretRef, SecretScope, SecurityConfig, Vault, callable_secret
 from bastion.stores import open_store
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import Progress, ToolResult
+from bastion.tools._invoke import ProgressQueue, ProgressSink
 
 KEY = "sk-live-9e8d7c6b5a41"
 
@@ -114,3 +119,96 @@ def test_redaction_reaches_into_a_forwarded_sub_agent_event_and_spares_the_rest(
     assert vault.redact_within({"a": [KEY, (1, KEY)]}) == {
         "a": ["[secret:stripe]", (1, "[secret:stripe]")]
     }
+
+
+def split_key_tool(cut: int) -> Any:
+    @tool(side_effect_class="read_only", secrets_allowed=["stripe"], name=f"split_{cut}")
+    async def split_status() -> AsyncIterator[str]:
+        """Stream the key cut in two pieces (a tokenizer or a chunked reader may do that)."""
+        key = SecretRef("stripe").reveal()
+        yield f"auth {key[:cut]}"
+        yield f"{key[cut:]} ok"
+
+    return split_status
+
+
+async def test_a_secret_split_across_two_streamed_pieces_never_reaches_a_partial_event() -> None:
+    # covers G-23
+    cuts = range(1, len(KEY))
+    model = ScriptedModel(
+        [Turn(tool_calls=[Call(f"split_{cut}", {}, id=f"c{cut}") for cut in cuts]), "done"]
+    )
+    agent = Agent(
+        "payer",
+        model=model,
+        tools=[split_key_tool(cut) for cut in cuts],
+        security=SecurityConfig(vault=Vault({"stripe": callable_secret(lambda: KEY)})),
+    )
+    events = [e async for e in agent.stream("Status?")]
+    for cut in cuts:
+        pieces = [
+            e.content
+            for e in events
+            if e.type == "tool.execute.partial" and e.tool_call_id == f"c{cut}"
+        ]
+        # Nothing is lost or reordered: the pieces join to the redacted output.
+        assert "".join(pieces) == "auth [secret:stripe] ok"
+    assert all(KEY not in dump(e) for e in events)
+    assert all(KEY[:4] not in dump(e) for e in events)  # not even the start of the key
+
+
+async def test_streamed_text_that_only_starts_like_a_secret_is_sent_once_the_call_ends() -> None:
+    @tool(side_effect_class="read_only", secrets_allowed=["stripe"])
+    async def teaser() -> AsyncIterator[str]:
+        """Stream text whose end looks like the start of the key, then stop."""
+        SecretRef("stripe").reveal()
+        yield "prefix sk-live"
+        yield "-9e8"
+
+    model = ScriptedModel([Turn(tool_calls=[Call("teaser", {}, id="c1")]), "done"])
+    agent = Agent(
+        "payer",
+        model=model,
+        tools=[teaser],
+        security=SecurityConfig(vault=Vault({"stripe": callable_secret(lambda: KEY)})),
+    )
+    events = [e async for e in agent.stream("Status?")]
+    pieces = [e.content for e in events if e.type == "tool.execute.partial"]
+    assert "".join(pieces) == "prefix sk-live-9e8"
+    assert pieces[0] == "prefix "  # the possible key start waited for the end of the call
+    end = next(e for e in events if e.type == "tool.execute.end")
+    assert end.result == "prefix sk-live-9e8"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    before=st.text(alphabet="ab-sk9 ", max_size=12),
+    after=st.text(alphabet="ab-sk9 ", max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=6),
+)
+def test_any_split_of_streamed_text_joins_to_its_redaction(
+    before: str, after: str, cuts: list[int]
+) -> None:
+    text = f"{before}{KEY}{after}{KEY[:7]}"
+    bounds = sorted({min(c, len(text)) for c in cuts})
+    pieces = [text[i:j] for i, j in zip([0, *bounds], [*bounds, len(text)], strict=True)]
+    vault = Vault({"stripe": callable_secret(lambda: KEY)})
+    with SecretScope(vault=vault, tool="t", allowed=frozenset({"stripe"})).active():
+        SecretRef("stripe").reveal()
+
+    async def stream() -> list[str]:
+        queue = ProgressQueue(depth=1000)
+        sink = ProgressSink(queue, "r", "c", None, vault)
+        for piece in pieces:
+            sink.partial(piece)
+        sink.flush()
+        out: list[str] = []
+        while queue.qsize():
+            event = await queue.get()
+            assert isinstance(event, ToolExecutePartialEvent)
+            out.append(event.content)
+        return out
+
+    emitted = asyncio.run(stream())
+    assert "".join(emitted) == vault.redact(text)
+    assert all(KEY not in piece for piece in emitted)

@@ -151,6 +151,17 @@ class Vault:
                 text = text.replace(value, f"[secret:{name}]")
         return text
 
+    def unfinished_tail(self, text: str) -> int:
+        """How many characters at the end of ``text`` start a revealed value but do not finish it.
+
+        A stream of pieces holds that many back until the next piece shows whether the value
+        completes (and is then redacted whole) or not.
+        """
+        longest = 0
+        for value in tuple(self._revealed):  # a copy: a worker thread may reveal meanwhile
+            longest = max(longest, _open_prefix(text, value))
+        return longest
+
     def redact_within(self, value: _T) -> _T:
         """``value`` with every revealed value redacted from the strings it holds.
 
@@ -174,6 +185,17 @@ class Vault:
         child = Vault({n: callable_secret(_constant(v), "forwarded") for n, v in values.items()})
         child._revealed = self._revealed
         return child
+
+
+def _open_prefix(text: str, value: str) -> int:
+    """Length of the longest end of ``text`` that is a proper prefix of ``value`` (or 0)."""
+    first = value[0]
+    i = text.find(first, max(0, len(text) - len(value) + 1))
+    while i != -1:
+        if value.startswith(text[i:]):
+            return len(text) - i
+        i = text.find(first, i + 1)
+    return 0
 
 
 def _redact_within(value: Any, redact: Callable[[str], str]) -> Any:

@@ -916,8 +916,9 @@ class ToolBatch:
         args = p.args
         sink: ProgressSink | None = None
         if tool.takes_ctx or tool.kind == "async_gen":
-            scrub = self._scrubbed if self._executor.vault is not None else None
-            sink = ProgressSink(queue, self._ctx.run_id, p.call.id, scrub)
+            vault = self._executor.vault
+            scrub = self._scrubbed if vault is not None else None
+            sink = ProgressSink(queue, self._ctx.run_id, p.call.id, scrub, vault)
             if tool.takes_ctx:
                 decided = self.decided.get(p.call.id)
                 ctx = self._ctx.for_tool_call(

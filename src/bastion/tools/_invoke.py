@@ -9,7 +9,7 @@ import asyncio
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from bastion.core import (
     AgentEvent,
@@ -30,6 +30,7 @@ __all__ = [
     "LiveEvent",
     "ProgressQueue",
     "ProgressSink",
+    "StreamRedactor",
     "invoke",
     "within",
 ]
@@ -114,19 +115,45 @@ class DeadlineExceeded(Exception):
     """The executor's own deadline for a call expired (not a ``TimeoutError`` of the tool)."""
 
 
+class StreamRedactor(Protocol):
+    """Redacts secrets from streamed text (the vault is one)."""
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret value replaced."""
+        ...
+
+    def unfinished_tail(self, text: str) -> int:
+        """How many characters at the end of ``text`` may be the start of a secret value."""
+        ...
+
+
 class ProgressSink:
     """Turns a tool's progress reports into events on the batch's queue.
 
     ``scrub`` rewrites each event before it is queued: a call that may reveal secrets
-    gets one that redacts the revealed values. The pieces kept for the assembled output
-    stay as streamed (the finished result is redacted as a whole).
+    gets one that redacts the revealed values. With a ``redactor``, streamed pieces are
+    redacted as one text: the end of a piece that may begin a secret value is held back
+    until the next piece (or the end of the call, :meth:`flush`) shows whether the value
+    completes, so a value split across two pieces never reaches the events, whole or in
+    halves. The pieces kept for the assembled output stay as streamed (the finished result
+    is redacted as a whole).
 
     Events are queued unnumbered; the run loop numbers them as it yields them, so ``seq``
     always follows emission order. Reports from a sync tool's worker thread are handed to
     the event loop with ``call_soon_threadsafe`` (``asyncio.Queue`` is not thread-safe).
     """
 
-    __slots__ = ("_call_id", "_loop", "_parts", "_queue", "_run_id", "_scrub", "_thread")
+    __slots__ = (
+        "_call_id",
+        "_held",
+        "_loop",
+        "_parts",
+        "_queue",
+        "_redactor",
+        "_run_id",
+        "_scrub",
+        "_thread",
+    )
 
     def __init__(
         self,
@@ -134,9 +161,12 @@ class ProgressSink:
         run_id: str,
         call_id: str,
         scrub: Callable[[LiveEvent], LiveEvent] | None = None,
+        redactor: StreamRedactor | None = None,
     ) -> None:
         self._queue = queue
         self._scrub = scrub  # applied to each event before it is queued (secret redaction)
+        self._redactor = redactor
+        self._held = ""  # the end of the streamed text that may begin a secret value
         self._run_id = run_id
         self._call_id = call_id
         self._parts: list[str] = []
@@ -158,11 +188,28 @@ class ProgressSink:
     def partial(self, content: str) -> None:
         """Keep a piece of output and queue a ``tool.execute.partial`` event."""
         self._parts.append(content)
+        redactor = self._redactor
+        if redactor is not None:
+            text = redactor.redact(self._held + content)
+            held = redactor.unfinished_tail(text)
+            content, self._held = text[: len(text) - held], text[len(text) - held :]
+            if not content:
+                return
         self._put(
             ToolExecutePartialEvent(
                 run_id=self._run_id, tool_call_id=self._call_id, content=content
             )
         )
+
+    def flush(self) -> None:
+        """Queue the streamed text held back as a possible secret start (the call ended)."""
+        held, self._held = self._held, ""
+        if held:
+            self._put(
+                ToolExecutePartialEvent(
+                    run_id=self._run_id, tool_call_id=self._call_id, content=held
+                )
+            )
 
     def subagent(self, agent_name: str, event: AgentEvent) -> None:
         """Queue a ``subagent.event`` wrapping an event of a run the tool started."""
@@ -174,6 +221,11 @@ class ProgressSink:
                 event=event,
             )
         )
+
+    @property
+    def redacts(self) -> bool:
+        """True when streamed pieces pass a redactor (and may be held back)."""
+        return self._redactor is not None
 
     @property
     def has_parts(self) -> bool:
@@ -208,9 +260,10 @@ def invoke(
     Returns the awaitable of the call itself (no wrapping coroutine frame on the hot path).
     Awaiting it raises :class:`DeadlineExceeded` when the timeout expired.
     """
+    call = _call if sink is None or not sink.redacts else _call_redacted
     if tool.timeout is None:
-        return _call(tool, args, kwargs, sink)
-    return within(clock, tool.timeout, _call(tool, args, kwargs, sink))
+        return call(tool, args, kwargs, sink)
+    return within(clock, tool.timeout, call(tool, args, kwargs, sink))
 
 
 async def within(clock: Clock, seconds: float, call: Awaitable[Any]) -> Any:
@@ -237,6 +290,17 @@ async def within(clock: Clock, seconds: float, call: Awaitable[Any]) -> Any:
     if task.cancelled():
         raise DeadlineExceeded
     return task.result()
+
+
+async def _call_redacted(
+    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], sink: ProgressSink | None
+) -> Any:
+    """:func:`_call`, then send the streamed text held back as a possible secret start."""
+    assert sink is not None  # only sinks with a redactor come here
+    try:
+        return await _call(tool, args, kwargs, sink)
+    finally:
+        sink.flush()
 
 
 async def _call(
