@@ -25,9 +25,17 @@ from opentelemetry.trace import StatusCode
 
 from bastion import Agent, GovernanceOptions, tool
 from bastion.agent import run_state_from_json, run_state_to_json
-from bastion.core import Overloaded, RunContext, Usage, UserError, current_run_tap
+from bastion.core import (
+    Overloaded,
+    RunContext,
+    SandboxConfig,
+    Usage,
+    UserError,
+    current_run_tap,
+)
 from bastion.governance import Budget, Interrupt, InterruptContext, MutateDecision
 from bastion.observability import instrument, trace_headers, uninstrument
+from bastion.runtimes import LocalRuntime
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock, fake_mcp_server
 from bastion.tools import ApprovalDecision, Directive
 
@@ -229,6 +237,22 @@ async def test_a_failed_run_and_a_failed_tool_carry_error_status(traced: Traced)
     assert tool_span.status.status_code is StatusCode.ERROR
     assert attrs(tool_span)["error.type"] == "execution_failed"
     assert "disk on fire" in (tool_span.status.description or "")
+
+
+async def test_a_tool_span_carries_the_sandbox_the_call_resolved_to(
+    traced: Traced, tmp_path: Path
+) -> None:
+    # covers G-27
+    agent = Agent(
+        "ops",
+        model=ScriptedModel(weather_script()),
+        tools=[weather],
+        runtime=LocalRuntime(str(tmp_path)),
+        sandbox=SandboxConfig(timeout=4),
+    )
+    await agent.run("Weather in Oslo?")
+    span = attrs(traced.named("execute_tool weather"))
+    assert span["bastion.tool.sandbox"] == "sandbox: no network, 4s, 256 MiB, 64 processes"
 
 
 async def test_a_fallback_fails_one_chat_span_and_opens_the_next(traced: Traced) -> None:

@@ -16,6 +16,7 @@ from bastion.tools import (
     ApprovalConfig,
     BeforeToolCall,
     InboundSanitizer,
+    MemoryGuard,
     RepairHook,
     ResultLimiter,
     ResultProcessor,
@@ -272,10 +273,19 @@ def build_executor(
         cache=ToolCache(clock, max_entries=options.cache_size, counters=audit.counters),
         event_queue_depth=options.event_queue_depth,
         retry=check_tool_retry(options.retry, f"Agent {name!r}: tool_options"),
+        memory_guard=_memory_guard(options.memory_guard, name),
     )
     if parts.code_mode is not None:
         parts.code_mode.bind(executor)
     return executor
+
+
+def _memory_guard(guard: object, name: str) -> MemoryGuard | None:
+    if guard is not None and not isinstance(guard, MemoryGuard):
+        raise UserError(
+            f"Agent {name!r}: tool_options.memory_guard must be a MemoryGuard, got {guard!r}."
+        )
+    return guard
 
 
 def check_choices(

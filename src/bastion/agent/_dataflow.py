@@ -36,6 +36,7 @@ from bastion.tools import (
     Ask,
     Deny,
     GuardVerdict,
+    ProtocolGuardStage,
     ProvenanceStamper,
     Tool,
     ToolExecutor,
@@ -59,7 +60,7 @@ _USER_TEXTS: weakref.WeakKeyDictionary[DataFlowLedger, set[str]] = weakref.WeakK
 def apply_security(
     name: str, security: SecurityConfig | None, executor: ToolExecutor, counters: Counters
 ) -> SecurityConfig | None:
-    """Wire ``Agent(security=...)`` into the executor: provenance, the guard, the vault.
+    """Wire ``Agent(security=...)`` into the executor: provenance, the guards, the vault.
 
     Raises:
         UserError: ``security`` is not a ``SecurityConfig``, or a tool is allowed a secret
@@ -74,6 +75,12 @@ def apply_security(
         for tool in executor.tools.values():
             vault.check(tool.secrets_allowed, f"Agent {name!r}: tool {tool.name!r}")
         executor.vault = vault
+    guard = security.guard
+    if guard is not None:
+        # Right after inbound sanitisation (first): the sanitiser reads the text as the
+        # tool returned it; limits, provenance and the model read the escaped text.
+        first, *rest = executor.processors
+        executor.processors = (first, ProtocolGuardStage(guard, counters), *rest)
     policy = security.dataflow
     if policy is not None:
         # Last: the provenance goes with the text the model reads (screened, limited).

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         CollisionStrategy,
         Embedder,
         InboundPolicy,
+        MemoryGuard,
         ResultReader,
     )
 
@@ -62,6 +63,9 @@ class ToolOptions:
         retry: How rate-limited calls of ``pure``, ``read_only`` or idempotent tools are
             retried (default 3 attempts with exponential backoff on the run's clock).
             ``None``: never.
+        memory_guard: Snapshot memory regions (default: the run's ``session_state``)
+            before each call of a ``pure`` or ``read_only`` tool and verify them after; a
+            change is counted and audited, or fails the call (``on_mismatch="fail"``).
     """
 
     collision_strategy: CollisionStrategy = "auto-prefix"
@@ -76,6 +80,7 @@ class ToolOptions:
     summary_model: Model | str | None = None
     result_readers: Sequence[ResultReader] = ()
     retry: ToolRetry | None = _DEFAULT_TOOL_RETRY
+    memory_guard: MemoryGuard | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

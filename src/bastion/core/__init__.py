@@ -111,6 +111,7 @@ from ._runtime import (
     Runtime,
     RuntimeAccessError,
     SandboxConfig,
+    call_sandbox,
     resolve_sandbox,
 )
 from ._serde import (
@@ -235,6 +236,7 @@ __all__ = [
     "UserMessage",
     "UserPart",
     "VerifierResultEvent",
+    "call_sandbox",
     "current_run_tap",
     "dump_event",
     "dump_messages",

@@ -185,13 +185,18 @@ class ToolCallIncompleteEvent:
 
 @dataclass(kw_only=True, slots=True)
 class ToolExecuteStartEvent:
-    """A tool call was dispatched. Emitted for every call of a step, up front, in call order."""
+    """A tool call was dispatched. Emitted for every call of a step, up front, in call order.
+
+    ``sandbox`` says what the call's runtime is (``"none"`` or the sandbox's limits), when
+    the run has a runtime; the tool's own Python code always runs in this process.
+    """
 
     run_id: str
     seq: int = 0
     tool_call_id: str
     tool_name: str
     arguments: str
+    sandbox: str | None = None
     type: Literal["tool.execute.start"] = "tool.execute.start"
 
 

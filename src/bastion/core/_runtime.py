@@ -24,6 +24,7 @@ __all__ = [
     "RuntimeAccessError",
     "SandboxConfig",
     "SandboxSetting",
+    "call_sandbox",
     "resolve_sandbox",
 ]
 
@@ -168,6 +169,21 @@ class SandboxConfig:
         """Whole CPU seconds each process may use."""
         return max(1, math.ceil(self.cpu_seconds if self.cpu_seconds is not None else self.timeout))
 
+    def describe(self) -> str:
+        """One line for audit rows and spans.
+
+        For example ``sandbox: no network, 30s, 256 MiB, 64 processes``.
+        """
+        if not self.enabled:
+            return "none"
+        network = "network" if self.allow_network else "no network"
+        fs = self.allow_fs
+        extra = "" if fs is None else f", {len(fs.read_only) + len(fs.read_write)} host paths"
+        return (
+            f"sandbox: {network}, {self.timeout:g}s, {self.max_memory_mb} MiB, "
+            f"{self.max_processes} processes{extra}"
+        )
+
 
 SandboxSetting: TypeAlias = "bool | SandboxConfig | None"
 """What a tool or an agent says about sandboxing: a config, on/off, or nothing (inherit)."""
@@ -181,6 +197,22 @@ def _positive(name: str, value: object, *, minimum: float | None = None) -> None
         return
     bound = "> 0" if minimum is None else f">= {minimum}"
     raise UserError(f"SandboxConfig.{name} must be a number {bound}, got {value!r}.")
+
+
+def call_sandbox(runtime: object | None, tool: SandboxSetting, agent: SandboxSetting) -> str | None:
+    """What a tool call's runtime is, in one line, or ``None`` when the run has no runtime.
+
+    The tool's own setting wins over the agent's (:func:`resolve_sandbox`); with neither,
+    the runtime stands as the agent gave it. The tool's Python code always runs in this
+    process: the sandbox confines the commands and files it reaches through ``ctx.runtime``.
+    """
+    if runtime is None:
+        return None
+    if tool is None and agent is None:
+        config = getattr(runtime, "config", None)
+        return config.describe() if isinstance(config, SandboxConfig) else "none"
+    config = resolve_sandbox(tool, agent)
+    return "none" if config is None else config.describe()
 
 
 def check_sandbox_setting(value: object, owner: str) -> None:

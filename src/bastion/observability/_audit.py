@@ -34,6 +34,11 @@ class AuditRecord:
         sanitization_hits: How many injection patterns matched.
         cached: True when the result came from the tool's cache.
         timestamp: Wall-clock time (seconds since the epoch) when the call ended.
+        sandbox: What the call's runtime was (``"none"`` or the sandbox's limits), or
+            ``None`` when the run has no runtime. The tool's Python code always runs in
+            this process; the sandbox confines what it runs through ``ctx.runtime``.
+        memory_changed: Memory regions the call changed although its tool declares no
+            side effects (the memory guard's mismatches).
     """
 
     run_id: str
@@ -48,6 +53,8 @@ class AuditRecord:
     sanitization_hits: int = 0
     cached: bool = False
     timestamp: float = 0.0
+    sandbox: str | None = None
+    memory_changed: tuple[str, ...] = ()
 
 
 AuditSink = Callable[[AuditRecord], None]

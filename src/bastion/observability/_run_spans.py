@@ -297,6 +297,8 @@ class RunSpans:
                 "gen_ai.tool.call.id": event.tool_call_id,
                 "gen_ai.tool.type": "function",
             }
+            if event.sandbox is not None:
+                found["bastion.tool.sandbox"] = event.sandbox
             redactor = self._settings.redactor
             if redactor is not None:
                 args = redactor.json_text(event.arguments)

@@ -5,6 +5,8 @@
   the system-prompt preamble that explains the untrusted-data markers.
 * Data flow: every tool output's :class:`Provenance`, the run's :class:`DataFlowLedger` and
   its incremental index, and the :class:`DataFlowPolicy` checked before each sink call.
+* Protocol boundaries: the :class:`ProtocolGuard`, which escapes control characters
+  (terminal sequences, bidirectional overrides, invisible tags) in tool output.
 * Secrets: the :class:`Vault`, :class:`SecretRef` and the redaction of revealed values and
   of secret-named keys.
 """
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
         no_untrusted,
         plan_targets,
     )
+    from ._protocol import CONTROL_ESCAPES, Escaped, ProtocolGuard
     from ._provenance import (
         DEFAULT_TRUST,
         DataFlowLedger,
@@ -105,6 +108,9 @@ _LAZY = {
     "InjectionCategory": "._patterns",
     "InjectionPattern": "._patterns",
     "catalogue": "._patterns",
+    "CONTROL_ESCAPES": "._protocol",
+    "Escaped": "._protocol",
+    "ProtocolGuard": "._protocol",
     "TARGET_WORDS": "._policy",
     "ArgumentRule": "._policy",
     "DataFlowPolicy": "._policy",
@@ -141,10 +147,12 @@ _LAZY = {
 
 __all__ = [
     "ArgumentRule",
+    "CONTROL_ESCAPES",
     "DEFAULT_TRUST",
     "DataFlowIndex",
     "DataFlowLedger",
     "DataFlowPolicy",
+    "Escaped",
     "FormHit",
     "INBOUND_POLICIES",
     "INBOUND_PREAMBLE",
@@ -156,6 +164,7 @@ __all__ = [
     "PROVENANCE",
     "Plan",
     "Planner",
+    "ProtocolGuard",
     "Provenance",
     "ProvenanceRecord",
     "REDACTED",

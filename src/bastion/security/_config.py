@@ -1,4 +1,4 @@
-"""``SecurityConfig``: an agent's data-flow policy and secrets vault, as one option.
+"""``SecurityConfig``: an agent's data-flow policy, secrets vault and protocol guard.
 
 ``Agent(security=SecurityConfig(dataflow=DataFlowPolicy(mode="enforce"), vault=Vault(...)))``.
 :func:`label_output` gives a tool output its provenance under the policy.
@@ -13,6 +13,7 @@ from typing import Any
 from bastion.core import UserError
 
 from ._policy import DataFlowPolicy
+from ._protocol import ProtocolGuard
 from ._provenance import Provenance, Sensitivity, SourceKind
 from ._vault import Vault
 
@@ -39,10 +40,14 @@ class SecurityConfig:
         dataflow: The data-flow policy checked before every sink call (``None``: none;
             then tool outputs carry no provenance and nothing is checked).
         vault: The secrets tools may reveal (``secrets_allowed`` per tool).
+        protocol_guard: Escapes control characters (terminal sequences, bidirectional
+            overrides, invisible tags, ...) in every tool output before the model reads
+            it. ``True`` guards every class of the catalogue.
     """
 
     dataflow: DataFlowPolicy | None = None
     vault: Vault | None = None
+    protocol_guard: ProtocolGuard | bool | None = None
 
     def __post_init__(self) -> None:
         if self.dataflow is not None and not isinstance(self.dataflow, DataFlowPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -51,6 +56,20 @@ class SecurityConfig:
             )
         if self.vault is not None and not isinstance(self.vault, Vault):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"SecurityConfig.vault must be a Vault, got {self.vault!r}.")
+        guard = self.protocol_guard
+        if guard is not None and not isinstance(guard, ProtocolGuard | bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                "SecurityConfig.protocol_guard must be a ProtocolGuard, True or None, "
+                f"got {guard!r}."
+            )
+
+    @property
+    def guard(self) -> ProtocolGuard | None:
+        """The protocol guard in force (``True`` means every class), or ``None``."""
+        guard = self.protocol_guard
+        if guard is True:
+            return ProtocolGuard()
+        return guard or None
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)

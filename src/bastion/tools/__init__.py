@@ -53,8 +53,10 @@ if TYPE_CHECKING:
         truncate_json,
         truncate_text,
     )
+    from ._memory_guard import MemoryGuard, MemoryReader, read_session_state
     from ._outcome import ToolError
     from ._pipeline import ResultEnvelope, ResultProcessor
+    from ._protocol_guard import ProtocolGuardStage
     from ._provenance import ProvenanceStamper
     from ._read_result import READ_RESULT_MAX_BYTES, ResultReader, make_read_result_tool
     from ._registry import (
@@ -141,6 +143,10 @@ _LAZY = {
     "ToolGovernor": "._gate",
     "GuardVerdict": "._gate",
     "ToolGuard": "._gate",
+    "MemoryGuard": "._memory_guard",
+    "MemoryReader": "._memory_guard",
+    "read_session_state": "._memory_guard",
+    "ProtocolGuardStage": "._protocol_guard",
     "ProvenanceStamper": "._provenance",
     "FIRST_PARTY_TRUST_CLASSES": "._inbound",
     "InboundSanitizer": "._inbound",
@@ -243,6 +249,8 @@ __all__ = [
     "JsonSchemaValidator",
     "MAX_SEARCH_RESULTS",
     "MIN_RESULT_TOKENS",
+    "MemoryGuard",
+    "MemoryReader",
     "MissingClassificationWarning",
     "Mock",
     "ModelArgsValidator",
@@ -251,6 +259,7 @@ __all__ = [
     "OpenAIEmbeddings",
     "PRECEDENCE",
     "Progress",
+    "ProtocolGuardStage",
     "ProvenanceStamper",
     "QueryEmbedder",
     "READ_RESULT_MAX_BYTES",
@@ -302,6 +311,7 @@ __all__ = [
     "find_collisions",
     "function_schema",
     "make_read_result_tool",
+    "read_session_state",
     "render_output",
     "retries_safely",
     "tool",

@@ -42,6 +42,7 @@ from bastion.core import (
     ToolExecuteStartEvent,
     ToolRetryEvent,
     UserError,
+    call_sandbox,
 )
 from bastion.observability import AuditRecord, ToolAudit
 from bastion.security import PROVENANCE, Provenance, SecretScope, Vault
@@ -71,6 +72,7 @@ from ._invoke import (
     invoke,
     within,
 )
+from ._memory_guard import MemoryGuard
 from ._outcome import SkipTool, ToolError, ToolOutcome, end_event, error_outcome, failed_outcome
 from ._pipeline import ResultEnvelope, ResultProcessor
 from ._result import render_output
@@ -141,6 +143,8 @@ class ToolExecutor:
             consumer; the oldest is dropped beyond (``tool.streaming.dropped.total``).
         retry: How rate-limited calls of tools that may safely run again are retried
             (``None``: never).
+        memory_guard: Checks that calls of tools declaring no side effects leave the
+            run's memory regions unchanged (``None``: no check).
     """
 
     def __init__(
@@ -156,8 +160,10 @@ class ToolExecutor:
         cache: ToolCache | None = None,
         event_queue_depth: int = DEFAULT_EVENT_QUEUE_DEPTH,
         retry: ToolRetry | None = None,
+        memory_guard: MemoryGuard | None = None,
     ) -> None:
         self.tools = tools
+        self.memory_guard = memory_guard
         self.retry = retry
         self.max_parallel = max_parallel
         self.clock = clock
@@ -228,6 +234,7 @@ class ToolExecutor:
             cache=self.cache,
             event_queue_depth=self.event_queue_depth,
             retry=self.retry,
+            memory_guard=self.memory_guard,
         )
         twin._chains = self._chains
         twin.vault = self.vault
@@ -271,6 +278,10 @@ class ToolExecutor:
                 sanitization_hits=outcome.sanitization_hits,
                 cached=outcome.cached,
                 timestamp=self.clock.now(),
+                sandbox=None
+                if tool is None
+                else call_sandbox(ctx.runtime, tool.sandbox, ctx.sandbox),
+                memory_changed=outcome.memory_changed,
             )
         )
 
@@ -359,12 +370,17 @@ class ToolBatch:
             self.outcomes[p.index] = p.outcome
         owed = [p for p in self.prepared if p.pending is None]
         self._order = [p.index for p in owed]
+        ctx = self._ctx
+        runtime = ctx.runtime
         for p in owed:
             yield ToolExecuteStartEvent(
                 run_id=run_id,
                 tool_call_id=p.call.id,
                 tool_name=p.call.name,
                 arguments=p.call.arguments,
+                sandbox=None
+                if runtime is None or p.tool is None
+                else call_sandbox(runtime, p.tool.sandbox, ctx.sandbox),
             )
         runnable = [p for p in owed if p.outcome is None]
         if not runnable or (len(runnable) == 1 and self._cannot_stream(runnable[0])):
@@ -719,15 +735,44 @@ class ToolBatch:
     async def execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
         """Run one admitted call and process its result (then account it, under governance)."""
         vault = self._executor.vault
+        guard = self._executor.memory_guard
+        assert p.tool is not None  # only runnable calls get here
+        before = guard.snapshot(self._ctx) if guard is not None and guard.covers(p.tool) else None
         if vault is None:
             outcome = await self._execute(p, queue)
         else:
             outcome = await self._execute_with_secrets(vault, p, queue)
+        if before is not None:
+            assert guard is not None
+            outcome = self._verify_memory(guard, before, outcome)
         governor = self._executor.gate.governor
         if governor is not None and p.pending is None:  # a call that asked runs again later
             assert p.tool is not None  # only runnable calls get here
             await governor.record(p.tool, outcome.call, outcome.content, self._ctx)
         return outcome
+
+    def _verify_memory(
+        self, guard: MemoryGuard, before: dict[str, object], outcome: ToolOutcome
+    ) -> ToolOutcome:
+        """Count and record the regions a call changed; withhold its result on ``fail``."""
+        changed = guard.changed(before, self._ctx)
+        if not changed:
+            return outcome
+        name = outcome.call.name
+        counters = self._executor.audit.counters
+        for region in changed:
+            counters.incr("tool.executor.memory_guard.mismatch.total", tier=region, tool=name)
+        if guard.on_mismatch == "audit" or outcome.is_error:
+            return replace(outcome, memory_changed=changed)
+        regions = ", ".join(map(repr, changed))
+        return replace(
+            outcome,
+            content=f"Tool {name!r} declares no side effects but changed memory ({regions}); "
+            "its result was withheld.",
+            is_error=True,
+            error_kind="sandbox_violation",
+            memory_changed=changed,
+        )
 
     async def _execute_with_secrets(
         self, vault: Vault, p: _Prepared, queue: ProgressQueue | None

@@ -92,6 +92,8 @@ class ToolOutcome:
         provenance: Where the output came from and how far it is trusted (set when the
             agent has a data-flow policy).
         secrets_used: Names of the vault secrets the call revealed (never their values).
+        memory_changed: Memory regions the call changed although its tool declares no
+            side effects (set by the executor's memory guard).
     """
 
     call: ToolCall
@@ -112,6 +114,7 @@ class ToolOutcome:
     result_handle: str | None = None
     provenance: Provenance | None = None
     secrets_used: tuple[str, ...] = ()
+    memory_changed: tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True, slots=True)
