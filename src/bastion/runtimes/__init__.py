@@ -1,9 +1,13 @@
-"""Where tools execute: a local process, or a bubblewrap sandbox, in a work dir.
+"""Where tools execute: a local process, a bubblewrap sandbox, or a Vercel Sandbox microVM.
 
 A tool reaches its runtime as ``ctx.runtime``; give an agent one with
 ``Agent(runtime=LocalRuntime("work"))`` and sandbox it (or single tools) with ``sandbox=``.
+``VercelSandboxRuntime`` (imported on first use) runs everything in a cloud VM instead.
 """
 
+from typing import TYPE_CHECKING
+
+from bastion._lazy import lazy_attributes
 from bastion.core import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DirEntry,
@@ -18,6 +22,12 @@ from bastion.core import (
 from ._local import LocalRuntime
 from ._sandbox import SandboxRuntime, bwrap_argv, find_bwrap
 
+if TYPE_CHECKING:
+    from ._vercel import VercelSandboxRuntime
+    from ._vercel_api import VercelSandboxError
+
+_LAZY = {"VercelSandboxRuntime": "._vercel", "VercelSandboxError": "._vercel_api"}
+
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
     "DirEntry",
@@ -28,7 +38,11 @@ __all__ = [
     "RuntimeAccessError",
     "SandboxConfig",
     "SandboxRuntime",
+    "VercelSandboxError",
+    "VercelSandboxRuntime",
     "bwrap_argv",
     "find_bwrap",
     "resolve_sandbox",
 ]
+
+__getattr__ = lazy_attributes(__name__, _LAZY)
