@@ -9,8 +9,8 @@ streamable HTTP and times, on that one server process, one call of each variant 
 * **agent tool path**: the MCP tool through the agent's executor (argument validation,
   the governance-free gate, inbound sanitisation, the result limiter), i.e. everything a
   model's call of the tool costs in a run;
-* **openai-agents** ``MCPServerStreamableHttp.call_tool`` on the same server
-  (pydantic-ai's MCP client needs ``fastmcp``, not in the lock file: reported).
+* **openai-agents** ``MCPServerStreamableHttp.call_tool`` and **pydantic-ai**
+  ``MCPToolset.direct_call_tool`` (its FastMCP client) on the same server.
 
 Then it lists the low-level catalogue server's 10,000 tools once, and times turning the
 listing into an agent's tools: building the tools, registering them (collision
@@ -63,6 +63,7 @@ async def per_call() -> dict[str, float]:
     call = ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')
     arguments = {"a": 1, "b": 2}
     peer = await _openai_agents(url)
+    pydantic_peer = await _pydantic_ai(url)
     samples: dict[str, list[float]] = {}
     try:
         async with (
@@ -80,6 +81,10 @@ async def per_call() -> dict[str, float]:
                 variants["openai-agents MCPServerStreamableHttp"] = lambda: peer.call_tool(
                     "add", arguments
                 )
+            if pydantic_peer is not None:
+                variants["pydantic-ai MCPToolset"] = lambda: pydantic_peer.direct_call_tool(
+                    "add", arguments
+                )
             for i in range(CALLS + 20):  # one call of each variant in turn: load hits all alike
                 for name, run in variants.items():
                     start = time.perf_counter()
@@ -90,6 +95,8 @@ async def per_call() -> dict[str, float]:
         await server.aclose()
         if peer is not None:
             await peer.cleanup()
+        if pydantic_peer is not None:
+            await pydantic_peer.__aexit__(None, None, None)
         process.kill()
         await process.wait()
     return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
@@ -105,6 +112,20 @@ async def _openai_agents(url: str) -> Any:
         await peer.connect()
     except Exception as exc:  # a peer that does not run on this SDK is reported, not fatal
         print(f"openai-agents MCP: not runnable here ({type(exc).__name__}: {exc})")
+        return None
+    return peer
+
+
+async def _pydantic_ai(url: str) -> Any:
+    try:
+        from pydantic_ai.mcp import MCPToolset
+    except ImportError:
+        return None
+    peer = MCPToolset(url)
+    try:
+        await peer.__aenter__()
+    except Exception as exc:  # a peer that does not run on this SDK is reported, not fatal
+        print(f"pydantic-ai MCP: not runnable here ({type(exc).__name__}: {exc})")
         return None
     return peer
 
@@ -140,7 +161,6 @@ async def main() -> None:
     for name, value in calls.items():
         extra = (value - floor) / floor * 100
         print(f"  {name:42s} {value:8.0f} µs  {extra:+6.1f}% vs raw SDK")
-    print("pydantic-ai MCP: not run (its MCP client needs fastmcp, not in the lock file)")
     print("10,000-tool catalogue")
     for name, value in (await catalogue()).items():
         print(f"  {name:42s} {value:8.3f}")
