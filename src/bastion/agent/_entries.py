@@ -146,7 +146,11 @@ class CompactionEntry:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DecidedApproval:
-    """A human's decision on one pending call, bound to the call by ``digest``."""
+    """A human's decision on one pending call, bound to the call by ``digest``.
+
+    ``answer`` is a person's answer to the question the call asked (``action`` and
+    ``content``): the call runs again with it, in this process or after a crash.
+    """
 
     tool_call_id: str
     granted: bool
@@ -154,6 +158,7 @@ class DecidedApproval:
     arguments: dict[str, Any] | None = None
     result: Any = None
     digest: str | None = None
+    answer: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -347,6 +347,17 @@ class RunJournal:
             )
             for d in directive.approvals
         ]
+        approvals += [  # answers to questions: the call runs again with its answer
+            DecidedApproval(
+                tool_call_id=a.tool_call_id,
+                granted=True,
+                answer={"action": a.action, "content": a.content},
+                digest=call_digest(state.run_id, calls[a.tool_call_id])
+                if a.tool_call_id in calls
+                else None,
+            )
+            for a in directive.inputs
+        ]
         interrupts = [
             DecidedInterrupt(interrupt_id=r.interrupt_id, decision=_jsonable(r.decision))
             for r in directive.interrupts

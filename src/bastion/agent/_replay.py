@@ -15,13 +15,13 @@ for a human), or a final answer whose output was not yet taken.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import ModelResponse, ToolMessage, UserError
 from bastion.stores import CorruptRecord, JournalUnreadable
-from bastion.tools import ApprovalDecision, ApprovalRequest
+from bastion.tools import ApprovalDecision, ApprovalRequest, InputAnswer
 
 from ._binding import apply_edits, bind, check_bindings
 from ._entries import (
@@ -45,7 +45,7 @@ from .steps._dispatch_tools import record_outcome
 if TYPE_CHECKING:
     from bastion.core import ToolCall
     from bastion.stores import EntryKind, JournalEntry, Stores
-    from bastion.tools import Tool
+    from bastion.tools import InputRequest, Tool
 
     from ._config import RunConfig
     from ._state import RunState
@@ -148,7 +148,12 @@ class _Fold:
         """A directive: the decided calls run (again) from here."""
         self._reset()
         state.resume()
-        self.decided = {d.tool_call_id: _decision(d) for d in entry.approvals}
+        asked = {
+            p.call.id: p.request.input
+            for p in state.pending_approvals
+            if p.request is not None and p.request.input is not None
+        }
+        self.decided = {d.tool_call_id: _decision(d, asked) for d in entry.approvals}
         check_bindings(state, self.decided)  # the stored call is the one decided on
         apply_edits(state, self.decided)
         if state.suspended is not None:
@@ -253,8 +258,12 @@ class _Fold:
             elif tool is not None and _safe_to_repeat(tool, started):
                 arguments = started.arguments
                 edited = json.loads(arguments) if arguments != call.arguments else None
+                decided = self.decided.get(call.id)  # an answer it was running with
                 recovery.decisions[call.id] = ApprovalDecision(
-                    tool_call_id=call.id, granted=True, arguments=edited
+                    tool_call_id=call.id,
+                    granted=True,
+                    arguments=edited,
+                    answer=decided.answer if decided is not None else None,
                 )
                 runnable.append(PendingApproval(call=call, step=state.step))
             else:
@@ -281,8 +290,16 @@ def _safe_to_repeat(tool: Tool, started: ToolCallStartedEntry) -> bool:
     return tool.idempotency_key is not None and started.idempotency_key is not None
 
 
-def _decision(item: DecidedApproval) -> ApprovalDecision:
-    """An approval of an ``interrupt_decided`` entry."""
+def _decision(item: DecidedApproval, asked: Mapping[str, InputRequest]) -> ApprovalDecision:
+    """An approval of an ``interrupt_decided`` entry (an answer bound to its question)."""
+    answer = None
+    if item.answer is not None:
+        answer = InputAnswer(
+            tool_call_id=item.tool_call_id,
+            action=item.answer.get("action", "accept"),
+            content=item.answer.get("content"),
+            request=asked.get(item.tool_call_id),
+        )
     return ApprovalDecision(
         tool_call_id=item.tool_call_id,
         granted=item.granted,
@@ -290,6 +307,7 @@ def _decision(item: DecidedApproval) -> ApprovalDecision:
         arguments=item.arguments,
         result=item.result,
         digest=item.digest,
+        answer=answer,
     )
 
 
