@@ -782,6 +782,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         directive: Directive | None = None,
         deps: DepsT | None = None,
+        session_link: SessionLink | None = None,
     ) -> AgentStream[OutputT]:
         """Continue a journaled run from its last entry, in this or any other process.
 
@@ -796,6 +797,8 @@ class Agent(Generic[DepsT, OutputT]):
             run_id: The run (``result.run_id``).
             directive: Decisions on the pending approvals and interrupts of a suspended run.
             deps: Dependencies for the rest of the run (default: the agent's ``deps``).
+            session_link: The session whose turn the run is (``bastion.sessions`` passes it
+                when it continues a turn cut by a crash; it holds the session's turn lease).
 
         Raises:
             UserError: The agent has no store (at once); when iteration starts: the store
@@ -807,11 +810,11 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Agent {self.name!r} has no store: pass Agent(..., store='sqlite:///runs.db') "
                 "(the store the run was journaled in) to resume runs by id."
             )
-        config = self.config
+        config = self._run_config(None, session_link)
         placeholder = RunState(run_id=run_id, agent_name=self.name)
         stream: AgentStream[OutputT] = AgentStream[OutputT](
             self._scope(config, placeholder, deps, governed=False),
-            lambda: self._resumed(config, stream, run_id, directive, deps),
+            lambda: self._resumed(config, stream, run_id, directive, deps, session_link),
             self._on_start,
             self._on_done,
         )
@@ -827,20 +830,22 @@ class Agent(Generic[DepsT, OutputT]):
         """Continue a journaled run to its end (or next suspension); see :meth:`resume_stream`."""
         return await self.resume_stream(run_id, directive=directive, deps=deps).drain()
 
-    async def _resumed(
+    async def _resumed(  # noqa: PLR0917 - one resumed run's parts
         self,
         config: RunConfig,
         stream: AgentStream[OutputT],
         run_id: str,
         directive: Directive | None,
         deps: DepsT | None,
+        link: SessionLink | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         await self._open_store()
-        journal = self._journal(config, run_id, None, None)
+        journal = self._journal(config, run_id, None, link)
         assert journal is not None  # the agent has a store
         await journal.claim()  # a live owner's run is refused (RunBusy) before it is read
+        events = self._continue(config, stream, journal, run_id, directive, deps, link)
         try:
-            async for event in self._continue(config, stream, journal, run_id, directive, deps):
+            async for event in events:
                 yield event
         finally:
             await journal.release()  # ended, refused or closed early (else the end released it)
@@ -853,10 +858,12 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str,
         directive: Directive | None,
         deps: DepsT | None,
+        link: SessionLink | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         stores = journal.stores
         replayed = await load_run(stores, run_id, config)
-        await check_session_owner(stores, replayed.state, config.clock)
+        if link is None:  # else the session continuing its turn holds the turn lease
+            await check_session_owner(stores, replayed.state, config.clock)
         state = replayed.state
         journal.seq = replayed.seq
         journal.mark = replayed.mark
@@ -883,7 +890,7 @@ class Agent(Generic[DepsT, OutputT]):
             decisions = check_directive(state, directive)
             resolutions = tuple(directive.interrupts) if directive is not None else ()
             journal.decided = directive
-            scope = self._scope(config, state, deps, journal)
+            scope = self._scope(config, state, deps, journal, link=link)
             events = run_loop(scope, None, None, decisions, resolutions)
         else:
             if directive is not None:
@@ -891,7 +898,7 @@ class Agent(Generic[DepsT, OutputT]):
                     f"Run {run_id} is not awaiting approval (status {state.status!r}); "
                     "resume it without a directive."
                 )
-            scope = self._scope(config, state, deps, journal)
+            scope = self._scope(config, state, deps, journal, link=link)
             events = run_loop(scope, None, None, recovery=replayed.recovery)
         stream._bind(scope)  # pyright: ignore[reportPrivateUsage]
         async with aclosing(events):

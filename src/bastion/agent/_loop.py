@@ -151,6 +151,8 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
                 stop_at_max_steps(scope)
                 break
             if scope.session_link is not None:  # steering messages join before the call
+                if journal is not None:  # the session stores only what the journal holds
+                    await journal.flush()
                 await scope.session_link.before_model_call(scope.ctx, state.messages)
                 if scope.abort is not None:  # the session aborted the turn meanwhile
                     raise RunAborted
@@ -192,6 +194,8 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
             if journal is not None:  # entry seq: the model call's last event (or step.start)
                 journal.model_response(state, call.model.key, response, event.seq, call.chunks)
             if scope.session_link is not None:  # a session's step ends here, before its tools
+                if journal is not None:  # a crash never leaves the session ahead of the run
+                    await journal.flush()
                 await scope.session_link.after_model_call(scope.ctx, response)
             if flags.after_llm_call:
                 await after_llm_call(scope, response)

@@ -136,12 +136,13 @@ class Session(Listeners):
         self._current: list[SentMessage] = []
         self._task: asyncio.Task[None] | None = None
         self._loaded = False
-        self._records: set[asyncio.Task[None]] = set()  # decisions being stored
+        self._records: set[asyncio.Task[Any]] = set()  # decisions being stored
         self._in_turn = False
         self._abort = False
         self._stream: AgentStream[Any] | None = None
         self._suspended: Suspension | None = None
         self._keeper: LeaseKeeper | None = None  # the turn lease, made on the first turn
+        self._crashed: str | None = None  # the last turn's run, maybe cut by a crash
 
     @property
     def messages(self) -> list[Message]:
@@ -182,6 +183,8 @@ class Session(Listeners):
         if not entries and state is None:
             raise UserError(f"No session {id!r} in the agent's store.")
         session._load(entries, state)
+        if await session._cut_run() is not None:  # continued once the turn lease is free
+            session._kick()
         return session
 
     def _load(self, entries: Sequence[SessionEntry], state: Mapping[str, Any] | None) -> None:
@@ -191,12 +194,29 @@ class Session(Listeners):
             self._link.state.update(state)
         suspended = self._transcript.load(entries)
         self._suspended = None
+        stored = self._agent.store is not None and suspended is None
+        self._crashed = self._transcript.run_id if stored else None
         if suspended is not None:
             stored, decided = suspended
             run = self._agent.deserialize_state(json.dumps(stored["run"]))
             self._suspended = Suspension(run)
             for payload in decided:  # decisions made before the process went away
                 self._suspended.restore(payload)
+
+    async def _cut_run(self) -> str | None:
+        """The last turn's run when its journal says it is still running (a crash cut it).
+
+        Only a run journaled in the agent's store can be continued; a turn whose run never
+        reached the journal is answered as before (its open calls cut short).
+        """
+        run_id, self._crashed = self._crashed, None
+        if run_id is None:
+            return None
+        record = await (await self._agent.stores()).journal.get_run(run_id)
+        if record is None or record.status != "running":
+            return None
+        self._crashed = run_id
+        return run_id
 
     async def _store(self) -> SessionStore:
         return (await self._agent.stores()).sessions
@@ -340,7 +360,7 @@ class Session(Listeners):
         if self._suspended is not None:
             if not (self._suspended.decided() or self._steering or self._abort):
                 return
-        elif not (self._steering or self._queue):
+        elif not (self._steering or self._queue or self._crashed):
             return
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
@@ -389,6 +409,9 @@ class Session(Listeners):
             SessionConflict: Another handle wrote to the session since this one read it;
                 nothing was written and the message waits again.
         """
+        run_id = await self._cut_run()
+        if run_id is not None:
+            return await self._continue(run_id)
         suspended = self._suspended
         if suspended is not None:
             if self._abort:
@@ -417,18 +440,36 @@ class Session(Listeners):
         self._current = [sent]
         self._in_turn = True
         self._abort = False
+        user = UserMessage(content=sent.text)
         try:  # strict: written only after the head this handle knows, else read it again
-            await self._answer_cut_calls(strict=True)  # a stored turn cut short by a crash
-            await self._transcript.add(UserMessage(content=sent.text), strict=True)
+            await self._answer_cut_calls(strict=True)  # a turn whose run was never journaled
+            stream = self._agent.stream(
+                None,
+                message_history=[*self.messages, user],
+                session_id=self.id,
+                session_link=self._link,
+            )  # its run id goes with the message: a crash's survivor continues that run
+            await self._transcript.add(user, strict=True, run=stream.run_id)
         except SessionConflict:
             sent.status = "pending"
             self._current = []
             self._in_turn = False
             raise
         self._transcript.follow()
-        stream = self._agent.stream(
-            None, message_history=list(self.messages), session_id=self.id, session_link=self._link
-        )
+        return await self._consume(stream)
+
+    async def _continue(self, run_id: str) -> str:
+        """Continue the turn a crash cut, from its run's journal, to its end.
+
+        Recorded model calls and tool results are replayed, not repeated (the journal's
+        rules for a tool started without a recorded result apply); the messages the
+        session missed join its transcript, and the turn ends as any other.
+        """
+        self._current = []
+        self._in_turn = True
+        self._abort = False
+        stream = self._agent.resume_stream(run_id, session_link=self._link)
+        self._transcript.follow(continuing=True)
         return await self._consume(stream)
 
     async def _resume(self, suspended: Suspension) -> str:
@@ -454,7 +495,6 @@ class Session(Listeners):
         self._written()  # an abort asked for before the run existed
         try:
             async for event in stream:
-                await self._transcript.sync()  # messages first: they precede their events
                 match event.type:
                     case "text.delta":
                         await self._emit("text_delta", TextDelta(event.delta))
@@ -530,6 +570,12 @@ class Session(Listeners):
     async def _drain(self, live: list[Message]) -> None:
         """Drain point before each model call: steering messages join the transcript."""
         self._transcript.bind(live)
+        dropped, self._transcript.dropped = self._transcript.dropped, []
+        self._steering[:0] = [  # steering a crash kept from the journal joins again
+            SentMessage(self, m.content, "steer")
+            for m in dropped
+            if isinstance(m, UserMessage) and isinstance(m.content, str)
+        ]
         while self._steering:
             sent = self._steering.pop(0)
             sent.status = "running"

@@ -45,7 +45,15 @@ class Transcript:
     ) -> None:
         self.session_id = session_id
         self.messages: list[Message] = []
+        self.parents: list[str | None] = []
+        """The parent entry of each message's entry (where a fork would attach)."""
         self.leaf: str | None = None
+        self.run_id: str | None = None
+        """The run of the last turn, named by its user message's entry."""
+        self.dropped: list[Message] = []
+        """Messages of a crashed turn its journal never held (taken again by the session)."""
+        self._fork = False  # the next write forks the chain at ``leaf`` (a crashed turn's)
+        self._continuing = False  # the next run followed is a crashed turn's, continued
         self.writing = 0
         """Store writes in flight: an abort waits for them (``written`` is called after)."""
         self._store = store
@@ -66,6 +74,8 @@ class Transcript:
             entry and of the ``decided`` entries after it; else ``None``.
         """
         self.messages = []
+        self.parents = []
+        self.run_id = None
         self.merged = False
         suspended: Suspended | None = None
         if not entries:
@@ -74,7 +84,7 @@ class Transcript:
         adapter = message_adapter()
         for entry in branch(entries, leaf):
             if entry.kind == "message":
-                self.messages.append(adapter.validate_python(entry.payload["message"]))
+                self._take(entry, adapter.validate_python(entry.payload["message"]))
             elif entry.kind == SUSPENDED:
                 suspended = (entry.payload, [])
             elif entry.kind == DECIDED and suspended is not None:
@@ -84,21 +94,68 @@ class Transcript:
         self.leaf = leaf
         return suspended
 
-    def follow(self, synced: int | None = None) -> None:
+    def _take(self, entry: SessionEntry, message: Message) -> None:
+        self.messages.append(message)
+        self.parents.append(entry.parent_id)
+        run = entry.payload.get("run")
+        if isinstance(run, str):
+            self.run_id = run
+
+    def follow(self, synced: int | None = None, *, continuing: bool = False) -> None:
         """A run starts; ``synced``: how many of its messages the session already holds.
 
         ``None``: all it holds when it is first seen (a new run, whose history came from
-        the session).
+        the session). ``continuing``: the run is the last turn's, rebuilt from its journal
+        after a crash; the session matches its messages when it first sees them.
         """
         self._live = None
         self._synced = synced
+        self._continuing = continuing
 
     def bind(self, live: list[Message]) -> None:
         """Follow ``live``, the running run's transcript."""
         if self._live is not live:
             self._live = live
             if self._synced is None:
-                self._synced = len(live)
+                self._synced = self._attach(live)
+
+    def _attach(self, live: Sequence[Message]) -> int:
+        """How many of ``live``'s messages the session holds (``live`` is first seen).
+
+        A continued run's journal is the truth: the session holds a prefix of its messages
+        (after the leading system prompt), and what it stored beyond what the journal
+        recorded (a crash between the two writes) is cut off by forking the chain where
+        they part; those messages are kept in :attr:`dropped`.
+        """
+        if not self._continuing:
+            return len(live)
+        self._continuing = False
+        offset = 0
+        while offset < len(live) and live[offset].role == "system":
+            offset += 1
+        held = self.messages
+        common = 0
+        limit = min(len(held), len(live) - offset)
+        while common < limit and held[common] == live[offset + common]:
+            common += 1
+        if common == len(held):
+            return offset + common
+        turn = self._turn_start()
+        if common <= turn:  # the run's history is not the session's (it was compacted)
+            return len(live)
+        self.dropped = held[common:]
+        self.leaf = self.parents[common]
+        self.messages = held[:common]
+        self.parents = self.parents[:common]
+        self._fork = True
+        return offset + common
+
+    def _turn_start(self) -> int:
+        """The index of the last user message (the crashed turn's own)."""
+        for index in range(len(self.messages) - 1, -1, -1):
+            if self.messages[index].role == "user":
+                return index
+        return 0
 
     async def sync(self) -> None:
         """Take the messages the run appended since the last sync."""
@@ -114,8 +171,10 @@ class Transcript:
 
     async def settle(self, final: Sequence[Message]) -> None:
         """The run ended with transcript ``final``: take what is left, stop following."""
-        if self._synced is not None:
+        if self._synced is not None or self._continuing:
             self._live = list(final)
+            if self._synced is None:
+                self._synced = self._attach(self._live)
             await self.sync()
         self._live = None
         self._synced = None
@@ -132,14 +191,24 @@ class Transcript:
                 return []
         return []
 
-    async def add(self, message: Message, *, strict: bool = False) -> None:
-        """Append ``message`` to the transcript and the store; announce it (see :meth:`mark`)."""
-        payload = {"message": message_adapter().dump_python(message, mode="json")}
-        await self.mark("message", payload, strict=strict)
-        self.messages.append(message)
+    async def add(self, message: Message, *, strict: bool = False, run: str | None = None) -> None:
+        """Append ``message`` to the transcript and the store; announce it (see :meth:`mark`).
+
+        ``run``: the run of the turn this (user) message starts, stored with it so that a
+        process continuing the session after a crash finds the run in the journal.
+        """
+        payload: dict[str, object] = {
+            "message": message_adapter().dump_python(message, mode="json")
+        }
+        if run is not None:
+            payload["run"] = run
+        entry = await self.mark("message", payload, strict=strict)
+        self._take(entry, message)
         await self._announce(message)
 
-    async def mark(self, kind: str, payload: Mapping[str, object], *, strict: bool = False) -> None:
+    async def mark(
+        self, kind: str, payload: Mapping[str, object], *, strict: bool = False
+    ) -> SessionEntry:
         """Append an entry of ``kind`` after the store's head (writes wait their turn, in order).
 
         When another handle appended since this one last wrote or read, its entries are
@@ -162,13 +231,13 @@ class Transcript:
                         self.session_id, expected_head=self.leaf, actual_head=self.leaf
                     )
                 while True:
-                    try:
+                    try:  # a fork is written under the turn lease: no one else appends
                         entry = await store.append(
                             self.session_id,
                             kind=kind,
                             payload=payload,
                             parent_id=self.leaf,
-                            expect_head=True,
+                            expect_head=not self._fork,
                         )
                     except SessionConflict:
                         if strict:
@@ -176,10 +245,12 @@ class Transcript:
                         await self.merge(store)
                         continue
                     self.leaf = entry.entry_id
+                    self._fork = False
                     break
         finally:
             self.writing -= 1
         self._written()
+        return entry
 
     async def merge(self, store: SessionStore) -> None:
         """Take the entries other handles appended after :attr:`leaf` (their messages)."""
@@ -192,6 +263,6 @@ class Transcript:
         self.merged = self.merged or start < len(entries)
         for entry in entries[start:]:
             if entry.kind == "message":
-                self.messages.append(adapter.validate_python(entry.payload["message"]))
+                self._take(entry, adapter.validate_python(entry.payload["message"]))
         if entries:
             self.leaf = entries[-1].entry_id
