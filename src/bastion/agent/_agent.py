@@ -905,6 +905,39 @@ class Agent(Generic[DepsT, OutputT]):
             async for event in events:
                 yield event
 
+    def steer(self, text: str) -> bool:
+        """Steer the agent's run in flight (:meth:`AgentStream.steer`).
+
+        Returns False when no run is in flight: the message is dropped, never kept for a
+        later run.
+
+        Raises:
+            UserError: Several runs are in flight (steer one with its stream), or ``text``
+                is not a non-empty string.
+        """
+        stream = self._only_run("steer")
+        return stream is not None and stream.steer(text)
+
+    def follow_up(self, text: str) -> bool:
+        """Follow up the agent's run in flight (:meth:`AgentStream.follow_up`).
+
+        Returns False when no run is in flight.
+
+        Raises:
+            UserError: Several runs are in flight, or ``text`` is not a non-empty string.
+        """
+        stream = self._only_run("follow_up")
+        return stream is not None and stream.follow_up(text)
+
+    def _only_run(self, method: str) -> AgentStream[Any] | None:
+        live = [stream for stream in self._live if not stream.done]
+        if len(live) > 1:
+            raise UserError(
+                f"Agent {self.name!r} has {len(live)} runs in flight: call {method}() on the "
+                "stream of the run you mean (agent.stream(...))."
+            )
+        return live[0] if live else None
+
     def session(self, id: str | None = None, *, send_mode: str | None = None) -> Session:
         """Open a stateful conversation (:class:`bastion.sessions.Session`) on this agent.
 

@@ -156,6 +156,10 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
                 await scope.session_link.before_model_call(scope.ctx, state.messages)
                 if scope.abort is not None:  # the session aborted the turn meanwhile
                     raise RunAborted
+            inbox = scope.inbox
+            if inbox is not None and inbox.steering:  # stream.steer(): joins before the call
+                for event in inbox.steer(state):
+                    yield event
             if journal is not None:  # an acting tool's result is durable before the call
                 await journal.before_model_call()
             if config.tool_sources.sources:  # MCP servers: their current tools
@@ -239,6 +243,11 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
             yield step_end(scope, call, response)
             for event in await finalize(scope, response):
                 yield event
+            inbox = scope.inbox
+            if inbox is not None and inbox.follow_ups:  # stream.follow_up(): the next turn
+                followed = inbox.follow_up(state)
+                if followed is not None:
+                    yield followed
     except RunAborted:
         state.abort()
     except asyncio.CancelledError:

@@ -20,6 +20,7 @@ from bastion.core import (
     ToolCall,
     ToolMessage,
     Usage,
+    UserMessage,
 )
 from bastion.governance import GovernorSnapshot, SuspendedInterrupt
 from bastion.security import DataFlowLedger
@@ -151,6 +152,18 @@ class RunState:
         self._move("stopped")
         self.stop_reason = reason
         self.output = output
+
+    def follow_up(self, message: UserMessage) -> None:
+        """A completed turn is followed by ``message``: the run goes on with it.
+
+        Raises:
+            RunStatusError: The run has not completed.
+        """
+        if self.status != "completed":
+            raise RunStatusError(f"Run {self.run_id} cannot take a follow-up: {self.status!r}.")
+        self.status = "running"
+        self.output = None
+        self.messages.append(message)
 
     def abort(self) -> None:
         """The run was aborted by its caller."""

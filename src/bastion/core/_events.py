@@ -24,7 +24,9 @@ __all__ = [
     "AgentEndEvent",
     "AgentErrorEvent",
     "AgentEvent",
+    "AgentFollowUpEvent",
     "AgentStartEvent",
+    "AgentSteeredEvent",
     "ContextCompactedEvent",
     "ContextCompactionFailedEvent",
     "GovernanceEvent",
@@ -491,6 +493,27 @@ class AgentCancellingEvent:
 
 
 @dataclass(kw_only=True, slots=True)
+class AgentSteeredEvent:
+    """A steering message (``stream.steer``) joined the transcript before the next model call."""
+
+    run_id: str
+    seq: int = 0
+    text: str
+    type: Literal["agent.steered"] = "agent.steered"
+
+
+@dataclass(kw_only=True, slots=True)
+class AgentFollowUpEvent:
+    """The turn ended with an answer and a follow-up (``stream.follow_up``) starts the next."""
+
+    run_id: str
+    seq: int = 0
+    text: str
+    output: Any
+    type: Literal["agent.followup.queued"] = "agent.followup.queued"
+
+
+@dataclass(kw_only=True, slots=True)
 class AgentErrorEvent:
     """The run failed; followed by ``agent.end`` with status ``failed``."""
 
@@ -563,6 +586,8 @@ AgentEvent: TypeAlias = (
     | ModelFellbackEvent
     | ModelCircuitEvent
     | AgentCancellingEvent
+    | AgentSteeredEvent
+    | AgentFollowUpEvent
     | AgentErrorEvent
     | AgentEndEvent
     | SubagentEvent
