@@ -13,7 +13,9 @@ from bastion.core import (
     AgentEndEvent,
     AgentErrorEvent,
     AgentEvent,
+    AgentFollowUpEvent,
     AgentStartEvent,
+    AgentSteeredEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -286,6 +288,8 @@ def one_of_each_event() -> list[AgentEvent]:
             run_id=RUN, seq=next(seq), verifier="cites", passed=False, feedback="cite", round=1
         ),
         AgentCancellingEvent(run_id=RUN, seq=next(seq), drain=True),
+        AgentSteeredEvent(run_id=RUN, seq=next(seq), text="only the flowers"),
+        AgentFollowUpEvent(run_id=RUN, seq=next(seq), text="and the trees?", output="roses"),
         AgentErrorEvent(
             run_id=RUN, seq=next(seq), code="guardrail_blocked", message="Output blocked by 'pii'."
         ),
@@ -321,6 +325,8 @@ Hi
   ⟲ lookup called 3 times with the same arguments (warn)
   ✗ verifier 'cites' failed: cite
   ■ cancelling: finishing the current step
+  » steered: only the flowers
+  » follow-up: and the trees?
 ✗ guardrail_blocked: Output blocked by 'pii'.
 ✗ failed · 1 step · 2 tool calls · 0 tokens · 250 ms
 """)

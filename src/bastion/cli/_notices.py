@@ -13,6 +13,8 @@ from rich.text import Text
 from bastion.core import (
     AgentCancellingEvent,
     AgentErrorEvent,
+    AgentFollowUpEvent,
+    AgentSteeredEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -36,6 +38,8 @@ __all__ = ["NoticeEvent", "notice"]
 NoticeEvent: TypeAlias = (
     AgentCancellingEvent
     | AgentErrorEvent
+    | AgentFollowUpEvent
+    | AgentSteeredEvent
     | ContextCompactedEvent
     | ContextCompactionFailedEvent
     | GovernanceEvent
@@ -122,6 +126,10 @@ def notice(event: NoticeEvent) -> Text:
         case AgentCancellingEvent():
             what = "finishing the current step" if event.drain else "stopping now"
             return _line("■", f"cancelling: {what}", "yellow")
+        case AgentSteeredEvent():
+            return _line("»", f"steered: {preview(event.text)}", "cyan")
+        case AgentFollowUpEvent():
+            return _line("»", f"follow-up: {preview(event.text)}", "cyan")
         case ToolSourceErrorEvent():
             return _line("✗", f"tools of {event.source} unavailable: {event.message}", "red")
         case ToolRetryEvent():

@@ -29,7 +29,9 @@ from bastion.core import (
     AgentEndEvent,
     AgentErrorEvent,
     AgentEvent,
+    AgentFollowUpEvent,
     AgentStartEvent,
+    AgentSteeredEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -192,6 +194,8 @@ class Renderer:
             case (
                 AgentCancellingEvent()
                 | AgentErrorEvent()
+                | AgentFollowUpEvent()
+                | AgentSteeredEvent()
                 | ContextCompactedEvent()
                 | ContextCompactionFailedEvent()
                 | GovernanceEvent()
