@@ -965,16 +965,23 @@ class Agent(Generic[DepsT, OutputT]):
         return await sessions.Session.resume(self, id, send_mode=send_mode)
 
     async def compact(
-        self, messages: Sequence[Message], *, config: ContextConfig | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        config: ContextConfig | None = None,
+        keep_last: int | None = None,
     ) -> Compaction:
         """Compact a conversation now, as a run would when it passes its trigger.
 
-        Uses the agent's ``context`` settings, or ``config``. The summarizer's calls pass
-        the agent's governor. The messages are not changed: use
-        :attr:`Compaction.messages` as the history of the next run.
+        Uses the agent's ``context`` settings, or ``config``. With ``keep_last``, every
+        exchange older than the last ``keep_last`` is summarized into one summary,
+        whatever the budget (a history of ``keep_last`` exchanges or fewer is left as it
+        is). The summarizer's calls pass the agent's governor. The messages are not
+        changed: use :attr:`Compaction.messages` as the history of the next run.
 
         Raises:
-            UserError: The agent has no ``context`` and no ``config`` was given.
+            UserError: The agent has no ``context`` and no ``config`` was given, or
+                ``keep_last`` is negative.
         """
         keeper = self.context if config is None else build_context(config, self.model, self.name)
         if keeper is None:
@@ -983,7 +990,11 @@ class Agent(Generic[DepsT, OutputT]):
                 "compact(messages, config=ContextConfig(...))."
             )
         governance = None if self.governance is None else self.governance.open(new_id("run"))
-        return await keeper.compact(messages, None, governance=governance)
+        if keep_last is None:
+            return await keeper.compact(messages, None, governance=governance)
+        if keep_last < 0:
+            raise UserError(f"compact(keep_last={keep_last}): expected 0 or more exchanges.")
+        return await keeper.summarize_older(messages, keep_last, governance=governance)
 
     def serialize_state(self, state: RunState) -> str:
         """A run's state as JSON text (:func:`bastion.agent.run_state_to_json`)."""

@@ -17,7 +17,7 @@ never compacted automatically (a summary would copy it to a summarizer).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bastion.context import (
@@ -162,6 +162,21 @@ class ContextKeeper:
             summarizer=summarize,
             keep=keep,
         )
+
+    async def summarize_older(
+        self,
+        messages: Sequence[Message],
+        keep_last: int,
+        *,
+        governance: RunGovernance | None = None,
+    ) -> Compaction:
+        """Summarize every exchange older than the last ``keep_last`` (manual compaction)."""
+
+        async def summarize(span: Sequence[Message]) -> str:
+            return await self._summarize(span, None, governance, None)
+
+        config = replace(self.config, strategy="summarize", keep_last=keep_last)
+        return await compact(messages, config, self.counter, budget=1, summarizer=summarize)
 
     async def _summarize(
         self,

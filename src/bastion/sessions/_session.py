@@ -13,10 +13,12 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.core import (
     AssistantMessage,
+    ContextCompactedEvent,
     Message,
     ModelResponse,
     ToolMessage,
@@ -43,6 +45,7 @@ from bastion.tools import (
 
 from ._events import (
     ApprovalRequested,
+    Compacted,
     InterruptRequested,
     MessageAdded,
     SendMode,
@@ -62,6 +65,7 @@ from ._transcript import DECIDED, RESUMED, SUSPENDED, Transcript
 
 if TYPE_CHECKING:
     from bastion.agent import AgentStream, RunState
+    from bastion.context import Compaction, ContextConfig
 
 __all__ = ["ABORTED", "STEERED", "SentMessage", "Session"]
 
@@ -508,6 +512,10 @@ class Session(Listeners):
                             "tool_result",
                             ToolResult(event.tool_call_id, event.tool_name, event.message, True),
                         )
+                    case "context.compacted" if isinstance(event, ContextCompactedEvent):
+                        done = _compacted(event)  # the next turns start from what it left
+                        if await self._transcript.run_compacted(asdict(done)):
+                            await self._emit("compacted", done)
                     case _:
                         pass
         finally:
@@ -600,6 +608,49 @@ class Session(Listeners):
         if isinstance(message, (UserMessage, AssistantMessage)):
             await self._emit("message", MessageAdded(message))
 
+    # compaction
+
+    async def compact(
+        self, *, keep_last: int | None = None, config: ContextConfig | None = None
+    ) -> Compaction:
+        """Compact the transcript now, between turns; the next turns start from the result.
+
+        Uses the agent's ``context`` settings (or ``config``). With ``keep_last``, every
+        exchange older than the last ``keep_last`` is replaced by one summary (the agent's
+        summarizer writes it); without, the configured strategy compacts to its target.
+        Stored as a ``compacted`` entry, announced as ``compacted`` (source ``manual``).
+        A transcript with nothing older to compact is left as it is (no entry, no event).
+
+        Raises:
+            UserError: A turn is running or waiting, or the agent has no ``context`` and no
+                ``config`` was given.
+        """
+        if self.running or self._suspended is not None or self._in_turn:
+            raise UserError(
+                f"Session {self.id!r} is in a turn: compact it once idle (await "
+                "session.wait_for_idle(); a waiting turn must be decided first)."
+            )
+        keeper = await self._lease()
+        await keeper.wait()  # no turn of another handle runs while the history is rewritten
+        try:
+            await self._reload()
+            done = await self._agent.compact(self.messages, config=config, keep_last=keep_last)
+            if done.changed:
+                event = Compacted(
+                    before_tokens=done.tokens_before,
+                    after_tokens=done.tokens_after,
+                    summary_tokens=done.summary_tokens,
+                    strategy=done.strategy,
+                    source="manual",
+                    duration=done.duration,
+                )
+                await self._transcript.compacted(done.messages, asdict(event))
+                await self._emit("compacted", event)
+        finally:
+            with contextlib.suppress(Exception):
+                await keeper.release()
+        return done
+
     # JSONL
 
     async def export_jsonl(self) -> str:
@@ -621,3 +672,14 @@ class Session(Listeners):
         await store_rows(store, session.id, header, rows)
         session._load(await store.entries(session.id), await store.get_state(session.id))
         return session
+
+
+def _compacted(event: ContextCompactedEvent) -> Compacted:
+    return Compacted(
+        before_tokens=event.before_tokens,
+        after_tokens=event.after_tokens,
+        summary_tokens=event.summary_tokens,
+        strategy=event.strategy,
+        source=event.source,
+        duration=event.duration,
+    )

@@ -23,11 +23,12 @@ from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage
 from bastion.core._serde import message_adapter
 from bastion.stores import SessionConflict, SessionEntry, SessionStore, branch
 
-__all__ = ["DECIDED", "RESUMED", "SUSPENDED", "Suspended", "Transcript"]
+__all__ = ["COMPACTED", "DECIDED", "RESUMED", "SUSPENDED", "Suspended", "Transcript"]
 
 SUSPENDED = "suspended"
 DECIDED = "decided"
 RESUMED = "resumed"
+COMPACTED = "compacted"
 
 Suspended = tuple[Mapping[str, Any], list[Mapping[str, Any]]]
 """A stored suspension: the ``suspended`` payload and the ``decided`` payloads after it."""
@@ -52,6 +53,7 @@ class Transcript:
         """The run of the last turn, named by its user message's entry."""
         self.dropped: list[Message] = []
         """Messages of a crashed turn its journal never held (taken again by the session)."""
+        self._floor = 0  # messages a compaction entry holds: never forked off
         self._fork = False  # the next write forks the chain at ``leaf`` (a crashed turn's)
         self._continuing = False  # the next run followed is a crashed turn's, continued
         self.writing = 0
@@ -76,6 +78,7 @@ class Transcript:
         self.messages = []
         self.parents = []
         self.run_id = None
+        self._floor = 0
         self.merged = False
         suspended: Suspended | None = None
         if not entries:
@@ -85,6 +88,8 @@ class Transcript:
         for entry in branch(entries, leaf):
             if entry.kind == "message":
                 self._take(entry, adapter.validate_python(entry.payload["message"]))
+            elif entry.kind == COMPACTED:
+                self._rebase(entry)
             elif entry.kind == SUSPENDED:
                 suspended = (entry.payload, [])
             elif entry.kind == DECIDED and suspended is not None:
@@ -100,6 +105,42 @@ class Transcript:
         run = entry.payload.get("run")
         if isinstance(run, str):
             self.run_id = run
+
+    def _rebase(self, entry: SessionEntry) -> None:
+        """A ``compacted`` entry: its messages replace the transcript so far."""
+        adapter = message_adapter()
+        stored = entry.payload.get("messages")
+        items: list[object] = list(stored) if isinstance(stored, list) else []
+        self.messages = [adapter.validate_python(m) for m in items]
+        self.parents = [entry.entry_id] * len(self.messages)
+        self._floor = len(self.messages)
+
+    async def compacted(self, messages: Sequence[Message], info: Mapping[str, object]) -> None:
+        """Store a compaction: ``messages`` replace the transcript (a ``compacted`` entry).
+
+        ``info`` (figures, source, strategy) is stored beside them. A run being followed
+        goes on from the end of its list.
+        """
+        adapter = message_adapter()
+        payload = {**info, "messages": [adapter.dump_python(m, mode="json") for m in messages]}
+        entry = await self.mark(COMPACTED, payload)
+        self._rebase(entry)
+        if self._live is not None:
+            self._synced = len(self._live)
+
+    async def run_compacted(self, info: Mapping[str, object]) -> bool:
+        """The run being followed compacted its history: store it as the transcript.
+
+        Returns False when no run is followed yet (nothing was stored).
+        """
+        live = self._live
+        if live is None:
+            return False
+        offset = 0
+        while offset < len(live) and live[offset].role == "system":
+            offset += 1  # the pinned prompt is the agent's, not the conversation's
+        await self.compacted(live[offset:], info)
+        return True
 
     def follow(self, synced: int | None = None, *, continuing: bool = False) -> None:
         """A run starts; ``synced``: how many of its messages the session already holds.
@@ -141,7 +182,7 @@ class Transcript:
         if common == len(held):
             return offset + common
         turn = self._turn_start()
-        if common <= turn:  # the run's history is not the session's (it was compacted)
+        if common <= max(turn, self._floor - 1):  # the histories parted before this turn
             return len(live)
         self.dropped = held[common:]
         self.leaf = self.parents[common]
@@ -264,5 +305,7 @@ class Transcript:
         for entry in entries[start:]:
             if entry.kind == "message":
                 self._take(entry, adapter.validate_python(entry.payload["message"]))
+            elif entry.kind == COMPACTED:
+                self._rebase(entry)
         if entries:
             self.leaf = entries[-1].entry_id
