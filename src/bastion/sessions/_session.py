@@ -26,6 +26,7 @@ from bastion.core import (
     UserMessage,
     new_id,
 )
+from bastion.core._serde import message_adapter
 from bastion.stores import (
     LeaseKeeper,
     SessionConflict,
@@ -43,6 +44,7 @@ from bastion.tools import (
     ToolCallRequest,
 )
 
+from ._branch import BRANCHED, read_entries
 from ._events import (
     ApprovalRequested,
     Compacted,
@@ -182,7 +184,7 @@ class Session(Listeners):
         """
         session = cls(agent, id, send_mode=send_mode)
         store = await session._store()
-        entries = await store.entries(id)
+        entries = await read_entries(store, id)
         state = await store.get_state(id)
         if not entries and state is None:
             raise UserError(f"No session {id!r} in the agent's store.")
@@ -228,7 +230,7 @@ class Session(Listeners):
     async def _reload(self) -> None:
         """Read the session again: another handle wrote to it (the store is the truth)."""
         store = await self._store()
-        self._load(await store.entries(self.id), await store.get_state(self.id))
+        self._load(await read_entries(store, self.id), await store.get_state(self.id))
 
     async def _lease(self) -> LeaseKeeper:
         """The keeper of this handle's turn lease (one owner id per handle)."""
@@ -654,8 +656,53 @@ class Session(Listeners):
     # JSONL
 
     async def export_jsonl(self) -> str:
-        """The session as JSON lines: a header (id, state), then one line per entry."""
-        return await dump_session(await self._store(), self.id)
+        """The session as JSON lines: a header (id, state), then one line per entry.
+
+        A branch's shared history is written out as its first entry (a ``compacted`` entry
+        holding those messages), so the export needs nothing else to be imported.
+        """
+        store = await self._store()
+        entries = await read_entries(store, self.id)
+        own = await store.entries(self.id)
+        root: dict[str, object] | None = None
+        if own and own[0].kind == BRANCHED:
+            shared = Transcript(self.id, self._store, self._announce, self._written)
+            shared.load(entries[: len(entries) - len(own) + 1])
+            adapter = message_adapter()
+            root = {
+                "messages": [adapter.dump_python(m, mode="json") for m in shared.messages],
+                "source": "branch",
+                "branched_from": dict(own[0].payload),
+            }
+        return await dump_session(store, self.id, root)
+
+    # branches
+
+    async def branch(self, at: int = -1, *, id: str | None = None) -> Session:
+        """A new session sharing this one's messages up to ``messages[at]`` (inclusive).
+
+        Nothing is copied: the branch's first entry names this session and the entry it
+        grows from; this session is not changed, and what either writes later the other
+        never sees. The branch starts with a copy of ``session_state`` and this handle's
+        ``send_mode``.
+
+        Raises:
+            UserError: ``at`` is not an index of :attr:`messages`, or ``id`` is taken.
+        """
+        count = len(self.messages)
+        if not isinstance(at, int) or isinstance(at, bool) or not -count <= at < count:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"branch(at={at!r}): expected the index of a message, -{count} to {count - 1}."
+            )
+        index = at % count
+        store = await self._store()
+        branch_id = id or new_id("session")
+        if await store.entries(branch_id) or await store.get_state(branch_id) is not None:
+            raise UserError(f"Session {branch_id!r} already exists in the agent's store.")
+        payload = {"session": self.id, "entry": self._transcript.ids[index], "count": index + 1}
+        await store.append(branch_id, kind=BRANCHED, payload=payload)
+        await store.put_state(branch_id, dict(self.session_state))
+        return await Session.resume(self._agent, branch_id, send_mode=self.send_mode)
 
     @classmethod
     async def import_jsonl(
@@ -670,7 +717,7 @@ class Session(Listeners):
         session = cls(agent, str(header["session_id"]), send_mode=send_mode)
         store = await session._store()
         await store_rows(store, session.id, header, rows)
-        session._load(await store.entries(session.id), await store.get_state(session.id))
+        session._load(await read_entries(store, session.id), await store.get_state(session.id))
         return session
 
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage
 from bastion.core._serde import message_adapter
 from bastion.stores import SessionConflict, SessionEntry, SessionStore, branch
+
+from ._branch import BRANCHED
 
 __all__ = ["COMPACTED", "DECIDED", "RESUMED", "SUSPENDED", "Suspended", "Transcript"]
 
@@ -46,6 +48,8 @@ class Transcript:
     ) -> None:
         self.session_id = session_id
         self.messages: list[Message] = []
+        self.ids: list[str] = []
+        """The entry each message came from (a ``compacted`` entry for what it holds)."""
         self.parents: list[str | None] = []
         """The parent entry of each message's entry (where a fork would attach)."""
         self.leaf: str | None = None
@@ -76,6 +80,7 @@ class Transcript:
             entry and of the ``decided`` entries after it; else ``None``.
         """
         self.messages = []
+        self.ids = []
         self.parents = []
         self.run_id = None
         self._floor = 0
@@ -90,6 +95,8 @@ class Transcript:
                 self._take(entry, adapter.validate_python(entry.payload["message"]))
             elif entry.kind == COMPACTED:
                 self._rebase(entry)
+            elif entry.kind == BRANCHED:  # a branch keeps the source's first messages
+                self._cut(int(cast("int", entry.payload.get("count", 0))))
             elif entry.kind == SUSPENDED:
                 suspended = (entry.payload, [])
             elif entry.kind == DECIDED and suspended is not None:
@@ -101,6 +108,7 @@ class Transcript:
 
     def _take(self, entry: SessionEntry, message: Message) -> None:
         self.messages.append(message)
+        self.ids.append(entry.entry_id)
         self.parents.append(entry.parent_id)
         run = entry.payload.get("run")
         if isinstance(run, str):
@@ -112,7 +120,15 @@ class Transcript:
         stored = entry.payload.get("messages")
         items: list[object] = list(stored) if isinstance(stored, list) else []
         self.messages = [adapter.validate_python(m) for m in items]
+        self.ids = [entry.entry_id] * len(self.messages)
         self.parents = [entry.entry_id] * len(self.messages)
+        self._floor = len(self.messages)
+
+    def _cut(self, count: int) -> None:
+        """Keep the first ``count`` messages (what a branch shares with its source)."""
+        self.messages = self.messages[:count]
+        self.ids = self.ids[:count]
+        self.parents = self.parents[:count]
         self._floor = len(self.messages)
 
     async def compacted(self, messages: Sequence[Message], info: Mapping[str, object]) -> None:
@@ -187,6 +203,7 @@ class Transcript:
         self.dropped = held[common:]
         self.leaf = self.parents[common]
         self.messages = held[:common]
+        self.ids = self.ids[:common]
         self.parents = self.parents[:common]
         self._fork = True
         return offset + common
