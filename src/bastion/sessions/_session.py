@@ -22,6 +22,7 @@ from bastion.core import (
     Message,
     ModelResponse,
     ToolMessage,
+    Usage,
     UserError,
     UserMessage,
     new_id,
@@ -154,6 +155,14 @@ class Session(Listeners):
     def messages(self) -> list[Message]:
         """The transcript: user, assistant and tool messages, oldest first."""
         return self._transcript.messages
+
+    @property
+    def usage(self) -> Usage:
+        """What the session's model calls cost, every turn's (aborted ones too).
+
+        Stored with each answer, so a reopened session (another process) knows it too.
+        """
+        return self._transcript.usage
 
     @property
     def session_state(self) -> dict[str, Any]:
@@ -317,18 +326,29 @@ class Session(Listeners):
 
     # aborting
 
-    def abort(self) -> bool:
-        """Abort the current turn and drop the messages waiting for a turn.
+    def abort(self, mode: Literal["now", "after_turn"] = "now") -> bool:
+        """Abort the current turn (or let it end) and drop the messages waiting for a turn.
 
-        The run stops (tools are cancelled, calls waiting for approval are denied), every
-        tool call gets a result, listeners get ``error`` with :class:`TurnAborted`, and
-        the session takes the next ``send()``. Returns False when there was nothing to do.
+        ``now``: the run stops (tools are cancelled, calls waiting for approval are
+        denied), every tool call gets a result, listeners get ``error`` with
+        :class:`TurnAborted`. ``after_turn``: the turn in progress runs to its end (a turn
+        waiting for approvals waits for them) and nothing after it runs. Either way what
+        the turn did is stored (messages, and the usage of each model call), the transcript
+        stays valid, and the session takes the next ``send()``. Returns False when there
+        was nothing to do.
+
+        Raises:
+            UserError: ``mode`` is not ``now`` or ``after_turn``.
         """
+        if mode not in ("now", "after_turn"):
+            raise UserError(f"abort(mode={mode!r}): use 'now' or 'after_turn'.")
         dropped = [*self._steering, *self._queue]
         for sent in dropped:
             sent.status = "aborted"
         self._steering.clear()
         self._queue.clear()
+        if mode == "after_turn":
+            return bool(dropped) or self._in_turn or self._suspended is not None
         return self._abort_turn() or bool(dropped)
 
     def _abort_sent(self, sent: SentMessage) -> bool:
@@ -596,6 +616,7 @@ class Session(Listeners):
     async def _stepped(self, live: list[Message], response: ModelResponse) -> None:
         """A model call ended: its message, then its ``step``, before any tool call."""
         self._transcript.bind(live)
+        self._transcript.answered = (response.message, response.usage)
         await self._transcript.sync()
         await self._emit("step", StepDone(response.usage, response.finish_reason))
 

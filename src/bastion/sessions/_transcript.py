@@ -19,8 +19,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
-from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage
-from bastion.core._serde import message_adapter
+from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage, Usage
+from bastion.core._serde import message_adapter, usage_adapter
 from bastion.stores import SessionConflict, SessionEntry, SessionStore, branch
 
 from ._branch import BRANCHED
@@ -55,6 +55,10 @@ class Transcript:
         self.leaf: str | None = None
         self.run_id: str | None = None
         """The run of the last turn, named by its user message's entry."""
+        self.usage = Usage()
+        """What the session's model calls cost, summed from its answers' entries."""
+        self.answered: tuple[Message, Usage] | None = None
+        """The answer about to be stored and its call's usage (stored with it)."""
         self.dropped: list[Message] = []
         """Messages of a crashed turn its journal never held (taken again by the session)."""
         self._floor = 0  # messages a compaction entry holds: never forked off
@@ -83,6 +87,7 @@ class Transcript:
         self.ids = []
         self.parents = []
         self.run_id = None
+        self.usage = Usage()
         self._floor = 0
         self.merged = False
         suspended: Suspended | None = None
@@ -113,6 +118,9 @@ class Transcript:
         run = entry.payload.get("run")
         if isinstance(run, str):
             self.run_id = run
+        usage = entry.payload.get("usage")
+        if usage is not None:
+            self.usage = self.usage + usage_adapter().validate_python(usage)
 
     def _rebase(self, entry: SessionEntry) -> None:
         """A ``compacted`` entry: its messages replace the transcript so far."""
@@ -127,6 +135,7 @@ class Transcript:
     def _cut(self, count: int) -> None:
         """Keep the first ``count`` messages (what a branch shares with its source)."""
         self.messages = self.messages[:count]
+        self.usage = Usage()  # a branch's cost is its own: the shared part was the source's
         self.ids = self.ids[:count]
         self.parents = self.parents[:count]
         self._floor = len(self.messages)
@@ -260,6 +269,10 @@ class Transcript:
         }
         if run is not None:
             payload["run"] = run
+        answered = self.answered
+        if answered is not None and answered[0] is message:  # the call's cost, kept with it
+            self.answered = None
+            payload["usage"] = usage_adapter().dump_python(answered[1], mode="json")
         entry = await self.mark("message", payload, strict=strict)
         self._take(entry, message)
         await self._announce(message)
