@@ -938,31 +938,50 @@ class Agent(Generic[DepsT, OutputT]):
             )
         return live[0] if live else None
 
-    def session(self, id: str | None = None, *, send_mode: str | None = None) -> Session:
+    def session(
+        self,
+        id: str | None = None,
+        *,
+        send_mode: str | None = None,
+        on_pending_approvals: Literal["deny", "hold"] = "deny",
+    ) -> Session:
         """Open a stateful conversation (:class:`bastion.sessions.Session`) on this agent.
 
         Its transcript and ``session_state`` live in the agent's store (in memory when it
         has none). ``send_mode`` is the default of ``send()``: ``steer`` or ``queue``
-        (default: the agent's ``session_send_mode``).
+        (default: the agent's ``session_send_mode``). ``on_pending_approvals``: what a
+        steering message does to calls waiting for approval, ``deny`` them or ``hold``
+        (the message waits until they are decided).
 
         Raises:
-            UserError: ``send_mode`` is not ``steer`` or ``queue``.
+            UserError: ``send_mode`` or ``on_pending_approvals`` is invalid.
         """
         # bastion.sessions sits beside the agent layer and builds on it: loaded on use.
         sessions = importlib.import_module("bastion.sessions")
-        return sessions.Session(self, id, send_mode=send_mode)
+        return sessions.Session(
+            self, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals
+        )
 
-    async def resume_session(self, id: str, *, send_mode: str | None = None) -> Session:
+    async def resume_session(
+        self,
+        id: str,
+        *,
+        send_mode: str | None = None,
+        on_pending_approvals: Literal["deny", "hold"] = "deny",
+    ) -> Session:
         """Reopen a stored session (:class:`bastion.sessions.Session`) with its history.
 
         A session whose turn waits for approvals is reopened waiting: decide them with
-        ``session.approve()`` / ``session.deny()``.
+        ``session.approve()`` / ``session.deny()``. A turn a crash cut short is continued
+        from its run's journal once its turn lease has expired.
 
         Raises:
-            UserError: The store holds no session ``id``, or ``send_mode`` is invalid.
+            UserError: The store holds no session ``id``, or an option is invalid.
         """
         sessions = importlib.import_module("bastion.sessions")
-        return await sessions.Session.resume(self, id, send_mode=send_mode)
+        return await sessions.Session.resume(
+            self, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals
+        )
 
     async def compact(
         self,

@@ -79,6 +79,8 @@ ABORTED = "aborted"
 CUT_SHORT = "Tool call not run: the turn was aborted."
 
 SentStatus = Literal["pending", "running", "done", "aborted", "failed"]
+PendingMode = Literal["deny", "hold"]
+"""What a steering message does to calls waiting for approval: deny them, or wait."""
 
 
 class _Waiting:
@@ -128,11 +130,22 @@ class Session(Listeners):
     """
 
     def __init__(
-        self, agent: SessionAgent, id: str | None = None, *, send_mode: str | None = None
+        self,
+        agent: SessionAgent,
+        id: str | None = None,
+        *,
+        send_mode: str | None = None,
+        on_pending_approvals: PendingMode = "deny",
     ) -> None:
         super().__init__()
         mode = agent.session_send_mode if send_mode is None else send_mode
         self.send_mode: SendMode = check_mode(mode, "send_mode")
+        if on_pending_approvals not in ("deny", "hold"):
+            raise UserError(
+                f"on_pending_approvals={on_pending_approvals!r}: use 'deny' (a steering message "
+                "denies the calls waiting for approval) or 'hold' (it waits for the decisions)."
+            )
+        self.on_pending_approvals: PendingMode = on_pending_approvals
         self.id = id or new_id("session")
         # Passed to each of the session's runs: state, drain points, the first tool hook.
         self._link = Link(self._drain, self._stepped, self._decide)
@@ -185,13 +198,20 @@ class Session(Listeners):
         return [] if self._suspended is None else self._suspended.pending_interrupts()
 
     @classmethod
-    async def resume(cls, agent: SessionAgent, id: str, *, send_mode: str | None = None) -> Session:
+    async def resume(
+        cls,
+        agent: SessionAgent,
+        id: str,
+        *,
+        send_mode: str | None = None,
+        on_pending_approvals: PendingMode = "deny",
+    ) -> Session:
         """Reopen session ``id`` from the agent's store (waiting, if its turn was).
 
         Raises:
             UserError: The store holds no session ``id``.
         """
-        session = cls(agent, id, send_mode=send_mode)
+        session = cls(agent, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals)
         store = await session._store()
         entries = await read_entries(store, id)
         state = await store.get_state(id)
@@ -384,7 +404,8 @@ class Session(Listeners):
         if self.running:
             return  # the loop picks up new messages and decisions itself
         if self._suspended is not None:
-            if not (self._suspended.decided() or self._steering or self._abort):
+            steers = bool(self._steering) and self.on_pending_approvals == "deny"
+            if not (self._suspended.decided() or steers or self._abort):
                 return
         elif not (self._steering or self._queue or self._crashed):
             return
@@ -442,7 +463,7 @@ class Session(Listeners):
         if suspended is not None:
             if self._abort:
                 suspended.deny_rest(ABORTED, interrupts=True)
-            elif self._steering:
+            elif self._steering and self.on_pending_approvals == "deny":
                 suspended.deny_rest(STEERED, interrupts=False)
             if not suspended.decided():
                 return WAITING
