@@ -142,8 +142,9 @@ class ContextKeeper:
         governance: RunGovernance | None = None,
         keep: ResultKeeper | None = None,
         spent: list[tuple[str, Usage]] | None = None,
+        budget: int | None = None,
     ) -> Compaction:
-        """Compact ``messages`` now.
+        """Compact ``messages`` now (to ``budget``, default the agent's).
 
         The summarizer's calls pass ``governance`` (the run's, when ``scope`` is given) and
         count in ``scope``'s usage; ``spent`` receives each call's model and usage.
@@ -158,7 +159,7 @@ class ContextKeeper:
             messages,
             self.config,
             self.counter,
-            budget=self.budget,
+            budget=self.budget if budget is None else budget,
             summarizer=summarize,
             keep=keep,
         )
@@ -210,7 +211,7 @@ class ContextKeeper:
 class RunWindow:
     """One run's view of its context: the ledger of what the history costs in tokens."""
 
-    __slots__ = ("_counted", "_stuck_told", "keeper", "ledger")
+    __slots__ = ("_counted", "_model", "_stuck_told", "budget", "keeper", "ledger")
 
     def __init__(self, keeper: ContextKeeper) -> None:
         self.keeper = keeper
@@ -218,6 +219,24 @@ class RunWindow:
         self.ledger = TokenLedger(counter)
         self._counted = 0  # the base count of the last request, for calibration
         self._stuck_told = False
+        self.budget = keeper.budget
+        """The tokens a request may hold: the agent's, or a smaller fallback model's."""
+        self._model: Model | None = None  # the model that answered last
+
+    def answered_by(self, model: Model) -> None:
+        """The last call was answered by ``model`` (a fallback, maybe).
+
+        A model with a smaller window than the budget lowers it: the next checks trigger
+        at that model's threshold, so the run's next requests fit the model it falls back
+        to. The budget never grows back within the run (the fallback may be needed again).
+        """
+        if model is self._model:
+            return
+        self._model = model
+        window = model.context_window
+        if window is not None:
+            own = max(window - self.keeper.config.reserve_output_tokens, 1)
+            self.budget = min(self.budget, own)
 
     def _stuck(
         self, scope: CompactionScope, done: Compaction
@@ -233,7 +252,7 @@ class RunWindow:
             strategy=config.strategy,
             reason=(
                 f"nothing older than the last {config.keep_last} exchanges is left to compact, "
-                f"and they hold {done.tokens_before:,} of a {self.keeper.budget:,}-token budget; "
+                f"and they hold {done.tokens_before:,} of a {self.budget:,}-token budget; "
                 "lower ContextConfig(keep_last=...) or use a model with a larger window"
             ),
         )
@@ -250,7 +269,7 @@ class RunWindow:
         self._counted = (
             tokens if not isinstance(counter, CalibratedCounter) else round(tokens / counter.factor)
         )
-        return tokens > keeper.budget * keeper.config.threshold
+        return tokens > self.budget * keeper.config.threshold
 
     def observe(self, usage: Usage) -> None:
         """Learn from the vendor's count of the last request (estimating counters only)."""
@@ -274,7 +293,7 @@ class RunWindow:
             return None
         spent: list[tuple[str, Usage]] = []
         try:
-            done = await keeper.compact(messages, scope, keep=keep, spent=spent)
+            done = await keeper.compact(messages, scope, keep=keep, spent=spent, budget=self.budget)
         except Exception as exc:  # the run goes on uncompacted; the event says why
             failed = ContextCompactionFailedEvent(
                 run_id=scope.run_id,

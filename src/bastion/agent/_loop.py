@@ -195,6 +195,7 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
             response = take_response(scope, call)
             if window is not None:
                 window.observe(response.usage)
+                window.answered_by(call.model)  # a smaller fallback lowers the trigger
             if journal is not None:  # entry seq: the model call's last event (or step.start)
                 journal.model_response(state, call.model.key, response, event.seq, call.chunks)
             if scope.session_link is not None:  # a session's step ends here, before its tools
