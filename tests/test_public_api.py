@@ -39,6 +39,7 @@ def test_top_level_exports_are_pinned() -> None:
         "AgentStartEvent",
         "AgentSteeredEvent",
         "AgentStream",
+        "AgentSuggestionsEvent",
         "Allow",
         "ApprovalConfig",
         "ApprovalDecision",

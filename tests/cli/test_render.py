@@ -16,6 +16,7 @@ from bastion.core import (
     AgentFollowUpEvent,
     AgentStartEvent,
     AgentSteeredEvent,
+    AgentSuggestionsEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -290,6 +291,9 @@ def one_of_each_event() -> list[AgentEvent]:
         AgentCancellingEvent(run_id=RUN, seq=next(seq), drain=True),
         AgentSteeredEvent(run_id=RUN, seq=next(seq), text="only the flowers"),
         AgentFollowUpEvent(run_id=RUN, seq=next(seq), text="and the trees?", output="roses"),
+        AgentSuggestionsEvent(
+            run_id=RUN, seq=next(seq), suggestions=["Why?", "When?"], model=MODEL
+        ),
         AgentErrorEvent(
             run_id=RUN, seq=next(seq), code="guardrail_blocked", message="Output blocked by 'pii'."
         ),
@@ -327,6 +331,7 @@ Hi
   ■ cancelling: finishing the current step
   » steered: only the flowers
   » follow-up: and the trees?
+  ? you could ask: Why? | When?
 ✗ guardrail_blocked: Output blocked by 'pii'.
 ✗ failed · 1 step · 2 tool calls · 0 tokens · 250 ms
 """)

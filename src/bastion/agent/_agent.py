@@ -64,7 +64,14 @@ from ._replay import load_run
 from ._result import OutputT, RunResult
 from ._retry import RetryConfig
 from ._scope import RunScope
-from ._setup import HookFlags, build_context, build_governance, build_store, resolve_model
+from ._setup import (
+    HookFlags,
+    build_context,
+    build_governance,
+    build_store,
+    build_suggester,
+    resolve_model,
+)
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
@@ -74,7 +81,7 @@ from .steps._approvals import check_directive
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 
-    from bastion.context import Compaction, ContextConfig
+    from bastion.context import Compaction, ContextConfig, Suggestions
     from bastion.governance import Budget, Policy
     from bastion.security import SecurityConfig
     from bastion.sessions import Session
@@ -194,6 +201,10 @@ class Agent(Generic[DepsT, OutputT]):
         context: Keep conversations inside the model's context window
             (:class:`~bastion.context.ContextConfig`: compaction strategy, trigger, summarizer).
             ``None`` (default): the history is sent as it is.
+        suggestions: After each completed run, ask a model for what the user may say
+            next (:class:`~bastion.context.Suggestions`: how many, which model; default
+            the agent's). The ``agent.suggestions`` event and ``result.suggestions`` carry
+            them; the call is governed and counted in the run's usage. Off by default.
         runtime: Where tools run commands and touch files, as ``ctx.runtime``
             (``bastion.runtimes.LocalRuntime`` or ``SandboxRuntime``; the built-in
             ``bash`` and file tools need one). ``None``: tools have no runtime.
@@ -257,6 +268,7 @@ class Agent(Generic[DepsT, OutputT]):
         store: Stores | str | None = None,
         session_send_mode: Literal["steer", "queue"] = "steer",
         context: ContextConfig | None = None,
+        suggestions: Suggestions | None = None,
         runtime: Runtime | None = None,
         sandbox: bool | SandboxConfig | None = None,
         verifiers: Verification | Sequence[VerifierLike] = (),
@@ -374,6 +386,7 @@ class Agent(Generic[DepsT, OutputT]):
             clock=clock,
             context=build_context(context, resolved, name),
             context_config=context,
+            suggestions=build_suggester(suggestions, resolved, name),
             deps=deps,
             event_bus=event_bus,
             runtime=runtime,

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from bastion.tools import CodeMode, ResultLimiter, ToolExecutor, ToolSet
 
     from ._catalog import ToolCatalog
-    from ._context import ContextKeeper
+    from ._context import ContextKeeper, Suggester
     from ._fallback import FallbackPolicy
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
@@ -99,6 +99,8 @@ class RunConfig:
     verification: Verification | None = None
     """Checks of the final answer, and how many feedback rounds they may ask for."""
     loop_detection: LoopDetection | None = None
+    suggestions: Suggester | None = None
+    """Follow-up suggestions after a completed run (``None``: off)."""
     record_responses: bool = False
     security: SecurityConfig | None = None
     """The data-flow policy and the secrets vault (``None``: neither)."""

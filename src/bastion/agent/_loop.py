@@ -249,6 +249,11 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
                 followed = inbox.follow_up(state)
                 if followed is not None:
                     yield followed
+            suggester = config.suggestions
+            if suggester is not None:  # once completed: what the user may ask next
+                suggested = await suggester.suggest(scope)
+                if suggested is not None:
+                    yield suggested
     except RunAborted:
         state.abort()
     except asyncio.CancelledError:

@@ -100,6 +100,7 @@ class RunState:
     error: RunErrorInfo | None = None
     exception: BaseException | None = None
     stop_reason: str | None = None
+    suggestions: list[str] = field(default_factory=list[str])
     output_retries_used: int = 0
     # Final answers the verifiers sent back with feedback (``Verification.max_rounds``).
     verifier_rounds: int = 0
@@ -207,6 +208,7 @@ class RunState:
             duration=self.finished_at - self.started_at,
             error=self.error,
             stop_reason=self.stop_reason,
+            suggestions=list(self.suggestions),
             exception=self.exception,
             pending_approvals=[p.request for p in self.pending_approvals if p.request],
             state=self,

@@ -15,6 +15,7 @@ from bastion.core import (
     AgentErrorEvent,
     AgentFollowUpEvent,
     AgentSteeredEvent,
+    AgentSuggestionsEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -40,6 +41,7 @@ NoticeEvent: TypeAlias = (
     | AgentErrorEvent
     | AgentFollowUpEvent
     | AgentSteeredEvent
+    | AgentSuggestionsEvent
     | ContextCompactedEvent
     | ContextCompactionFailedEvent
     | GovernanceEvent
@@ -130,6 +132,10 @@ def notice(event: NoticeEvent) -> Text:
             return _line("»", f"steered: {preview(event.text)}", "cyan")
         case AgentFollowUpEvent():
             return _line("»", f"follow-up: {preview(event.text)}", "cyan")
+        case AgentSuggestionsEvent():
+            if event.error is not None:
+                return _line("!", f"no suggestions: {preview(event.error)}", "yellow")
+            return _line("?", "you could ask: " + " | ".join(event.suggestions), "dim")
         case ToolSourceErrorEvent():
             return _line("✗", f"tools of {event.source} unavailable: {event.message}", "red")
         case ToolRetryEvent():

@@ -32,6 +32,7 @@ from bastion.core import (
     AgentFollowUpEvent,
     AgentStartEvent,
     AgentSteeredEvent,
+    AgentSuggestionsEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -196,6 +197,7 @@ class Renderer:
                 | AgentErrorEvent()
                 | AgentFollowUpEvent()
                 | AgentSteeredEvent()
+                | AgentSuggestionsEvent()
                 | ContextCompactedEvent()
                 | ContextCompactionFailedEvent()
                 | GovernanceEvent()

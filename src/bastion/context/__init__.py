@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         summarize,
         trim,
     )
+    from ._suggest import SUGGEST_INSTRUCTIONS, Suggestions, parse_suggestions, suggestion_request
     from ._tokens import (
         ENCODINGS,
         CalibratedCounter,
@@ -51,6 +52,10 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "SUGGEST_INSTRUCTIONS": "._suggest",
+    "Suggestions": "._suggest",
+    "parse_suggestions": "._suggest",
+    "suggestion_request": "._suggest",
     "SUMMARY_HEADER": "._compact",
     "Compaction": "._compact",
     "CompactionStrategy": "._compact",
@@ -97,7 +102,9 @@ __all__ = [
     "RepairKind",
     "RepairedTranscript",
     "ResultKeeper",
+    "SUGGEST_INSTRUCTIONS",
     "SUMMARY_HEADER",
+    "Suggestions",
     "Summarizer",
     "TokenCounter",
     "TokenLedger",
@@ -107,8 +114,10 @@ __all__ = [
     "TranscriptRules",
     "clear_tool_results",
     "compact",
+    "parse_suggestions",
     "repair_transcript",
     "split_exchanges",
+    "suggestion_request",
     "summarize",
     "token_counter",
     "trim",

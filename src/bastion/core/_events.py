@@ -27,6 +27,7 @@ __all__ = [
     "AgentFollowUpEvent",
     "AgentStartEvent",
     "AgentSteeredEvent",
+    "AgentSuggestionsEvent",
     "ContextCompactedEvent",
     "ContextCompactionFailedEvent",
     "GovernanceEvent",
@@ -514,6 +515,21 @@ class AgentFollowUpEvent:
 
 
 @dataclass(kw_only=True, slots=True)
+class AgentSuggestionsEvent:
+    """What the user may ask next (``Agent(suggestions=...)``), after a completed run.
+
+    ``error`` says why there are none when the suggestion call failed (the run stands).
+    """
+
+    run_id: str
+    seq: int = 0
+    suggestions: list[str]
+    model: str
+    error: str | None = None
+    type: Literal["agent.suggestions"] = "agent.suggestions"
+
+
+@dataclass(kw_only=True, slots=True)
 class AgentErrorEvent:
     """The run failed; followed by ``agent.end`` with status ``failed``."""
 
@@ -588,6 +604,7 @@ AgentEvent: TypeAlias = (
     | AgentCancellingEvent
     | AgentSteeredEvent
     | AgentFollowUpEvent
+    | AgentSuggestionsEvent
     | AgentErrorEvent
     | AgentEndEvent
     | SubagentEvent
