@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from bastion.tools import CodeMode, ResultLimiter, ToolExecutor, ToolSet
 
     from ._catalog import ToolCatalog
-    from ._context import ContextKeeper, Suggester
+    from ._context import ContextKeeper
     from ._fallback import FallbackPolicy
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ._retry import RetryConfig
     from ._setup import HookFlags
     from ._sources import ToolSources
+    from ._suggest import Suggester
     from ._tiers import TierResolver
     from ._verifiers import Verification
 

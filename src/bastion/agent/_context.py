@@ -24,12 +24,9 @@ from bastion.context import (
     CalibratedCounter,
     TokenLedger,
     compact,
-    parse_suggestions,
-    suggestion_request,
     token_counter,
 )
 from bastion.core import (
-    AgentSuggestionsEvent,
     AssistantMessage,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
@@ -310,56 +307,6 @@ class RunWindow:
             return None if stuck is None else WindowChange(event=stuck)
         messages[:] = done.messages
         return WindowChange(event=compacted_event(scope, done, source="auto-trigger"), spent=spent)
-
-
-@dataclass(frozen=True, slots=True)
-class Suggester:
-    """An agent's follow-up suggestions: how many, and the model that writes them."""
-
-    count: int
-    model: Model
-
-    async def suggest(self, scope: CompactionScope) -> AgentSuggestionsEvent | None:
-        """Ask for the suggestions once ``scope``'s run completed; keep them in its state.
-
-        The call passes the run's governor and counts in its usage. A failing call gives
-        no suggestions (the event's ``error`` says why); the run stands. ``None``: the
-        run has not completed (it goes on, failed or stopped).
-        """
-        model = self.model
-        state = scope.state
-        if state.status != "completed":
-            return None
-        governance = scope.governance
-        request = suggestion_request(state.messages, self.count)
-        try:
-            if governance is not None:
-                substitute = await governance.guard(governance.check_model(model, request))
-                if substitute is not None:
-                    text = str(substitute.value)
-                else:
-                    text = await self._ask(scope, request)
-            else:
-                text = await self._ask(scope, request)
-        except Exception as exc:  # best effort: the run has its answer already
-            error = f"{type(exc).__name__}: {exc}"
-            return AgentSuggestionsEvent(
-                run_id=scope.run_id, suggestions=[], model=model.key, error=error
-            )
-        state.suggestions = parse_suggestions(text, self.count)
-        return AgentSuggestionsEvent(
-            run_id=scope.run_id, suggestions=list(state.suggestions), model=model.key
-        )
-
-    async def _ask(self, scope: CompactionScope, request: ModelRequest) -> str:
-        model = self.model
-        response = await model.request(request)
-        governance = scope.governance
-        if governance is not None:
-            await governance.guard(governance.record_model(model, response.usage))
-        scope.state.add_usage(model.key, response.usage)
-        scope.ctx.usage = scope.state.usage
-        return response.message.text
 
 
 @dataclass(frozen=True, slots=True)

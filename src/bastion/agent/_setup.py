@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from bastion.stores import Stores
     from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
 
-    from ._context import ContextKeeper, Suggester
+    from ._context import ContextKeeper
+    from ._suggest import Suggester
 
 __all__ = [
     "HookFlags",
@@ -98,7 +99,7 @@ def build_suggester(config: Suggestions | None, model: Model, name: str) -> Sugg
         return None
     from bastion.context import Suggestions
 
-    from ._context import Suggester
+    from ._suggest import Suggester
 
     if not isinstance(config, Suggestions):
         raise UserError(f"Agent {name!r}: suggestions must be a Suggestions, got {config!r}.")
