@@ -417,3 +417,31 @@ async def test_a_fallback_with_a_smaller_window_lowers_the_trigger() -> None:
     events, fallback = await _fallback_run(100_000)
     assert not [e for e in events if isinstance(e, ContextCompactedEvent)]
     assert max(counter.count_messages(m) for m in sent(fallback)) > 2_500
+
+
+async def test_the_early_trigger_clears_old_results_without_a_model_call() -> None:
+    # clear_results_at: below the compaction trigger, old large results are cleared in
+    # batches (no summary); the last exchange's result stays as it was.
+    summary = summarizer("never needed")
+    model = worker(6)
+    agent = Agent(
+        "a",
+        model=model,
+        tools=[fetch],
+        context=config(
+            max_context_tokens=20_000, clear_results_at=0.1, keep_last=1, summarizer=summary
+        ),
+    )
+    events = await collect(agent, "Audit the invoices.")
+    compacted = [e for e in events if isinstance(e, ContextCompactedEvent)]
+    assert compacted
+    assert {e.strategy for e in compacted} == {"clear_tool_results"}
+    assert len(compacted) < 6 - 1  # batched, not at every step
+    assert summary.requests == []
+    last = sent(model)[-1]
+    results = [m for m in last if isinstance(m, ToolMessage)]
+    assert BIG in str(results[-1].content)  # the newest result is kept
+    assert any(BIG not in str(m.content) for m in results)
+    assert events[-1].type == "agent.end"
+    with pytest.raises(UserError, match="clear_results_at < threshold"):
+        ContextConfig(clear_results_at=0.9)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from bastion.context import (
     CalibratedCounter,
     TokenLedger,
+    clear_old_results,
     compact,
     token_counter,
 )
@@ -211,13 +212,24 @@ class ContextKeeper:
 class RunWindow:
     """One run's view of its context: the ledger of what the history costs in tokens."""
 
-    __slots__ = ("_counted", "_model", "_stuck_told", "budget", "keeper", "ledger")
+    __slots__ = (
+        "_cleared",
+        "_counted",
+        "_model",
+        "_stuck_told",
+        "_tokens",
+        "budget",
+        "keeper",
+        "ledger",
+    )
 
     def __init__(self, keeper: ContextKeeper) -> None:
         self.keeper = keeper
         counter = keeper.counter
         self.ledger = TokenLedger(counter)
         self._counted = 0  # the base count of the last request, for calibration
+        self._tokens = 0  # the count of the last request checked
+        self._cleared = 0.0  # no early clear before the history passes this count
         self._stuck_told = False
         self.budget = keeper.budget
         """The tokens a request may hold: the agent's, or a smaller fallback model's."""
@@ -261,10 +273,24 @@ class RunWindow:
         """What ``messages`` cost as a request."""
         return self.ledger.count(messages)
 
+    async def _clear(
+        self, scope: CompactionScope, keep: ResultKeeper | None
+    ) -> WindowChange | None:
+        """The early trigger: clear old large results (no model call), if there are any."""
+        messages = scope.state.messages
+        done = await clear_old_results(messages, self.keeper.config, self.keeper.counter, keep=keep)
+        # The next early clear waits until the history grew by a tenth of the budget: few
+        # passes over the history, and the cached prompt prefix changes seldom.
+        self._cleared = done.tokens_after + self.budget * _CLEAR_STEP
+        if not done.changed:
+            return None
+        messages[:] = done.messages
+        return WindowChange(event=compacted_event(scope, done, source="auto-trigger"), spent=[])
+
     def over(self, messages: Sequence[Message]) -> bool:
         """Whether a request of ``messages`` passes the compaction trigger."""
         keeper = self.keeper
-        tokens = self.ledger.count(messages)
+        tokens = self._tokens = self.ledger.count(messages)
         counter = keeper.counter
         self._counted = (
             tokens if not isinstance(counter, CalibratedCounter) else round(tokens / counter.factor)
@@ -287,9 +313,17 @@ class RunWindow:
         """
         keeper = self.keeper
         messages = scope.state.messages
-        if not keeper.config.enabled or not self.over(messages):
+        config = keeper.config
+        if not config.enabled:
             return None
-        if any(isinstance(m, ToolMessage) and m.sensitivity == "secret" for m in messages):
+        if not self.over(messages):
+            early = config.clear_results_at
+            if early is None or self._tokens <= max(self.budget * early, self._cleared):
+                return None
+            if _secret(messages):
+                return None
+            return await self._clear(scope, keep)
+        if _secret(messages):
             return None
         spent: list[tuple[str, Usage]] = []
         try:
@@ -335,3 +369,11 @@ def compacted_event(
         strategy=done.strategy,
         hook_errors=done.hook_errors,
     )
+
+
+_CLEAR_STEP = 0.1
+
+
+def _secret(messages: Sequence[Message]) -> bool:
+    """Whether the history holds a secret tool output (never compacted automatically)."""
+    return any(isinstance(m, ToolMessage) and m.sensitivity == "secret" for m in messages)
