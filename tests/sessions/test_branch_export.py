@@ -11,7 +11,7 @@ from bastion import Agent
 from bastion.context import ContextConfig
 from bastion.core import AssistantMessage, Message, UserError, UserMessage
 from bastion.sessions import Session
-from bastion.stores import SessionEntry
+from bastion.stores import SessionEntry, SessionStore
 from bastion.testing import ScriptedModel
 
 
@@ -122,3 +122,28 @@ async def test_export_import_round_trips_a_compacted_branch(tmp_path: Path) -> N
     assert [e.kind for e in entries] == ["compacted"]
     for a in (agent, other, third):
         await a.aclose()
+
+
+async def test_a_branch_never_continues_its_sources_turn(tmp_path: Path) -> None:
+    """Branched inside a turn: the source's run is the source's, the branch starts afresh."""
+    from bastion.sessions._branch import read_entries
+    from bastion.sessions._transcript import Transcript
+
+    store = f"sqlite:///{tmp_path}/chat.db"
+    agent = Agent("helper", model=ScriptedModel(["A1"]), store=store)
+    source = await _chat(agent, "one")
+    branch = await source.branch(0)  # the user message that started the source's turn
+    stores = await agent.stores()
+
+    async def sessions() -> SessionStore:
+        return stores.sessions
+
+    reread = Transcript(branch.id, sessions, _quiet, lambda: None)
+    reread.load(await read_entries(stores.sessions, branch.id))
+    assert reread.run_id is None
+    assert not branch.running  # nothing to continue
+    await agent.aclose()
+
+
+async def _quiet(message: Message) -> None:
+    pass

@@ -136,6 +136,7 @@ class Transcript:
         """Keep the first ``count`` messages (what a branch shares with its source)."""
         self.messages = self.messages[:count]
         self.usage = Usage()  # a branch's cost is its own: the shared part was the source's
+        self.run_id = None  # the source's turns are the source's to continue, never a branch's
         self.ids = self.ids[:count]
         self.parents = self.parents[:count]
         self._floor = len(self.messages)
