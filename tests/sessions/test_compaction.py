@@ -125,3 +125,40 @@ async def test_a_turn_that_compacts_leaves_the_session_compacted(tmp_path: Path)
     assert isinstance(model, ScriptedModel)
     assert _said(model.requests[-1].messages) == stored[:-1]  # what the last turn read
     await agent.aclose()
+
+
+async def test_a_message_sent_while_compacting_runs_on_the_compacted_history(
+    tmp_path: Path,
+) -> None:
+    from bastion.core import ModelRequest
+    from bastion.testing import FunctionModel, Turn
+
+    statuses: list[str] = []
+
+    def summarize(request: ModelRequest) -> Turn:
+        statuses.append(session.send("three").status)  # while the history is rewritten
+        return Turn(text="They said one.")
+
+    model = ScriptedModel(["A1", "A2", "A3"])
+    summarizer = FunctionModel(summarize, name="summarizer")
+    agent = Agent(
+        "helper",
+        model=model,
+        store=f"sqlite:///{tmp_path}/chat.db",
+        context=ContextConfig(max_context_tokens=100_000, summarizer=summarizer),
+    )
+    session = agent.session("chat")
+    for text in ("one", "two"):
+        session.send(text)
+        await session.wait_for_idle()
+    await session.compact(keep_last=2)
+    assert statuses == ["pending"]  # it waited for the compaction
+    await session.wait_for_idle()
+    assert _said(model.requests[-1].messages) == [
+        f"user:{SUMMARY_HEADER}They said one.",
+        "user:two",
+        "assistant:A2",
+        "user:three",
+    ]
+    assert _said(session.messages)[-1] == "assistant:A3"
+    await agent.aclose()

@@ -163,6 +163,7 @@ class Session(Listeners):
         self._suspended: Suspension | None = None
         self._keeper: LeaseKeeper | None = None  # the turn lease, made on the first turn
         self._crashed: str | None = None  # the last turn's run, maybe cut by a crash
+        self._compacting = False  # session.compact() rewrites the history: no turn starts
 
     @property
     def messages(self) -> list[Message]:
@@ -401,8 +402,8 @@ class Session(Listeners):
     # the loop
 
     def _kick(self) -> None:
-        if self.running:
-            return  # the loop picks up new messages and decisions itself
+        if self.running or self._compacting:
+            return  # the loop picks up new messages and decisions itself (or once compacted)
         if self._suspended is not None:
             steers = bool(self._steering) and self.on_pending_approvals == "deny"
             if not (self._suspended.decided() or steers or self._abort):
@@ -669,30 +670,39 @@ class Session(Listeners):
             UserError: A turn is running or waiting, or the agent has no ``context`` and no
                 ``config`` was given.
         """
-        if self.running or self._suspended is not None or self._in_turn:
+        if self.running or self._suspended is not None or self._in_turn or self._compacting:
             raise UserError(
                 f"Session {self.id!r} is in a turn: compact it once idle (await "
                 "session.wait_for_idle(); a waiting turn must be decided first)."
             )
-        keeper = await self._lease()
-        await keeper.wait()  # no turn of another handle runs while the history is rewritten
+        self._compacting = True  # a send() meanwhile waits for the compacted history
         try:
-            await self._reload()
-            done = await self._agent.compact(self.messages, config=config, keep_last=keep_last)
-            if done.changed:
-                event = Compacted(
-                    before_tokens=done.tokens_before,
-                    after_tokens=done.tokens_after,
-                    summary_tokens=done.summary_tokens,
-                    strategy=done.strategy,
-                    source="manual",
-                    duration=done.duration,
-                )
-                await self._transcript.compacted(done.messages, asdict(event))
-                await self._emit("compacted", event)
+            keeper = await self._lease()
+            await keeper.wait()  # no turn of another handle runs while the history is rewritten
+            try:
+                done = await self._compact_now(keep_last, config)
+            finally:
+                with contextlib.suppress(Exception):
+                    await keeper.release()
         finally:
-            with contextlib.suppress(Exception):
-                await keeper.release()
+            self._compacting = False
+            self._kick()  # messages sent meanwhile
+        return done
+
+    async def _compact_now(self, keep_last: int | None, config: ContextConfig | None) -> Compaction:
+        await self._reload()
+        done = await self._agent.compact(self.messages, config=config, keep_last=keep_last)
+        if done.changed:
+            event = Compacted(
+                before_tokens=done.tokens_before,
+                after_tokens=done.tokens_after,
+                summary_tokens=done.summary_tokens,
+                strategy=done.strategy,
+                source="manual",
+                duration=done.duration,
+            )
+            await self._transcript.compacted(done.messages, asdict(event))
+            await self._emit("compacted", event)
         return done
 
     # JSONL
