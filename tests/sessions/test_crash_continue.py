@@ -121,7 +121,7 @@ async def _check(store: str, straight_store: str, root: Path, mode: str) -> None
     assert all(r is not None and r.status == "completed" for r in records)
 
 
-async def test_sqlite(tmp_path: Path) -> None:  # covers issue 15 crash-continued turn
+async def test_sqlite(tmp_path: Path) -> None:
     for mode in MODES:
         root = tmp_path / mode
         root.mkdir()
