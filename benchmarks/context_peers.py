@@ -32,7 +32,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bastion.context import ContextConfig, TokenizerCounter, TokenLedger, TranscriptGuard, compact
+from bastion.context import (
+    ContextConfig,
+    TokenizerCounter,
+    TokenLedger,
+    TranscriptGuard,
+    clear_old_results,
+    compact,
+)
 from bastion.core import (
     AssistantMessage,
     Message,
@@ -58,6 +65,19 @@ BASTION_CONFIGS = (
         ContextConfig(strategy="hybrid", keep_last=5, target=0.05),
     ),
     ("Bastion summarize, target 5%", ContextConfig(strategy="summarize", keep_last=5, target=0.05)),
+    # The same, plus the early trigger: past 10% of the budget, the tool results of older
+    # exchanges (over 200 tokens) are cleared in batches, with no model call; summaries
+    # still come at 85%. The facts asked about are in user turns, which it never touches.
+    (
+        "Bastion hybrid + clear_results_at 10%",
+        ContextConfig(
+            strategy="hybrid",
+            keep_last=5,
+            target=0.05,
+            clear_results_at=0.1,
+            clear_results_over=200,
+        ),
+    ),
 )
 
 
@@ -126,6 +146,7 @@ class _Bastion:
         self.config = config
         self.history: list[Message] = []
         self.tally = tally
+        self.cleared = 0.0  # as RunWindow: the next early clear waits for 10% more
 
     async def _summarize(self, messages: Sequence[Message]) -> str:
         self.tally.summaries += 1
@@ -134,10 +155,16 @@ class _Bastion:
     async def prepare(self, new: Sequence[Message]) -> list[str]:
         self.history.extend(new)
         started = time.perf_counter()
-        if self.ledger.count(self.history) > TRIGGER:
+        tokens = self.ledger.count(self.history)
+        early = self.config.clear_results_at
+        if tokens > TRIGGER:
             done = await compact(
                 self.history, self.config, self.counter, budget=BUDGET, summarizer=self._summarize
             )
+            self.history = list(done.messages)
+        elif early is not None and tokens > max(BUDGET * early, self.cleared):
+            done = await clear_old_results(self.history, self.config, self.counter)
+            self.cleared = done.tokens_after + BUDGET * 0.1
             self.history = list(done.messages)
         sent = self.guard.check(self.history).messages
         self.tally.prepare_ms.append((time.perf_counter() - started) * 1e3)

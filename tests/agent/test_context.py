@@ -374,3 +374,74 @@ async def test_two_calls_sharing_an_id_fail_the_run_clearly() -> None:
     assert result.error.code == "invalid_transcript"
     assert "share the id 'c'" in result.error.message
     assert model.requests == []
+
+
+async def _fallback_run(fallback_window: int) -> tuple[list[AgentEvent], ScriptedModel]:
+    from bastion.core import ContextLengthExceeded, ModelRequest
+    from bastion.testing import FunctionModel
+
+    def refuse(request: ModelRequest) -> Turn:
+        raise ContextLengthExceeded("primary is down for this test")
+
+    primary = FunctionModel(refuse, name="primary")
+    primary.tokenizer = "o200k_base"
+    primary.context_window = 100_000
+    fallback = worker(5)
+    fallback.context_window = fallback_window
+    agent = Agent(
+        "auditor",
+        model=primary,
+        fallback_models=[fallback],
+        instructions=INSTRUCTIONS,
+        tools=[fetch],
+        context=ContextConfig(strategy="trim", reserve_output_tokens=0, keep_last=1),
+    )
+    return await collect(agent, "Audit the invoices."), fallback
+
+
+async def test_a_fallback_with_a_smaller_window_lowers_the_trigger() -> None:
+    # The agent's window (the primary's) is 100k; every step falls back to a 2,500-token
+    # model: compaction triggers at the fallback's threshold, so its requests keep fitting.
+    from bastion.context import token_counter
+
+    events, fallback = await _fallback_run(2_500)
+    compacted = [e for e in events if isinstance(e, ContextCompactedEvent)]
+    assert compacted
+    assert all(e.after_tokens <= 2_500 for e in compacted)
+    counter = token_counter("o200k_base")
+    assert max(counter.count_messages(m) for m in sent(fallback)) <= 2_500
+    assert events[-1].type == "agent.end"
+    assert getattr(events[-1], "status", None) == "completed"
+
+    # The same run with a fallback as large as the primary never compacts.
+    events, fallback = await _fallback_run(100_000)
+    assert not [e for e in events if isinstance(e, ContextCompactedEvent)]
+    assert max(counter.count_messages(m) for m in sent(fallback)) > 2_500
+
+
+async def test_the_early_trigger_clears_old_results_without_a_model_call() -> None:
+    # clear_results_at: below the compaction trigger, old large results are cleared in
+    # batches (no summary); the last exchange's result stays as it was.
+    summary = summarizer("never needed")
+    model = worker(6)
+    agent = Agent(
+        "a",
+        model=model,
+        tools=[fetch],
+        context=config(
+            max_context_tokens=20_000, clear_results_at=0.1, keep_last=1, summarizer=summary
+        ),
+    )
+    events = await collect(agent, "Audit the invoices.")
+    compacted = [e for e in events if isinstance(e, ContextCompactedEvent)]
+    assert compacted
+    assert {e.strategy for e in compacted} == {"clear_tool_results"}
+    assert len(compacted) < 6 - 1  # batched, not at every step
+    assert summary.requests == []
+    last = sent(model)[-1]
+    results = [m for m in last if isinstance(m, ToolMessage)]
+    assert BIG in str(results[-1].content)  # the newest result is kept
+    assert any(BIG not in str(m.content) for m in results)
+    assert events[-1].type == "agent.end"
+    with pytest.raises(UserError, match="clear_results_at < threshold"):
+        ContextConfig(clear_results_at=0.9)

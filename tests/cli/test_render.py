@@ -13,7 +13,10 @@ from bastion.core import (
     AgentEndEvent,
     AgentErrorEvent,
     AgentEvent,
+    AgentFollowUpEvent,
     AgentStartEvent,
+    AgentSteeredEvent,
+    AgentSuggestionsEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -286,6 +289,11 @@ def one_of_each_event() -> list[AgentEvent]:
             run_id=RUN, seq=next(seq), verifier="cites", passed=False, feedback="cite", round=1
         ),
         AgentCancellingEvent(run_id=RUN, seq=next(seq), drain=True),
+        AgentSteeredEvent(run_id=RUN, seq=next(seq), text="only the flowers"),
+        AgentFollowUpEvent(run_id=RUN, seq=next(seq), text="and the trees?", output="roses"),
+        AgentSuggestionsEvent(
+            run_id=RUN, seq=next(seq), suggestions=["Why?", "When?"], model=MODEL
+        ),
         AgentErrorEvent(
             run_id=RUN, seq=next(seq), code="guardrail_blocked", message="Output blocked by 'pii'."
         ),
@@ -321,6 +329,9 @@ Hi
   ⟲ lookup called 3 times with the same arguments (warn)
   ✗ verifier 'cites' failed: cite
   ■ cancelling: finishing the current step
+  » steered: only the flowers
+  » follow-up: and the trees?
+  ? you could ask: Why? | When?
 ✗ guardrail_blocked: Output blocked by 'pii'.
 ✗ failed · 1 step · 2 tool calls · 0 tokens · 250 ms
 """)

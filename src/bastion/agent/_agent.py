@@ -64,7 +64,14 @@ from ._replay import load_run
 from ._result import OutputT, RunResult
 from ._retry import RetryConfig
 from ._scope import RunScope
-from ._setup import HookFlags, build_context, build_governance, build_store, resolve_model
+from ._setup import (
+    HookFlags,
+    build_context,
+    build_governance,
+    build_store,
+    build_suggester,
+    resolve_model,
+)
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
@@ -74,7 +81,7 @@ from .steps._approvals import check_directive
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 
-    from bastion.context import Compaction, ContextConfig
+    from bastion.context import Compaction, ContextConfig, Suggestions
     from bastion.governance import Budget, Policy
     from bastion.security import SecurityConfig
     from bastion.sessions import Session
@@ -194,6 +201,10 @@ class Agent(Generic[DepsT, OutputT]):
         context: Keep conversations inside the model's context window
             (:class:`~bastion.context.ContextConfig`: compaction strategy, trigger, summarizer).
             ``None`` (default): the history is sent as it is.
+        suggestions: After each completed run, ask a model for what the user may say
+            next (:class:`~bastion.context.Suggestions`: how many, which model; default
+            the agent's). The ``agent.suggestions`` event and ``result.suggestions`` carry
+            them; the call is governed and counted in the run's usage. Off by default.
         runtime: Where tools run commands and touch files, as ``ctx.runtime``
             (``bastion.runtimes.LocalRuntime`` or ``SandboxRuntime``; the built-in
             ``bash`` and file tools need one). ``None``: tools have no runtime.
@@ -257,6 +268,7 @@ class Agent(Generic[DepsT, OutputT]):
         store: Stores | str | None = None,
         session_send_mode: Literal["steer", "queue"] = "steer",
         context: ContextConfig | None = None,
+        suggestions: Suggestions | None = None,
         runtime: Runtime | None = None,
         sandbox: bool | SandboxConfig | None = None,
         verifiers: Verification | Sequence[VerifierLike] = (),
@@ -374,6 +386,7 @@ class Agent(Generic[DepsT, OutputT]):
             clock=clock,
             context=build_context(context, resolved, name),
             context_config=context,
+            suggestions=build_suggester(suggestions, resolved, name),
             deps=deps,
             event_bus=event_bus,
             runtime=runtime,
@@ -782,6 +795,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         directive: Directive | None = None,
         deps: DepsT | None = None,
+        session_link: SessionLink | None = None,
     ) -> AgentStream[OutputT]:
         """Continue a journaled run from its last entry, in this or any other process.
 
@@ -796,6 +810,8 @@ class Agent(Generic[DepsT, OutputT]):
             run_id: The run (``result.run_id``).
             directive: Decisions on the pending approvals and interrupts of a suspended run.
             deps: Dependencies for the rest of the run (default: the agent's ``deps``).
+            session_link: The session whose turn the run is (``bastion.sessions`` passes it
+                when it continues a turn cut by a crash; it holds the session's turn lease).
 
         Raises:
             UserError: The agent has no store (at once); when iteration starts: the store
@@ -807,11 +823,11 @@ class Agent(Generic[DepsT, OutputT]):
                 f"Agent {self.name!r} has no store: pass Agent(..., store='sqlite:///runs.db') "
                 "(the store the run was journaled in) to resume runs by id."
             )
-        config = self.config
+        config = self._run_config(None, session_link)
         placeholder = RunState(run_id=run_id, agent_name=self.name)
         stream: AgentStream[OutputT] = AgentStream[OutputT](
             self._scope(config, placeholder, deps, governed=False),
-            lambda: self._resumed(config, stream, run_id, directive, deps),
+            lambda: self._resumed(config, stream, run_id, directive, deps, session_link),
             self._on_start,
             self._on_done,
         )
@@ -827,20 +843,22 @@ class Agent(Generic[DepsT, OutputT]):
         """Continue a journaled run to its end (or next suspension); see :meth:`resume_stream`."""
         return await self.resume_stream(run_id, directive=directive, deps=deps).drain()
 
-    async def _resumed(
+    async def _resumed(  # noqa: PLR0917 - one resumed run's parts
         self,
         config: RunConfig,
         stream: AgentStream[OutputT],
         run_id: str,
         directive: Directive | None,
         deps: DepsT | None,
+        link: SessionLink | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         await self._open_store()
-        journal = self._journal(config, run_id, None, None)
+        journal = self._journal(config, run_id, None, link)
         assert journal is not None  # the agent has a store
         await journal.claim()  # a live owner's run is refused (RunBusy) before it is read
+        events = self._continue(config, stream, journal, run_id, directive, deps, link)
         try:
-            async for event in self._continue(config, stream, journal, run_id, directive, deps):
+            async for event in events:
                 yield event
         finally:
             await journal.release()  # ended, refused or closed early (else the end released it)
@@ -853,10 +871,12 @@ class Agent(Generic[DepsT, OutputT]):
         run_id: str,
         directive: Directive | None,
         deps: DepsT | None,
+        link: SessionLink | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         stores = journal.stores
         replayed = await load_run(stores, run_id, config)
-        await check_session_owner(stores, replayed.state, config.clock)
+        if link is None:  # else the session continuing its turn holds the turn lease
+            await check_session_owner(stores, replayed.state, config.clock)
         state = replayed.state
         journal.seq = replayed.seq
         journal.mark = replayed.mark
@@ -883,7 +903,7 @@ class Agent(Generic[DepsT, OutputT]):
             decisions = check_directive(state, directive)
             resolutions = tuple(directive.interrupts) if directive is not None else ()
             journal.decided = directive
-            scope = self._scope(config, state, deps, journal)
+            scope = self._scope(config, state, deps, journal, link=link)
             events = run_loop(scope, None, None, decisions, resolutions)
         else:
             if directive is not None:
@@ -891,50 +911,109 @@ class Agent(Generic[DepsT, OutputT]):
                     f"Run {run_id} is not awaiting approval (status {state.status!r}); "
                     "resume it without a directive."
                 )
-            scope = self._scope(config, state, deps, journal)
+            scope = self._scope(config, state, deps, journal, link=link)
             events = run_loop(scope, None, None, recovery=replayed.recovery)
         stream._bind(scope)  # pyright: ignore[reportPrivateUsage]
         async with aclosing(events):
             async for event in events:
                 yield event
 
-    def session(self, id: str | None = None, *, send_mode: str | None = None) -> Session:
+    def steer(self, text: str) -> bool:
+        """Steer the agent's run in flight (:meth:`AgentStream.steer`).
+
+        Returns False when no run is in flight: the message is dropped, never kept for a
+        later run.
+
+        Raises:
+            UserError: Several runs are in flight (steer one with its stream), or ``text``
+                is not a non-empty string.
+        """
+        stream = self._only_run("steer")
+        return stream is not None and stream.steer(text)
+
+    def follow_up(self, text: str) -> bool:
+        """Follow up the agent's run in flight (:meth:`AgentStream.follow_up`).
+
+        Returns False when no run is in flight.
+
+        Raises:
+            UserError: Several runs are in flight, or ``text`` is not a non-empty string.
+        """
+        stream = self._only_run("follow_up")
+        return stream is not None and stream.follow_up(text)
+
+    def _only_run(self, method: str) -> AgentStream[Any] | None:
+        live = [stream for stream in self._live if not stream.done]
+        if len(live) > 1:
+            raise UserError(
+                f"Agent {self.name!r} has {len(live)} runs in flight: call {method}() on the "
+                "stream of the run you mean (agent.stream(...))."
+            )
+        return live[0] if live else None
+
+    def session(
+        self,
+        id: str | None = None,
+        *,
+        send_mode: str | None = None,
+        on_pending_approvals: Literal["deny", "hold"] = "deny",
+    ) -> Session:
         """Open a stateful conversation (:class:`bastion.sessions.Session`) on this agent.
 
         Its transcript and ``session_state`` live in the agent's store (in memory when it
         has none). ``send_mode`` is the default of ``send()``: ``steer`` or ``queue``
-        (default: the agent's ``session_send_mode``).
+        (default: the agent's ``session_send_mode``). ``on_pending_approvals``: what a
+        steering message does to calls waiting for approval, ``deny`` them or ``hold``
+        (the message waits until they are decided).
 
         Raises:
-            UserError: ``send_mode`` is not ``steer`` or ``queue``.
+            UserError: ``send_mode`` or ``on_pending_approvals`` is invalid.
         """
         # bastion.sessions sits beside the agent layer and builds on it: loaded on use.
         sessions = importlib.import_module("bastion.sessions")
-        return sessions.Session(self, id, send_mode=send_mode)
+        return sessions.Session(
+            self, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals
+        )
 
-    async def resume_session(self, id: str, *, send_mode: str | None = None) -> Session:
+    async def resume_session(
+        self,
+        id: str,
+        *,
+        send_mode: str | None = None,
+        on_pending_approvals: Literal["deny", "hold"] = "deny",
+    ) -> Session:
         """Reopen a stored session (:class:`bastion.sessions.Session`) with its history.
 
         A session whose turn waits for approvals is reopened waiting: decide them with
-        ``session.approve()`` / ``session.deny()``.
+        ``session.approve()`` / ``session.deny()``. A turn a crash cut short is continued
+        from its run's journal once its turn lease has expired.
 
         Raises:
-            UserError: The store holds no session ``id``, or ``send_mode`` is invalid.
+            UserError: The store holds no session ``id``, or an option is invalid.
         """
         sessions = importlib.import_module("bastion.sessions")
-        return await sessions.Session.resume(self, id, send_mode=send_mode)
+        return await sessions.Session.resume(
+            self, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals
+        )
 
     async def compact(
-        self, messages: Sequence[Message], *, config: ContextConfig | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        config: ContextConfig | None = None,
+        keep_last: int | None = None,
     ) -> Compaction:
         """Compact a conversation now, as a run would when it passes its trigger.
 
-        Uses the agent's ``context`` settings, or ``config``. The summarizer's calls pass
-        the agent's governor. The messages are not changed: use
-        :attr:`Compaction.messages` as the history of the next run.
+        Uses the agent's ``context`` settings, or ``config``. With ``keep_last``, every
+        exchange older than the last ``keep_last`` is summarized into one summary,
+        whatever the budget (a history of ``keep_last`` exchanges or fewer is left as it
+        is). The summarizer's calls pass the agent's governor. The messages are not
+        changed: use :attr:`Compaction.messages` as the history of the next run.
 
         Raises:
-            UserError: The agent has no ``context`` and no ``config`` was given.
+            UserError: The agent has no ``context`` and no ``config`` was given, or
+                ``keep_last`` is negative.
         """
         keeper = self.context if config is None else build_context(config, self.model, self.name)
         if keeper is None:
@@ -943,7 +1022,11 @@ class Agent(Generic[DepsT, OutputT]):
                 "compact(messages, config=ContextConfig(...))."
             )
         governance = None if self.governance is None else self.governance.open(new_id("run"))
-        return await keeper.compact(messages, None, governance=governance)
+        if keep_last is None:
+            return await keeper.compact(messages, None, governance=governance)
+        if keep_last < 0:
+            raise UserError(f"compact(keep_last={keep_last}): expected 0 or more exchanges.")
+        return await keeper.summarize_older(messages, keep_last, governance=governance)
 
     def serialize_state(self, state: RunState) -> str:
         """A run's state as JSON text (:func:`bastion.agent.run_state_to_json`)."""

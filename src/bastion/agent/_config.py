@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ._retry import RetryConfig
     from ._setup import HookFlags
     from ._sources import ToolSources
+    from ._suggest import Suggester
     from ._tiers import TierResolver
     from ._verifiers import Verification
 
@@ -99,6 +100,8 @@ class RunConfig:
     verification: Verification | None = None
     """Checks of the final answer, and how many feedback rounds they may ask for."""
     loop_detection: LoopDetection | None = None
+    suggestions: Suggester | None = None
+    """Follow-up suggestions after a completed run (``None``: off)."""
     record_responses: bool = False
     security: SecurityConfig | None = None
     """The data-flow policy and the secrets vault (``None``: neither)."""

@@ -17,12 +17,13 @@ never compacted automatically (a summary would copy it to a summarizer).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bastion.context import (
     CalibratedCounter,
     TokenLedger,
+    clear_old_results,
     compact,
     token_counter,
 )
@@ -142,8 +143,9 @@ class ContextKeeper:
         governance: RunGovernance | None = None,
         keep: ResultKeeper | None = None,
         spent: list[tuple[str, Usage]] | None = None,
+        budget: int | None = None,
     ) -> Compaction:
-        """Compact ``messages`` now.
+        """Compact ``messages`` now (to ``budget``, default the agent's).
 
         The summarizer's calls pass ``governance`` (the run's, when ``scope`` is given) and
         count in ``scope``'s usage; ``spent`` receives each call's model and usage.
@@ -158,10 +160,25 @@ class ContextKeeper:
             messages,
             self.config,
             self.counter,
-            budget=self.budget,
+            budget=self.budget if budget is None else budget,
             summarizer=summarize,
             keep=keep,
         )
+
+    async def summarize_older(
+        self,
+        messages: Sequence[Message],
+        keep_last: int,
+        *,
+        governance: RunGovernance | None = None,
+    ) -> Compaction:
+        """Summarize every exchange older than the last ``keep_last`` (manual compaction)."""
+
+        async def summarize(span: Sequence[Message]) -> str:
+            return await self._summarize(span, None, governance, None)
+
+        config = replace(self.config, strategy="summarize", keep_last=keep_last)
+        return await compact(messages, config, self.counter, budget=1, summarizer=summarize)
 
     async def _summarize(
         self,
@@ -195,14 +212,43 @@ class ContextKeeper:
 class RunWindow:
     """One run's view of its context: the ledger of what the history costs in tokens."""
 
-    __slots__ = ("_counted", "_stuck_told", "keeper", "ledger")
+    __slots__ = (
+        "_cleared",
+        "_counted",
+        "_model",
+        "_stuck_told",
+        "_tokens",
+        "budget",
+        "keeper",
+        "ledger",
+    )
 
     def __init__(self, keeper: ContextKeeper) -> None:
         self.keeper = keeper
         counter = keeper.counter
         self.ledger = TokenLedger(counter)
         self._counted = 0  # the base count of the last request, for calibration
+        self._tokens = 0  # the count of the last request checked
+        self._cleared = 0.0  # no early clear before the history passes this count
         self._stuck_told = False
+        self.budget = keeper.budget
+        """The tokens a request may hold: the agent's, or a smaller fallback model's."""
+        self._model: Model | None = None  # the model that answered last
+
+    def answered_by(self, model: Model) -> None:
+        """The last call was answered by ``model`` (a fallback, maybe).
+
+        A model with a smaller window than the budget lowers it: the next checks trigger
+        at that model's threshold, so the run's next requests fit the model it falls back
+        to. The budget never grows back within the run (the fallback may be needed again).
+        """
+        if model is self._model:
+            return
+        self._model = model
+        window = model.context_window
+        if window is not None:
+            own = max(window - self.keeper.config.reserve_output_tokens, 1)
+            self.budget = min(self.budget, own)
 
     def _stuck(
         self, scope: CompactionScope, done: Compaction
@@ -218,7 +264,7 @@ class RunWindow:
             strategy=config.strategy,
             reason=(
                 f"nothing older than the last {config.keep_last} exchanges is left to compact, "
-                f"and they hold {done.tokens_before:,} of a {self.keeper.budget:,}-token budget; "
+                f"and they hold {done.tokens_before:,} of a {self.budget:,}-token budget; "
                 "lower ContextConfig(keep_last=...) or use a model with a larger window"
             ),
         )
@@ -227,15 +273,29 @@ class RunWindow:
         """What ``messages`` cost as a request."""
         return self.ledger.count(messages)
 
+    async def _clear(
+        self, scope: CompactionScope, keep: ResultKeeper | None
+    ) -> WindowChange | None:
+        """The early trigger: clear old large results (no model call), if there are any."""
+        messages = scope.state.messages
+        done = await clear_old_results(messages, self.keeper.config, self.keeper.counter, keep=keep)
+        # The next early clear waits until the history grew by a tenth of the budget: few
+        # passes over the history, and the cached prompt prefix changes seldom.
+        self._cleared = done.tokens_after + self.budget * _CLEAR_STEP
+        if not done.changed:
+            return None
+        messages[:] = done.messages
+        return WindowChange(event=compacted_event(scope, done, source="auto-trigger"), spent=[])
+
     def over(self, messages: Sequence[Message]) -> bool:
         """Whether a request of ``messages`` passes the compaction trigger."""
         keeper = self.keeper
-        tokens = self.ledger.count(messages)
+        tokens = self._tokens = self.ledger.count(messages)
         counter = keeper.counter
         self._counted = (
             tokens if not isinstance(counter, CalibratedCounter) else round(tokens / counter.factor)
         )
-        return tokens > keeper.budget * keeper.config.threshold
+        return tokens > self.budget * keeper.config.threshold
 
     def observe(self, usage: Usage) -> None:
         """Learn from the vendor's count of the last request (estimating counters only)."""
@@ -253,13 +313,21 @@ class RunWindow:
         """
         keeper = self.keeper
         messages = scope.state.messages
-        if not keeper.config.enabled or not self.over(messages):
+        config = keeper.config
+        if not config.enabled:
             return None
-        if any(isinstance(m, ToolMessage) and m.sensitivity == "secret" for m in messages):
+        if not self.over(messages):
+            early = config.clear_results_at
+            if early is None or self._tokens <= max(self.budget * early, self._cleared):
+                return None
+            if _secret(messages):
+                return None
+            return await self._clear(scope, keep)
+        if _secret(messages):
             return None
         spent: list[tuple[str, Usage]] = []
         try:
-            done = await keeper.compact(messages, scope, keep=keep, spent=spent)
+            done = await keeper.compact(messages, scope, keep=keep, spent=spent, budget=self.budget)
         except Exception as exc:  # the run goes on uncompacted; the event says why
             failed = ContextCompactionFailedEvent(
                 run_id=scope.run_id,
@@ -301,3 +369,11 @@ def compacted_event(
         strategy=done.strategy,
         hook_errors=done.hook_errors,
     )
+
+
+_CLEAR_STEP = 0.1
+
+
+def _secret(messages: Sequence[Message]) -> bool:
+    """Whether the history holds a secret tool output (never compacted automatically)."""
+    return any(isinstance(m, ToolMessage) and m.sensitivity == "secret" for m in messages)

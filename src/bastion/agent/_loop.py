@@ -151,9 +151,15 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
                 stop_at_max_steps(scope)
                 break
             if scope.session_link is not None:  # steering messages join before the call
+                if journal is not None:  # the session stores only what the journal holds
+                    await journal.flush()
                 await scope.session_link.before_model_call(scope.ctx, state.messages)
                 if scope.abort is not None:  # the session aborted the turn meanwhile
                     raise RunAborted
+            inbox = scope.inbox
+            if inbox is not None and inbox.steering:  # stream.steer(): joins before the call
+                for event in inbox.steer(state):
+                    yield event
             if journal is not None:  # an acting tool's result is durable before the call
                 await journal.before_model_call()
             if config.tool_sources.sources:  # MCP servers: their current tools
@@ -189,9 +195,12 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
             response = take_response(scope, call)
             if window is not None:
                 window.observe(response.usage)
+                window.answered_by(call.model)  # a smaller fallback lowers the trigger
             if journal is not None:  # entry seq: the model call's last event (or step.start)
                 journal.model_response(state, call.model.key, response, event.seq, call.chunks)
             if scope.session_link is not None:  # a session's step ends here, before its tools
+                if journal is not None:  # a crash never leaves the session ahead of the run
+                    await journal.flush()
                 await scope.session_link.after_model_call(scope.ctx, response)
             if flags.after_llm_call:
                 await after_llm_call(scope, response)
@@ -235,6 +244,16 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
             yield step_end(scope, call, response)
             for event in await finalize(scope, response):
                 yield event
+            inbox = scope.inbox
+            if inbox is not None and inbox.follow_ups:  # stream.follow_up(): the next turn
+                followed = inbox.follow_up(state)
+                if followed is not None:
+                    yield followed
+            suggester = config.suggestions
+            if suggester is not None:  # once completed: what the user may ask next
+                suggested = await suggester.suggest(scope)
+                if suggested is not None:
+                    yield suggested
     except RunAborted:
         state.abort()
     except asyncio.CancelledError:

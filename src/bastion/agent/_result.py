@@ -56,6 +56,8 @@ class RunResult(Generic[OutputT]):
         duration: Seconds from start to end.
         error: Why the run failed, when it did.
         stop_reason: Why a ``stopped`` run stopped: ``"max_steps"`` or ``"hook"``.
+        suggestions: What the user may ask next (``Agent(suggestions=...)``), after a
+            completed run.
         exception: The exception behind a failure, for debugging.
         pending_approvals: With status ``awaiting_approval``: the calls waiting for a
             human decision. Resume with ``agent.run(result.state, directive=...)``.
@@ -76,6 +78,7 @@ class RunResult(Generic[OutputT]):
     duration: float
     error: RunErrorInfo | None = None
     stop_reason: str | None = None
+    suggestions: list[str] = field(default_factory=list[str])
     exception: BaseException | None = field(default=None, repr=False)
     pending_approvals: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
     state: RunState | None = field(default=None, repr=False)

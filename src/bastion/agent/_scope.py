@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._context import RunWindow
     from ._governance import RunGovernance
     from ._hooks import SessionLink
+    from ._inbox import Inbox
     from ._journal import RunJournal
     from ._state import RunState
 
@@ -64,6 +65,7 @@ class RunScope:
         "ending",
         "governance",
         "guard",
+        "inbox",
         "journal",
         "model_hint",
         "output_mode",
@@ -98,6 +100,8 @@ class RunScope:
         self.tools: ToolSet = config.tools
         # A session's runs: its state and its drain points before and after model calls.
         self.session_link = session_link
+        # Steering and follow-ups sent to a plain run (``stream.steer``); made on first use.
+        self.inbox: Inbox | None = None
         self.run_id = state.run_id
         # The ``seq`` of the last event the run yielded; only the loop's numbering point
         # (``run_loop``) advances it. A resumed run goes on after its journal's highest.

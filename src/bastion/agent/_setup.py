@@ -18,13 +18,14 @@ from ._options import GovernanceOptions
 
 if TYPE_CHECKING:
     # Compaction, code mode, governance and stores load when an agent uses them.
-    from bastion.context import ContextConfig
+    from bastion.context import ContextConfig, Suggestions
     from bastion.core import Clock
     from bastion.governance import Budget, Policy
     from bastion.stores import Stores
     from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
 
     from ._context import ContextKeeper
+    from ._suggest import Suggester
 
 __all__ = [
     "HookFlags",
@@ -32,6 +33,7 @@ __all__ = [
     "build_context",
     "build_governance",
     "build_store",
+    "build_suggester",
     "check_positive",
     "resolve_model",
 ]
@@ -89,6 +91,21 @@ def build_context(config: ContextConfig | None, model: Model, name: str) -> Cont
     given = config.summarizer
     summarizer = model if given is None else resolve_model(given, "context summarizer")
     return ContextKeeper(config, model, summarizer, f"Agent {name!r}")
+
+
+def build_suggester(config: Suggestions | None, model: Model, name: str) -> Suggester | None:
+    """The agent's follow-up suggestions for ``model`` (``None``: off)."""
+    if config is None:
+        return None
+    from bastion.context import Suggestions
+
+    from ._suggest import Suggester
+
+    if not isinstance(config, Suggestions):
+        raise UserError(f"Agent {name!r}: suggestions must be a Suggestions, got {config!r}.")
+    given = config.model
+    writer = model if given is None else resolve_model(given, "suggestions model")
+    return Suggester(count=config.count, model=writer)
 
 
 def resolve_model(model: Model | str, what: str) -> Model:

@@ -20,6 +20,7 @@ from bastion.core import (
     ToolCall,
     ToolMessage,
     Usage,
+    UserMessage,
 )
 from bastion.governance import GovernorSnapshot, SuspendedInterrupt
 from bastion.security import DataFlowLedger
@@ -99,6 +100,7 @@ class RunState:
     error: RunErrorInfo | None = None
     exception: BaseException | None = None
     stop_reason: str | None = None
+    suggestions: list[str] = field(default_factory=list[str])
     output_retries_used: int = 0
     # Final answers the verifiers sent back with feedback (``Verification.max_rounds``).
     verifier_rounds: int = 0
@@ -152,6 +154,18 @@ class RunState:
         self.stop_reason = reason
         self.output = output
 
+    def follow_up(self, message: UserMessage) -> None:
+        """A completed turn is followed by ``message``: the run goes on with it.
+
+        Raises:
+            RunStatusError: The run has not completed.
+        """
+        if self.status != "completed":
+            raise RunStatusError(f"Run {self.run_id} cannot take a follow-up: {self.status!r}.")
+        self.status = "running"
+        self.output = None
+        self.messages.append(message)
+
     def abort(self) -> None:
         """The run was aborted by its caller."""
         self._move("aborted")
@@ -194,6 +208,7 @@ class RunState:
             duration=self.finished_at - self.started_at,
             error=self.error,
             stop_reason=self.stop_reason,
+            suggestions=list(self.suggestions),
             exception=self.exception,
             pending_approvals=[p.request for p in self.pending_approvals if p.request],
             state=self,

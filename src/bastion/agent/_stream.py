@@ -25,6 +25,7 @@ from bastion.core import (
     current_run_tap,
 )
 
+from ._inbox import Inbox
 from ._result import OutputT, RunResult
 from ._scope import AbortRequest, RunScope
 
@@ -139,7 +140,45 @@ class AgentStream(Generic[OutputT]):
 
     def _bind(self, scope: RunScope) -> None:
         """Replace the scope once a resumed run's state is loaded (``Agent.resume_stream``)."""
+        scope.inbox = scope.inbox or self._scope.inbox  # messages sent before it loaded
         self._scope = scope
+
+    def steer(self, text: str) -> bool:
+        """Send a message that joins the run before its next model call.
+
+        The tool calls of the current step still run; the model reads their results and
+        then ``text`` (event ``agent.steered``). Returns False (and the message is
+        dropped, never kept for another run) when the run has ended or is ending.
+
+        Raises:
+            UserError: ``text`` is not a non-empty string.
+        """
+        return self._send(text, steer=True)
+
+    def follow_up(self, text: str) -> bool:
+        """Send a message that starts the next turn once the run has its answer.
+
+        The current turn ends normally (its output is in the ``agent.followup.queued``
+        event), then the run goes on with ``text`` as the next user message; the run's
+        result is the last turn's. Returns False when the run has ended or is ending.
+
+        Raises:
+            UserError: ``text`` is not a non-empty string.
+        """
+        return self._send(text, steer=False)
+
+    def _send(self, text: str, *, steer: bool) -> bool:
+        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            method = "steer" if steer else "follow_up"
+            raise UserError(f"{method}() takes the message as a non-empty string, not {text!r}.")
+        scope = self._scope
+        if self._result is not None or scope.ending or scope.abort is not None:
+            return False
+        inbox = scope.inbox
+        if inbox is None:
+            inbox = scope.inbox = Inbox()
+        (inbox.steering if steer else inbox.follow_ups).append(text)
+        return True
 
     async def drain(self) -> RunResult[OutputT]:
         """Run to the end without handing events out; return the result.

@@ -13,6 +13,9 @@ from rich.text import Text
 from bastion.core import (
     AgentCancellingEvent,
     AgentErrorEvent,
+    AgentFollowUpEvent,
+    AgentSteeredEvent,
+    AgentSuggestionsEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -36,6 +39,9 @@ __all__ = ["NoticeEvent", "notice"]
 NoticeEvent: TypeAlias = (
     AgentCancellingEvent
     | AgentErrorEvent
+    | AgentFollowUpEvent
+    | AgentSteeredEvent
+    | AgentSuggestionsEvent
     | ContextCompactedEvent
     | ContextCompactionFailedEvent
     | GovernanceEvent
@@ -122,6 +128,14 @@ def notice(event: NoticeEvent) -> Text:
         case AgentCancellingEvent():
             what = "finishing the current step" if event.drain else "stopping now"
             return _line("■", f"cancelling: {what}", "yellow")
+        case AgentSteeredEvent():
+            return _line("»", f"steered: {preview(event.text)}", "cyan")
+        case AgentFollowUpEvent():
+            return _line("»", f"follow-up: {preview(event.text)}", "cyan")
+        case AgentSuggestionsEvent():
+            if event.error is not None:
+                return _line("!", f"no suggestions: {preview(event.error)}", "yellow")
+            return _line("?", "you could ask: " + " | ".join(event.suggestions), "dim")
         case ToolSourceErrorEvent():
             return _line("✗", f"tools of {event.source} unavailable: {event.message}", "red")
         case ToolRetryEvent():

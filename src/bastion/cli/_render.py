@@ -29,7 +29,10 @@ from bastion.core import (
     AgentEndEvent,
     AgentErrorEvent,
     AgentEvent,
+    AgentFollowUpEvent,
     AgentStartEvent,
+    AgentSteeredEvent,
+    AgentSuggestionsEvent,
     ContextCompactedEvent,
     ContextCompactionFailedEvent,
     GovernanceEvent,
@@ -192,6 +195,9 @@ class Renderer:
             case (
                 AgentCancellingEvent()
                 | AgentErrorEvent()
+                | AgentFollowUpEvent()
+                | AgentSteeredEvent()
+                | AgentSuggestionsEvent()
                 | ContextCompactedEvent()
                 | ContextCompactionFailedEvent()
                 | GovernanceEvent()

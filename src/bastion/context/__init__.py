@@ -22,12 +22,14 @@ if TYPE_CHECKING:
         EssentialsHook,
         ResultKeeper,
         Summarizer,
+        clear_old_results,
         clear_tool_results,
         compact,
         split_exchanges,
         summarize,
         trim,
     )
+    from ._suggest import SUGGEST_INSTRUCTIONS, Suggestions, parse_suggestions, suggestion_request
     from ._tokens import (
         ENCODINGS,
         CalibratedCounter,
@@ -51,6 +53,10 @@ if TYPE_CHECKING:
     )
 
 _LAZY = {
+    "SUGGEST_INSTRUCTIONS": "._suggest",
+    "Suggestions": "._suggest",
+    "parse_suggestions": "._suggest",
+    "suggestion_request": "._suggest",
     "SUMMARY_HEADER": "._compact",
     "Compaction": "._compact",
     "CompactionStrategy": "._compact",
@@ -58,6 +64,7 @@ _LAZY = {
     "EssentialsHook": "._compact",
     "ResultKeeper": "._compact",
     "Summarizer": "._compact",
+    "clear_old_results": "._compact",
     "clear_tool_results": "._compact",
     "compact": "._compact",
     "split_exchanges": "._compact",
@@ -97,7 +104,9 @@ __all__ = [
     "RepairKind",
     "RepairedTranscript",
     "ResultKeeper",
+    "SUGGEST_INSTRUCTIONS",
     "SUMMARY_HEADER",
+    "Suggestions",
     "Summarizer",
     "TokenCounter",
     "TokenLedger",
@@ -105,10 +114,13 @@ __all__ = [
     "TranscriptError",
     "TranscriptGuard",
     "TranscriptRules",
+    "clear_old_results",
     "clear_tool_results",
     "compact",
+    "parse_suggestions",
     "repair_transcript",
     "split_exchanges",
+    "suggestion_request",
     "summarize",
     "token_counter",
     "trim",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeAlias
 
 from bastion.core import (
@@ -85,6 +85,10 @@ class ContextConfig:
         keep_last: The most recent exchanges (a user message, or an answer with its tool
             results), never compacted.
         clear_results_over: ``clear_tool_results`` clears results larger than this (tokens).
+        clear_results_at: A second, lower trigger (a share of the budget, below
+            ``threshold``): past it, the large results of older exchanges are cleared
+            (no model call, handles kept as by ``clear_tool_results``), so the history
+            stays lean between compactions. ``None`` (default): off.
         summarizer: The model that writes summaries (a model or ``"vendor:model"``); the
             agent's own model when ``None``.
         essentials: Hooks run after each compaction; what they return is re-injected.
@@ -98,6 +102,7 @@ class ContextConfig:
     reserve_output_tokens: int = 4_096
     keep_last: int = 4
     clear_results_over: int = 512
+    clear_results_at: float | None = None
     summarizer: Model | str | None = None
     essentials: Sequence[EssentialsHook] = ()
     enabled: bool = True
@@ -112,6 +117,12 @@ class ContextConfig:
             raise UserError(
                 f"ContextConfig: need 0 < target <= threshold <= 1, got target={self.target!r}, "
                 f"threshold={self.threshold!r}."
+            )
+        early = self.clear_results_at
+        if early is not None and not 0 < early < self.threshold:
+            raise UserError(
+                f"ContextConfig: need 0 < clear_results_at < threshold, got "
+                f"clear_results_at={early!r}, threshold={self.threshold!r}."
             )
         for name in ("keep_last", "reserve_output_tokens", "clear_results_over"):
             if getattr(self, name) < 0:
@@ -323,6 +334,23 @@ async def summarize(
         summary_tokens=counter.count_text(summary.text),
         exchanges_summarized=first,
     )
+
+
+async def clear_old_results(
+    messages: Sequence[Message],
+    config: ContextConfig,
+    counter: TokenCounter,
+    *,
+    keep: ResultKeeper | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Compaction:
+    """What ``clear_results_at`` does: clear every large result older than ``keep_last``."""
+    started = clock()
+    done = await clear_tool_results(
+        messages, counter, budget=0, keep_last=config.keep_last,
+        over=config.clear_results_over, keep=keep,
+    )  # fmt: skip
+    return replace(done, duration=clock() - started)
 
 
 async def compact(

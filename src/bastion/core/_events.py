@@ -24,7 +24,10 @@ __all__ = [
     "AgentEndEvent",
     "AgentErrorEvent",
     "AgentEvent",
+    "AgentFollowUpEvent",
     "AgentStartEvent",
+    "AgentSteeredEvent",
+    "AgentSuggestionsEvent",
     "ContextCompactedEvent",
     "ContextCompactionFailedEvent",
     "GovernanceEvent",
@@ -496,6 +499,42 @@ class AgentCancellingEvent:
 
 
 @dataclass(kw_only=True, slots=True)
+class AgentSteeredEvent:
+    """A steering message (``stream.steer``) joined the transcript before the next model call."""
+
+    run_id: str
+    seq: int = 0
+    text: str
+    type: Literal["agent.steered"] = "agent.steered"
+
+
+@dataclass(kw_only=True, slots=True)
+class AgentFollowUpEvent:
+    """The turn ended with an answer and a follow-up (``stream.follow_up``) starts the next."""
+
+    run_id: str
+    seq: int = 0
+    text: str
+    output: Any
+    type: Literal["agent.followup.queued"] = "agent.followup.queued"
+
+
+@dataclass(kw_only=True, slots=True)
+class AgentSuggestionsEvent:
+    """What the user may ask next (``Agent(suggestions=...)``), after a completed run.
+
+    ``error`` says why there are none when the suggestion call failed (the run stands).
+    """
+
+    run_id: str
+    seq: int = 0
+    suggestions: list[str]
+    model: str
+    error: str | None = None
+    type: Literal["agent.suggestions"] = "agent.suggestions"
+
+
+@dataclass(kw_only=True, slots=True)
 class AgentErrorEvent:
     """The run failed; followed by ``agent.end`` with status ``failed``."""
 
@@ -568,6 +607,9 @@ AgentEvent: TypeAlias = (
     | ModelFellbackEvent
     | ModelCircuitEvent
     | AgentCancellingEvent
+    | AgentSteeredEvent
+    | AgentFollowUpEvent
+    | AgentSuggestionsEvent
     | AgentErrorEvent
     | AgentEndEvent
     | SubagentEvent

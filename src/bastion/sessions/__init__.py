@@ -6,6 +6,7 @@
 from ._events import (
     EVENTS,
     ApprovalRequested,
+    Compacted,
     InterruptRequested,
     MessageAdded,
     SendMode,
@@ -23,6 +24,7 @@ from ._session import ABORTED, STEERED, SentMessage, Session
 __all__ = [
     "ABORTED",
     "ApprovalRequested",
+    "Compacted",
     "EVENTS",
     "InterruptRequested",
     "MessageAdded",

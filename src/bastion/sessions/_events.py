@@ -24,6 +24,7 @@ __all__ = [
     "EVENTS",
     "SEND_MODES",
     "ApprovalRequested",
+    "Compacted",
     "InterruptRequested",
     "MessageAdded",
     "SendMode",
@@ -48,6 +49,7 @@ SessionEvent: TypeAlias = Literal[
     "approval_requested",
     "interrupt_requested",
     "turn_end",
+    "compacted",
     "error",
 ]
 EVENTS: tuple[SessionEvent, ...] = (
@@ -59,6 +61,7 @@ EVENTS: tuple[SessionEvent, ...] = (
     "approval_requested",
     "interrupt_requested",
     "turn_end",
+    "compacted",
     "error",
 )
 
@@ -130,6 +133,22 @@ class TurnEnd:
 
     messages: list[Message]
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """``compacted``: the transcript was compacted (stored as a ``compacted`` entry).
+
+    ``source`` is ``manual`` (``session.compact()``) or ``auto-trigger`` (a turn's run passed
+    its agent's compaction trigger); the tokens are the history's before and after.
+    """
+
+    before_tokens: int
+    after_tokens: int
+    summary_tokens: int
+    strategy: str
+    source: Literal["auto-trigger", "manual", "pre-step"]
+    duration: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ separators, UTF-8 as is, so an export of an import is byte-equal.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
 from bastion.core import UserError
@@ -18,21 +19,26 @@ __all__ = ["FORMAT", "dump_session", "parse_export", "store_rows"]
 FORMAT = "bastion-session/1"
 
 
-async def dump_session(store: SessionStore, session_id: str) -> str:
-    """The stored session as JSON lines."""
+async def dump_session(
+    store: SessionStore, session_id: str, root: Mapping[str, object] | None = None
+) -> str:
+    """The stored session as JSON lines.
+
+    ``root``: the payload of a ``compacted`` entry written in place of the first entry
+    (a branch's ``branched`` root, materialised so that the export stands alone).
+    """
     state = await store.get_state(session_id)
     lines = [_dump({"format": FORMAT, "session_id": session_id, "state": state or {}})]
-    lines.extend(
-        _dump(
-            {
-                "entry_id": e.entry_id,
-                "parent_id": e.parent_id,
-                "kind": e.kind,
-                "payload": e.payload,
-            }
-        )
-        for e in await store.entries(session_id)
-    )
+    for index, e in enumerate(await store.entries(session_id)):
+        row: dict[str, object] = {
+            "entry_id": e.entry_id,
+            "parent_id": e.parent_id,
+            "kind": e.kind,
+            "payload": e.payload,
+        }
+        if index == 0 and root is not None:
+            row.update(parent_id=None, kind="compacted", payload=dict(root))
+        lines.append(_dump(row))
     return "".join(line + "\n" for line in lines)
 
 

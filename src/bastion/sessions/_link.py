@@ -16,6 +16,7 @@ from bastion.tools import BeforeToolCall, Directive
 
 if TYPE_CHECKING:
     from bastion.agent import AgentStream, RunState
+    from bastion.context import Compaction, ContextConfig
 
 __all__ = ["Link", "SessionAgent"]
 
@@ -47,6 +48,20 @@ class SessionAgent(Protocol):
         directive: Directive | None = None,
         session_link: Link | None = None,
     ) -> AgentStream[Any]: ...
+
+    async def compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        config: ContextConfig | None = None,
+        keep_last: int | None = None,
+    ) -> Compaction:
+        """Compact a conversation now (``Agent.compact``)."""
+        ...
+
+    def resume_stream(self, run_id: str, *, session_link: Link | None = None) -> AgentStream[Any]:
+        """Continue a journaled run (a session turn cut by a crash)."""
+        ...
 
     async def stores(self) -> Stores: ...
 

@@ -16,6 +16,7 @@ from bastion.tools import Deny, Rewrite, ToolCallDecision, ToolCallRequest
 from ._events import (
     EVENTS,
     ApprovalRequested,
+    Compacted,
     InterruptRequested,
     MessageAdded,
     SessionError,
@@ -57,6 +58,8 @@ class Listeners:
     ) -> Self: ...
     @overload
     def on(self, event: Literal["turn_end"], fn: Callable[[TurnEnd], object]) -> Self: ...
+    @overload
+    def on(self, event: Literal["compacted"], fn: Callable[[Compacted], object]) -> Self: ...
     @overload
     def on(self, event: Literal["error"], fn: Callable[[SessionError], object]) -> Self: ...
     def on(self, event: SessionEvent, fn: Listener) -> Self:

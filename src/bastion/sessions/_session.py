@@ -13,17 +13,21 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.core import (
     AssistantMessage,
+    ContextCompactedEvent,
     Message,
     ModelResponse,
     ToolMessage,
+    Usage,
     UserError,
     UserMessage,
     new_id,
 )
+from bastion.core._serde import message_adapter
 from bastion.stores import (
     LeaseKeeper,
     SessionConflict,
@@ -41,8 +45,10 @@ from bastion.tools import (
     ToolCallRequest,
 )
 
+from ._branch import BRANCHED, read_entries
 from ._events import (
     ApprovalRequested,
+    Compacted,
     InterruptRequested,
     MessageAdded,
     SendMode,
@@ -62,6 +68,7 @@ from ._transcript import DECIDED, RESUMED, SUSPENDED, Transcript
 
 if TYPE_CHECKING:
     from bastion.agent import AgentStream, RunState
+    from bastion.context import Compaction, ContextConfig
 
 __all__ = ["ABORTED", "STEERED", "SentMessage", "Session"]
 
@@ -72,6 +79,8 @@ ABORTED = "aborted"
 CUT_SHORT = "Tool call not run: the turn was aborted."
 
 SentStatus = Literal["pending", "running", "done", "aborted", "failed"]
+PendingMode = Literal["deny", "hold"]
+"""What a steering message does to calls waiting for approval: deny them, or wait."""
 
 
 class _Waiting:
@@ -121,11 +130,22 @@ class Session(Listeners):
     """
 
     def __init__(
-        self, agent: SessionAgent, id: str | None = None, *, send_mode: str | None = None
+        self,
+        agent: SessionAgent,
+        id: str | None = None,
+        *,
+        send_mode: str | None = None,
+        on_pending_approvals: PendingMode = "deny",
     ) -> None:
         super().__init__()
         mode = agent.session_send_mode if send_mode is None else send_mode
         self.send_mode: SendMode = check_mode(mode, "send_mode")
+        if on_pending_approvals not in ("deny", "hold"):
+            raise UserError(
+                f"on_pending_approvals={on_pending_approvals!r}: use 'deny' (a steering message "
+                "denies the calls waiting for approval) or 'hold' (it waits for the decisions)."
+            )
+        self.on_pending_approvals: PendingMode = on_pending_approvals
         self.id = id or new_id("session")
         # Passed to each of the session's runs: state, drain points, the first tool hook.
         self._link = Link(self._drain, self._stepped, self._decide)
@@ -136,17 +156,27 @@ class Session(Listeners):
         self._current: list[SentMessage] = []
         self._task: asyncio.Task[None] | None = None
         self._loaded = False
-        self._records: set[asyncio.Task[None]] = set()  # decisions being stored
+        self._records: set[asyncio.Task[Any]] = set()  # decisions being stored
         self._in_turn = False
         self._abort = False
         self._stream: AgentStream[Any] | None = None
         self._suspended: Suspension | None = None
         self._keeper: LeaseKeeper | None = None  # the turn lease, made on the first turn
+        self._crashed: str | None = None  # the last turn's run, maybe cut by a crash
+        self._compacting = False  # session.compact() rewrites the history: no turn starts
 
     @property
     def messages(self) -> list[Message]:
         """The transcript: user, assistant and tool messages, oldest first."""
         return self._transcript.messages
+
+    @property
+    def usage(self) -> Usage:
+        """What the session's model calls cost, every turn's (aborted ones too).
+
+        Stored with each answer, so a reopened session (another process) knows it too.
+        """
+        return self._transcript.usage
 
     @property
     def session_state(self) -> dict[str, Any]:
@@ -169,19 +199,28 @@ class Session(Listeners):
         return [] if self._suspended is None else self._suspended.pending_interrupts()
 
     @classmethod
-    async def resume(cls, agent: SessionAgent, id: str, *, send_mode: str | None = None) -> Session:
+    async def resume(
+        cls,
+        agent: SessionAgent,
+        id: str,
+        *,
+        send_mode: str | None = None,
+        on_pending_approvals: PendingMode = "deny",
+    ) -> Session:
         """Reopen session ``id`` from the agent's store (waiting, if its turn was).
 
         Raises:
             UserError: The store holds no session ``id``.
         """
-        session = cls(agent, id, send_mode=send_mode)
+        session = cls(agent, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals)
         store = await session._store()
-        entries = await store.entries(id)
+        entries = await read_entries(store, id)
         state = await store.get_state(id)
         if not entries and state is None:
             raise UserError(f"No session {id!r} in the agent's store.")
         session._load(entries, state)
+        if await session._cut_run() is not None:  # continued once the turn lease is free
+            session._kick()
         return session
 
     def _load(self, entries: Sequence[SessionEntry], state: Mapping[str, Any] | None) -> None:
@@ -191,6 +230,8 @@ class Session(Listeners):
             self._link.state.update(state)
         suspended = self._transcript.load(entries)
         self._suspended = None
+        stored = self._agent.store is not None and suspended is None
+        self._crashed = self._transcript.run_id if stored else None
         if suspended is not None:
             stored, decided = suspended
             run = self._agent.deserialize_state(json.dumps(stored["run"]))
@@ -198,13 +239,28 @@ class Session(Listeners):
             for payload in decided:  # decisions made before the process went away
                 self._suspended.restore(payload)
 
+    async def _cut_run(self) -> str | None:
+        """The last turn's run when its journal says it is still running (a crash cut it).
+
+        Only a run journaled in the agent's store can be continued; a turn whose run never
+        reached the journal is answered as before (its open calls cut short).
+        """
+        run_id, self._crashed = self._crashed, None
+        if run_id is None:
+            return None
+        record = await (await self._agent.stores()).journal.get_run(run_id)
+        if record is None or record.status != "running":
+            return None
+        self._crashed = run_id
+        return run_id
+
     async def _store(self) -> SessionStore:
         return (await self._agent.stores()).sessions
 
     async def _reload(self) -> None:
         """Read the session again: another handle wrote to it (the store is the truth)."""
         store = await self._store()
-        self._load(await store.entries(self.id), await store.get_state(self.id))
+        self._load(await read_entries(store, self.id), await store.get_state(self.id))
 
     async def _lease(self) -> LeaseKeeper:
         """The keeper of this handle's turn lease (one owner id per handle)."""
@@ -291,18 +347,29 @@ class Session(Listeners):
 
     # aborting
 
-    def abort(self) -> bool:
-        """Abort the current turn and drop the messages waiting for a turn.
+    def abort(self, mode: Literal["now", "after_turn"] = "now") -> bool:
+        """Abort the current turn (or let it end) and drop the messages waiting for a turn.
 
-        The run stops (tools are cancelled, calls waiting for approval are denied), every
-        tool call gets a result, listeners get ``error`` with :class:`TurnAborted`, and
-        the session takes the next ``send()``. Returns False when there was nothing to do.
+        ``now``: the run stops (tools are cancelled, calls waiting for approval are
+        denied), every tool call gets a result, listeners get ``error`` with
+        :class:`TurnAborted`. ``after_turn``: the turn in progress runs to its end (a turn
+        waiting for approvals waits for them) and nothing after it runs. Either way what
+        the turn did is stored (messages, and the usage of each model call), the transcript
+        stays valid, and the session takes the next ``send()``. Returns False when there
+        was nothing to do.
+
+        Raises:
+            UserError: ``mode`` is not ``now`` or ``after_turn``.
         """
+        if mode not in ("now", "after_turn"):
+            raise UserError(f"abort(mode={mode!r}): use 'now' or 'after_turn'.")
         dropped = [*self._steering, *self._queue]
         for sent in dropped:
             sent.status = "aborted"
         self._steering.clear()
         self._queue.clear()
+        if mode == "after_turn":
+            return bool(dropped) or self._in_turn or self._suspended is not None
         return self._abort_turn() or bool(dropped)
 
     def _abort_sent(self, sent: SentMessage) -> bool:
@@ -335,12 +402,13 @@ class Session(Listeners):
     # the loop
 
     def _kick(self) -> None:
-        if self.running:
-            return  # the loop picks up new messages and decisions itself
+        if self.running or self._compacting:
+            return  # the loop picks up new messages and decisions itself (or once compacted)
         if self._suspended is not None:
-            if not (self._suspended.decided() or self._steering or self._abort):
+            steers = bool(self._steering) and self.on_pending_approvals == "deny"
+            if not (self._suspended.decided() or steers or self._abort):
                 return
-        elif not (self._steering or self._queue):
+        elif not (self._steering or self._queue or self._crashed):
             return
         self._task = asyncio.get_running_loop().create_task(self._loop())
 
@@ -389,11 +457,14 @@ class Session(Listeners):
             SessionConflict: Another handle wrote to the session since this one read it;
                 nothing was written and the message waits again.
         """
+        run_id = await self._cut_run()
+        if run_id is not None:
+            return await self._continue(run_id)
         suspended = self._suspended
         if suspended is not None:
             if self._abort:
                 suspended.deny_rest(ABORTED, interrupts=True)
-            elif self._steering:
+            elif self._steering and self.on_pending_approvals == "deny":
                 suspended.deny_rest(STEERED, interrupts=False)
             if not suspended.decided():
                 return WAITING
@@ -417,18 +488,36 @@ class Session(Listeners):
         self._current = [sent]
         self._in_turn = True
         self._abort = False
+        user = UserMessage(content=sent.text)
         try:  # strict: written only after the head this handle knows, else read it again
-            await self._answer_cut_calls(strict=True)  # a stored turn cut short by a crash
-            await self._transcript.add(UserMessage(content=sent.text), strict=True)
+            await self._answer_cut_calls(strict=True)  # a turn whose run was never journaled
+            stream = self._agent.stream(
+                None,
+                message_history=[*self.messages, user],
+                session_id=self.id,
+                session_link=self._link,
+            )  # its run id goes with the message: a crash's survivor continues that run
+            await self._transcript.add(user, strict=True, run=stream.run_id)
         except SessionConflict:
             sent.status = "pending"
             self._current = []
             self._in_turn = False
             raise
         self._transcript.follow()
-        stream = self._agent.stream(
-            None, message_history=list(self.messages), session_id=self.id, session_link=self._link
-        )
+        return await self._consume(stream)
+
+    async def _continue(self, run_id: str) -> str:
+        """Continue the turn a crash cut, from its run's journal, to its end.
+
+        Recorded model calls and tool results are replayed, not repeated (the journal's
+        rules for a tool started without a recorded result apply); the messages the
+        session missed join its transcript, and the turn ends as any other.
+        """
+        self._current = []
+        self._in_turn = True
+        self._abort = False
+        stream = self._agent.resume_stream(run_id, session_link=self._link)
+        self._transcript.follow(continuing=True)
         return await self._consume(stream)
 
     async def _resume(self, suspended: Suspension) -> str:
@@ -454,7 +543,6 @@ class Session(Listeners):
         self._written()  # an abort asked for before the run existed
         try:
             async for event in stream:
-                await self._transcript.sync()  # messages first: they precede their events
                 match event.type:
                     case "text.delta":
                         await self._emit("text_delta", TextDelta(event.delta))
@@ -468,6 +556,10 @@ class Session(Listeners):
                             "tool_result",
                             ToolResult(event.tool_call_id, event.tool_name, event.message, True),
                         )
+                    case "context.compacted" if isinstance(event, ContextCompactedEvent):
+                        done = _compacted(event)  # the next turns start from what it left
+                        if await self._transcript.run_compacted(asdict(done)):
+                            await self._emit("compacted", done)
                     case _:
                         pass
         finally:
@@ -530,6 +622,12 @@ class Session(Listeners):
     async def _drain(self, live: list[Message]) -> None:
         """Drain point before each model call: steering messages join the transcript."""
         self._transcript.bind(live)
+        dropped, self._transcript.dropped = self._transcript.dropped, []
+        self._steering[:0] = [  # steering a crash kept from the journal joins again
+            SentMessage(self, m.content, "steer")
+            for m in dropped
+            if isinstance(m, UserMessage) and isinstance(m.content, str)
+        ]
         while self._steering:
             sent = self._steering.pop(0)
             sent.status = "running"
@@ -540,6 +638,7 @@ class Session(Listeners):
     async def _stepped(self, live: list[Message], response: ModelResponse) -> None:
         """A model call ended: its message, then its ``step``, before any tool call."""
         self._transcript.bind(live)
+        self._transcript.answered = (response.message, response.usage)
         await self._transcript.sync()
         await self._emit("step", StepDone(response.usage, response.finish_reason))
 
@@ -554,11 +653,108 @@ class Session(Listeners):
         if isinstance(message, (UserMessage, AssistantMessage)):
             await self._emit("message", MessageAdded(message))
 
+    # compaction
+
+    async def compact(
+        self, *, keep_last: int | None = None, config: ContextConfig | None = None
+    ) -> Compaction:
+        """Compact the transcript now, between turns; the next turns start from the result.
+
+        Uses the agent's ``context`` settings (or ``config``). With ``keep_last``, every
+        exchange older than the last ``keep_last`` is replaced by one summary (the agent's
+        summarizer writes it); without, the configured strategy compacts to its target.
+        Stored as a ``compacted`` entry, announced as ``compacted`` (source ``manual``).
+        A transcript with nothing older to compact is left as it is (no entry, no event).
+
+        Raises:
+            UserError: A turn is running or waiting, or the agent has no ``context`` and no
+                ``config`` was given.
+        """
+        if self.running or self._suspended is not None or self._in_turn or self._compacting:
+            raise UserError(
+                f"Session {self.id!r} is in a turn: compact it once idle (await "
+                "session.wait_for_idle(); a waiting turn must be decided first)."
+            )
+        self._compacting = True  # a send() meanwhile waits for the compacted history
+        try:
+            keeper = await self._lease()
+            await keeper.wait()  # no turn of another handle runs while the history is rewritten
+            try:
+                done = await self._compact_now(keep_last, config)
+            finally:
+                with contextlib.suppress(Exception):
+                    await keeper.release()
+        finally:
+            self._compacting = False
+            self._kick()  # messages sent meanwhile
+        return done
+
+    async def _compact_now(self, keep_last: int | None, config: ContextConfig | None) -> Compaction:
+        await self._reload()
+        done = await self._agent.compact(self.messages, config=config, keep_last=keep_last)
+        if done.changed:
+            event = Compacted(
+                before_tokens=done.tokens_before,
+                after_tokens=done.tokens_after,
+                summary_tokens=done.summary_tokens,
+                strategy=done.strategy,
+                source="manual",
+                duration=done.duration,
+            )
+            await self._transcript.compacted(done.messages, asdict(event))
+            await self._emit("compacted", event)
+        return done
+
     # JSONL
 
     async def export_jsonl(self) -> str:
-        """The session as JSON lines: a header (id, state), then one line per entry."""
-        return await dump_session(await self._store(), self.id)
+        """The session as JSON lines: a header (id, state), then one line per entry.
+
+        A branch's shared history is written out as its first entry (a ``compacted`` entry
+        holding those messages), so the export needs nothing else to be imported.
+        """
+        store = await self._store()
+        entries = await read_entries(store, self.id)
+        own = await store.entries(self.id)
+        root: dict[str, object] | None = None
+        if own and own[0].kind == BRANCHED:
+            shared = Transcript(self.id, self._store, self._announce, self._written)
+            shared.load(entries[: len(entries) - len(own) + 1])
+            adapter = message_adapter()
+            root = {
+                "messages": [adapter.dump_python(m, mode="json") for m in shared.messages],
+                "source": "branch",
+                "branched_from": dict(own[0].payload),
+            }
+        return await dump_session(store, self.id, root)
+
+    # branches
+
+    async def branch(self, at: int = -1, *, id: str | None = None) -> Session:
+        """A new session sharing this one's messages up to ``messages[at]`` (inclusive).
+
+        Nothing is copied: the branch's first entry names this session and the entry it
+        grows from; this session is not changed, and what either writes later the other
+        never sees. The branch starts with a copy of ``session_state`` and this handle's
+        ``send_mode``.
+
+        Raises:
+            UserError: ``at`` is not an index of :attr:`messages`, or ``id`` is taken.
+        """
+        count = len(self.messages)
+        if not isinstance(at, int) or isinstance(at, bool) or not -count <= at < count:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"branch(at={at!r}): expected the index of a message, -{count} to {count - 1}."
+            )
+        index = at % count
+        store = await self._store()
+        branch_id = id or new_id("session")
+        if await store.entries(branch_id) or await store.get_state(branch_id) is not None:
+            raise UserError(f"Session {branch_id!r} already exists in the agent's store.")
+        payload = {"session": self.id, "entry": self._transcript.ids[index], "count": index + 1}
+        await store.append(branch_id, kind=BRANCHED, payload=payload)
+        await store.put_state(branch_id, dict(self.session_state))
+        return await Session.resume(self._agent, branch_id, send_mode=self.send_mode)
 
     @classmethod
     async def import_jsonl(
@@ -573,5 +769,16 @@ class Session(Listeners):
         session = cls(agent, str(header["session_id"]), send_mode=send_mode)
         store = await session._store()
         await store_rows(store, session.id, header, rows)
-        session._load(await store.entries(session.id), await store.get_state(session.id))
+        session._load(await read_entries(store, session.id), await store.get_state(session.id))
         return session
+
+
+def _compacted(event: ContextCompactedEvent) -> Compacted:
+    return Compacted(
+        before_tokens=event.before_tokens,
+        after_tokens=event.after_tokens,
+        summary_tokens=event.summary_tokens,
+        strategy=event.strategy,
+        source=event.source,
+        duration=event.duration,
+    )

@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage
-from bastion.core._serde import message_adapter
+from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage, Usage
+from bastion.core._serde import message_adapter, usage_adapter
 from bastion.stores import SessionConflict, SessionEntry, SessionStore, branch
 
-__all__ = ["DECIDED", "RESUMED", "SUSPENDED", "Suspended", "Transcript"]
+from ._branch import BRANCHED
+
+__all__ = ["COMPACTED", "DECIDED", "RESUMED", "SUSPENDED", "Suspended", "Transcript"]
 
 SUSPENDED = "suspended"
 DECIDED = "decided"
 RESUMED = "resumed"
+COMPACTED = "compacted"
 
 Suspended = tuple[Mapping[str, Any], list[Mapping[str, Any]]]
 """A stored suspension: the ``suspended`` payload and the ``decided`` payloads after it."""
@@ -45,7 +48,22 @@ class Transcript:
     ) -> None:
         self.session_id = session_id
         self.messages: list[Message] = []
+        self.ids: list[str] = []
+        """The entry each message came from (a ``compacted`` entry for what it holds)."""
+        self.parents: list[str | None] = []
+        """The parent entry of each message's entry (where a fork would attach)."""
         self.leaf: str | None = None
+        self.run_id: str | None = None
+        """The run of the last turn, named by its user message's entry."""
+        self.usage = Usage()
+        """What the session's model calls cost, summed from its answers' entries."""
+        self.answered: tuple[Message, Usage] | None = None
+        """The answer about to be stored and its call's usage (stored with it)."""
+        self.dropped: list[Message] = []
+        """Messages of a crashed turn its journal never held (taken again by the session)."""
+        self._floor = 0  # messages a compaction entry holds: never forked off
+        self._fork = False  # the next write forks the chain at ``leaf`` (a crashed turn's)
+        self._continuing = False  # the next run followed is a crashed turn's, continued
         self.writing = 0
         """Store writes in flight: an abort waits for them (``written`` is called after)."""
         self._store = store
@@ -66,6 +84,11 @@ class Transcript:
             entry and of the ``decided`` entries after it; else ``None``.
         """
         self.messages = []
+        self.ids = []
+        self.parents = []
+        self.run_id = None
+        self.usage = Usage()
+        self._floor = 0
         self.merged = False
         suspended: Suspended | None = None
         if not entries:
@@ -74,7 +97,11 @@ class Transcript:
         adapter = message_adapter()
         for entry in branch(entries, leaf):
             if entry.kind == "message":
-                self.messages.append(adapter.validate_python(entry.payload["message"]))
+                self._take(entry, adapter.validate_python(entry.payload["message"]))
+            elif entry.kind == COMPACTED:
+                self._rebase(entry)
+            elif entry.kind == BRANCHED:  # a branch keeps the source's first messages
+                self._cut(int(cast("int", entry.payload.get("count", 0))))
             elif entry.kind == SUSPENDED:
                 suspended = (entry.payload, [])
             elif entry.kind == DECIDED and suspended is not None:
@@ -84,21 +111,119 @@ class Transcript:
         self.leaf = leaf
         return suspended
 
-    def follow(self, synced: int | None = None) -> None:
+    def _take(self, entry: SessionEntry, message: Message) -> None:
+        self.messages.append(message)
+        self.ids.append(entry.entry_id)
+        self.parents.append(entry.parent_id)
+        run = entry.payload.get("run")
+        if isinstance(run, str):
+            self.run_id = run
+        usage = entry.payload.get("usage")
+        if usage is not None:
+            self.usage = self.usage + usage_adapter().validate_python(usage)
+
+    def _rebase(self, entry: SessionEntry) -> None:
+        """A ``compacted`` entry: its messages replace the transcript so far."""
+        adapter = message_adapter()
+        stored = entry.payload.get("messages")
+        items: list[object] = list(stored) if isinstance(stored, list) else []
+        self.messages = [adapter.validate_python(m) for m in items]
+        self.ids = [entry.entry_id] * len(self.messages)
+        self.parents = [entry.entry_id] * len(self.messages)
+        self._floor = len(self.messages)
+
+    def _cut(self, count: int) -> None:
+        """Keep the first ``count`` messages (what a branch shares with its source)."""
+        self.messages = self.messages[:count]
+        self.usage = Usage()  # a branch's cost is its own: the shared part was the source's
+        self.run_id = None  # the source's turns are the source's to continue, never a branch's
+        self.ids = self.ids[:count]
+        self.parents = self.parents[:count]
+        self._floor = len(self.messages)
+
+    async def compacted(self, messages: Sequence[Message], info: Mapping[str, object]) -> None:
+        """Store a compaction: ``messages`` replace the transcript (a ``compacted`` entry).
+
+        ``info`` (figures, source, strategy) is stored beside them. A run being followed
+        goes on from the end of its list.
+        """
+        adapter = message_adapter()
+        payload = {**info, "messages": [adapter.dump_python(m, mode="json") for m in messages]}
+        entry = await self.mark(COMPACTED, payload)
+        self._rebase(entry)
+        if self._live is not None:
+            self._synced = len(self._live)
+
+    async def run_compacted(self, info: Mapping[str, object]) -> bool:
+        """The run being followed compacted its history: store it as the transcript.
+
+        Returns False when no run is followed yet (nothing was stored).
+        """
+        live = self._live
+        if live is None:
+            return False
+        offset = 0
+        while offset < len(live) and live[offset].role == "system":
+            offset += 1  # the pinned prompt is the agent's, not the conversation's
+        await self.compacted(live[offset:], info)
+        return True
+
+    def follow(self, synced: int | None = None, *, continuing: bool = False) -> None:
         """A run starts; ``synced``: how many of its messages the session already holds.
 
         ``None``: all it holds when it is first seen (a new run, whose history came from
-        the session).
+        the session). ``continuing``: the run is the last turn's, rebuilt from its journal
+        after a crash; the session matches its messages when it first sees them.
         """
         self._live = None
         self._synced = synced
+        self._continuing = continuing
 
     def bind(self, live: list[Message]) -> None:
         """Follow ``live``, the running run's transcript."""
         if self._live is not live:
             self._live = live
             if self._synced is None:
-                self._synced = len(live)
+                self._synced = self._attach(live)
+
+    def _attach(self, live: Sequence[Message]) -> int:
+        """How many of ``live``'s messages the session holds (``live`` is first seen).
+
+        A continued run's journal is the truth: the session holds a prefix of its messages
+        (after the leading system prompt), and what it stored beyond what the journal
+        recorded (a crash between the two writes) is cut off by forking the chain where
+        they part; those messages are kept in :attr:`dropped`.
+        """
+        if not self._continuing:
+            return len(live)
+        self._continuing = False
+        offset = 0
+        while offset < len(live) and live[offset].role == "system":
+            offset += 1
+        held = self.messages
+        common = 0
+        limit = min(len(held), len(live) - offset)
+        while common < limit and held[common] == live[offset + common]:
+            common += 1
+        if common == len(held):
+            return offset + common
+        turn = self._turn_start()
+        if common <= max(turn, self._floor - 1):  # the histories parted before this turn
+            return len(live)
+        self.dropped = held[common:]
+        self.leaf = self.parents[common]
+        self.messages = held[:common]
+        self.ids = self.ids[:common]
+        self.parents = self.parents[:common]
+        self._fork = True
+        return offset + common
+
+    def _turn_start(self) -> int:
+        """The index of the last user message (the crashed turn's own)."""
+        for index in range(len(self.messages) - 1, -1, -1):
+            if self.messages[index].role == "user":
+                return index
+        return 0
 
     async def sync(self) -> None:
         """Take the messages the run appended since the last sync."""
@@ -114,8 +239,10 @@ class Transcript:
 
     async def settle(self, final: Sequence[Message]) -> None:
         """The run ended with transcript ``final``: take what is left, stop following."""
-        if self._synced is not None:
+        if self._synced is not None or self._continuing:
             self._live = list(final)
+            if self._synced is None:
+                self._synced = self._attach(self._live)
             await self.sync()
         self._live = None
         self._synced = None
@@ -132,14 +259,28 @@ class Transcript:
                 return []
         return []
 
-    async def add(self, message: Message, *, strict: bool = False) -> None:
-        """Append ``message`` to the transcript and the store; announce it (see :meth:`mark`)."""
-        payload = {"message": message_adapter().dump_python(message, mode="json")}
-        await self.mark("message", payload, strict=strict)
-        self.messages.append(message)
+    async def add(self, message: Message, *, strict: bool = False, run: str | None = None) -> None:
+        """Append ``message`` to the transcript and the store; announce it (see :meth:`mark`).
+
+        ``run``: the run of the turn this (user) message starts, stored with it so that a
+        process continuing the session after a crash finds the run in the journal.
+        """
+        payload: dict[str, object] = {
+            "message": message_adapter().dump_python(message, mode="json")
+        }
+        if run is not None:
+            payload["run"] = run
+        answered = self.answered
+        if answered is not None and answered[0] is message:  # the call's cost, kept with it
+            self.answered = None
+            payload["usage"] = usage_adapter().dump_python(answered[1], mode="json")
+        entry = await self.mark("message", payload, strict=strict)
+        self._take(entry, message)
         await self._announce(message)
 
-    async def mark(self, kind: str, payload: Mapping[str, object], *, strict: bool = False) -> None:
+    async def mark(
+        self, kind: str, payload: Mapping[str, object], *, strict: bool = False
+    ) -> SessionEntry:
         """Append an entry of ``kind`` after the store's head (writes wait their turn, in order).
 
         When another handle appended since this one last wrote or read, its entries are
@@ -162,13 +303,13 @@ class Transcript:
                         self.session_id, expected_head=self.leaf, actual_head=self.leaf
                     )
                 while True:
-                    try:
+                    try:  # a fork is written under the turn lease: no one else appends
                         entry = await store.append(
                             self.session_id,
                             kind=kind,
                             payload=payload,
                             parent_id=self.leaf,
-                            expect_head=True,
+                            expect_head=not self._fork,
                         )
                     except SessionConflict:
                         if strict:
@@ -176,10 +317,12 @@ class Transcript:
                         await self.merge(store)
                         continue
                     self.leaf = entry.entry_id
+                    self._fork = False
                     break
         finally:
             self.writing -= 1
         self._written()
+        return entry
 
     async def merge(self, store: SessionStore) -> None:
         """Take the entries other handles appended after :attr:`leaf` (their messages)."""
@@ -192,6 +335,8 @@ class Transcript:
         self.merged = self.merged or start < len(entries)
         for entry in entries[start:]:
             if entry.kind == "message":
-                self.messages.append(adapter.validate_python(entry.payload["message"]))
+                self._take(entry, adapter.validate_python(entry.payload["message"]))
+            elif entry.kind == COMPACTED:
+                self._rebase(entry)
         if entries:
             self.leaf = entries[-1].entry_id
