@@ -32,7 +32,7 @@ class Instrumentation:
     Build it with :func:`bastion.observability.instrument`; it is the run tap.
     """
 
-    __slots__ = ("_runs", "_settings", "_skipped")
+    __slots__ = ("_runs", "_settings", "_skipped", "needs_deltas")
 
     def __init__(
         self,
@@ -49,8 +49,10 @@ class Instrumentation:
             tracer=tracer, metrics=GenAIMetrics(meter), redactor=redactor, step_spans=step_spans
         )
         self._runs: dict[str, RunSpans] = {}
-        # Without content capture, the pieces of an answer change no span either.
+        # Without content capture, the pieces of an answer change no span either: a run
+        # nobody else watches does not even build them (the run tap's ``needs_deltas``).
         self._skipped = SKIPPED_TYPES if redactor is not None else SKIPPED_TYPES | CONTENT_TYPES
+        self.needs_deltas = redactor is not None
 
     @property
     def capture_content(self) -> bool:
