@@ -2,7 +2,8 @@
 
 Run as ``python -m benchmarks.tracing`` (``… breakdown``: CPU time of each part). The
 agent is the overhead benchmark's S1 agent (``loop_async``: 3 sequential async tool
-calls, then the answer; 4 model steps on ``FunctionModel``). Timed, interleaved in 7 rounds, µs per run (median):
+calls, then the answer; 4 model steps on ``FunctionModel``). Timed, interleaved in 7
+rounds, µs per run (median):
 
 * ``off``: never instrumented (runs read no tap and do no per-event work);
 * ``on``: ``bastion.observability.instrument()`` with an SDK ``TracerProvider``, a
