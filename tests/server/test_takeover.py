@@ -108,3 +108,31 @@ def test_bad_takeover_settings_are_refused_before_anything_opens(tmp_path: Path)
     with pytest.raises(UserError, match="lease_ttl"):
         create_app(mailer(), store=store, lease_ttl=-1.0)
     assert not (tmp_path / "never.db").exists()
+
+
+async def test_a_live_owners_run_is_not_taken_over(tmp_path: Path) -> None:
+    from bastion.server import create_app
+    from bastion.server._service import Service
+    from bastion.server._takeover import orphans, take_over
+
+    from ._agents import mailer, read_sse
+    from .conftest import running
+    from .test_uvicorn import serving
+
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    gate = asyncio.Event()
+    owner = create_app(mailer(gate), store=store, takeover_interval=None)
+    other = create_app(mailer(), store=store, takeover_interval=None)
+    async with serving(owner) as http, running(other):
+        run_id = (await http.post("/runs", json={"input": "Mail Bob"})).json()["run_id"]
+        async with http.stream("GET", f"/runs/{run_id}/events") as response:
+            await read_sse(response, stop_after="tool.execute.start")  # waiting on the gate
+        survivor = other.state.bastion
+        assert isinstance(survivor, Service)
+        assert await orphans(survivor.manager) == []  # the owner's lease is live
+        assert not await take_over(survivor.manager, run_id)  # RunBusy: left alone
+        assert run_id not in survivor.manager.live
+        gate.set()
+        async with http.stream("GET", f"/runs/{run_id}/events") as response:
+            events = await read_sse(response)
+        assert events[-1].data["status"] == "awaiting_approval"  # the owner went on
