@@ -106,8 +106,9 @@ class Chat:
         """Chat until end of input or ``/exit``; the exit code."""
         try:
             self.call(self.stores.open())
-        except BastionError as exc:
+        except BastionError as exc:  # an unreachable store, a bad schema
             error(str(exc))
+            self.loop.close()
             return EXIT_USAGE
         self.view.attach(self.session)
         history = _History()
@@ -117,7 +118,6 @@ class Chat:
         )
         try:
             while (line := _read("you> ")) is not None:
-                history.add(line)
                 if line.startswith("/"):
                     if not self.commands.run(line):
                         break
@@ -194,7 +194,10 @@ def _read(prompt: str) -> str | None:
 
 
 class _History:
-    """Line editing and history with readline, kept in ``$BASTION_CHAT_HISTORY`` if set."""
+    """Line editing and history with readline, kept in ``$BASTION_CHAT_HISTORY``.
+
+    ``input()`` on a terminal records each line; the file carries them between chats.
+    """
 
     def __init__(self) -> None:
         self.path = os.environ.get(_HISTORY_ENV)
@@ -207,11 +210,6 @@ class _History:
         if self.path and Path(self.path).exists():
             with contextlib.suppress(OSError):
                 readline.read_history_file(self.path)
-
-    def add(self, line: str) -> None:
-        """Remember a line (input() with readline already does on a terminal)."""
-        if self.readline is not None and line and not os.isatty(0):
-            self.readline.add_history(line)
 
     def save(self) -> None:
         """Write the history file, if one is named."""
