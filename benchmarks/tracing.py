@@ -1,8 +1,9 @@
 """OpenTelemetry tracing: what it costs a run, on and off (issue 20).
 
-Run as ``python -m benchmarks.tracing``. The agent is the overhead benchmark's S1 agent
-(``loop_async``: 3 sequential async tool calls, then the answer; 4 model steps on
-``FunctionModel``). Timed, interleaved in 7 rounds, µs per run (median):
+Run as ``python -m benchmarks.tracing`` (``… breakdown``: CPU time of each part). The
+agent is the overhead benchmark's S1 agent (``loop_async``: 3 sequential async tool
+calls, then the answer; 4 model steps on ``FunctionModel``). Timed, interleaved in 7
+rounds, µs per run (median):
 
 * ``off``: never instrumented (runs read no tap and do no per-event work);
 * ``on``: ``bastion.observability.instrument()`` with an SDK ``TracerProvider``, a
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -127,7 +129,50 @@ async def measure(runs: int = 2_100) -> dict[str, float]:
     return {label: statistics.median(t) for label, t in times.items()}
 
 
+async def breakdown(runs: int = 1_500) -> dict[str, float]:
+    """Median CPU µs per run (``time.process_time``: steadier on a loaded machine) of the
+    parts of tracing: event handling alone (every run sampled out, no-op meter), plus the
+    metrics, plus the spans."""
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    exporter = CountingExporter()
+    dropped, kept = _provider(exporter, ALWAYS_OFF), _provider(exporter)
+    variants: dict[str, Callable[[], object]] = {
+        "off": uninstrument,
+        "events only (sampled out, no-op meter)": lambda: instrument(
+            tracer_provider=dropped, meter_provider=NoOpMeterProvider()
+        ),
+        "events + metrics (sampled out)": lambda: instrument(
+            tracer_provider=dropped, meter_provider=MeterProvider()
+        ),
+        "events + metrics + spans (on)": lambda: instrument(
+            tracer_provider=kept, meter_provider=MeterProvider()
+        ),
+    }
+    agent = _agent()
+    times: dict[str, list[float]] = {label: [] for label in variants}
+    for round in range(6):
+        for label, install in variants.items():
+            install()
+            start = time.process_time()
+            for _ in range(runs // 5):
+                await agent.run(PROMPT)
+            if round:
+                times[label].append((time.process_time() - start) / (runs // 5) * 1e6)
+    uninstrument()
+    kept.shutdown()
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
 async def main() -> None:
+    if sys.argv[1:] == ["breakdown"]:
+        parts = await breakdown()
+        print("| tracing | CPU µs/run | overhead |")
+        print("|---|---|---|")
+        for label, value in parts.items():
+            print(f"| {label} | {value:.0f} | {(value / parts['off'] - 1) * 100:+.1f}% |")
+        return
     figures = await measure()
     off = figures["off"]
     print("| tracing | µs/run | overhead |")

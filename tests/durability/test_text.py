@@ -147,7 +147,7 @@ async def test_a_store_error_fails_the_run_and_never_leaves_it_running(store_url
     assert record is not None
     assert record.status == "failed"
     assert [e.kind for e in entries][-1] == "run_ended"
-    assert entries[-1].payload["state"]["error"]["code"] == "internal_error"  # pyright: ignore[reportIndexIssue, reportCallIssue, reportArgumentType, reportOptionalSubscript]
+    assert entries[-1].payload["state"]["error"]["code"] == "store_error"  # pyright: ignore[reportIndexIssue, reportCallIssue, reportArgumentType, reportOptionalSubscript]
 
 
 _ANY_TEXT = st.text(alphabet=st.characters(codec=None, categories=None), max_size=40)

@@ -489,50 +489,58 @@ class RunJournal:
         """``interrupt_raised`` (a suspended run) or ``run_ended``, with the whole state.
 
         A run that failed before ``run_started`` was written gets it now. Waits until the
-        journal is in the store. Nothing is written once an append failed (the store is
-        unreachable or another writer took the run); a failure the run has not seen yet is
-        raised here.
+        journal is in the store, and releases the run's lease in any case.
+
+        Raises:
+            StoreError: This last write failed, or an earlier one the run has not seen
+                (the caller ends the run failed and calls :meth:`end_after_failure`).
+            JournalConflict: Another writer or owner took the run (nothing more is ours
+                to write).
         """
-        if self.failure is None:
-            if not self.begun:  # the run failed before it was opened
-                await self.started(state, 1)
-            if state.status == "awaiting_approval":
-                raised = InterruptRaisedEntry(
-                    event_seq=state.last_seq,
-                    state=state_payload(state),
-                    pending=[
-                        PendingCall(
-                            tool_call_id=p.call.id,
-                            tool_name=p.call.name,
-                            reason=p.request.reason if p.request is not None else None,
-                        )
-                        for p in state.pending_approvals
-                    ],
-                    interrupts=[i.id for i in state.interrupts],
-                )
-                self.append(raised, status="awaiting_approval")
-            elif state.status in _TERMINAL:
-                ended = RunEndedEntry(event_seq=state.last_seq, state=state_payload(state))
-                self.append(ended, status=state.status)
-        elif not isinstance(self.failure, JournalConflict | LeaseHeld | LeaseLost):
-            # Another writer or owner has the run: it is theirs to close, not ours.
-            if not self._surfaced and state.status in _TERMINAL:  # the run learns it now
-                state.fail("internal_error", f"{type(self.failure).__name__}: {self.failure}")
-            await self._end_after_failure(state)
         try:
-            if not self._surfaced:
+            if self.failure is None:
+                if not self.begun:  # the run failed before it was opened
+                    await self.started(state, 1)
+                self._append_end(state)
                 await self.flush()
+            elif self._surfaced:  # the run knows and failed: close it in the store
+                await self.end_after_failure(state)
+            else:
+                self._check()  # a failure the run has not seen yet: raised here
         finally:
             await self.release()  # suspended or ended: any process may go on with it
 
-    async def _end_after_failure(self, state: RunState) -> None:
+    def _append_end(self, state: RunState) -> None:
+        if state.status == "awaiting_approval":
+            raised = InterruptRaisedEntry(
+                event_seq=state.last_seq,
+                state=state_payload(state),
+                pending=[
+                    PendingCall(
+                        tool_call_id=p.call.id,
+                        tool_name=p.call.name,
+                        reason=p.request.reason if p.request is not None else None,
+                    )
+                    for p in state.pending_approvals
+                ],
+                interrupts=[i.id for i in state.interrupts],
+            )
+            self.append(raised, status="awaiting_approval")
+        elif state.status in _TERMINAL:
+            ended = RunEndedEntry(event_seq=state.last_seq, state=state_payload(state))
+            self.append(ended, status=state.status)
+
+    async def end_after_failure(self, state: RunState) -> None:
         """After a refused or failed append, still try to close the run in the store.
 
         The failed batch was written whole or not at all, so the journal ends at
         ``self.seq``: one ``run_ended`` entry there (with the state, which says why the run
         failed) keeps the run from looking ``running`` for ever. A store that is still
-        unreachable refuses it too; then a resume finds the run as a crash left it.
+        unreachable refuses it too; then a resume finds the run as a crash left it. A run
+        another writer or owner took over is theirs to close: nothing is written.
         """
+        if isinstance(self.failure, JournalConflict | LeaseHeld | LeaseLost | RunBusy):
+            return
         if state.status not in _TERMINAL or self.seq is None or self.seq == 0:
             return
         entry = _stored(RunEndedEntry(event_seq=state.last_seq, state=state_payload(state)))

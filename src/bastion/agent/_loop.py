@@ -25,7 +25,7 @@ from bastion.core import (
     StepStartEvent,
 )
 from bastion.governance import GovernanceError
-from bastion.stores import JournalConflict, LeaseLost, RunBusy
+from bastion.stores import JournalConflict, LeaseLost, RunBusy, StoreError
 
 from ._binding import apply_edits
 from ._hooks import maybe_await
@@ -35,7 +35,7 @@ from .steps._approvals import resume_step, suspend_step
 from .steps._call_model import ModelCall
 from .steps._detect_loops import check_loops
 from .steps._dispatch_tools import pump_batch, record_outcomes, start_batch
-from .steps._end import end_run
+from .steps._end import end_run, lost_end
 from .steps._finalize import finalize
 from .steps._govern import finish_governance, govern_round, resume_governance, settle
 from .steps._guardrails import check_input
@@ -276,7 +276,13 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
     closing = await end_run(scope)
     state.last_seq = scope.seq + len(closing)  # agent.end's, journaled before it goes out
     if journal is not None:  # interrupt_raised or run_ended, before agent.end goes out
-        await journal.finish(state)
+        try:
+            await journal.finish(state)
+        except Exception as exc:  # the end is not durable: the run ends failed, not raised
+            state.lose(_failure_code(exc), f"{type(exc).__name__}: {exc}", exc)
+            closing = lost_end(scope, closing)
+            state.last_seq = scope.seq + len(closing)
+            await journal.end_after_failure(state)
     for event in closing:
         yield event
 
@@ -288,6 +294,8 @@ def _failure_code(exc: Exception) -> str:
         return "run_busy"
     if isinstance(exc, (JournalConflict, LeaseLost)):  # another process took the run over
         return "conflict"
+    if isinstance(exc, StoreError):  # the store failed (unreachable, refused a write)
+        return "store_error"
     if isinstance(exc, TranscriptError):  # a history no provider would accept, not guessed at
         return "invalid_transcript"
     return "internal_error"

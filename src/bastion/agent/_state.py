@@ -143,6 +143,18 @@ class RunState:
         self.exception = exception
         self.output = None
 
+    def lose(self, code: str, message: str, exception: BaseException | None = None) -> None:
+        """End the run ``failed`` whatever it reached: its end could not be journaled.
+
+        Unlike :meth:`fail`, this also overrides ``completed`` or ``stopped``: a result the
+        store never recorded must not be reported as done.
+        """
+        self.status = "failed"
+        self.stop_reason = None
+        self.error = RunErrorInfo(code=code, message=message)
+        self.exception = exception
+        self.output = None
+
     def complete(self, output: Any) -> None:
         """End the run ``completed`` with its output."""
         self._move("completed")

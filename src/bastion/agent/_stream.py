@@ -193,8 +193,9 @@ class AgentStream(Generic[OutputT]):
         self._on_start(self)
         bus = self._scope.ctx.event_bus
         tap = self._tap = current_run_tap()
-        # Nobody sees an event (no bus, no tracing): none of the model's deltas is built.
-        self._scope.quiet = bus is None and tap is None
+        # Nobody reads the model's deltas (no bus; no tap, or one that does not need them,
+        # like tracing without content capture): none of them is built.
+        self._scope.quiet = bus is None and (tap is None or not getattr(tap, "needs_deltas", True))
         gen = self._gen = self._factory()
         self._owner = asyncio.current_task()
         self._inside = True

@@ -1,4 +1,4 @@
-"""The ``bastion`` typer application: ``run``, ``demo``, ``runs …``, ``models``, ``serve``.
+"""The ``bastion`` typer application: ``run``, ``demo``, ``runs``, ``models``, ``serve``, ``chat``.
 
 Each command loads an agent, streams one run through the renderer (or as JSON lines), and
 turns the outcome into an exit code: 0 when the run completed, 1 when it did not, 2 when
@@ -18,6 +18,7 @@ import bastion
 from bastion.agent import Agent
 from bastion.core import UserError
 
+from ._chat import chat
 from ._common import EXIT_USAGE, Output, console, error, or_exit, stream_run
 from ._demo import find_demo
 from ._format import format_call
@@ -58,6 +59,7 @@ app.add_typer(runs_app, name="runs")
 app.command("models")(models)
 app.add_typer(mcp_app, name="mcp")
 app.command("serve")(serve)
+app.command("chat")(chat)
 
 
 def _print_version(value: bool) -> None:

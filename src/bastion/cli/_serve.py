@@ -50,6 +50,22 @@ def serve(  # noqa: PLR0917 (typer options)
     drain_timeout: Annotated[
         float, typer.Option("--drain-timeout", help="Seconds a shutdown waits for runs.")
     ] = 30.0,
+    takeover_interval: Annotated[
+        float,
+        typer.Option(
+            "--takeover-interval",
+            help="Seconds between scans for runs a dead server process left running "
+            "(resumed here from their journal); 0: never take runs over.",
+        ),
+    ] = 5.0,
+    lease_ttl: Annotated[
+        float | None,
+        typer.Option(
+            "--lease-ttl",
+            help="Seconds a run's lease lives without a heartbeat: how long a dead "
+            "process's runs wait before another takes them over (default: the store's, 30).",
+        ),
+    ] = None,
 ) -> None:
     """Serve agents over HTTP: runs, resumable event streams (SSE), approvals."""
     try:
@@ -68,6 +84,8 @@ def serve(  # noqa: PLR0917 (typer options)
             auth=parse_tokens(pairs),
             cors_origins=tuple(cors or ()),
             drain_timeout=drain_timeout,
+            takeover_interval=takeover_interval or None,
+            lease_ttl=lease_ttl,
         )
     except UserError as exc:
         error(str(exc))

@@ -4,6 +4,11 @@ Instrumentation (tracing) installs it; nothing does by default. A run reads the 
 when it starts, and calls it for each event only when one was installed, so without it a
 run does no per-event work. The tap must not raise: it is an observer, like an
 ``EventBus`` listener, and is responsible for its own errors.
+
+A tap whose ``needs_deltas`` attribute is ``False`` does not read the pieces of a model's
+answer (``text.delta``, ``reasoning.delta``, ``tool.call.*``, ``text.complete``): a run
+nobody else watches (``agent.run()`` without an event bus) then builds none of them, as it
+does without a tap.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -16,7 +16,10 @@ from bastion.core import AgentEvent, AgentStartEvent, ListenerWarning, RunContex
 from ._metrics import GenAIMetrics
 from ._names import PARENT_RUN_ID, PARENT_TOOL_CALL_ID
 from ._redact import Redactor
-from ._run_spans import SKIPPED_TYPES, RunSpans, Settings
+from ._run_spans import CONTENT_TYPES, SKIPPED_TYPES, RunSpans, Settings
+
+if TYPE_CHECKING:
+    from ._light import LightTracer
 
 __all__ = ["Instrumentation"]
 
@@ -29,7 +32,7 @@ class Instrumentation:
     Build it with :func:`bastion.observability.instrument`; it is the run tap.
     """
 
-    __slots__ = ("_runs", "_settings")
+    __slots__ = ("_runs", "_settings", "_skipped", "needs_deltas")
 
     def __init__(
         self,
@@ -39,12 +42,17 @@ class Instrumentation:
         redactor: Redactor | None,
         step_spans: bool = True,
     ) -> None:
-        tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider)
+        provider = trace.get_tracer_provider() if tracer_provider is None else tracer_provider
+        tracer = _light(provider) or trace.get_tracer(SCOPE, tracer_provider=provider)
         meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
         self._settings = Settings(
             tracer=tracer, metrics=GenAIMetrics(meter), redactor=redactor, step_spans=step_spans
         )
         self._runs: dict[str, RunSpans] = {}
+        # Without content capture, the pieces of an answer change no span either: a run
+        # nobody else watches does not even build them (the run tap's ``needs_deltas``).
+        self._skipped = SKIPPED_TYPES if redactor is not None else SKIPPED_TYPES | CONTENT_TYPES
+        self.needs_deltas = redactor is not None
 
     @property
     def capture_content(self) -> bool:
@@ -52,7 +60,7 @@ class Instrumentation:
         return self._settings.redactor is not None
 
     def __call__(self, ctx: RunContext[Any], event: AgentEvent) -> None:
-        if event.type in SKIPPED_TYPES:
+        if event.type in self._skipped:
             return
         try:
             self._observe(ctx, event)
@@ -93,3 +101,12 @@ class Instrumentation:
         carrier: dict[str, str] = {}
         get_global_textmap().inject(carrier, context=trace.set_span_in_context(span))  # pyright: ignore[reportArgumentType]
         return carrier
+
+
+def _light(provider: trace.TracerProvider) -> LightTracer | None:
+    """The light tracer on an SDK provider (``None`` with the API alone, no SDK)."""
+    try:
+        from ._light import light_tracer
+    except ImportError:  # opentelemetry-api without the SDK: not an SDK provider either
+        return None
+    return light_tracer(provider, SCOPE)

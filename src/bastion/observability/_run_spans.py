@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -52,7 +52,10 @@ from ._names import (
 )
 from ._redact import REDACTED, Redactor
 
-__all__ = ["SKIPPED_TYPES", "RunSpans", "Settings"]
+if TYPE_CHECKING:
+    from ._light import LightTracer
+
+__all__ = ["CONTENT_TYPES", "SKIPPED_TYPES", "RunSpans", "Settings"]
 
 # Pieces of the model's stream: while they arrive, the model call is still going on.
 STREAM_TYPES = frozenset(
@@ -67,6 +70,8 @@ STREAM_TYPES = frozenset(
     }
 )
 QUIET_TYPES = STREAM_TYPES | {"tool.execute.progress", "tool.execute.partial", "subagent.event"}
+# Events that only carry content (recorded with capture_content): skipped without it.
+CONTENT_TYPES = frozenset({"text.complete", "tool.call.end"})
 # Governance signals worth a span event: interrupts, refusals, limits reached.
 NOTABLE_SIGNALS = re.compile(r"interrupt|denied|exceeded|refused")
 # Events that never change a span: the instrumentation drops them before any other work.
@@ -87,7 +92,7 @@ SKIPPED_TYPES = frozenset(
 class Settings:
     """What the instrumentation records, shared by every run."""
 
-    tracer: trace.Tracer
+    tracer: trace.Tracer | LightTracer  # light: SDK spans built without the SDK's overhead
     metrics: GenAIMetrics
     redactor: Redactor | None  # None: message content is not captured
     step_spans: bool = True  # False: model and tool calls are children of the run's span

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from ._limits import BodyLimit
 from ._manager import RunManager
 from ._routes import router
 from ._service import Service
+from ._takeover import watch
 
 __all__ = ["create_app"]
 
@@ -36,6 +38,8 @@ def create_app(
     max_body_bytes: int = 1_000_000,
     drain_timeout: float = 30.0,
     poll_interval: float = 0.25,
+    takeover_interval: float | None = 5.0,
+    lease_ttl: float | None = None,
 ) -> FastAPI:
     """An ASGI application serving ``agents`` over HTTP (run it with uvicorn).
 
@@ -53,6 +57,12 @@ def create_app(
             after their current step.
         poll_interval: Seconds between store reads when following a run another server
             process is running.
+        takeover_interval: Seconds between scans of the store for runs a dead server
+            process left ``running`` (their lease expired), which this process then resumes
+            from their journal; ``None``: never take runs over.
+        lease_ttl: Seconds a run's lease lives without a heartbeat (how long a dead
+            process's runs wait to be taken over); ``None`` keeps the store's
+            (``Stores.lease_ttl``, 30 by default). Set on ``store`` when it is a ``Stores``.
 
     Raises:
         UserError: No agents, a key that is not its agent's name, a bad store, a bad
@@ -61,10 +71,16 @@ def create_app(
     served = _served(agents)
     if max_body_bytes <= 0 or drain_timeout < 0 or poll_interval <= 0:
         raise UserError("max_body_bytes and poll_interval must be > 0, drain_timeout >= 0.")
+    if takeover_interval is not None and not takeover_interval > 0:
+        raise UserError(f"takeover_interval must be > 0 (or None), got {takeover_interval!r}.")
+    if lease_ttl is not None and not lease_ttl > 0:
+        raise UserError(f"lease_ttl must be > 0 (or None), got {lease_ttl!r}.")
     if admin_token is not None and not admin_token:
         raise UserError("admin_token must be non-empty (or None to disable /admin/drain).")
     owned = not isinstance(store, Stores)
     stores = store if isinstance(store, Stores) else open_store(store)
+    if lease_ttl is not None:
+        stores.lease_ttl = lease_ttl
     tokens = TokenAuth(auth) if auth is not None else None
     manager = RunManager(
         {name: a.with_store(stores) for name, a in served.items()},
@@ -76,10 +92,17 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
         await stores.open()
+        watcher = (
+            None
+            if takeover_interval is None
+            else asyncio.create_task(watch(manager, takeover_interval, manager.refusing))
+        )
         try:
             yield
         finally:
-            await manager.drain()
+            await manager.drain()  # sets manager.refusing: the watcher stops
+            if watcher is not None:
+                await watcher
             service.stopping.set()
             if owned:
                 await stores.close()

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
+from typing import cast
 
 from bastion.stores import JournalStore
 
 from ._events import EventLog, Hub, LoggedEvent
 
 __all__ = ["follow", "sse"]
+
+_FINAL = frozenset({"completed", "failed", "aborted", "stopped"})
 
 
 async def follow(
@@ -51,11 +55,25 @@ async def follow(
 
 
 async def _settled(run_id: str, last: int, log: EventLog, journal: JournalStore) -> bool:
+    """Whether the run's logged events are all out and no segment of it is going on.
+
+    A run whose record says ``running`` is going on (here, elsewhere, or waiting to be
+    taken over) unless its last logged event is an ``agent.end`` with a final status: the
+    record then lags (its last write failed), and waiting for it would never end.
+    """
+    tail = await log.tail(run_id)
+    if tail is not None and tail.seq > last:
+        return False
+    ended = tail is not None and tail.type == "agent.end"
     record = await journal.get_run(run_id)
     if record is not None and record.status == "running":
-        return False
-    tail = await log.tail(run_id)
-    return tail is None or (tail.seq <= last and tail.type == "agent.end")
+        return ended and tail is not None and _final(tail)
+    return tail is None or ended
+
+
+def _final(event: LoggedEvent) -> bool:
+    status = cast("dict[str, object]", json.loads(event.data)).get("status")
+    return status in _FINAL
 
 
 async def _pause(seconds: float, stopping: asyncio.Event) -> None:

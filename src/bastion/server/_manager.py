@@ -72,7 +72,7 @@ class RunManager:
         """
         self._check_open()
         stream = agent.stream(input, tenant_id=tenant, **options)
-        await self._launch(stream, agent.name, tenant)
+        await self.launch(stream, agent.name, tenant)
         return stream.run_id
 
     async def resume(
@@ -88,7 +88,7 @@ class RunManager:
         self._check_open()
         if run_id in self.live:
             raise Conflict(f"Run {run_id} is in flight; it can be resumed once it suspends.")
-        await self._launch(agent.resume_stream(run_id, directive=directive), agent.name, tenant)
+        await self.launch(agent.resume_stream(run_id, directive=directive), agent.name, tenant)
 
     def cancel(self, run_id: str) -> None:
         """Abort a run in flight here (its pending approvals are denied).
@@ -126,8 +126,18 @@ class RunManager:
         if self.draining:
             raise Unavailable("The server is shutting down; start the run on another one.")
 
-    async def _launch(self, stream: AgentStream[Any], agent: str, tenant: str | None) -> None:
-        first = await anext(aiter(stream))  # errors of the start surface to the caller
+    async def launch(self, stream: AgentStream[Any], agent: str, tenant: str | None) -> None:
+        """Run ``stream`` in the background, its events logged; return after its first.
+
+        Raises:
+            Exception: What the stream raised before its first event (``UserError``,
+                ``RunBusy``...): nothing runs then.
+        """
+        try:
+            first = await anext(aiter(stream))  # errors of the start surface to the caller
+        except BaseException:
+            await stream.aclose()
+            raise
         self.hub.open(stream.run_id)
         clock = self.agents[agent].config.clock  # retries wait on the agent's clock
         task = asyncio.create_task(pump(stream, first, self.log, self.hub, clock))

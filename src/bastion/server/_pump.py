@@ -26,8 +26,10 @@ async def pump(
 
     The caller opens the run in ``hub`` before this starts; it is closed here at the end.
 
-    The run never waits for the store: events queue up while a batch is being written, and
-    the next batch takes all of them (group commit).
+    The writer goes on until the stream's last event is written, even when the stream
+    raises (its error is raised after that). The run never waits for the store: events
+    queue up while a batch is being written, and the next batch takes all of them (group
+    commit).
     """
     run_id = stream.run_id
     queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
@@ -40,12 +42,16 @@ async def pump(
         finally:
             queue.put_nowait(_End)
 
+    producer = asyncio.create_task(produce())
     try:
-        async with asyncio.TaskGroup() as group:
-            group.create_task(produce())
-            await _write(run_id, queue, log, hub, clock)
+        await _write(run_id, queue, log, hub, clock)
+    except BaseException:
+        producer.cancel()  # the log cannot be written (or the server stops): stop the run
+        await asyncio.gather(producer, return_exceptions=True)
+        raise
     finally:
         hub.close(run_id)
+    await producer  # a stream that raised: its error, once every event it gave is logged
 
 
 async def _write(

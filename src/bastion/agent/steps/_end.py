@@ -19,7 +19,7 @@ from bastion.core import (
 
 from ._dispatch_tools import unreported_events
 
-__all__ = ["end_run"]
+__all__ = ["end_run", "lost_end"]
 
 
 async def end_run(scope: RunScope) -> list[AgentEvent]:
@@ -102,3 +102,28 @@ def _settle_pending_approvals(scope: RunScope) -> None:
         state.messages.extend(results[c.id] for c in suspended.calls if c.id in results)
         state.suspended = None
     state.pending_approvals.clear()
+
+
+def lost_end(scope: RunScope, closing: list[AgentEvent]) -> list[AgentEvent]:
+    """The closing events again, for a run whose end the store refused (now ``failed``).
+
+    The end-of-run hooks already ran; the ``agent.error`` and ``agent.end`` are rebuilt from
+    the failed state, the events before them are kept.
+    """
+    state = scope.state
+    kept = [e for e in closing if not isinstance(e, AgentErrorEvent | AgentEndEvent)]
+    error = state.error or RunErrorInfo(code="internal_error", message="The run failed.")
+    ended = AgentEndEvent(
+        run_id=scope.run_id,
+        status=state.status,
+        output=None,
+        usage=state.usage,
+        error=error,
+        steps=state.step,
+        duration=state.finished_at - state.started_at,
+    )
+    return [
+        *kept,
+        AgentErrorEvent(run_id=scope.run_id, code=error.code, message=error.message),
+        ended,
+    ]

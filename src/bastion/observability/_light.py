@@ -1,0 +1,273 @@
+"""Light spans: a run's spans built straight into the SDK's ``ReadableSpan`` at their end.
+
+The OpenTelemetry SDK's own span (``Tracer.start_span``) costs tens of µs in CPython: locks,
+attribute validation and bounding on every write, processor callbacks at its start. A
+run's spans have a fixed, known shape (a few scalar attributes set by Bastion itself), so
+when the tracer provider is the SDK's and its span processors do nothing when a span
+starts (``BatchSpanProcessor``, ``SimpleSpanProcessor``), Bastion keeps each open span as a
+plain object and, at its end, hands one finished ``ReadableSpan`` to the provider's
+processors, which export it as they would any other. The sampler, the id generator and the
+resource are the provider's, used exactly as its tracer uses them. Any other provider or
+processor gets the SDK's tracer (:func:`light_tracer` returns ``None``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.sampling import ParentBased
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.util.types import Attributes, AttributeValue
+
+__all__ = ["LightTracer", "light_tracer"]
+
+_QUIET_ON_START = (BatchSpanProcessor, SimpleSpanProcessor)
+_UNSET = Status(StatusCode.UNSET)
+
+
+def light_tracer(provider: object, scope: str) -> LightTracer | None:
+    """A light tracer on ``provider``; ``None`` when it must get the SDK's own spans.
+
+    That is: not an SDK ``TracerProvider``, a processor that may act when a span starts
+    (anything but the SDK's batch and simple processors), or a provider built in a way
+    this SDK version does not expose as expected.
+    """
+    if not isinstance(provider, TracerProvider):
+        return None
+    multi = getattr(provider, "_active_span_processor", None)
+    processors: object = getattr(multi, "_span_processors", None)
+    if not isinstance(processors, tuple) or not processors:
+        return None
+    chosen: list[SpanProcessor] = []
+    for processor in processors:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(processor, _QUIET_ON_START):
+            return None
+        chosen.append(processor)
+    tracer = provider.get_tracer(scope)
+    if isinstance(tracer, trace.NoOpTracer) or not getattr(tracer, "_is_enabled", lambda: True)():
+        return None
+    return LightTracer(provider, tuple(chosen), InstrumentationScope(scope))
+
+
+class LightTracer:
+    """Starts :class:`LightSpan` s the way the SDK's tracer starts its spans."""
+
+    __slots__ = ("_ids", "_inherits", "_processors", "_provider", "_scope")
+
+    def __init__(
+        self,
+        provider: TracerProvider,
+        processors: tuple[SpanProcessor, ...],
+        scope: InstrumentationScope,
+    ) -> None:
+        self._provider = provider
+        self._processors = processors
+        self._scope = scope
+        self._ids = provider.id_generator
+        # The default sampler (and any ParentBased one that samples below a sampled local
+        # parent): a child of a sampled span of ours is sampled, no question asked.
+        sampler = provider.sampler
+        self._inherits = isinstance(sampler, ParentBased) and (
+            "localParentSampled:AlwaysOnSampler" in sampler.get_description()
+        )
+
+    def start_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: dict[str, Any] | None = None,
+        links: Sequence[Link] = (),
+    ) -> trace.Span:
+        """A span below the span in ``context`` (a new trace without one); sampled or not.
+
+        ``attributes`` is the caller's fresh dict: the span keeps it (no copy).
+        """
+        parent_span = trace.get_current_span(context)
+        parent = parent_span.get_span_context()
+        if isinstance(parent_span, LightSpan) and self._inherits:  # a sampled local parent
+            span_context = SpanContext(
+                parent.trace_id,
+                self._ids.generate_span_id(),
+                is_remote=False,
+                trace_flags=parent.trace_flags,
+                trace_state=parent.trace_state,
+            )
+            return LightSpan(self, name, span_context, parent, kind, attributes or {}, links)
+        return self._sampled_span(name, context, parent, kind, attributes or {}, links)
+
+    def _sampled_span(  # noqa: PLR0917 - start_span's arguments, resolved
+        self,
+        name: str,
+        context: Context | None,
+        parent: SpanContext,
+        kind: SpanKind,
+        attributes: dict[str, Any],
+        links: Sequence[Link],
+    ) -> trace.Span:
+        ids = self._ids
+        if parent.is_valid:
+            trace_id, random_id = parent.trace_id, parent.trace_flags.random_trace_id
+        else:
+            trace_id, random_id = ids.generate_trace_id(), ids.is_trace_id_random()
+        sampler = self._provider.sampler
+        sampled = sampler.should_sample(context, trace_id, name, kind, attributes, links)
+        flags = TraceFlags.SAMPLED if sampled.decision.is_sampled() else TraceFlags.DEFAULT
+        if random_id:
+            flags |= TraceFlags.RANDOM_TRACE_ID
+        span_context = SpanContext(
+            trace_id,
+            ids.generate_span_id(),
+            is_remote=False,
+            trace_flags=TraceFlags(flags),
+            trace_state=sampled.trace_state,
+        )
+        if not sampled.decision.is_recording():
+            return trace.NonRecordingSpan(span_context)
+        extra = cast("Mapping[str, Any]", sampled.attributes)
+        if extra:
+            attributes.update(extra)
+        return LightSpan(
+            self, name, span_context, parent if parent.is_valid else None, kind, attributes, links
+        )
+
+    def finish(self, span: ReadableSpan) -> None:
+        """Hand a finished span to the provider's processors (they export it)."""
+        for processor in self._processors:
+            processor.on_end(span)
+
+    @property
+    def resource(self) -> Any:
+        """The provider's resource."""
+        return self._provider.resource
+
+    @property
+    def scope(self) -> InstrumentationScope:
+        """The instrumentation scope of every span."""
+        return self._scope
+
+
+class LightSpan(trace.Span):
+    """An open span: plain fields until :meth:`end` builds its ``ReadableSpan``."""
+
+    __slots__ = (
+        "_attributes",
+        "_context",
+        "_end_time",
+        "_events",
+        "_kind",
+        "_links",
+        "_name",
+        "_parent",
+        "_start_time",
+        "_status",
+        "_tracer",
+    )
+
+    def __init__(  # noqa: PLR0917 - one span's parts, as the SDK's own span takes them
+        self,
+        tracer: LightTracer,
+        name: str,
+        context: SpanContext,
+        parent: SpanContext | None,
+        kind: SpanKind,
+        attributes: dict[str, Any],
+        links: Sequence[Link],
+    ) -> None:
+        self._tracer = tracer
+        self._name = name
+        self._context = context
+        self._parent = parent
+        self._kind = kind
+        self._attributes = attributes
+        self._links = tuple(links)
+        self._events: list[Event] = []
+        self._status = _UNSET
+        self._start_time = time.time_ns()
+        self._end_time: int | None = None
+
+    def get_span_context(self) -> SpanContext:
+        """The span's ids and flags."""
+        return self._context
+
+    def is_recording(self) -> bool:
+        """True until the span ends."""
+        return self._end_time is None
+
+    def set_attributes(self, attributes: Mapping[str, AttributeValue]) -> None:
+        """Set attributes (sequences are kept as tuples, as the SDK keeps them)."""
+        for key, value in attributes.items():
+            self.set_attribute(key, value)
+
+    def set_attribute(self, key: str, value: AttributeValue) -> None:
+        """Set one attribute."""
+        if self._end_time is None:
+            self._attributes[key] = tuple(value) if isinstance(value, list) else value
+
+    def add_event(
+        self, name: str, attributes: Attributes = None, timestamp: int | None = None
+    ) -> None:
+        """Add a span event (now, unless ``timestamp`` says when)."""
+        if self._end_time is None:
+            self._events.append(Event(name, attributes, timestamp or time.time_ns()))
+
+    def add_link(self, context: SpanContext, attributes: Attributes = None) -> None:
+        """Add a link to another span."""
+        if self._end_time is None:
+            self._links = (*self._links, Link(context, attributes))
+
+    def update_name(self, name: str) -> None:
+        """Rename the span."""
+        self._name = name
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        """Set the status (an ``OK`` one is final, as in the SDK)."""
+        if self._end_time is not None or self._status.status_code is StatusCode.OK:
+            return
+        self._status = status if isinstance(status, Status) else Status(status, description)
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        """Record an exception as a span event, as the SDK does."""
+        found: dict[str, Any] = {
+            "exception.type": type(exception).__qualname__,
+            "exception.message": str(exception),
+            "exception.escaped": str(escaped),
+        }
+        found.update(attributes or {})
+        self.add_event("exception", found, timestamp)
+
+    def end(self, end_time: int | None = None) -> None:
+        """End the span: its ``ReadableSpan`` goes to the processors (once)."""
+        if self._end_time is not None:
+            return
+        self._end_time = end_time or time.time_ns()
+        tracer = self._tracer
+        tracer.finish(
+            ReadableSpan(
+                self._name,
+                context=self._context,
+                parent=self._parent,
+                resource=tracer.resource,
+                attributes=self._attributes,
+                events=tuple(self._events),
+                links=self._links,
+                kind=self._kind,
+                status=self._status,
+                start_time=self._start_time,
+                end_time=self._end_time,
+                instrumentation_scope=tracer.scope,
+            )
+        )
