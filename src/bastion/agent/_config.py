@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._fallback import FallbackPolicy
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
+    from ._handoffs import Handoffs
     from ._hooks import AgentHooks, LoopHooks
     from ._loop_detection import LoopDetection
     from ._output import OutputSchema
@@ -100,6 +101,8 @@ class RunConfig:
     """Checks of the final answer, and how many feedback rounds they may ask for."""
     loop_detection: LoopDetection | None = None
     record_responses: bool = False
+    """Whether runs keep their model responses, chunk by chunk, for replay."""
     security: SecurityConfig | None = None
     """The data-flow policy and the secrets vault (``None``: neither)."""
-    """Whether runs keep their model responses, chunk by chunk, for replay."""
+    handoffs: Handoffs | None = None
+    """The agents this one may hand the conversation to (``None``: none)."""

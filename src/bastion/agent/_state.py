@@ -120,6 +120,11 @@ class RunState:
     governance: GovernorSnapshot | None = None
     # Provenance of what the run read, the plan and the policy violations (data-flow policy).
     dataflow: DataFlowLedger | None = None
+    # The agent a handoff made active (``None``: the run's own agent), how many handoffs
+    # the run made, and the transfer call of the last one.
+    active_agent: str | None = None
+    handoffs: int = 0
+    last_handoff: str | None = None
 
     def add_usage(self, model: str, usage: Usage) -> None:
         """Count a model call's usage in the total and against its model."""
@@ -197,4 +202,5 @@ class RunState:
             exception=self.exception,
             pending_approvals=[p.request for p in self.pending_approvals if p.request],
             state=self,
+            last_agent=self.active_agent or self.agent_name,
         )
