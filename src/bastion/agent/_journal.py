@@ -433,10 +433,12 @@ class RunJournal:
         """``handoff``: the agent that took over and the history it starts from.
 
         A resumed run continues with that agent from this history, without filtering (or
-        summarizing) again.
+        summarizing) again. It is durable before the target's first model call (a barrier),
+        so a crash there never makes the run redo the transfer.
         """
         self.append(entry)
         self.mark = len(entry.messages)
+        self.barrier_due = True
 
     async def tool_call_started(
         self, tool: Tool, call: ToolCall, args: Mapping[str, Any], step: int
