@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from bastion import Agent, AgentRegistry, GovernanceOptions, filters, handoff, tool
-from bastion.agent import handoff_of
+from bastion.agent import handoff_of, run_state_to_json
 from bastion.context import SUMMARY_HEADER
 from bastion.core import (
     AgentEvent,
@@ -123,7 +123,8 @@ async def test_chained_handoffs_end_with_the_last_target() -> None:
     refunds = Agent(
         "refunds", model=ScriptedModel(["Refunded."]), instructions="Refunds.", clock=VirtualClock()
     )
-    billing = _billing([_transfer("refunds", "h2")], handoffs=[refunds])
+    # the same call id twice (as scripted models and some vendors do): both hand off
+    billing = _billing([_transfer("refunds", "h1")], handoffs=[refunds])
     triage = Agent(
         "triage", model=ScriptedModel([_transfer()]), handoffs=[billing], clock=VirtualClock()
     )
@@ -364,6 +365,38 @@ async def test_a_summary_filter_is_a_governed_model_call_of_the_run() -> None:
     # the summary passed the governor like the run's other model calls, and was counted
     assert calls == ["llm:test:triage-model", "llm:test:triage-model", "llm:test:billing-model"]
     assert result.usage_by_model["test:triage-model"].requests == 2
+
+
+async def test_a_kept_state_resumes_with_the_target_in_a_new_agent_instance() -> None:
+    def build(script: list[Turn | str]) -> tuple[Agent[Any, Any], ScriptedModel]:
+        model = ScriptedModel(script, name="billing-model")
+        billing = Agent(
+            "billing",
+            model=model,
+            instructions="You are the billing desk.",
+            tools=[refund],
+            clock=VirtualClock(),
+        )
+        triage = Agent(
+            "triage",
+            model=ScriptedModel([_transfer()]),
+            handoffs=[billing],
+            clock=VirtualClock(),
+        )
+        return triage, model
+
+    triage, _ = build([Turn(tool_calls=[Call("refund", {"order": "A1"}, id="r1")])])
+    first = await triage.run("Refund A1")
+    assert first.status == "awaiting_approval"
+    assert first.state is not None
+    saved = run_state_to_json(first.state)
+    again, model = build(["Refunded."])
+    directive = Directive(approvals=[ApprovalDecision(tool_call_id="r1", granted=True)])
+    result = await again.run(again.deserialize_state(saved), directive=directive)
+    assert result.output == "Refunded."
+    assert result.last_agent == "billing"
+    assert [m.text for m in result.messages if isinstance(m, ToolMessage)][-1] == "refunded A1"
+    assert len(model.requests) == 1
 
 
 def test_handoff_tools_are_recognisable() -> None:

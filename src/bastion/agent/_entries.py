@@ -157,6 +157,7 @@ class HandoffEntry:
     from_agent: str
     to_agent: str
     tool_call_id: str
+    step: int
     messages: list[Message]
     input_filter: dict[str, Any] = field(default_factory=dict[str, Any])
     spent: list[Spent] = field(default_factory=list[Spent])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -98,6 +98,18 @@ class Handoff:
     input_filter: HandoffInputFilterDescriptor | None = None
     input_type: type[BaseModel] | None = None
     on_handoff: OnHandoff | None = None
+    boundary: HandoffInputFilterDescriptor = field(init=False, repr=False, compare=False)
+    """The filter applied at the transfer: ``input_filter`` (or the default), then
+    ``strip_reasoning``."""
+    boundary_json: str = field(init=False, repr=False, compare=False)
+    """``boundary`` as JSON (what the ``agent.handoff`` event and the journal record)."""
+
+    def __post_init__(self) -> None:
+        from bastion.filters import compose, default_handoff_filter, to_json
+
+        boundary = compose(self.input_filter or default_handoff_filter())
+        object.__setattr__(self, "boundary", boundary)
+        object.__setattr__(self, "boundary_json", to_json(boundary))
 
     @property
     def target_name(self) -> str:

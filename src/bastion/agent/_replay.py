@@ -198,7 +198,7 @@ class _Fold:
             state.add_usage(spent.model, spent.usage)
         state.active_agent = None if entry.to_agent == state.agent_name else entry.to_agent
         state.handoffs += 1
-        state.last_handoff = entry.tool_call_id
+        state.handoff_step = entry.step
         self._use(state.active_agent)
         self.mark = len(state.messages)
 

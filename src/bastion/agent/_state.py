@@ -121,10 +121,10 @@ class RunState:
     # Provenance of what the run read, the plan and the policy violations (data-flow policy).
     dataflow: DataFlowLedger | None = None
     # The agent a handoff made active (``None``: the run's own agent), how many handoffs
-    # the run made, and the transfer call of the last one.
+    # the run made, and the step whose answer made the last one (0: none).
     active_agent: str | None = None
     handoffs: int = 0
-    last_handoff: str | None = None
+    handoff_step: int = 0
 
     def add_usage(self, model: str, usage: Usage) -> None:
         """Count a model call's usage in the total and against its model."""

@@ -107,6 +107,8 @@ def _pending(scope: RunScope) -> tuple[ToolCall, Handoff] | None:
     answer = messages[index] if index >= 0 else None
     if not isinstance(answer, AssistantMessage) or not results:
         return None
+    if scope.state.handoff_step == scope.state.step:  # this step's answer handed off already
+        return None
     tools = scope.config.tools.by_name
     for call in answer.tool_calls:
         tool = tools.get(call.name)
@@ -114,8 +116,6 @@ def _pending(scope: RunScope) -> tuple[ToolCall, Handoff] | None:
         result = results.get(call.id)
         if spec is None or result is None or result.is_error:
             continue
-        if call.id == scope.state.last_handoff:
-            return None
         return call, spec
     return None
 
@@ -131,15 +131,9 @@ async def take_handoff(scope: RunScope) -> AsyncGenerator[HandoffEvent, None]:
     _check_limit(scope, handoffs.max_handoffs)
     target = handoffs.target(spec).config
     _check_governance(scope, target)
-    from bastion.filters import (
-        FilterContext,
-        apply_filter,
-        compose,
-        default_handoff_filter,
-        descriptor_adapter,
-    )
+    from bastion.filters import FilterContext, apply_filter
 
-    descriptor = compose(spec.input_filter or default_handoff_filter())
+    descriptor = spec.boundary
     state = scope.state
     source = scope.config
     spent: list[Spent] = []
@@ -161,9 +155,9 @@ async def take_handoff(scope: RunScope) -> AsyncGenerator[HandoffEvent, None]:
     state.messages[:] = [*opening, *kept[start:]]
     state.active_agent = None if target.name == state.agent_name else target.name
     state.handoffs += 1
-    state.last_handoff = call.id
+    state.handoff_step = state.step
     activate(scope, target)
-    shape = descriptor_adapter().dump_python(descriptor, mode="json")
+    shape: dict[str, Any] = json.loads(spec.boundary_json)  # the event's and entry's own
     event = HandoffEvent(
         run_id=scope.run_id,
         from_agent=source.name,
@@ -185,6 +179,7 @@ async def take_handoff(scope: RunScope) -> AsyncGenerator[HandoffEvent, None]:
                     from_agent=source.name,
                     to_agent=target.name,
                     tool_call_id=call.id,
+                    step=state.step,
                     messages=list(state.messages),
                     input_filter=shape,
                     spent=spent,
