@@ -18,6 +18,7 @@ from bastion.core import (
     ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
+    HandoffEvent,
     ModelCircuitEvent,
     ModelFellbackEvent,
     ModelRetryEvent,
@@ -285,6 +286,9 @@ def one_of_each_event() -> list[AgentEvent]:
         VerifierResultEvent(
             run_id=RUN, seq=next(seq), verifier="cites", passed=False, feedback="cite", round=1
         ),
+        HandoffEvent(
+            run_id=RUN, seq=next(seq), from_agent="a", to_agent="billing", tool_call_id="h1"
+        ),
         AgentCancellingEvent(run_id=RUN, seq=next(seq), drain=True),
         AgentErrorEvent(
             run_id=RUN, seq=next(seq), code="guardrail_blocked", message="Output blocked by 'pii'."
@@ -320,6 +324,7 @@ Hi
   ↻ lookup rate-limited (ToolRateLimited: slow down); attempt 2 in 250 ms
   ⟲ lookup called 3 times with the same arguments (warn)
   ✗ verifier 'cites' failed: cite
+⇢ a hands the conversation to billing
   ■ cancelling: finishing the current step
 ✗ guardrail_blocked: Output blocked by 'pii'.
 ✗ failed · 1 step · 2 tool calls · 0 tokens · 250 ms
