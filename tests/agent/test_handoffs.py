@@ -20,7 +20,7 @@ from bastion.core import (
     UserError,
     UserMessage,
 )
-from bastion.governance import PolicyAction, PolicyResult, deny
+from bastion.governance import Governor, PolicyAction, PolicyResult, deny
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock, isolated_store
 from bastion.tools import ApprovalDecision, Directive
 
@@ -483,3 +483,85 @@ async def test_a_run_suspended_after_a_handoff_resumes_with_the_target(
         )
         await again.aclose()
     del triage_model, billing_model
+
+
+async def test_a_target_with_another_governor_fails_the_transfer() -> None:
+    # a run keeps its governance: a target governed elsewhere would lose one set of limits
+    def allow_all(action: PolicyAction) -> None:
+        return None
+
+    billing = _billing(["never"], policies=[allow_all])
+    triage = Agent(
+        "triage",
+        model=ScriptedModel([_transfer()]),
+        handoffs=[billing],
+        policies=[allow_all],
+        clock=VirtualClock(),
+    )
+    result = await triage.run("Hi")
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.code == "handoff_failed"
+    assert "has its own governor" in result.error.message
+
+
+async def test_a_shared_governor_governs_the_target_calls_too() -> None:
+    seen: list[str] = []
+
+    def watch(action: PolicyAction) -> None:
+        seen.append(action.oracle)
+
+    governor = Governor(policies=[watch], clock=VirtualClock())
+    shared = GovernanceOptions(governor=governor)
+    billing = _billing(
+        [Turn(tool_calls=[Call("order_status", {"order": "A1"}, id="s1")]), "Shipped."],
+        governance=shared,
+    )
+    triage = Agent(
+        "triage",
+        model=ScriptedModel([_transfer()], name="triage-model"),
+        handoffs=[billing],
+        governance=shared,
+        clock=VirtualClock(),
+    )
+    result = await triage.run("Where is A1?")
+    assert result.output == "Shipped."
+    assert seen == [
+        "llm:test:triage-model",
+        "tool:transfer_to_billing",
+        "llm:test:billing-model",
+        "tool:order_status",
+        "llm:test:billing-model",
+    ]
+
+
+@tool(side_effect_class="read_only", sensitivity="internal")
+def payroll(name: str) -> str:
+    """Look up a salary."""
+    return f"{name} earns 9,000"
+
+
+async def test_by_sensitivity_reads_the_tools_labels_at_the_boundary() -> None:
+    billing = _billing(["I can help with billing."])
+    triage = Agent(
+        "triage",
+        model=ScriptedModel(
+            [
+                Turn(tool_calls=[Call("payroll", {"name": "ann"}, id="p1")]),
+                _transfer(),
+            ]
+        ),
+        tools=[payroll],
+        handoffs=[handoff(billing, input_filter=filters.by_sensitivity("public"))],
+        clock=VirtualClock(),
+    )
+    result = await triage.run("What does Ann earn? Then billing.")
+    assert result.output == "I can help with billing."
+    assert isinstance(billing.model, ScriptedModel)
+    sent = billing.model.requests[0].messages
+    assert not any("9,000" in getattr(m, "text", "") for m in sent)
+    assert not any(c.name == "payroll" for m in sent for c in getattr(m, "tool_calls", ()))
+    # from the handoff on, the run's transcript is the target's view of the conversation
+    assert [m.tool_name for m in result.messages if isinstance(m, ToolMessage)] == [
+        "transfer_to_billing"
+    ]
