@@ -16,7 +16,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bastion.core import RunContext, RunError, UserError
 from bastion.tools import ModelArgsValidator, Tool
@@ -65,6 +65,9 @@ class HandoffTarget(Protocol):
     def config(self) -> RunConfig:
         """The agent's run configuration."""
         ...
+
+
+_T = TypeVar("_T", bound=HandoffTarget)
 
 
 class HandoffError(RunError):
@@ -254,7 +257,7 @@ class AgentRegistry:
         for agent in agents:
             self.add(agent)
 
-    def add(self, agent: HandoffTarget) -> Any:
+    def add(self, agent: _T) -> _T:
         """Register ``agent`` under its name; returns it.
 
         Raises:
