@@ -157,7 +157,7 @@ async def take_handoff(scope: RunScope) -> AsyncGenerator[HandoffEvent, None]:
     state.handoffs += 1
     state.handoff_step = state.step
     activate(scope, target)
-    shape: dict[str, Any] = json.loads(spec.boundary_json)  # the event's and entry's own
+    shape: dict[str, Any] = json.loads(spec.boundary_json)  # the event's own copy
     event = HandoffEvent(
         run_id=scope.run_id,
         from_agent=source.name,
@@ -181,7 +181,7 @@ async def take_handoff(scope: RunScope) -> AsyncGenerator[HandoffEvent, None]:
                     tool_call_id=call.id,
                     step=state.step,
                     messages=list(state.messages),
-                    input_filter=shape,
+                    input_filter=json.loads(spec.boundary_json),
                     spent=spent,
                 )
             )
