@@ -22,7 +22,7 @@ from bastion.core import (
 )
 from bastion.governance import Governor, PolicyAction, PolicyResult, deny
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock, isolated_store
-from bastion.tools import ApprovalDecision, Directive
+from bastion.tools import ApprovalDecision, Deny, Directive
 
 from .conftest import brief
 
@@ -565,3 +565,39 @@ async def test_by_sensitivity_reads_the_tools_labels_at_the_boundary() -> None:
     assert [m.tool_name for m in result.messages if isinstance(m, ToolMessage)] == [
         "transfer_to_billing"
     ]
+
+
+async def test_a_driven_run_asks_the_application_about_the_target_calls_too() -> None:
+    billing = _billing([Turn(tool_calls=[Call("order_status", {"order": "A1"}, id="s1")]), "ok"])
+    triage = Agent(
+        "triage", model=ScriptedModel([_transfer()]), handoffs=[billing], clock=VirtualClock()
+    )
+    asked: list[str] = []
+    async with triage.drive("Where is A1?") as run:
+        event = await run.asend(None)
+        while True:
+            decision = None
+            if event.type == "tool.approval.requested":
+                asked.append(event.tool_name)
+                decision = Deny("not today") if event.tool_name == "order_status" else None
+            try:
+                event = await run.asend(decision)
+            except StopAsyncIteration:
+                break
+    assert asked == ["transfer_to_billing", "order_status"]
+    assert run.result.last_agent == "billing"
+    results = [m.text for m in run.result.messages if isinstance(m, ToolMessage)]
+    assert results[-1] == "Denied: not today"
+
+
+async def test_a_session_sees_the_target_tool_calls() -> None:
+    billing = _billing([Turn(tool_calls=[Call("order_status", {"order": "A1"}, id="s1")]), "ok"])
+    triage = Agent(
+        "triage", model=ScriptedModel([_transfer()]), handoffs=[billing], clock=VirtualClock()
+    )
+    session = triage.session("handoff-session")
+    seen: list[str] = []
+    session.on("tool_call", lambda call: seen.append(call.call.name))
+    session.send("Where is A1?")
+    await session.wait_for_idle()
+    assert seen == ["transfer_to_billing", "order_status"]

@@ -106,3 +106,6 @@ class RunConfig:
     """The data-flow policy and the secrets vault (``None``: neither)."""
     handoffs: Handoffs | None = None
     """The agents this one may hand the conversation to (``None``: none)."""
+    handoff_gate: Callable[[ToolExecutor], ToolExecutor] | None = None
+    """Applied to a handoff target's executor: a driven run (``Agent.drive``) asks the
+    application about the target's tool calls too."""

@@ -189,6 +189,9 @@ async def take_handoff(scope: RunScope) -> AsyncGenerator[HandoffEvent, None]:
 
 def activate(scope: RunScope, config: RunConfig) -> None:
     """Make ``config``'s agent the one the scope runs (a transfer, or a resumed run)."""
+    wrap = scope.config.handoff_gate
+    if wrap is not None:  # a driven run: the application decides the target's calls too
+        config = replace(config, executor=wrap(config.executor), handoff_gate=wrap)
     link = scope.session_link
     if link is not None:  # the session decides tool calls before the agent's hooks
         executor = config.executor
