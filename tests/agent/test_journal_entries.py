@@ -8,6 +8,7 @@ from bastion.agent._entries import (
     CompactionEntry,
     DecidedApproval,
     DecidedInterrupt,
+    HandoffEntry,
     InterruptDecidedEntry,
     InterruptRaisedEntry,
     JournalRecord,
@@ -68,6 +69,16 @@ ENTRIES: list[JournalRecord] = [
     CompactionEntry(
         event_seq=8,
         messages=[UserMessage(content="summary"), _ANSWER],
+        spent=[Spent(model="test:summary", usage=_USAGE)],
+    ),
+    HandoffEntry(
+        event_seq=8,
+        from_agent="triage",
+        to_agent="billing",
+        tool_call_id="h1",
+        step=2,
+        messages=[UserMessage(content="refund please")],
+        input_filter={"kind": "compose", "filters": [{"kind": "strip_reasoning"}]},
         spent=[Spent(model="test:summary", usage=_USAGE)],
     ),
     InterruptRaisedEntry(

@@ -21,6 +21,7 @@ from bastion.core import (
     ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
+    HandoffEvent,
     ModelCircuitEvent,
     ModelFellbackEvent,
     ModelRetryEvent,
@@ -288,6 +289,9 @@ def one_of_each_event() -> list[AgentEvent]:
         VerifierResultEvent(
             run_id=RUN, seq=next(seq), verifier="cites", passed=False, feedback="cite", round=1
         ),
+        HandoffEvent(
+            run_id=RUN, seq=next(seq), from_agent="a", to_agent="billing", tool_call_id="h1"
+        ),
         AgentCancellingEvent(run_id=RUN, seq=next(seq), drain=True),
         AgentSteeredEvent(run_id=RUN, seq=next(seq), text="only the flowers"),
         AgentFollowUpEvent(run_id=RUN, seq=next(seq), text="and the trees?", output="roses"),
@@ -328,6 +332,7 @@ Hi
   ↻ lookup rate-limited (ToolRateLimited: slow down); attempt 2 in 250 ms
   ⟲ lookup called 3 times with the same arguments (warn)
   ✗ verifier 'cites' failed: cite
+⇢ a hands the conversation to billing
   ■ cancelling: finishing the current step
   » steered: only the flowers
   » follow-up: and the trees?

@@ -73,7 +73,7 @@ async def test_an_intact_crashed_journal_resumes_without_running_the_tool_again(
     ("damage", "message"),
     [
         ({"seq": 4, "kind": "tool_output"}, "entry 4 is of kind 'tool_output', which this"),
-        ({"seq": 4, "kind": "handoff"}, "entry 4 is of kind 'handoff'"),
+        ({"seq": 4, "kind": "handoff"}, r"entry 4 \(handoff\) is malformed"),
         ({"seq": 2, "schema_version": 2}, "schema_version 2, newer than the 1 this Bastion"),
         ({"seq": 2, "schema_version": 0}, "invalid schema_version 0"),
         ({"seq": 4, "payload": "{not json"}, "entry 4 is damaged: .*not valid JSON"),

@@ -19,6 +19,15 @@ from ._guardrails import (
     input_guardrail,
     output_guardrail,
 )
+from ._handoffs import (
+    AgentRegistry,
+    Handoff,
+    HandoffError,
+    HandoffLimitExceeded,
+    UnknownHandoffTarget,
+    handoff,
+    handoff_of,
+)
 from ._hooks import AgentHooks, LoopHooks
 from ._loop_detection import LoopDetection
 from ._options import GovernanceOptions, ToolOptions
@@ -35,6 +44,7 @@ __all__ = [
     "Agent",
     "AgentDrive",
     "AgentHooks",
+    "AgentRegistry",
     "AgentStream",
     "ApprovalMismatch",
     "CircuitBreaker",
@@ -44,6 +54,9 @@ __all__ = [
     "FallbackPolicy",
     "GovernanceOptions",
     "GuardrailResult",
+    "Handoff",
+    "HandoffError",
+    "HandoffLimitExceeded",
     "HookFlags",
     "InputGuardrail",
     "LoopDetection",
@@ -63,10 +76,13 @@ __all__ = [
     "TRANSPORT_ERRORS",
     "ToolCallRecord",
     "ToolOptions",
+    "UnknownHandoffTarget",
     "Verdict",
     "Verification",
     "VerifierCheck",
     "default_retryable",
+    "handoff",
+    "handoff_of",
     "input_guardrail",
     "output_guardrail",
     "run_state_from_json",

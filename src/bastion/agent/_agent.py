@@ -52,6 +52,7 @@ from ._config import Instructions, RunConfig
 from ._dataflow import apply_security
 from ._drive import AgentDrive, start_drive
 from ._fallback import FallbackPolicy
+from ._handoffs import AgentRegistry, Handoff, HandoffTarget, build_handoffs, find_agent
 from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
@@ -77,6 +78,7 @@ from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
 from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
+from .steps._handoff import activate
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -224,6 +226,15 @@ class Agent(Generic[DepsT, OutputT]):
         security: A :class:`~bastion.security.SecurityConfig`: the data-flow policy checked
             before every sink call (tool outputs then carry provenance) and the secrets
             vault tools reveal from (``secrets_allowed``). See ``docs/security.md``.
+        handoffs: Agents this one may hand the conversation to: agents, their names (looked
+            up in ``agent_registry`` when the transfer happens) or :func:`handoff` specs.
+            Each is advertised as a ``transfer_to_<name>`` tool; calling it makes the target
+            the run's active agent (its instructions, tools and model), with the history
+            its input filter keeps. See ``docs/multi-agent.md``.
+        max_handoffs: Most handoffs one run may make before this agent's next one fails
+            the run (code ``max_handoffs``). Default 10.
+        agent_registry: Where targets named by a string are found (and where a resuming
+            process finds the active agent of a run).
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -275,6 +286,9 @@ class Agent(Generic[DepsT, OutputT]):
         loop_detection: LoopDetection | None = None,
         record_responses: bool = False,
         security: SecurityConfig | None = None,
+        handoffs: Sequence[HandoffTarget | Handoff | str] = (),
+        max_handoffs: int = 10,
+        agent_registry: AgentRegistry | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -314,9 +328,10 @@ class Agent(Generic[DepsT, OutputT]):
         models = (resolved, *(resolve_model(m, "fallback model") for m in fallback_models))
         clock = clock or SystemClock()
         audit = ToolAudit()
+        handoff_tools, handoff_config = build_handoffs(name, handoffs, agent_registry, max_handoffs)
         parts = build_tools(
             name,
-            tools,
+            [*tools, *handoff_tools] if handoff_tools else tools,
             audit=audit,
             model=resolved,
             options=options,
@@ -399,6 +414,7 @@ class Agent(Generic[DepsT, OutputT]):
             loop_detection=check_loop_detection(loop_detection, name),
             record_responses=record_responses,
             security=security,
+            handoffs=handoff_config,
         )
         self.registry = parts.registry
         """The agent's tools by name; ``registry.register(tool)`` adds one for later steps."""
@@ -1124,9 +1140,12 @@ class Agent(Generic[DepsT, OutputT]):
             _governed=None if governance is None else governance.call,  # ctx.call
         )
         window = config.context.window() if config.context is not None else None
-        return RunScope(
+        scope = RunScope(
             config, state, ctx, governance, journal=journal, window=window, session_link=link
         )
+        if state.active_agent is not None:  # a handoff made another agent the active one
+            activate(scope, _active_config(config, state))
+        return scope
 
     async def run(
         self,
@@ -1233,6 +1252,24 @@ class Agent(Generic[DepsT, OutputT]):
         journal = stream._scope.journal  # pyright: ignore[reportPrivateUsage]
         if journal is not None and journal.keeper is not None:
             journal.keeper.stop()  # closed before its end: the lease lapses, nothing renews it
+
+
+def _active_config(config: RunConfig, state: RunState) -> RunConfig:
+    """The config of the agent a handoff left active in ``state``'s run.
+
+    Raises:
+        UserError: It cannot be found through the handoffs of the run's agent.
+    """
+    name = state.active_agent
+    assert name is not None  # only asked for a run a handoff moved
+    found = find_agent(config, name)
+    if found is None:
+        raise UserError(
+            f"Run {state.run_id} was handed off to agent {name!r}, which agent {config.name!r} "
+            "cannot reach through its handoffs: give it the same handoffs (and "
+            "agent_registry) it had when the run started."
+        )
+    return found
 
 
 def _end_event(state: RunState) -> AgentEndEvent:

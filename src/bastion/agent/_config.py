@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._fallback import FallbackPolicy
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
+    from ._handoffs import Handoffs
     from ._hooks import AgentHooks, LoopHooks
     from ._loop_detection import LoopDetection
     from ._output import OutputSchema
@@ -103,6 +104,11 @@ class RunConfig:
     suggestions: Suggester | None = None
     """Follow-up suggestions after a completed run (``None``: off)."""
     record_responses: bool = False
+    """Whether runs keep their model responses, chunk by chunk, for replay."""
     security: SecurityConfig | None = None
     """The data-flow policy and the secrets vault (``None``: neither)."""
-    """Whether runs keep their model responses, chunk by chunk, for replay."""
+    handoffs: Handoffs | None = None
+    """The agents this one may hand the conversation to (``None``: none)."""
+    handoff_gate: Callable[[ToolExecutor], ToolExecutor] | None = None
+    """Applied to a handoff target's executor: a driven run (``Agent.drive``) asks the
+    application about the target's tool calls too."""

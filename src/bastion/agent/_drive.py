@@ -35,6 +35,7 @@ from bastion.tools import (
     Directive,
     Mock,
     Rewrite,
+    ToolExecutor,
 )
 
 from ._result import OutputT, RunResult
@@ -210,10 +211,14 @@ def start_drive(  # noqa: PLR0917 - the options of Agent.drive, passed on
     """The drive of a new run, of a kept state, or of the journaled run ``resume``."""
     desk = _Desk()
     config = agent.config
-    gate = config.executor.gate
     asking = ApprovalConfig(policy="all", on_approval=desk.on_approval, timeout=_NO_TIMEOUT)
-    executor = config.executor.with_gate(gate.with_approval(asking, gate.governor))
-    driven = agent._derive(replace(config, executor=executor))  # pyright: ignore[reportPrivateUsage]
+
+    def ask(executor: ToolExecutor) -> ToolExecutor:
+        gate = executor.gate
+        return executor.with_gate(gate.with_approval(asking, gate.governor))
+
+    variant = replace(config, executor=ask(config.executor), handoff_gate=ask)
+    driven = agent._derive(variant)  # pyright: ignore[reportPrivateUsage]
     if resume is not None:
         if input is not None or options:
             raise UserError(

@@ -32,6 +32,7 @@ __all__ = [
     "CompactionEntry",
     "DecidedApproval",
     "DecidedInterrupt",
+    "HandoffEntry",
     "InterruptDecidedEntry",
     "InterruptRaisedEntry",
     "JournalRecord",
@@ -145,6 +146,24 @@ class CompactionEntry:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class HandoffEntry:
+    """Another agent took the run over: the history it starts from, and how it was made.
+
+    ``input_filter`` is the filter's descriptor (as JSON); ``spent`` what a summary cost.
+    """
+
+    kind: Literal["handoff"] = "handoff"
+    event_seq: int = 0
+    from_agent: str
+    to_agent: str
+    tool_call_id: str
+    step: int
+    messages: list[Message]
+    input_filter: dict[str, Any] = field(default_factory=dict[str, Any])
+    spent: list[Spent] = field(default_factory=list[Spent])
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class DecidedApproval:
     """A human's decision on one pending call, bound to the call by ``digest``.
 
@@ -214,6 +233,7 @@ JournalRecord: TypeAlias = (
     | ToolCallStartedEntry
     | ToolResultEntry
     | CompactionEntry
+    | HandoffEntry
     | InterruptDecidedEntry
     | InterruptRaisedEntry
     | RunEndedEntry

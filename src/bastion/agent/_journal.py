@@ -62,6 +62,7 @@ from ._entries import (
     CompactionEntry,
     DecidedApproval,
     DecidedInterrupt,
+    HandoffEntry,
     InterruptDecidedEntry,
     InterruptRaisedEntry,
     JournalRecord,
@@ -438,6 +439,17 @@ class RunJournal:
             )
         )
         self.mark = len(state.messages)
+
+    def handed_off(self, entry: HandoffEntry) -> None:
+        """``handoff``: the agent that took over and the history it starts from.
+
+        A resumed run continues with that agent from this history, without filtering (or
+        summarizing) again. It is durable before the target's first model call (a barrier),
+        so a crash there never makes the run redo the transfer.
+        """
+        self.append(entry)
+        self.mark = len(entry.messages)
+        self.barrier_due = True
 
     async def tool_call_started(
         self, tool: Tool, call: ToolCall, args: Mapping[str, Any], step: int

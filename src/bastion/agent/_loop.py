@@ -28,6 +28,7 @@ from bastion.governance import GovernanceError
 from bastion.stores import JournalConflict, LeaseLost, RunBusy, StoreError
 
 from ._binding import apply_edits
+from ._handoffs import HandoffError
 from ._hooks import maybe_await
 from ._output import output_call
 from ._scope import RunAborted
@@ -39,6 +40,7 @@ from .steps._end import end_run, lost_end
 from .steps._finalize import finalize
 from .steps._govern import finish_governance, govern_round, resume_governance, settle
 from .steps._guardrails import check_input
+from .steps._handoff import refuse_extra_handoffs, take_handoff
 from .steps._prepare import before_llm_call, open_run, resolve_deps, result_keeper, shape_output
 from .steps._recover import recover
 from .steps._respond import (
@@ -144,7 +146,11 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
                     yield event
             if journal is not None:
                 await journal.started(state, start.seq)
+        if state.status == "running" and scope.config.handoffs is not None:
+            async for event in take_handoff(scope):  # a resumed step that handed off
+                yield event
         while state.status == "running":
+            config = scope.config  # a handoff makes another agent's config the run's
             if scope.abort is not None:
                 raise RunAborted
             if state.step >= config.max_steps:
@@ -218,6 +224,8 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
                         yield step_end(scope, call, response)
                         break
                 batch = start_batch(scope, calls)
+                if config.handoffs is not None:
+                    refuse_extra_handoffs(scope, batch, calls)
                 if config.loop_detection is not None:  # repeated identical calls
                     for event in check_loops(scope, batch, calls):
                         yield event
@@ -240,6 +248,9 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
                     break
                 if flags.on_roundtrip_complete:
                     await roundtrip_complete(scope)
+                if config.handoffs is not None:
+                    async for event in take_handoff(scope):
+                        yield event
                 continue
             yield step_end(scope, call, response)
             for event in await finalize(scope, response):
@@ -288,6 +299,8 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
 
 
 def _failure_code(exc: Exception) -> str:
+    if isinstance(exc, HandoffError):  # an unknown target, max_handoffs, governance
+        return exc.code
     if isinstance(exc, (ModelError, ScriptExhausted)):
         return "model_error"
     if isinstance(exc, RunBusy):  # another live process owns the run

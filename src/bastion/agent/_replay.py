@@ -27,6 +27,7 @@ from ._binding import apply_edits, bind, check_bindings
 from ._entries import (
     CompactionEntry,
     DecidedApproval,
+    HandoffEntry,
     InterruptDecidedEntry,
     InterruptRaisedEntry,
     JournalRecord,
@@ -37,6 +38,7 @@ from ._entries import (
     ToolResultEntry,
     read_entry,
 )
+from ._handoffs import find_agent
 from ._journal import JOURNAL_SCHEMA_VERSION, outcome_of_entry, state_from_payload
 from ._output import output_call
 from ._state import PendingApproval, SuspendedStep
@@ -67,6 +69,7 @@ _REPLAYED: tuple[EntryKind, ...] = (
     "interrupt_raised",
     "interrupt_decided",
     "compaction",
+    "handoff",
     "run_ended",
 )
 
@@ -112,6 +115,7 @@ class _Fold:
     """The fold of entries into a state (one pass, in order)."""
 
     def __init__(self, config: RunConfig) -> None:
+        self.root = config
         self.tools = config.tools.by_name
         self.output_tool = config.output_schema is not None
         self.state: RunState | None = None
@@ -128,6 +132,7 @@ class _Fold:
         self.event_seq = max(self.event_seq, entry.event_seq)
         if isinstance(entry, (RunStartedEntry, InterruptRaisedEntry, RunEndedEntry)):
             self.state = state_from_payload(entry.state)
+            self._use(self.state.active_agent)
             self._reset()
             return
         state = self.state
@@ -141,6 +146,8 @@ class _Fold:
             self._tool_result(state, entry)
         elif isinstance(entry, CompactionEntry):
             self._compaction(state, entry)
+        elif isinstance(entry, HandoffEntry):
+            self._handoff(state, entry)
         else:
             self._decided(state, entry)
 
@@ -174,6 +181,30 @@ class _Fold:
         state.messages[:] = entry.messages
         for spent in entry.spent:
             state.add_usage(spent.model, spent.usage)
+        self.mark = len(state.messages)
+
+    def _use(self, agent: str | None) -> None:
+        """Read the calls that follow as the tools of ``agent`` (``None``: the run's own)."""
+        config = self.root if agent is None else find_agent(self.root, agent)
+        if config is None:
+            raise UserError(
+                f"The run was handed off to agent {agent!r}, which agent {self.root.name!r} "
+                "cannot reach through its handoffs: give it the same handoffs (and "
+                "agent_registry) it had when the run started."
+            )
+        self.tools = config.tools.by_name
+        self.output_tool = config.output_schema is not None
+
+    def _handoff(self, state: RunState, entry: HandoffEntry) -> None:
+        """The target took over, from the history the filter kept."""
+        self._reset()
+        state.messages[:] = entry.messages
+        for spent in entry.spent:
+            state.add_usage(spent.model, spent.usage)
+        state.active_agent = None if entry.to_agent == state.agent_name else entry.to_agent
+        state.handoffs += 1
+        state.handoff_step = entry.step
+        self._use(state.active_agent)
         self.mark = len(state.messages)
 
     def _model_response(self, state: RunState, entry: ModelResponseEntry) -> None:

@@ -63,6 +63,8 @@ class RunResult(Generic[OutputT]):
             human decision. Resume with ``agent.run(result.state, directive=...)``.
         state: The run's state: pass it back to resume a suspended run, or keep it with
             ``run_state_to_json``.
+        last_agent: The agent active when the run ended: the one that produced ``output``
+            (after handoffs, the last target; else ``agent_name``).
     """
 
     run_id: str
@@ -82,6 +84,11 @@ class RunResult(Generic[OutputT]):
     exception: BaseException | None = field(default=None, repr=False)
     pending_approvals: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
     state: RunState | None = field(default=None, repr=False)
+    last_agent: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.last_agent:
+            self.last_agent = self.agent_name
 
     @property
     def ok(self) -> bool:

@@ -122,6 +122,11 @@ class RunState:
     governance: GovernorSnapshot | None = None
     # Provenance of what the run read, the plan and the policy violations (data-flow policy).
     dataflow: DataFlowLedger | None = None
+    # The agent a handoff made active (``None``: the run's own agent), how many handoffs
+    # the run made, and the step whose answer made the last one (0: none).
+    active_agent: str | None = None
+    handoffs: int = 0
+    handoff_step: int = 0
 
     def add_usage(self, model: str, usage: Usage) -> None:
         """Count a model call's usage in the total and against its model."""
@@ -224,4 +229,5 @@ class RunState:
             exception=self.exception,
             pending_approvals=[p.request for p in self.pending_approvals if p.request],
             state=self,
+            last_agent=self.active_agent or self.agent_name,
         )

@@ -37,6 +37,7 @@ from bastion.core import (
     ContextCompactionFailedEvent,
     GovernanceEvent,
     GuardrailTrippedEvent,
+    HandoffEvent,
     ModelCircuitEvent,
     ModelFellbackEvent,
     ModelRetryEvent,
@@ -218,6 +219,9 @@ class Renderer:
                 self._end(event)
             case SubagentEvent():
                 self._subagent(event)
+            case HandoffEvent():
+                line = f"⇢ {event.from_agent} hands the conversation to {event.to_agent}"
+                self._line(Text(line, style="cyan"))
             case _:
                 assert_never(event)
 

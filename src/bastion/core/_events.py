@@ -32,6 +32,7 @@ __all__ = [
     "ContextCompactionFailedEvent",
     "GovernanceEvent",
     "GuardrailTrippedEvent",
+    "HandoffEvent",
     "ModelCircuitEvent",
     "ModelFellbackEvent",
     "ModelRetryEvent",
@@ -577,6 +578,26 @@ class SubagentEvent:
     type: Literal["subagent.event"] = "subagent.event"
 
 
+@dataclass(kw_only=True, slots=True)
+class HandoffEvent:
+    """The conversation passed to another agent, which continues the run.
+
+    ``input_filter`` is the descriptor of the filter that shaped what crossed (as JSON);
+    ``arguments`` what the model gave the ``transfer_to_<name>`` call.
+    """
+
+    run_id: str
+    seq: int = 0
+    from_agent: str
+    to_agent: str
+    tool_call_id: str
+    arguments: dict[str, Any] = field(default_factory=dict[str, Any])
+    input_filter: dict[str, Any] = field(default_factory=dict[str, Any])
+    messages_before: int = 0
+    messages_after: int = 0
+    type: Literal["agent.handoff"] = "agent.handoff"
+
+
 AgentEvent: TypeAlias = (
     AgentStartEvent
     | StepStartEvent
@@ -613,4 +634,5 @@ AgentEvent: TypeAlias = (
     | AgentErrorEvent
     | AgentEndEvent
     | SubagentEvent
+    | HandoffEvent
 )
