@@ -20,6 +20,8 @@ from ._limits import BodyLimit
 from ._manager import RunManager
 from ._routes import router
 from ._service import Service
+from ._sessions import Sessions
+from ._sessions_routes import sessions_router
 
 __all__ = ["create_app"]
 
@@ -72,6 +74,7 @@ def create_app(
         drain_timeout=drain_timeout,
     )
     service = Service(manager, tokens, poll=poll_interval)
+    sessions = Sessions(manager)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
@@ -79,6 +82,7 @@ def create_app(
         try:
             yield
         finally:
+            await sessions.close(drain_timeout)
             await manager.drain()
             service.stopping.set()
             if owned:
@@ -86,8 +90,10 @@ def create_app(
 
     app = FastAPI(title="Bastion", summary="Runs of Bastion agents over HTTP.", lifespan=lifespan)
     app.state.bastion = service
+    app.state.bastion_sessions = sessions
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(sessions_router)
     _admin_routes(app, service, admin_token)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if cors_origins:
