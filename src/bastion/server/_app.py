@@ -15,6 +15,7 @@ from bastion.core import UserError
 from bastion.stores import Stores, open_store
 
 from ._auth import TokenAuth, Unauthorized
+from ._console import agents_router, mount_console
 from ._errors import NotFound, install_error_handlers
 from ._limits import BodyLimit
 from ._manager import RunManager
@@ -94,6 +95,8 @@ def create_app(
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(sessions_router)
+    app.include_router(agents_router)
+    mount_console(app)
     _admin_routes(app, service, admin_token)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if cors_origins:
