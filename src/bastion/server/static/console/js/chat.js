@@ -78,7 +78,7 @@ async function conversation(pane, sessionId, signal) {
     waiting,
     h(
       "form",
-      { class: "composer", "aria-label": "Message", onsubmit: (e) => { e.preventDefault(); send(null)(); } },
+      { class: "composer", "aria-label": "Write to the session", onsubmit: (e) => { e.preventDefault(); send(null)(); } },
       h("label", { for: "chat-input" }, "Message"),
       text,
       h(
@@ -173,7 +173,7 @@ class ChatTranscript {
         this.root.scrollTop = this.root.scrollHeight;
         return;
       case "run":
-        this.root.append(h("a", { class: "turn-run mono", href: `#/runs/${encodeURIComponent(event.run_id)}` }, `run ${event.run_id}`));
+        this.root.append(h("div", { class: "turn-run muted" }, "turn ", h("a", { class: "mono", href: `#/runs/${encodeURIComponent(event.run_id)}` }, event.run_id)));
         return;
       case "tool_call": {
         const status = h("span", {}, badge("running"));
@@ -182,7 +182,7 @@ class ChatTranscript {
           "div",
           { class: "tool", "data-tool-call-id": event.tool_call_id },
           h("header", {}, h("span", { class: "name" }, event.tool_name), status),
-          h("pre", { class: "args" }, pretty(event.arguments)),
+          event.arguments ? h("pre", { class: "args" }, pretty(event.arguments)) : null,
           result,
         );
         this.root.append(el);
@@ -192,7 +192,7 @@ class ChatTranscript {
       case "tool_result": {
         let tool = this.tools.get(event.tool_call_id);
         if (!tool) {
-          this.apply({ type: "tool_call", tool_call_id: event.tool_call_id, tool_name: event.tool_name, arguments: {} });
+          this.apply({ type: "tool_call", tool_call_id: event.tool_call_id, tool_name: event.tool_name, arguments: null });
           tool = this.tools.get(event.tool_call_id);
         }
         tool.status.replaceChildren(badge(event.is_error ? "error" : "ok"));
