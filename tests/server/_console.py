@@ -21,8 +21,10 @@ from bastion.core import (
     ToolCallEndChunk,
     ToolCallStartChunk,
     ToolMessage,
+    Usage,
     UserMessage,
 )
+from bastion.governance import Budget
 from bastion.testing import Call, FunctionModel, Turn
 
 CHROMIUM = "/usr/bin/chromium"
@@ -195,4 +197,30 @@ def chatter(streaming: asyncio.Event, gate: asyncio.Event) -> Agent[None, str]:
         "chatter",
         model=FunctionModel(stream_function=answer, name="chat-model"),
         tools=[check_tides],
+    )
+
+
+def analyst() -> Agent[None, str]:
+    """Two looks at 6 USD a model call, under a 10 USD daily budget a person may raise."""
+
+    @tool(side_effect_class="read_only")
+    def look(what: str) -> str:
+        """Look at something.
+
+        Args:
+            what: What.
+        """
+        return f"saw {what}"
+
+    def turn(request: ModelRequest) -> Turn:
+        looked = sum(1 for m in request.messages if isinstance(m, ToolMessage))
+        if looked < 2:
+            return Turn(
+                tool_calls=[Call("look", {"what": f"page {looked}"})], usage=Usage(cost_usd=6)
+            )
+        return Turn(text="Both pages read.", usage=Usage(cost_usd=1))
+
+    budget = Budget(cost_usd=10, window="day", mutable_by="human:cfo", ceiling=50)
+    return Agent(
+        "analyst", model=FunctionModel(turn, name="analyst-model"), tools=[look], budget=budget
     )

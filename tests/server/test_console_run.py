@@ -10,7 +10,7 @@ from playwright.async_api import expect
 
 from bastion.server import create_app
 
-from ._console import REFUNDED, TOKEN, browser, open_console, serving, shot, support
+from ._console import REFUNDED, TOKEN, analyst, browser, open_console, serving, shot, support
 
 
 async def test_start_stream_approve_and_finish_a_run_from_the_page(sqlite_url: str) -> None:
@@ -111,6 +111,34 @@ async def test_a_tool_result_with_markup_renders_as_text(sqlite_url: str) -> Non
         assert await page.evaluate("() => window.__xss") is None
         assert await page.locator("#view img, #view script").count() == 0
         await shot(page, "xss-as-text")
+    assert errors == []
+
+
+async def test_raise_a_budget_from_the_page(sqlite_url: str) -> None:
+    app = create_app(analyst(), store=sqlite_url, auth={TOKEN: "acme"})
+    errors: list[str] = []
+    async with serving(app) as url, browser() as chromium:
+        page = await open_console(chromium, url, errors)
+        await page.get_by_label("Input").fill("Read both pages")
+        await page.get_by_role("button", name="Start run").click()
+        card = page.get_by_role("region", name="A budget limit was reached")
+        await expect(card).to_contain_text("cost limit on 'llm' reached: 12 of 10 (day)")
+        await expect(card.get_by_label("New limit")).to_have_value("20")
+        usage = page.get_by_role("table", name="Usage by model")
+        await expect(usage.get_by_role("row", name=re.compile("analyst-model"))).to_contain_text(
+            "$12.0000"
+        )
+        budgets = page.get_by_role("table", name="Budgets")
+        await expect(budgets.get_by_role("row", name="llm cost (day)")).to_contain_text("12 of 10")
+        await shot(page, "budget-interrupt")
+        await card.get_by_label("New limit").fill("30")
+        await card.get_by_role("button", name="Raise budget").click()
+        await expect(page.locator(".output .final").last).to_have_text("Both pages read.")
+        await expect(page.locator("h1 + .row .status")).to_have_text("completed")
+        await expect(usage.get_by_role("row", name=re.compile("analyst-model"))).to_contain_text(
+            "$13.0000"
+        )
+        await shot(page, "budget-raised")
     assert errors == []
 
 

@@ -120,9 +120,10 @@ function drawFigures(el, stats, run) {
       h("td", {}, r.cost === null ? "—" : `$${r.cost.toFixed(4)}`),
     ),
   );
-  const budgets = [...stats.budgets.entries()].map(([key, data]) =>
-    h("tr", {}, h("td", { class: "mono" }, key), h("td", { class: "mono" }, JSON.stringify(data))),
+  const budgets = [...stats.budgets.entries()].map(([key, b]) =>
+    h("tr", {}, h("th", { scope: "row" }, key), h("td", {}, `${b.current ?? "?"} of ${b.max}`)),
   );
+  const signals = [...stats.signals.entries()].map(([name, n]) => h("tr", {}, h("td", { class: "mono" }, name), h("td", {}, String(n))));
   const parts = [
     h("h2", {}, "Counters"),
     h("table", { "aria-label": "Counters" }, h("tbody", {}, counters)),
@@ -134,9 +135,8 @@ function drawFigures(el, stats, run) {
       h("tbody", {}, models),
     ),
     h("h2", {}, "Budgets"),
-    budgets.length
-      ? h("table", { "aria-label": "Budgets" }, h("tbody", {}, budgets))
-      : h("p", { class: "muted" }, "No governance signals."),
+    budgets.length ? h("table", { "aria-label": "Budgets" }, h("tbody", {}, budgets)) : h("p", { class: "muted" }, "No limit checked yet."),
+    signals.length ? h("table", { "aria-label": "Governance signals" }, h("tbody", {}, signals)) : null,
   ];
   if (run && run.usage) parts.push(h("p", { class: "muted" }, `Run total: ${run.usage.prompt_tokens || 0} in, ${run.usage.completion_tokens || 0} out`));
   replace(el, parts);

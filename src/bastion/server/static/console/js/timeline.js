@@ -90,6 +90,16 @@ export class Stats {
     this.models = new Map();
     this.counters = { steps: 0, "tool calls": 0, "tool errors": 0, approvals: 0, retries: 0, "sub-agent events": 0 };
     this.budgets = new Map();
+    this.signals = new Map();
+  }
+
+  signal(name, data) {
+    this.signals.set(name, (this.signals.get(name) || 0) + 1);
+    const limit = data.interrupt && typeof data.interrupt === "object" ? data.interrupt : data;
+    if (limit.limit_type && typeof limit.max === "number") {
+      const key = `${limit.oracle || ""} ${limit.limit_type}${limit.window ? ` (${limit.window})` : ""}`.trim();
+      this.budgets.set(key, { current: limit.current, max: limit.max });
+    }
   }
 
   usage(model, usage) {
@@ -207,12 +217,9 @@ export class Timeline {
         stats.usage(event.model, usage);
         return;
       }
-      case "governance.signal": {
-        const data = event.data || {};
-        const key = data.key ? `${event.signal} · ${data.key}` : event.signal;
-        stats.budgets.set(key, data);
+      case "governance.signal":
+        stats.signal(event.signal, event.data || {});
         return;
-      }
       case "agent.model.retry":
       case "tool.execute.retry":
         if (depth === 0) stats.counters.retries += 1;
