@@ -98,6 +98,11 @@ async function conversation(pane, sessionId, signal) {
   let following = false;
   const refresh = async () => {
     const session = await api(base);
+    if (following) {
+      // A stream started while this was read: the session runs (what was read is older).
+      session.status = "running";
+      session.pending = [];
+    }
     replace(state, badge(session.status));
     const busy = session.status === "running";
     buttons.steer.disabled = !busy;

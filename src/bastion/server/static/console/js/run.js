@@ -39,6 +39,11 @@ export async function runView(root, runId, signal) {
 
   const refresh = async () => {
     const run = await api(`/runs/${encodeURIComponent(runId)}`);
+    if (following) {
+      // A stream started while this was read: the run goes on (what was read is older).
+      run.status = "running";
+      run.pending = [];
+    }
     if (run.session_id) base = await decisionBase(run, base);
     const served = base.startsWith("/sessions/");
     replace(
