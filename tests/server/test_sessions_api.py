@@ -17,6 +17,7 @@ from bastion.server import create_app
 from bastion.testing import FunctionModel
 
 from ._agents import SENT, Sse, ids, mailer, parse_sse
+from ._console import analyst
 from .conftest import client, running
 
 AUTH = {"token-acme": "acme", "token-globex": "globex"}
@@ -204,3 +205,49 @@ async def test_openapi_describes_the_session_endpoints(sqlite_url: str) -> None:
         "/sessions/{session_id}/approvals/{item_id}/deny",
         "/sessions/{session_id}/approvals/{item_id}/raise",
     } <= set(paths)
+
+
+async def test_a_session_turn_stopped_by_a_budget_goes_on_once_it_is_raised(
+    sqlite_url: str,
+) -> None:
+    app = create_app(analyst(), store=sqlite_url)
+    async with running(app), client(app) as http:
+        session_id = await _create(http)
+        await _send(http, session_id, "Read both pages")
+        first = await _events(http, session_id)
+        assert [e.event for e in first][-2:] == ["interrupt_requested", "idle"]
+        [item] = (await http.get(f"/sessions/{session_id}")).json()["pending"]
+        assert (item["kind"], item["limit"]["limit_type"], item["limit"]["max"]) == (
+            "interrupt", "cost", 10
+        )  # fmt: skip
+        low = await http.post(
+            f"/sessions/{session_id}/approvals/{item['id']}/raise", json={"max": -1}
+        )
+        assert low.status_code == 422
+        raised = await http.post(
+            f"/sessions/{session_id}/approvals/{item['id']}/raise", json={"max": 30}
+        )
+        assert raised.status_code == 202, raised.text
+        rest = await _events(http, session_id, after=first[-1].id)
+        assert [e.data["text"] for e in rest if e.event == "turn_end"] == ["Both pages read."]
+        assert (await http.get(f"/sessions/{session_id}")).json()["pending"] == []
+
+
+async def test_abort_stops_the_turn_in_flight(sqlite_url: str) -> None:
+    streaming, gate = asyncio.Event(), asyncio.Event()
+    app = create_app(_echo(streaming, gate), store=sqlite_url)
+    async with running(app), client(app) as http:
+        session_id = await _create(http)
+        await _send(http, session_id, "tides")
+        await streaming.wait()
+        aborted = await http.post(f"/sessions/{session_id}/abort")
+        assert aborted.status_code == 200, aborted.text
+        seen = await _events(http, session_id)
+        errors = [e.data for e in seen if e.event == "error"]
+        assert [(e["error"], e["aborted"]) for e in errors] == [("TurnAborted", True)]
+        assert (seen[-1].event, seen[-1].data["status"]) == ("idle", "idle")
+        await _send(http, session_id, "again")  # the session takes the next message
+        again = await _events(http, session_id, after=seen[-1].id)
+        assert [e.data["text"] for e in again if e.event == "turn_end"] == [
+            "Answer to again (after 2 user messages)."
+        ]
