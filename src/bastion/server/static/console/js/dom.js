@@ -1,5 +1,5 @@
 // Building DOM nodes. Every string becomes a text node or an attribute value, never
-// markup: model and tool text cannot inject HTML (no innerHTML anywhere in the console).
+// markup: model and tool text cannot inject HTML (nothing in the console parses data as HTML).
 
 /** An element: h("button", {class: "x", onclick: fn}, "text", child, [more]). */
 export function h(tag, attrs = {}, ...children) {
