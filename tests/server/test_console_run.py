@@ -81,14 +81,14 @@ async def test_start_stream_approve_and_finish_a_run_from_the_page(sqlite_url: s
 
             # The run list finds it by a search word.
             await page.get_by_role("link", name="Runs").first.click()
-            await page.get_by_label("Search").fill("went through")
-            await expect(page.get_by_role("status").filter(has_text="runs")).to_have_text(
-                "1 of 2 runs"
-            )
+            found = page.get_by_role("status").filter(has_text="runs")
             await page.get_by_label("Search").fill("no such words")
-            await expect(page.get_by_role("status").filter(has_text="runs")).to_have_text(
-                "0 of 2 runs"
-            )
+            await expect(found).to_have_text("0 of 2 runs")
+            await page.get_by_label("Search").fill("went through")
+            await expect(found).to_have_text("1 of 2 runs")
+            rows = page.get_by_role("table").locator("tbody tr")
+            await expect(rows).to_have_count(1)
+            await expect(rows.get_by_role("cell").nth(2)).to_have_text("completed")
             await shot(page, "run-list")
 
         finally:
