@@ -6,6 +6,7 @@ Send, stream, steer, queue, approvals, history, tenants, reconnection, a second 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,7 +14,8 @@ import httpx
 
 from bastion import Agent
 from bastion.core import ModelRequest, UserMessage
-from bastion.server import create_app
+from bastion.server import EventLog, LoggedEvent, create_app
+from bastion.stores import open_store
 from bastion.testing import FunctionModel
 
 from ._agents import SENT, Sse, ids, mailer, parse_sse
@@ -251,3 +253,20 @@ async def test_abort_stops_the_turn_in_flight(sqlite_url: str) -> None:
         assert [e.data["text"] for e in again if e.event == "turn_end"] == [
             "Answer to again (after 2 user messages)."
         ]
+
+
+async def test_a_session_whose_log_stops_mid_turn_settles_when_reopened(sqlite_url: str) -> None:
+    first = create_app(mailer(), store=sqlite_url)
+    async with running(first), client(first) as http:
+        session_id = await _create(http)
+    cut = {"seq": 1, "session_id": session_id, "type": "text_delta", "delta": "Half"}
+    async with open_store(sqlite_url) as stores:  # a server that died mid-turn wrote this
+        log = EventLog(stores.artifacts)
+        await log.append(
+            f"session:{session_id}", [LoggedEvent(seq=1, type="text_delta", data=json.dumps(cut))]
+        )
+    second = create_app(mailer(), store=sqlite_url)
+    async with running(second), client(second) as http:
+        seen = await _events(http, session_id)  # ends: the session is idle here
+    assert [(e.id, e.event) for e in seen] == [(1, "text_delta"), (2, "idle")]
+    assert seen[-1].data["status"] == "idle"

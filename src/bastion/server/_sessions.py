@@ -193,6 +193,8 @@ class Sessions:
             last_type=logged[-1].type if logged else None, runs=runs,
         )  # fmt: skip
         turns.on_run = served.ran
+        if logged and logged[-1].type != "idle":  # its last turn was cut short elsewhere
+            served.emit("idle", {"status": served.view().status})
         self.open[session_id] = served
         return served
 
