@@ -9,6 +9,7 @@ from playwright.async_api import expect
 
 from bastion.server import create_app
 
+from ._agents import SENT, mailer
 from ._console import TOKEN, browser, chatter, open_console, serving, shot
 
 
@@ -80,4 +81,38 @@ async def test_send_then_steer_and_queue_while_the_answer_streams(sqlite_url: st
             )
         finally:
             gate.set()
+    assert errors == []
+
+
+async def test_deny_a_call_the_session_waits_for_from_the_chat(sqlite_url: str) -> None:
+    SENT.clear()
+    app = create_app(mailer(), store=sqlite_url, auth={TOKEN: "acme"})
+    errors: list[str] = []
+    async with serving(app) as url, browser() as chromium:
+        page = await open_console(chromium, url, errors)
+        await page.get_by_role("link", name="Chat").click()
+        await page.get_by_role("button", name="New session").click()
+        await expect(page).to_have_url(re.compile(r"#/chat/session_"))
+        await page.get_by_label("Message", exact=True).fill("Mail Bob")
+        await page.get_by_role("button", name="Send").click()
+
+        card = page.get_by_role("region", name="Approve send_email?")
+        await expect(card.locator(".args")).to_contain_text('"to": "bob@example.com"')
+        heading = page.get_by_role("heading", name=re.compile("Session"))
+        await expect(heading).to_contain_text("waiting")
+        await shot(page, "chat-approval")
+        await card.get_by_label("Reason (if denied)").fill("not today")
+        await card.get_by_role("button", name="Deny").click()
+
+        transcript = page.get_by_role("log", name="Transcript")
+        mail = transcript.locator(".tool", has_text="send_email")
+        await expect(mail.locator(".result")).to_contain_text("not today")
+        await expect(transcript.locator(".bubble.assistant").last).to_contain_text("Done:")
+        await expect(heading).to_contain_text("idle")
+        await expect(card).to_have_count(0)
+        await expect(transcript.locator(".turn-run")).to_have_text(
+            [re.compile(r"^turn run_"), re.compile(r"^resumed run_")]
+        )
+        await shot(page, "chat-denied")
+    assert SENT == []
     assert errors == []

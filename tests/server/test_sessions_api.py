@@ -82,6 +82,9 @@ async def test_a_session_turn_waits_for_approval_and_finishes(store_url: str) ->
         assert rest[-1].data["status"] == "idle"
         assert SENT == ["bob@example.com"]
         assert ids(first + rest) == list(range(1, len(first) + len(rest) + 1))
+        runs = [e.data for e in first + rest if e.event == "run"]
+        assert [r["resumed"] for r in runs] == [False, True]
+        assert len({r["run_id"] for r in runs}) == 1
 
         again = await _events(http, session_id, after=3)  # a reconnection
         assert again == (first + rest)[3:]

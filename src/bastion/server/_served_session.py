@@ -73,9 +73,10 @@ class ServedSession:
 
     def ran(self, run_id: str) -> None:
         """A turn started (or resumed) run ``run_id``."""
-        if run_id not in self.runs:
+        resumed = run_id in self.runs
+        if not resumed:
             self.runs.append(run_id)
-        self.emit("run", {"run_id": run_id})
+        self.emit("run", {"run_id": run_id, "resumed": resumed})
 
     def emit(self, type: str, payload: dict[str, Any]) -> None:
         """Number ``payload`` as the session's next event and record it."""

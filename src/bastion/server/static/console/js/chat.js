@@ -178,7 +178,7 @@ class ChatTranscript {
         this.root.scrollTop = this.root.scrollHeight;
         return;
       case "run":
-        this.root.append(h("div", { class: "turn-run muted" }, "turn ", h("a", { class: "mono", href: `#/runs/${encodeURIComponent(event.run_id)}` }, event.run_id)));
+        this.root.append(h("div", { class: "turn-run muted" }, event.resumed ? "resumed " : "turn ", h("a", { class: "mono", href: `#/runs/${encodeURIComponent(event.run_id)}` }, event.run_id)));
         return;
       case "tool_call": {
         const status = h("span", {}, badge("running"));
