@@ -27,11 +27,16 @@ $(VENV)/.synced: uv.lock pyproject.toml | $(UV)
 
 install: $(VENV)/.synced system-deps  ## Create .venv from the lock file (and the system packages)
 
-# The sandboxed runtime runs commands in bubblewrap; its tests fail (never skip) without it.
-system-deps:  ## Install the Debian packages the tests need (bubblewrap) when missing
-	@command -v bwrap >/dev/null 2>&1 || { \
+# The sandboxed runtime runs commands in bubblewrap, the console's browser tests drive
+# Debian's Chromium (through Playwright, never `playwright install`); their tests fail
+# (never skip) without them.
+system-deps:  ## Install the Debian packages the tests need (bubblewrap, chromium) when missing
+	@missing=""; \
+	command -v bwrap >/dev/null 2>&1 || missing="$$missing bubblewrap"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	[ -z "$$missing" ] || { \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	}
 
 format: install  ## Format and autofix

@@ -16,11 +16,14 @@ from bastion.core import UserError
 from bastion.stores import Stores, open_store
 
 from ._auth import TokenAuth, Unauthorized
+from ._console import agents_router, mount_console
 from ._errors import NotFound, install_error_handlers
 from ._limits import BodyLimit
 from ._manager import RunManager
 from ._routes import router
 from ._service import Service
+from ._sessions import Sessions
+from ._sessions_routes import sessions_router
 from ._takeover import watch
 
 __all__ = ["create_app"]
@@ -88,6 +91,7 @@ def create_app(
         drain_timeout=drain_timeout,
     )
     service = Service(manager, tokens, poll=poll_interval)
+    sessions = Sessions(manager)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
@@ -100,6 +104,7 @@ def create_app(
         try:
             yield
         finally:
+            await sessions.close(drain_timeout)
             await manager.drain()  # sets manager.refusing: the watcher stops
             if watcher is not None:
                 await watcher
@@ -109,8 +114,12 @@ def create_app(
 
     app = FastAPI(title="Bastion", summary="Runs of Bastion agents over HTTP.", lifespan=lifespan)
     app.state.bastion = service
+    app.state.bastion_sessions = sessions
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(sessions_router)
+    app.include_router(agents_router)
+    mount_console(app)
     _admin_routes(app, service, admin_token)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if cors_origins:

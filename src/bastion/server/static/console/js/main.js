@@ -1,0 +1,45 @@
+// The console's router: #/runs, #/runs/{id}, #/approvals, #/chat, #/chat/{id}.
+
+import { setToken, token } from "./api.js";
+import { chatView } from "./chat.js";
+import { clearNotice } from "./notice.js";
+import { runView } from "./run.js";
+import { approvalsView, runsView } from "./runs.js";
+
+let current = null; // the AbortController of the view on screen (its streams stop with it)
+
+function route() {
+  if (current) current.abort();
+  current = new AbortController();
+  clearNotice();
+  const root = document.getElementById("view");
+  const [view, id] = (location.hash.replace(/^#\/?/, "") || "runs").split("/").map(decodeURIComponent);
+  for (const link of document.querySelectorAll("nav a[data-view]")) {
+    if (link.dataset.view === view) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  const signal = current.signal;
+  if (view === "runs" && id) return runView(root, id, signal);
+  if (view === "approvals") return approvalsView(root);
+  if (view === "chat") return chatView(root, id, signal);
+  return runsView(root);
+}
+
+function tokenForm() {
+  const form = document.getElementById("token-form");
+  const input = document.getElementById("token");
+  const state = document.getElementById("token-state");
+  const show = () => (state.textContent = token() ? "token set" : "no token");
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    setToken(input.value.trim());
+    input.value = "";
+    show();
+    route();
+  });
+  show();
+}
+
+tokenForm();
+window.addEventListener("hashchange", route);
+route();
