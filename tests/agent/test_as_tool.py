@@ -32,7 +32,14 @@ from bastion.core import (
 from bastion.security import INBOUND_PREAMBLE
 from bastion.stores import NewEntry, Stores, open_store
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
-from bastion.tools import ApprovalConfig, ApprovalRequest, DuplicateToolNameError, Tool
+from bastion.tools import (
+    ApprovalConfig,
+    ApprovalDecision,
+    ApprovalRequest,
+    Directive,
+    DuplicateToolNameError,
+    Tool,
+)
 
 from .conftest import brief
 
@@ -401,6 +408,10 @@ async def test_nested_sub_agents_nest_their_wrappers() -> None:
 # -- approvals inside the child ------------------------------------------------------------
 
 
+def approve(call_id: str) -> ApprovalDecision:
+    return ApprovalDecision(tool_call_id=call_id, granted=True)
+
+
 def approval_child() -> Agent[Any, Any]:
     @tool(side_effect_class="side_effecting", needs_approval=True)
     def delete(path: str) -> str:
@@ -432,18 +443,39 @@ async def test_the_parents_on_approval_decides_the_childs_calls_when_it_has_none
     assert tool_results(result.messages) == [("Cleaned.", False)]
 
 
-async def test_a_child_needing_approval_with_nobody_to_ask_fails_the_parents_call() -> None:
+async def test_a_child_needing_approval_with_nobody_to_ask_parks_the_parent() -> None:
+    # covers G-56
     child = approval_child()
-    parent, _ = parent_agent([ask("clean", tool_name="janitor"), "I could not."], [child.as_tool()])
-    result = await parent.run("go")
-    assert result.status == "completed"  # the parent goes on: its model read the error
-    [(content, is_error)] = tool_results(result.messages)
-    assert is_error
-    assert content.startswith(
-        "Sub-agent 'janitor' stopped: it needs approval for tool 'delete', and nobody can "
-        "decide inside a sub-agent run."
+    parent, model = parent_agent(
+        [ask("clean", tool_name="janitor"), "All clean."], [child.as_tool()]
     )
-    assert "ApprovalConfig(on_approval=...)" in content
+    parked = await parent.run("go")
+    assert parked.status == "awaiting_approval"
+    [request] = parked.pending_approvals
+    assert request.tool_name == "janitor"
+    assert request.input is not None
+    assert request.input.source == "agent:janitor"
+    [waiting] = request.input.context["pending"]
+    assert (waiting["tool_name"], waiting["arguments"]) == ("delete", {"path": "/tmp/x"})
+    assert parked.state is not None
+    result = await parent.run(parked.state, directive=Directive(approvals=[approve("c1")]))
+    assert result.status == "completed"
+    assert tool_results(result.messages) == [("Cleaned.", False)]
+    assert result.text == "All clean."
+    assert len(model.requests) == 2  # the parent's model was asked once before, once after
+
+
+async def test_denying_a_parked_childs_call_tells_the_childs_model() -> None:
+    child = approval_child()
+    parent, _ = parent_agent([ask("clean", tool_name="janitor"), "Not cleaned."], [child.as_tool()])
+    parked = await parent.run("go")
+    assert parked.state is not None
+    denied = ApprovalDecision(tool_call_id="c1", granted=False, reason="not today")
+    result = await parent.run(parked.state, directive=Directive(approvals=[denied]))
+    assert result.status == "completed"
+    assert tool_results(result.messages) == [("Cleaned.", False)]  # the child's final answer
+    [child_run] = [m for m in result.messages if isinstance(m, ToolMessage)]
+    assert child_run.tool_call_id == "c1"
 
 
 # -- aborts --------------------------------------------------------------------------------
@@ -559,10 +591,10 @@ async def test_a_tool_result_journaled_in_the_older_format_still_counts_the_chil
     assert set(replayed.usage_by_model) == {"test:big", "test:small"}
 
 
-@pytest.mark.parametrize(("writes", "status"), [(False, "completed"), (True, "awaiting_approval")])
-async def test_a_sub_agent_call_cut_by_a_crash_runs_again_only_when_it_is_read_only(
-    writes: bool, status: str
-) -> None:
+@pytest.mark.parametrize("writes", [False, True])
+async def test_a_sub_agent_call_cut_by_a_crash_goes_on_with_its_child_run(writes: bool) -> None:
+    # The child's run id is derived from the call: a crash before the child journaled
+    # anything starts it now; one after continues it (test_child_durability.py).
     @tool(side_effect_class="side_effecting")
     def send(to: str) -> str:
         """Send a message."""
@@ -595,11 +627,10 @@ async def test_a_sub_agent_call_cut_by_a_crash_runs_again_only_when_it_is_read_o
                 result.run_id, [new], expected_seq=entry.seq - 1, agent="boss"
             )
         resumed = await build(crashed).resume(result.run_id)
-    assert resumed.status == status
-    if writes:  # outcome unknown: a human decides whether the sub-agent runs again
-        assert [p.tool_name for p in resumed.pending_approvals] == ["researcher"]
-    else:
-        assert tool_results(resumed.messages) == [("Found.", False)]
+        children = await crashed.journal.list_runs(agent="researcher")
+    assert resumed.status == "completed"
+    assert tool_results(resumed.messages) == [("Found.", False)]
+    assert len(children.runs) == 1
 
 
 def test_side_effect_class_is_derived_from_the_childs_tools() -> None:

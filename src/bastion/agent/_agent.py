@@ -661,6 +661,7 @@ class Agent(Generic[DepsT, OutputT]):
         directive: Directive | None = None,
         config: RunConfig | None = None,
         session_link: SessionLink | None = None,
+        run_id: str | None = None,
     ) -> AgentStream[OutputT]:
         """Start a run, or resume a suspended one, and stream its events.
 
@@ -683,6 +684,8 @@ class Agent(Generic[DepsT, OutputT]):
                 with ``dataclasses.replace``; its ``name`` must stay the agent's).
             session_link: The session the run belongs to (``bastion.sessions`` passes it):
                 its state, drain points and first tool-call hook.
+            run_id: The new run's id (default: a fresh one). A sub-agent's run gets an id
+                derived from its parent's call, so a resumed parent finds it again.
 
         Returns:
             The run's :class:`AgentStream`; the run starts when iteration starts.
@@ -701,7 +704,7 @@ class Agent(Generic[DepsT, OutputT]):
         if input is None and not message_history:
             raise UserError("Give the run an input or a message_history to continue.")
         state = RunState(
-            run_id=new_id("run"),
+            run_id=run_id or new_id("run"),
             agent_name=run.name,
             session_id=session_id or new_id("session"),
             user_id=user_id,
@@ -782,6 +785,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         directive: Directive | None = None,
         deps: DepsT | None = None,
+        config: RunConfig | None = None,
     ) -> AgentStream[OutputT]:
         """Continue a journaled run from its last entry, in this or any other process.
 
@@ -796,18 +800,20 @@ class Agent(Generic[DepsT, OutputT]):
             run_id: The run (``result.run_id``).
             directive: Decisions on the pending approvals and interrupts of a suspended run.
             deps: Dependencies for the rest of the run (default: the agent's ``deps``).
+            config: Continue with this configuration instead of :attr:`config` (a variant
+                made with ``dataclasses.replace``, like :meth:`stream`'s; a sub-agent's run
+                continues under its parent's governance, approvals and store).
 
         Raises:
             UserError: The agent has no store (at once); when iteration starts: the store
                 has no such run, it belongs to another agent, or the directive does not fit.
         """
-        stores = self.store
-        if stores is None:
+        config = self._run_config(config, None)
+        if config.store is None:
             raise UserError(
                 f"Agent {self.name!r} has no store: pass Agent(..., store='sqlite:///runs.db') "
                 "(the store the run was journaled in) to resume runs by id."
             )
-        config = self.config
         placeholder = RunState(run_id=run_id, agent_name=self.name)
         stream: AgentStream[OutputT] = AgentStream[OutputT](
             self._scope(config, placeholder, deps, governed=False),

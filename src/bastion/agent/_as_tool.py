@@ -119,7 +119,14 @@ def subagent_tool(
         label=f"sub-agent {config.name}",
         kind="async",
         oracle_key=oracle_key,
+        idempotency_key=_child_key,
     )
+
+
+def _child_key(arguments: dict[str, object]) -> str:
+    """A sub-agent call runs again by continuing its child's run (``_child.py``): idempotent."""
+    del arguments  # the child's run id, derived from the call, is the real key
+    return "child-run"
 
 
 def derived_side_effect_class(agent: Delegate) -> SideEffectClass:

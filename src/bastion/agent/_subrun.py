@@ -36,14 +36,17 @@ from bastion.core import (
     ToolMessage,
     UserMessage,
 )
-from bastion.tools import ToolError, ToolResult, render_output
+from bastion.tools import Directive, ToolError, ToolResult, render_output
 
-from ._governance import held_calls
-from ._scope import AbortRequest, RunScope, live_scope
+from ._child import ChildRun, run_child
+from ._scope import RunScope, live_scope
 
 if TYPE_CHECKING:
+    from bastion.stores import Stores
+
     from ._config import RunConfig
     from ._result import RunResult
+    from ._state import RunState
     from ._stream import AgentStream
 
 __all__ = [
@@ -99,7 +102,7 @@ class Delegate(Protocol):
 
     def stream(
         self,
-        input: str,
+        input: str | RunState,
         *,
         message_history: Sequence[Message] | None = None,
         deps: Any = None,
@@ -107,9 +110,26 @@ class Delegate(Protocol):
         user_id: str | None = None,
         tenant_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        directive: Directive | None = None,
+        config: RunConfig | None = None,
+        run_id: str | None = None,
+    ) -> AgentStream[Any]:
+        """Start a run with ``config`` (default: the agent's), or resume a ``RunState``."""
+        ...
+
+    def resume_stream(
+        self,
+        run_id: str,
+        *,
+        directive: Directive | None = None,
+        deps: Any = None,
         config: RunConfig | None = None,
     ) -> AgentStream[Any]:
-        """Start a run with ``config`` (default: the agent's)."""
+        """Continue the journaled run ``run_id`` with ``config``."""
+        ...
+
+    async def stores(self) -> Stores:
+        """The agent's store, opened."""
         ...
 
 
@@ -144,47 +164,34 @@ class SubagentCall:
         parent = live_scope(ctx.run_id)
         config = self.config_for(parent)
         history = await self._history(ctx) if self.input_filter is not None else None
-        stream = self.agent.stream(
-            input,
-            message_history=history,
-            deps=ctx.deps,
-            session_id=ctx.session_id,
-            user_id=ctx.user_id,
-            tenant_id=ctx.tenant_id,
-            metadata=_metadata(ctx, parent),
+        child = ChildRun(
+            agent=self.agent,
             config=config,
+            input=input,
+            history=history,
+            metadata=_metadata(ctx, parent),
         )
-
-        def follow(request: AbortRequest) -> None:
-            stream.abort(drain=request.drain)
-
         texts: list[str] = []
-        if parent is not None:
-            if parent.abort is not None:  # asked to stop before this call began
-                follow(parent.abort)
-            parent.abort_listeners.append(follow)
-        try:
-            if self.forward_events == "none" and self.expose_turns != "all":
-                result = await stream.drain()  # nobody needs the events: no per-event cost
-            else:
-                result = await self._relay(stream, ctx, texts, config.name)
-        finally:
-            if parent is not None:
-                parent.abort_listeners.remove(follow)
+        if self.forward_events == "none" and self.expose_turns != "all":
+            result = await run_child(child, ctx, parent, None)  # nobody needs the events
+        else:
+            result = await run_child(child, ctx, parent, self._relay(ctx, texts, config.name))
         await _account(parent, config.name, result)
         return self._shaped(result, texts)
 
-    async def _relay(
-        self, stream: AgentStream[Any], ctx: RunContext[Any], texts: list[str], name: str
-    ) -> RunResult[Any]:
-        """Iterate the child's run: forward its events, keep the text of each turn."""
+    def _relay(
+        self, ctx: RunContext[Any], texts: list[str], name: str
+    ) -> Callable[[AgentEvent], None]:
+        """What sees each child event: forward it, keep the text of each turn."""
         forwarding = self.forward_events
-        async for event in stream:
+
+        def relay(event: AgentEvent) -> None:
             if isinstance(event, TextCompleteEvent) and event.text:
                 texts.append(event.text)
             if forwarding == "all" or (forwarding == "lifecycle" and _milestone(event)):
                 ctx.forward_event(event, agent_name=name)
-        return stream.result
+
+        return relay
 
     def config_for(self, parent: RunScope | None) -> RunConfig:
         """The child's configuration as it runs under ``parent``'s run (derived if it differs)."""
@@ -251,8 +258,6 @@ class SubagentCall:
                 untrusted=untrusted,
                 usage=usage,
             )
-        if status == "awaiting_approval":
-            raise ToolError(_suspended(name, result), untrusted=untrusted, usage=usage)
         if self.expose_turns == "none":
             text = f"Sub-agent {name!r} finished."
         elif self.expose_turns == "all":
@@ -297,28 +302,4 @@ async def _account(parent: RunScope | None, name: str, result: RunResult[Any]) -
         calls=0,
         node=governance.node,
         invocation=governance.invocation,
-    )
-
-
-def _suspended(name: str, result: RunResult[Any]) -> str:
-    """Why a child that stopped for a decision could not go on."""
-    state = result.state
-    interrupts = state.interrupts if state is not None else []
-    held = held_calls(interrupts)  # calls an interrupt holds wait for its decision
-    needs = [
-        f"approval for tool {p.tool_name!r}"
-        for p in result.pending_approvals
-        if p.tool_call_id not in held
-    ]
-    if state is not None:
-        needs += [
-            f"a decision on {item.interrupt.action!r} ({item.interrupt.reason})"
-            for item in state.interrupts
-        ]
-    what = ", ".join(needs) or "a human decision"
-    return (
-        f"Sub-agent {name!r} stopped: it needs {what}, and nobody can decide inside a "
-        "sub-agent run. Give the sub-agent or its parent an on_approval callback "
-        "(ApprovalConfig(on_approval=...)), or the governor a handle_interrupt. "
-        f"Its run {result.run_id} is left awaiting approval."
     )
