@@ -74,7 +74,7 @@ async def _runs(store: str) -> dict[str, tuple[str, list[str]]]:
 async def test_a_child_parked_on_approval_is_resumed_with_its_parent_in_another_process(
     store_url: str, tmp_path: Path
 ) -> None:
-    # covers G-56
+    # covers §3.1 scenario 29 (a child suspended on approval parks the parent; a grant resumes both)
     parked = await _run(store_url, tmp_path, "park")
     assert parked["status"] == "awaiting_approval"
     [pending] = parked["pending"]

@@ -26,9 +26,11 @@ from ._output import OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
 from ._result import RunResult, ToolCallRecord
 from ._retry import RetryConfig, default_retryable
+from ._slice import BudgetSlice
 from ._state import PendingApproval, RunState, RunStatusError, SuspendedStep
 from ._step_overrides import StepOverrides
 from ._stream import AgentStream
+from ._task import SubagentSpec
 from ._verifiers import Verdict, Verification, VerifierCheck
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "AgentHooks",
     "AgentStream",
     "ApprovalMismatch",
+    "BudgetSlice",
     "CircuitBreaker",
     "CircuitState",
     "DriveDecision",
@@ -59,6 +62,7 @@ __all__ = [
     "RunState",
     "RunStatusError",
     "StepOverrides",
+    "SubagentSpec",
     "SuspendedStep",
     "TRANSPORT_ERRORS",
     "ToolCallRecord",

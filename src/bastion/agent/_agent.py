@@ -48,6 +48,7 @@ from ._build import (
     check_runtime,
     check_tool_choice,
 )
+from ._capability import Capability, SecretsMode
 from ._config import Instructions, RunConfig
 from ._dataflow import apply_security
 from ._drive import AgentDrive, start_drive
@@ -65,9 +66,11 @@ from ._result import OutputT, RunResult
 from ._retry import RetryConfig
 from ._scope import RunScope
 from ._setup import HookFlags, build_context, build_governance, build_store, resolve_model
+from ._slice import BudgetSlice
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
+from ._task import SubagentSpec, task_tools
 from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
 
@@ -213,6 +216,10 @@ class Agent(Generic[DepsT, OutputT]):
         security: A :class:`~bastion.security.SecurityConfig`: the data-flow policy checked
             before every sink call (tool outputs then carry provenance) and the secrets
             vault tools reveal from (``secrets_allowed``). See ``docs/security.md``.
+        subagents: Named sub-agents, each offered to the model as a ``task_<name>`` tool:
+            an ``Agent``, or a :class:`SubagentSpec` (run on this agent's model unless it
+            names one). The sub-agent's text arrives as the call's progress. See
+            ``docs/multi-agent.md``.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -263,6 +270,7 @@ class Agent(Generic[DepsT, OutputT]):
         loop_detection: LoopDetection | None = None,
         record_responses: bool = False,
         security: SecurityConfig | None = None,
+        subagents: Mapping[str, Agent[Any, Any] | SubagentSpec] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -302,6 +310,8 @@ class Agent(Generic[DepsT, OutputT]):
         models = (resolved, *(resolve_model(m, "fallback model") for m in fallback_models))
         clock = clock or SystemClock()
         audit = ToolAudit()
+        if subagents:
+            tools = [*tools, *task_tools(name, subagents, resolved)]
         parts = build_tools(
             name,
             tools,
@@ -609,6 +619,11 @@ class Agent(Generic[DepsT, OutputT]):
         forward_events: ForwardEvents = "all",
         input_filter: InputFilter | None = None,
         side_effect_class: SideEffectClass | None = None,
+        capability: Capability = "full",
+        secrets: SecretsMode = "inherit_allowlist",
+        inherit_secrets: Sequence[str] = (),
+        text_progress: bool = False,
+        budget: BudgetSlice | None = None,
     ) -> Tool:
         """This agent as a tool another agent's model can call: a sub-agent (SPEC S-28).
 
@@ -634,6 +649,17 @@ class Agent(Generic[DepsT, OutputT]):
                 turns (a function of the message list, sync or async).
             side_effect_class: Overrides the derived class (``read_only`` when every
                 tool of the agent is ``pure`` or ``read_only``, else ``side_effecting``).
+            capability: ``read_only`` leaves out the sub-agent's tools that may change
+                something (and handoffs): its model is not shown them, and a call to one
+                is refused (``capability_blocked``). ``full`` (default): all its tools.
+            secrets: How the sub-agent gets the parent's secrets: ``inherit_allowlist``
+                (the parent's vault, limited to ``inherit_secrets``), ``forward_explicit``
+                (their values when the sub-agent starts) or ``isolated`` (none).
+            inherit_secrets: The names of the parent's secrets it gets (default: none).
+            text_progress: Also report the sub-agent's text as the call's progress
+                (``tool.execute.progress`` events, one per text piece).
+            budget: The sub-agent's slice of the budget (:class:`BudgetSlice`: tokens,
+                tool calls, seconds, dollars); a spent slice stops it cleanly.
 
         Raises:
             UserError: An option is invalid.
@@ -646,6 +672,11 @@ class Agent(Generic[DepsT, OutputT]):
             forward_events=forward_events,
             input_filter=input_filter,
             side_effect_class=side_effect_class,
+            capability=capability,
+            secrets=secrets,
+            inherit_secrets=inherit_secrets,
+            text_progress=text_progress,
+            budget=budget,
         )
 
     def stream(

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ._output import OutputSchema
     from ._retry import RetryConfig
     from ._setup import HookFlags
+    from ._slice import BudgetSlice
     from ._sources import ToolSources
     from ._tiers import TierResolver
     from ._verifiers import Verification
@@ -102,4 +103,6 @@ class RunConfig:
     record_responses: bool = False
     security: SecurityConfig | None = None
     """The data-flow policy and the secrets vault (``None``: neither)."""
+    allowance: BudgetSlice | None = None
+    """What a sub-agent's run may spend, as its parent granted it (``None``: no slice)."""
     """Whether runs keep their model responses, chunk by chunk, for replay."""

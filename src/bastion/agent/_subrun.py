@@ -33,13 +33,17 @@ from bastion.core import (
     SubagentEvent,
     SystemMessage,
     TextCompleteEvent,
+    TextDeltaEvent,
     ToolMessage,
+    UserError,
     UserMessage,
 )
 from bastion.tools import Directive, ToolError, ToolResult, render_output
 
+from ._capability import Capability, ReadOnlyCatalog, SecretsGrant
 from ._child import ChildRun, run_child
 from ._scope import RunScope, live_scope
+from ._slice import BudgetSlice
 
 if TYPE_CHECKING:
     from bastion.stores import Stores
@@ -136,7 +140,16 @@ class Delegate(Protocol):
 class SubagentCall:
     """The function of a tool made by ``Agent.as_tool``: runs the child for one call."""
 
-    __slots__ = ("agent", "expose_turns", "forward_events", "input_filter")
+    __slots__ = (
+        "agent",
+        "budget",
+        "capability",
+        "expose_turns",
+        "forward_events",
+        "input_filter",
+        "secrets",
+        "text_progress",
+    )
 
     def __init__(
         self,
@@ -145,11 +158,19 @@ class SubagentCall:
         expose_turns: ExposeTurns,
         forward_events: ForwardEvents,
         input_filter: InputFilter | None,
+        capability: Capability = "full",
+        secrets: SecretsGrant | None = None,
+        text_progress: bool = False,
+        budget: BudgetSlice | None = None,
     ) -> None:
         self.agent = agent
         self.expose_turns = expose_turns
         self.forward_events = forward_events
         self.input_filter = input_filter
+        self.capability = capability
+        self.secrets = secrets
+        self.text_progress = text_progress
+        self.budget = budget
 
     def __repr__(self) -> str:
         return f"SubagentCall({self.agent.config.name!r})"
@@ -172,29 +193,62 @@ class SubagentCall:
             metadata=_metadata(ctx, parent),
         )
         texts: list[str] = []
-        if self.forward_events == "none" and self.expose_turns != "all":
+        if self.forward_events == "none" and self.expose_turns != "all" and not self.text_progress:
             result = await run_child(child, ctx, parent, None)  # nobody needs the events
         else:
-            result = await run_child(child, ctx, parent, self._relay(ctx, texts, config.name))
+            ancestry = (*child.metadata[ANCESTRY], config.name)
+            relay = self._relay(ctx, texts, config.name, ancestry)
+            result = await run_child(child, ctx, parent, relay)
         await _account(parent, config.name, result)
         return self._shaped(result, texts)
 
     def _relay(
-        self, ctx: RunContext[Any], texts: list[str], name: str
+        self, ctx: RunContext[Any], texts: list[str], name: str, ancestry: tuple[str, ...]
     ) -> Callable[[AgentEvent], None]:
         """What sees each child event: forward it, keep the text of each turn."""
         forwarding = self.forward_events
+        progress = self.text_progress
+        written = 0
 
         def relay(event: AgentEvent) -> None:
+            nonlocal written
             if isinstance(event, TextCompleteEvent) and event.text:
                 texts.append(event.text)
+            elif progress and isinstance(event, TextDeltaEvent):
+                written += len(event.delta)  # the child's text, as the call's progress
+                ctx.report_progress(written, None, event.delta)
             if forwarding == "all" or (forwarding == "lifecycle" and _milestone(event)):
-                ctx.forward_event(event, agent_name=name)
+                ctx.forward_event(event, agent_name=name, ancestry=ancestry)
 
         return relay
 
     def config_for(self, parent: RunScope | None) -> RunConfig:
-        """The child's configuration as it runs under ``parent``'s run (derived if it differs)."""
+        """The child's configuration as it runs under ``parent``'s run (derived if it differs).
+
+        Raises:
+            ToolError: The parent cannot grant the secrets it names (it has no vault).
+        """
+        config = self._governed(parent)
+        if self.capability == "read_only":
+            catalog = ReadOnlyCatalog(config.catalog)
+            config = replace(config, catalog=catalog, tools=catalog.current())
+        if self.budget is not None:
+            config = replace(config, allowance=self.budget)
+        grant = self.secrets
+        if grant is not None and grant.names:
+            host = parent.config.security if parent is not None else None
+            own = config.security.vault if config.security is not None else None
+            try:
+                vault = grant.vault_for(host.vault if host is not None else None, own)
+            except UserError as exc:
+                raise ToolError(str(exc)) from exc
+            executor = config.executor.with_gate(config.executor.gate)
+            executor.vault = vault
+            config = replace(config, executor=executor)
+        return config
+
+    def _governed(self, parent: RunScope | None) -> RunConfig:
+        """The child's configuration with its parent's governance, approvals and store."""
         child = self.agent.config
         if parent is None:
             return child
