@@ -2,6 +2,7 @@
 
 from ._agent import Agent, HookFlags
 from ._binding import ApprovalMismatch
+from ._causality import CausalChain, Cause, causal_chain
 from ._config import RunConfig
 from ._drive import AgentDrive, DriveDecision
 from ._fallback import (
@@ -40,6 +41,8 @@ __all__ = [
     "AgentStream",
     "ApprovalMismatch",
     "BudgetSlice",
+    "CausalChain",
+    "Cause",
     "CircuitBreaker",
     "CircuitState",
     "DriveDecision",
@@ -70,6 +73,7 @@ __all__ = [
     "Verdict",
     "Verification",
     "VerifierCheck",
+    "causal_chain",
     "default_retryable",
     "input_guardrail",
     "output_guardrail",

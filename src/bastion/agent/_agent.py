@@ -49,6 +49,7 @@ from ._build import (
     check_tool_choice,
 )
 from ._capability import Capability, SecretsMode
+from ._causality import CausalityMode
 from ._config import Instructions, RunConfig
 from ._dataflow import apply_security
 from ._drive import AgentDrive, start_drive
@@ -624,6 +625,7 @@ class Agent(Generic[DepsT, OutputT]):
         inherit_secrets: Sequence[str] = (),
         text_progress: bool = False,
         budget: BudgetSlice | None = None,
+        causality: CausalityMode = "off",
     ) -> Tool:
         """This agent as a tool another agent's model can call: a sub-agent (SPEC S-28).
 
@@ -660,6 +662,11 @@ class Agent(Generic[DepsT, OutputT]):
                 (``tool.execute.progress`` events, one per text piece).
             budget: The sub-agent's slice of the budget (:class:`BudgetSlice`: tokens,
                 tool calls, seconds, dollars); a spent slice stops it cleanly.
+            causality: ``record`` journals, with the sub-agent's run, which agents above
+                it had read untrusted content when the task was delegated
+                (:func:`bastion.agent.causal_chain` walks it); ``enforce`` also refuses the
+                sub-agent's side-effecting calls when that chain, or its own run, holds
+                untrusted content (``dataflow_policy_blocked``). ``off`` (default): neither.
 
         Raises:
             UserError: An option is invalid.
@@ -677,6 +684,7 @@ class Agent(Generic[DepsT, OutputT]):
             inherit_secrets=inherit_secrets,
             text_progress=text_progress,
             budget=budget,
+            causality=causality,
         )
 
     def stream(

@@ -17,6 +17,7 @@ from bastion.core import UserError
 from bastion.tools import ModelArgsValidator, Tool
 
 from ._capability import CAPABILITIES, SECRETS_MODES, Capability, SecretsGrant, SecretsMode
+from ._causality import CAUSALITY_MODES, CausalityMode
 from ._slice import BudgetSlice
 from ._subrun import (
     EXPOSE_TURNS,
@@ -76,6 +77,7 @@ def subagent_tool(
     inherit_secrets: Sequence[str] = (),
     text_progress: bool = False,
     budget: BudgetSlice | None = None,
+    causality: CausalityMode = "off",
 ) -> Tool:
     """The tool that runs ``agent`` as a sub-agent (see ``Agent.as_tool``).
 
@@ -115,6 +117,11 @@ def subagent_tool(
     grant = _secrets_grant(owner, config, secrets, inherit_secrets)
     if budget is not None and not isinstance(budget, BudgetSlice):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"{owner}: budget must be a BudgetSlice, got {budget!r}.")
+    if causality not in CAUSALITY_MODES:
+        raise UserError(
+            f"{owner}: causality must be one of {', '.join(map(repr, CAUSALITY_MODES))}, "
+            f"got {causality!r}."
+        )
     from bastion.governance import key_ancestry  # governance loads when an agent uses it
 
     oracle_key = f"agent:{config.name}"
@@ -132,6 +139,7 @@ def subagent_tool(
             secrets=grant,
             text_progress=text_progress,
             budget=budget,
+            causality=causality,
         ),
         validator=_input_validator(),
         takes_ctx=True,

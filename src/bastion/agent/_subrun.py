@@ -41,6 +41,7 @@ from bastion.core import (
 from bastion.tools import Directive, ToolError, ToolResult, render_output
 
 from ._capability import Capability, ReadOnlyCatalog, SecretsGrant
+from ._causality import TAINT, CausalityMode, CausalMonitor, taint_of
 from ._child import ChildRun, run_child
 from ._scope import RunScope, live_scope
 from ._slice import BudgetSlice
@@ -144,6 +145,7 @@ class SubagentCall:
         "agent",
         "budget",
         "capability",
+        "causality",
         "expose_turns",
         "forward_events",
         "input_filter",
@@ -162,6 +164,7 @@ class SubagentCall:
         secrets: SecretsGrant | None = None,
         text_progress: bool = False,
         budget: BudgetSlice | None = None,
+        causality: CausalityMode = "off",
     ) -> None:
         self.agent = agent
         self.expose_turns = expose_turns
@@ -171,6 +174,7 @@ class SubagentCall:
         self.secrets = secrets
         self.text_progress = text_progress
         self.budget = budget
+        self.causality = causality
 
     def __repr__(self) -> str:
         return f"SubagentCall({self.agent.config.name!r})"
@@ -190,7 +194,7 @@ class SubagentCall:
             config=config,
             input=input,
             history=history,
-            metadata=_metadata(ctx, parent),
+            metadata=self._metadata(ctx, parent),
         )
         texts: list[str] = []
         if self.forward_events == "none" and self.expose_turns != "all" and not self.text_progress:
@@ -245,7 +249,20 @@ class SubagentCall:
             executor = config.executor.with_gate(config.executor.gate)
             executor.vault = vault
             config = replace(config, executor=executor)
+        if self.causality == "enforce":
+            gate = config.executor.gate.with_first_hook(CausalMonitor())
+            config = replace(config, executor=config.executor.with_gate(gate))
         return config
+
+    def _metadata(self, ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
+        """The child run's metadata: its links to the parent, and the taint it inherits."""
+        metadata = _metadata(ctx, parent)
+        if self.causality != "off":
+            seen = parent is not None and parent.state.untrusted_seen
+            taint = taint_of(ctx, seen)
+            if taint:
+                metadata[TAINT] = taint
+        return metadata
 
     def _governed(self, parent: RunScope | None) -> RunConfig:
         """The child's configuration with its parent's governance, approvals and store."""
