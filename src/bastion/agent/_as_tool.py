@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from bastion.core import UserError
 from bastion.tools import ModelArgsValidator, Tool
 
-from ._capability import CAPABILITIES, SECRETS_MODES, Capability, SecretsGrant, SecretsMode
+from ._capability import CAPABILITIES, SECRETS_MODES, VAULT_MODES, Capability, SecretsMode
 from ._causality import CAUSALITY_MODES, CausalityMode
 from ._slice import BudgetSlice
 from ._subrun import (
@@ -30,6 +30,7 @@ from ._subrun import (
 )
 
 if TYPE_CHECKING:
+    from bastion.security import SecretInheritance
     from bastion.tools import SideEffectClass
 
     from ._config import RunConfig
@@ -159,7 +160,7 @@ def _child_key(arguments: dict[str, object]) -> str:
 
 def _secrets_grant(
     owner: str, config: RunConfig, mode: SecretsMode, names: Sequence[str]
-) -> SecretsGrant | None:
+) -> SecretInheritance | None:
     """The secrets the parent grants, checked; ``None`` when it grants none.
 
     Raises:
@@ -182,7 +183,9 @@ def _secrets_grant(
             "parent's secrets. Put what it needs in its vault and use secrets='isolated', or "
             "drop its vault."
         )
-    return SecretsGrant(mode=mode, names=tuple(names))
+    from bastion.security import SecretInheritance  # loaded when a sub-agent is granted some
+
+    return SecretInheritance(mode=VAULT_MODES[mode], names=tuple(names))
 
 
 def derived_side_effect_class(agent: Delegate) -> SideEffectClass:

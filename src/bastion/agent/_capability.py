@@ -4,14 +4,14 @@
 ``external_stateful`` side-effect class, or a tool of unknown class) and every handoff: they
 are not shown to the child's model, and a call to one anyway (a fabricated call) is refused
 with a ``capability_blocked`` tool error the model reads. The narrowing is a view of the
-child's catalog, so tools registered later are narrowed too. :class:`SecretsGrant` says
-which of the parent's secrets the child's tools may reveal.
+child's catalog, so tools registered later are narrowed too. :func:`granted_vault` says
+which of the parent's secrets the child's tools may reveal (the vault's
+``SecretInheritance``, under the mode names of ``as_tool``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -21,15 +21,17 @@ from bastion.tools import Tool, ToolSet
 from ._catalog import ToolCatalog
 
 if TYPE_CHECKING:
-    from bastion.security import Vault
+    from bastion.security import SecretInheritance, Vault
 
 __all__ = [
     "CAPABILITIES",
+    "HANDOFF_CHECKS",
     "SECRETS_MODES",
+    "VAULT_MODES",
     "Capability",
     "ReadOnlyCatalog",
-    "SecretsGrant",
     "SecretsMode",
+    "granted_vault",
     "is_writer",
     "narrowed",
 ]
@@ -88,34 +90,23 @@ def narrowed(tools: ToolSet) -> ToolSet:
 
 SecretsMode: TypeAlias = Literal["inherit_allowlist", "forward_explicit", "isolated"]
 SECRETS_MODES: tuple[str, ...] = ("inherit_allowlist", "forward_explicit", "isolated")
+# The vault's own names for the modes (``bastion.security.SecretInheritance``).
+VAULT_MODES: Mapping[str, Literal["inherit", "forward", "isolated"]] = {
+    "inherit_allowlist": "inherit",
+    "forward_explicit": "forward",
+    "isolated": "isolated",
+}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SecretsGrant:
-    """The parent's secrets a sub-agent gets (``as_tool(secrets=..., inherit_secrets=...)``).
+def granted_vault(inheritance: SecretInheritance, parent: Vault | None, child: str) -> Vault | None:
+    """The child's vault: what ``inheritance`` takes of the parent's vault ``parent``.
 
-    ``inherit_allowlist``: the parent's vault limited to ``names`` (live: a rotated secret
-    is seen); no names, nothing. ``forward_explicit``: the values of ``names`` as they are
-    when the sub-agent starts. ``isolated``: nothing of the parent's. In every mode the
-    child keeps its own vault when it has one and is granted nothing.
+    Raises:
+        UserError: It names secrets, and the parent has no vault to take them from.
     """
-
-    mode: SecretsMode = "inherit_allowlist"
-    names: tuple[str, ...] = ()
-
-    def vault_for(self, parent: Vault | None, own: Vault | None) -> Vault | None:
-        """The child's vault under a parent whose vault is ``parent``.
-
-        Raises:
-            UserError: A granted name is not in the parent's vault.
-        """
-        if self.mode == "isolated" or not self.names:
-            return own
-        if parent is None:
-            raise UserError(
-                f"The parent grants secret(s) {list(self.names)} to a sub-agent, but has no "
-                "vault: give the parent Agent(security=SecurityConfig(vault=Vault(...)))."
-            )
-        if self.mode == "forward_explicit":
-            return parent.snapshot(self.names)
-        return parent.subset(self.names)
+    if inheritance.names and inheritance.mode != "isolated" and parent is None:
+        raise UserError(
+            f"The parent grants secret(s) {list(inheritance.names)} to sub-agent {child!r}, "
+            "but has no vault: give it Agent(security=SecurityConfig(vault=Vault(...)))."
+        )
+    return inheritance.child_vault(parent)

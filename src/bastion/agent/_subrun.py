@@ -40,13 +40,14 @@ from bastion.core import (
 )
 from bastion.tools import Directive, ToolError, ToolResult, render_output
 
-from ._capability import Capability, ReadOnlyCatalog, SecretsGrant
+from ._capability import Capability, ReadOnlyCatalog, granted_vault
 from ._causality import TAINT, CausalityMode, CausalMonitor, taint_of
 from ._child import ChildRun, run_child
 from ._scope import RunScope, live_scope
 from ._slice import BudgetSlice
 
 if TYPE_CHECKING:
+    from bastion.security import SecretInheritance
     from bastion.stores import Stores
 
     from ._config import RunConfig
@@ -161,7 +162,7 @@ class SubagentCall:
         forward_events: ForwardEvents,
         input_filter: InputFilter | None,
         capability: Capability = "full",
-        secrets: SecretsGrant | None = None,
+        secrets: SecretInheritance | None = None,
         text_progress: bool = False,
         budget: BudgetSlice | None = None,
         causality: CausalityMode = "off",
@@ -239,11 +240,10 @@ class SubagentCall:
         if self.budget is not None:
             config = replace(config, allowance=self.budget)
         grant = self.secrets
-        if grant is not None and grant.names:
+        if grant is not None:
             host = parent.config.security if parent is not None else None
-            own = config.security.vault if config.security is not None else None
             try:
-                vault = grant.vault_for(host.vault if host is not None else None, own)
+                vault = granted_vault(grant, host.vault if host is not None else None, config.name)
             except UserError as exc:
                 raise ToolError(str(exc)) from exc
             executor = config.executor.with_gate(config.executor.gate)
