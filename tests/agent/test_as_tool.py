@@ -465,6 +465,38 @@ async def test_a_child_needing_approval_with_nobody_to_ask_parks_the_parent() ->
     assert len(model.requests) == 2  # the parent's model was asked once before, once after
 
 
+async def test_a_grandchild_parks_the_whole_chain_and_one_decision_resumes_it() -> None:
+    janitor = approval_child()
+    middle = Agent(
+        "foreman",
+        model=ScriptedModel([ask("clean", tool_name="janitor", id="j1"), "Foreman: done."]),
+        tools=[janitor.as_tool()],
+    )
+    parent, model = parent_agent(
+        [ask("clean up", tool_name="foreman"), "All clean."], [middle.as_tool()]
+    )
+    async with open_store("memory://") as stores:
+        boss = parent.with_store(stores)
+        parked = await boss.run("go")
+        assert parked.status == "awaiting_approval"
+        [request] = parked.pending_approvals
+        assert request.input is not None
+        [waiting] = request.input.context["pending"]  # the foreman waits on its janitor call
+        assert (waiting["tool_call_id"], waiting["tool_name"]) == ("j1", "janitor")
+        runs = {r.agent: r.status for r in (await stores.journal.list_runs()).runs}
+        assert runs == {
+            "boss": "awaiting_approval",
+            "foreman": "awaiting_approval",
+            "janitor": "awaiting_approval",
+        }
+        result = await boss.resume(parked.run_id, directive=Directive(approvals=[approve("c1")]))
+        runs = {r.agent: r.status for r in (await stores.journal.list_runs()).runs}
+    assert result.text == "All clean."
+    assert tool_results(result.messages) == [("Foreman: done.", False)]
+    assert set(runs.values()) == {"completed"}
+    assert len(model.requests) == 2
+
+
 async def test_denying_a_parked_childs_call_tells_the_childs_model() -> None:
     child = approval_child()
     parent, _ = parent_agent([ask("clean", tool_name="janitor"), "Not cleaned."], [child.as_tool()])
@@ -474,8 +506,11 @@ async def test_denying_a_parked_childs_call_tells_the_childs_model() -> None:
     result = await parent.run(parked.state, directive=Directive(approvals=[denied]))
     assert result.status == "completed"
     assert tool_results(result.messages) == [("Cleaned.", False)]  # the child's final answer
-    [child_run] = [m for m in result.messages if isinstance(m, ToolMessage)]
-    assert child_run.tool_call_id == "c1"
+    child_model = child.model
+    assert isinstance(child_model, ScriptedModel)
+    [denial] = [m for m in child_model.requests[-1].messages if isinstance(m, ToolMessage)]
+    assert denial.is_error
+    assert "not today" in str(denial.content)  # the child's model read the denial
 
 
 # -- aborts --------------------------------------------------------------------------------
