@@ -14,10 +14,11 @@
   is resumed with the decision. No model call or tool run of the child is repeated.
 - **Parking.** A child that ends ``awaiting_approval`` raises
   :class:`~bastion.tools.InputRequired`: the parent's call is left pending (the parent
-  suspends too) with an :class:`ChildQuestion`-shaped question (``source`` ``agent:<name>``,
-  ``context`` naming the child run and what it waits for). Deciding the parent's call
-  decides the child's: a plain approve grants everything the child waits for, a deny
-  denies it (the child's model reads the denial), and an answer
+  suspends too) with a question whose ``source`` is ``agent:<name>`` and whose
+  ``context`` names the child run and what it waits for (its pending calls and
+  interrupts). Deciding the parent's call decides the child's: a plain approve grants
+  everything the child waits for, a deny denies it (the child's model reads the denial),
+  and an answer
   (``InputAnswer(content={"approvals": {...}, "interrupts": [...]})``) decides each.
 - **Without a store** the child's suspended state travels in the question's ``context``
   (journaled with the parent's state), so an in-memory parent can be resumed from its
