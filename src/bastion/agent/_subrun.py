@@ -184,8 +184,9 @@ class SubagentCall:
         """Run the child on ``input`` and return what the parent's model reads.
 
         Raises:
-            ToolError: The child failed, was aborted, or stopped for a decision nobody
-                could make inside a sub-agent run (the parent's model reads why).
+            ToolError: The child failed or was aborted (the parent's model reads why).
+            InputRequired: The child suspended for a decision: the parent's call waits
+                for it, and the parent suspends too (``_child.py``).
         """
         parent = live_scope(ctx.run_id)
         config = self.config_for(parent)
@@ -195,7 +196,7 @@ class SubagentCall:
             config=config,
             input=input,
             history=history,
-            metadata=self._metadata(ctx, parent),
+            metadata=self._child_metadata(ctx, parent),
         )
         texts: list[str] = []
         if self.forward_events == "none" and self.expose_turns != "all" and not self.text_progress:
@@ -254,7 +255,7 @@ class SubagentCall:
             config = replace(config, executor=config.executor.with_gate(gate))
         return config
 
-    def _metadata(self, ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
+    def _child_metadata(self, ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
         """The child run's metadata: its links to the parent, and the taint it inherits."""
         metadata = _metadata(ctx, parent)
         if self.causality != "off":
