@@ -89,10 +89,32 @@ async def test_a_full_capability_child_keeps_its_writers() -> None:
     assert results(result.messages) == ["Wrote."]
 
 
+async def test_an_agent_can_be_read_only_itself() -> None:
+    ran.clear()
+    model = ScriptedModel(
+        [Turn(tool_calls=[Call("write_file", {"path": "a", "text": "x"}, id="w1")]), "No."]
+    )
+    agent = Agent("worker", model=model, tools=[read_file, write_file], capability="read_only")
+    result = await agent.run("go")
+    assert [d.name for d in model.requests[0].tools] == ["read_file"]
+    assert ran == []
+    [record] = result.tool_calls
+    assert record.error_kind == "capability_blocked"
+    again = ScriptedModel(["Nothing to write."])
+    narrowed_twice = Agent(
+        "worker", model=again, tools=[read_file, write_file], capability="read_only"
+    )
+    result = await boss([narrowed_twice.as_tool(capability="read_only")]).run("go")
+    assert results(result.messages) == ["Nothing to write."]
+    assert [d.name for d in again.requests[0].tools] == ["read_file"]
+
+
 def test_an_unknown_capability_is_refused() -> None:
     child = Agent("worker", model=ScriptedModel(["x"]))
     with pytest.raises(UserError, match="capability must be one of 'full', 'read_only'"):
         child.as_tool(capability="write")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(UserError, match="capability must be one of 'full', 'read_only'"):
+        Agent("worker", model=ScriptedModel(["x"]), capability="write")  # pyright: ignore[reportArgumentType]
 
 
 # -- secrets ------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from ._build import (
     check_runtime,
     check_tool_choice,
 )
-from ._capability import Capability, SecretsMode
+from ._capability import Capability, SecretsMode, narrowed_catalog
 from ._causality import CausalityMode
 from ._config import Instructions, RunConfig
 from ._dataflow import apply_security
@@ -221,6 +221,10 @@ class Agent(Generic[DepsT, OutputT]):
             an ``Agent``, or a :class:`SubagentSpec` (run on this agent's model unless it
             names one). The sub-agent's text arrives as the call's progress. See
             ``docs/multi-agent.md``.
+        capability: ``read_only``: the agent's tools that may change something (and
+            handoffs) are not shown to its model, and a call to one is refused
+            (``capability_blocked``). ``full`` (default): all its tools. A parent can
+            also narrow a sub-agent with ``as_tool(capability=...)``.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -272,6 +276,7 @@ class Agent(Generic[DepsT, OutputT]):
         record_responses: bool = False,
         security: SecurityConfig | None = None,
         subagents: Mapping[str, Agent[Any, Any] | SubagentSpec] | None = None,
+        capability: Capability = "full",
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -324,7 +329,8 @@ class Agent(Generic[DepsT, OutputT]):
             else (model_tier_map or {}).get("fast"),
             approval=approval,
         )
-        toolset = parts.catalog.current()
+        catalog = narrowed_catalog(name, parts.catalog, capability)
+        toolset = catalog.current()
         output_schema = build_output(name, output_type, output_mode, output_retries, parts.live)
         input_guardrails, output_guardrails = build_guardrails(name, guardrails)
         settings = model_settings or ModelSettings()
@@ -360,7 +366,7 @@ class Agent(Generic[DepsT, OutputT]):
             models=models,
             instructions=instructions,
             tools=toolset,
-            catalog=parts.catalog,
+            catalog=catalog,
             tool_sources=parts.sources,
             executor=executor,
             result_limiter=parts.limiter,

@@ -34,6 +34,7 @@ __all__ = [
     "granted_vault",
     "is_writer",
     "narrowed",
+    "narrowed_catalog",
 ]
 
 Capability: TypeAlias = Literal["full", "read_only"]
@@ -71,6 +72,22 @@ class ReadOnlyCatalog(ToolCatalog):
             view = self._view = narrowed(tools)
             self._seen = tools
         return view
+
+
+def narrowed_catalog(owner: str, catalog: ToolCatalog, capability: Capability) -> ToolCatalog:
+    """``catalog`` as an agent of ``capability`` sees it.
+
+    Raises:
+        UserError: An unknown capability.
+    """
+    if capability == "full":
+        return catalog
+    if capability == "read_only":
+        return ReadOnlyCatalog(catalog)
+    raise UserError(
+        f"Agent {owner!r}: capability must be one of {', '.join(map(repr, CAPABILITIES))}, "
+        f"got {capability!r}."
+    )
 
 
 def narrowed(tools: ToolSet) -> ToolSet:

@@ -235,7 +235,7 @@ class SubagentCall:
             ToolError: The parent cannot grant the secrets it names (it has no vault).
         """
         config = self._governed(parent)
-        if self.capability == "read_only":
+        if self.capability == "read_only" and not isinstance(config.catalog, ReadOnlyCatalog):
             catalog = ReadOnlyCatalog(config.catalog)
             config = replace(config, catalog=catalog, tools=catalog.current())
         if self.budget is not None:
