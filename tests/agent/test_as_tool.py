@@ -12,9 +12,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bastion import Agent, RunContext, tool
-from bastion.agent import AgentStream
+from bastion.agent import AgentStream, RunState
+from bastion.agent.steps._approvals import check_directive
 from bastion.core import (
     AgentEvent,
     AssistantMessage,
@@ -38,6 +41,7 @@ from bastion.tools import (
     ApprovalRequest,
     Directive,
     DuplicateToolNameError,
+    InputAnswer,
     Tool,
 )
 
@@ -420,7 +424,9 @@ def approval_child() -> Agent[Any, Any]:
 
     return Agent(
         "janitor",
-        model=ScriptedModel([Turn(tool_calls=[Call("delete", {"path": "/tmp/x"})]), "Cleaned."]),
+        model=ScriptedModel(
+            [Turn(tool_calls=[Call("delete", {"path": "/tmp/x"}, id="k1")]), "Cleaned."]
+        ),
         tools=[delete],
     )
 
@@ -721,3 +727,54 @@ def test_two_sub_agents_may_not_share_a_name_or_a_tool_name() -> None:
     Agent("boss", model=ScriptedModel([]), tools=[one.as_tool("a"), one.as_tool("b")])
     with pytest.raises(DuplicateToolNameError):
         Agent("boss", model=ScriptedModel([]), tools=[one.as_tool(), one.as_tool()])
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_keys = st.sampled_from(["approvals", "reasons", "interrupts", "k1", "other"])
+_ids = st.sampled_from(["k1", "k9", "c1", ""])
+_content = st.dictionaries(
+    _keys,
+    _json
+    | st.dictionaries(_ids, st.booleans() | st.text(max_size=5), max_size=2)
+    | st.lists(st.fixed_dictionaries({"interrupt_id": _ids, "decision": _json}), max_size=2),
+    max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(content=_content)
+def test_any_answer_to_a_parked_child_is_checked_or_refused_clearly(
+    content: dict[str, Any],
+) -> None:
+    # The answer is checked against the question before anything runs: a UserError or a
+    # decision for exactly the parent's call, never another exception.
+    state = _parked_state()
+    directive = Directive(inputs=[InputAnswer(tool_call_id="c1", content=content)])
+    try:
+        decisions = check_directive(state, directive)
+    except UserError:
+        return
+    assert list(decisions) == ["c1"]
+    answer = decisions["c1"].answer
+    assert answer is not None
+    assert set((answer.content or {}).get("approvals") or {}) <= {"k1"}
+
+
+_PARKED: list[RunState] = []
+
+
+def _parked_state() -> RunState:
+    """A parent parked on its janitor's approval (built once)."""
+    if not _PARKED:
+        child = approval_child()
+        parent, _ = parent_agent([ask("clean", tool_name="janitor"), "ok"], [child.as_tool()])
+        parked = asyncio.run(parent.run("go"))
+        assert parked.state is not None
+        _PARKED.append(parked.state)
+    return _PARKED[0]

@@ -61,7 +61,15 @@ _ANSWER_SCHEMA: dict[str, Any] = {
     "properties": {
         "approvals": {"type": "object", "additionalProperties": {"type": "boolean"}},
         "reasons": {"type": "object", "additionalProperties": {"type": "string"}},
-        "interrupts": {"type": "array", "items": {"type": "object"}},
+        "interrupts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"interrupt_id": {"type": "string"}, "decision": {}},
+                "required": ["interrupt_id", "decision"],
+                "additionalProperties": False,
+            },
+        },
     },
     "additionalProperties": False,
 }
@@ -226,6 +234,35 @@ def _pending(request: ApprovalRequest) -> dict[str, Any]:
     }
 
 
+def _check_answer(call_id: str, answer: InputAnswer, context: Mapping[str, Any]) -> None:
+    """Refuse an answer that decides what the child does not wait for.
+
+    Raises:
+        UserError: It names a call or an interrupt the child is not waiting on.
+    """
+    content = answer.content or {}
+    pending = {str(p.get("tool_call_id")) for p in cast("list[dict[str, Any]]", context["pending"])}
+    waiting = {str(i.get("id")) for i in cast("list[dict[str, Any]]", context["interrupts"])}
+    chosen = cast("dict[str, Any]", content.get("approvals") or {})
+    named = set(chosen) | set(cast("dict[str, Any]", content.get("reasons") or {}))
+    resolved = {
+        str(i.get("interrupt_id"))
+        for i in cast("list[dict[str, Any]]", content.get("interrupts") or [])
+    }
+    if answer.action == "accept" and waiting - resolved:
+        raise UserError(
+            f"The answer to call {call_id!r} leaves its sub-agent's interrupt(s) "
+            f"{sorted(waiting - resolved)} undecided: resolve each in 'interrupts'."
+        )
+    unknown = sorted((named - pending) | (resolved - waiting))
+    if unknown:
+        raise UserError(
+            f"The answer to call {call_id!r} decides {unknown}, which its sub-agent is not "
+            f"waiting on; it waits on call(s) {sorted(pending)} and interrupt(s) "
+            f"{sorted(waiting)}."
+        )
+
+
 def decided_child(request: ApprovalRequest | None, decision: ApprovalDecision) -> ApprovalDecision:
     """A plain decision on a parked child's call, as the answer its call runs again with.
 
@@ -238,15 +275,14 @@ def decided_child(request: ApprovalRequest | None, decision: ApprovalDecision) -
             (they need a resolution each, in an answer).
     """
     question = request.input if request is not None else None
-    if (
-        question is None
-        or not question.source.startswith(_SOURCE)
-        or "run_id" not in question.context
-        or decision.answer is not None
-        or decision.result is not None
-    ):
+    if question is None or not question.source.startswith(_SOURCE):
+        return decision
+    if "run_id" not in question.context or decision.result is not None:
         return decision
     interrupts = cast("Sequence[dict[str, Any]]", question.context.get("interrupts") or ())
+    if decision.answer is not None:
+        _check_answer(decision.tool_call_id, decision.answer, question.context)
+        return decision
     if decision.granted and interrupts:
         ids = [str(i.get("id")) for i in interrupts]
         raise UserError(
