@@ -1,4 +1,4 @@
-"""Durable sub-agent children across processes, on SQLite and PostgreSQL.
+"""Durable sub-agent children across processes, on SQLite, PostgreSQL and Redis.
 
 A parent (``boss``) runs a sub-agent (``janitor``) through ``as_tool``; the worker
 (``_child_worker.py``) counts every completed model call and every tool run in files, so
@@ -30,7 +30,7 @@ from bastion.testing import isolated_store
 WORKER = Path(__file__).with_name("_child_worker.py")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
 async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     async with isolated_store(request.param, tmp_path) as url:
         yield url
