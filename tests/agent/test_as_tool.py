@@ -12,9 +12,12 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bastion import Agent, RunContext, tool
-from bastion.agent import AgentStream
+from bastion.agent import AgentStream, RunState
+from bastion.agent.steps._approvals import check_directive
 from bastion.core import (
     AgentEvent,
     AssistantMessage,
@@ -32,7 +35,15 @@ from bastion.core import (
 from bastion.security import INBOUND_PREAMBLE
 from bastion.stores import NewEntry, Stores, open_store
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
-from bastion.tools import ApprovalConfig, ApprovalRequest, DuplicateToolNameError, Tool
+from bastion.tools import (
+    ApprovalConfig,
+    ApprovalDecision,
+    ApprovalRequest,
+    Directive,
+    DuplicateToolNameError,
+    InputAnswer,
+    Tool,
+)
 
 from .conftest import brief
 
@@ -401,6 +412,10 @@ async def test_nested_sub_agents_nest_their_wrappers() -> None:
 # -- approvals inside the child ------------------------------------------------------------
 
 
+def approve(call_id: str) -> ApprovalDecision:
+    return ApprovalDecision(tool_call_id=call_id, granted=True)
+
+
 def approval_child() -> Agent[Any, Any]:
     @tool(side_effect_class="side_effecting", needs_approval=True)
     def delete(path: str) -> str:
@@ -409,7 +424,9 @@ def approval_child() -> Agent[Any, Any]:
 
     return Agent(
         "janitor",
-        model=ScriptedModel([Turn(tool_calls=[Call("delete", {"path": "/tmp/x"})]), "Cleaned."]),
+        model=ScriptedModel(
+            [Turn(tool_calls=[Call("delete", {"path": "/tmp/x"}, id="k1")]), "Cleaned."]
+        ),
         tools=[delete],
     )
 
@@ -432,18 +449,74 @@ async def test_the_parents_on_approval_decides_the_childs_calls_when_it_has_none
     assert tool_results(result.messages) == [("Cleaned.", False)]
 
 
-async def test_a_child_needing_approval_with_nobody_to_ask_fails_the_parents_call() -> None:
+async def test_a_child_needing_approval_with_nobody_to_ask_parks_the_parent() -> None:
+    # covers G-56
     child = approval_child()
-    parent, _ = parent_agent([ask("clean", tool_name="janitor"), "I could not."], [child.as_tool()])
-    result = await parent.run("go")
-    assert result.status == "completed"  # the parent goes on: its model read the error
-    [(content, is_error)] = tool_results(result.messages)
-    assert is_error
-    assert content.startswith(
-        "Sub-agent 'janitor' stopped: it needs approval for tool 'delete', and nobody can "
-        "decide inside a sub-agent run."
+    parent, model = parent_agent(
+        [ask("clean", tool_name="janitor"), "All clean."], [child.as_tool()]
     )
-    assert "ApprovalConfig(on_approval=...)" in content
+    parked = await parent.run("go")
+    assert parked.status == "awaiting_approval"
+    [request] = parked.pending_approvals
+    assert request.tool_name == "janitor"
+    assert request.input is not None
+    assert request.input.source == "agent:janitor"
+    [waiting] = request.input.context["pending"]
+    assert (waiting["tool_name"], waiting["arguments"]) == ("delete", {"path": "/tmp/x"})
+    assert parked.state is not None
+    result = await parent.run(parked.state, directive=Directive(approvals=[approve("c1")]))
+    assert result.status == "completed"
+    assert tool_results(result.messages) == [("Cleaned.", False)]
+    assert result.text == "All clean."
+    assert len(model.requests) == 2  # the parent's model was asked once before, once after
+
+
+async def test_a_grandchild_parks_the_whole_chain_and_one_decision_resumes_it() -> None:
+    janitor = approval_child()
+    middle = Agent(
+        "foreman",
+        model=ScriptedModel([ask("clean", tool_name="janitor", id="j1"), "Foreman: done."]),
+        tools=[janitor.as_tool()],
+    )
+    parent, model = parent_agent(
+        [ask("clean up", tool_name="foreman"), "All clean."], [middle.as_tool()]
+    )
+    async with open_store("memory://") as stores:
+        boss = parent.with_store(stores)
+        parked = await boss.run("go")
+        assert parked.status == "awaiting_approval"
+        [request] = parked.pending_approvals
+        assert request.input is not None
+        [waiting] = request.input.context["pending"]  # the foreman waits on its janitor call
+        assert (waiting["tool_call_id"], waiting["tool_name"]) == ("j1", "janitor")
+        runs = {r.agent: r.status for r in (await stores.journal.list_runs()).runs}
+        assert runs == {
+            "boss": "awaiting_approval",
+            "foreman": "awaiting_approval",
+            "janitor": "awaiting_approval",
+        }
+        result = await boss.resume(parked.run_id, directive=Directive(approvals=[approve("c1")]))
+        runs = {r.agent: r.status for r in (await stores.journal.list_runs()).runs}
+    assert result.text == "All clean."
+    assert tool_results(result.messages) == [("Foreman: done.", False)]
+    assert set(runs.values()) == {"completed"}
+    assert len(model.requests) == 2
+
+
+async def test_denying_a_parked_childs_call_tells_the_childs_model() -> None:
+    child = approval_child()
+    parent, _ = parent_agent([ask("clean", tool_name="janitor"), "Not cleaned."], [child.as_tool()])
+    parked = await parent.run("go")
+    assert parked.state is not None
+    denied = ApprovalDecision(tool_call_id="c1", granted=False, reason="not today")
+    result = await parent.run(parked.state, directive=Directive(approvals=[denied]))
+    assert result.status == "completed"
+    assert tool_results(result.messages) == [("Cleaned.", False)]  # the child's final answer
+    child_model = child.model
+    assert isinstance(child_model, ScriptedModel)
+    [denial] = [m for m in child_model.requests[-1].messages if isinstance(m, ToolMessage)]
+    assert denial.is_error
+    assert "not today" in str(denial.content)  # the child's model read the denial
 
 
 # -- aborts --------------------------------------------------------------------------------
@@ -559,10 +632,10 @@ async def test_a_tool_result_journaled_in_the_older_format_still_counts_the_chil
     assert set(replayed.usage_by_model) == {"test:big", "test:small"}
 
 
-@pytest.mark.parametrize(("writes", "status"), [(False, "completed"), (True, "awaiting_approval")])
-async def test_a_sub_agent_call_cut_by_a_crash_runs_again_only_when_it_is_read_only(
-    writes: bool, status: str
-) -> None:
+@pytest.mark.parametrize("writes", [False, True])
+async def test_a_sub_agent_call_cut_by_a_crash_goes_on_with_its_child_run(writes: bool) -> None:
+    # The child's run id is derived from the call: a crash before the child journaled
+    # anything starts it now; one after continues it (test_child_durability.py).
     @tool(side_effect_class="side_effecting")
     def send(to: str) -> str:
         """Send a message."""
@@ -595,11 +668,10 @@ async def test_a_sub_agent_call_cut_by_a_crash_runs_again_only_when_it_is_read_o
                 result.run_id, [new], expected_seq=entry.seq - 1, agent="boss"
             )
         resumed = await build(crashed).resume(result.run_id)
-    assert resumed.status == status
-    if writes:  # outcome unknown: a human decides whether the sub-agent runs again
-        assert [p.tool_name for p in resumed.pending_approvals] == ["researcher"]
-    else:
-        assert tool_results(resumed.messages) == [("Found.", False)]
+        children = await crashed.journal.list_runs(agent="researcher")
+    assert resumed.status == "completed"
+    assert tool_results(resumed.messages) == [("Found.", False)]
+    assert len(children.runs) == 1
 
 
 def test_side_effect_class_is_derived_from_the_childs_tools() -> None:
@@ -655,3 +727,54 @@ def test_two_sub_agents_may_not_share_a_name_or_a_tool_name() -> None:
     Agent("boss", model=ScriptedModel([]), tools=[one.as_tool("a"), one.as_tool("b")])
     with pytest.raises(DuplicateToolNameError):
         Agent("boss", model=ScriptedModel([]), tools=[one.as_tool(), one.as_tool()])
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_keys = st.sampled_from(["approvals", "reasons", "interrupts", "k1", "other"])
+_ids = st.sampled_from(["k1", "k9", "c1", ""])
+_content = st.dictionaries(
+    _keys,
+    _json
+    | st.dictionaries(_ids, st.booleans() | st.text(max_size=5), max_size=2)
+    | st.lists(st.fixed_dictionaries({"interrupt_id": _ids, "decision": _json}), max_size=2),
+    max_size=3,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(content=_content)
+def test_any_answer_to_a_parked_child_is_checked_or_refused_clearly(
+    content: dict[str, Any],
+) -> None:
+    # The answer is checked against the question before anything runs: a UserError or a
+    # decision for exactly the parent's call, never another exception.
+    state = _parked_state()
+    directive = Directive(inputs=[InputAnswer(tool_call_id="c1", content=content)])
+    try:
+        decisions = check_directive(state, directive)
+    except UserError:
+        return
+    assert list(decisions) == ["c1"]
+    answer = decisions["c1"].answer
+    assert answer is not None
+    assert set((answer.content or {}).get("approvals") or {}) <= {"k1"}
+
+
+_PARKED: list[RunState] = []
+
+
+def _parked_state() -> RunState:
+    """A parent parked on its janitor's approval (built once)."""
+    if not _PARKED:
+        child = approval_child()
+        parent, _ = parent_agent([ask("clean", tool_name="janitor"), "ok"], [child.as_tool()])
+        parked = asyncio.run(parent.run("go"))
+        assert parked.state is not None
+        _PARKED.append(parked.state)
+    return _PARKED[0]

@@ -165,3 +165,15 @@ def spender() -> Agent[None, str]:
         max_parallel_tools=1,
         store=_store(),
     )
+
+
+def boss() -> Agent[None, str]:
+    """Delegates to the mailer as a sub-agent, then reports what it said."""
+
+    def turn(request: ModelRequest) -> Turn:
+        results = [m for m in request.messages if isinstance(m, ToolMessage)]
+        if not results:
+            return Turn(tool_calls=[Call("mailer", {"input": "Email Bob."}, id="m1")])
+        return Turn(text=f"Boss: {results[-1].text}")
+
+    return Agent("boss", model=FunctionModel(turn), tools=[mailer().as_tool()])

@@ -227,3 +227,31 @@ def test_prune_deletes_finished_runs_by_count_and_age_and_keeps_waiting_ones(sto
     assert bad.exit_code == 2
     assert "number and a unit" in bad.output
     assert cli("runs", "prune").exit_code == 2  # neither rule given
+
+
+def test_a_parked_sub_agent_is_shown_and_resumed_through_its_parents_call(store: str):
+    # covers §3.1 scenario 29 (the CLI decides a child's approval through its parent)
+    async def go() -> str:
+        agent = scripted_agents.boss().with_store(store)
+        try:
+            result = await agent.run("Have Bob emailed.")
+        finally:
+            await agent.aclose()
+        assert result.status == "awaiting_approval"
+        return result.run_id
+
+    run_id = asyncio.run(go())
+    shown = cli("runs", "show", run_id, "--plain")
+    assert shown.exit_code == 0, shown.output
+    assert "m1  mailer(" in shown.stdout
+    assert "[sub-agent]" in shown.stdout
+    assert 'sub-agent waits on: send_email(to="bob@example.com", body="Hi Bob")' in shown.stdout
+    assert f"runs resume {run_id} --agent MODULE:ATTR --approve m1" in shown.stdout
+    assert "decide with: --approve m1 | --deny m1[:REASON]" in shown.stdout
+    result = cli("runs", "resume", run_id, "--agent", f"{AGENTS}:boss", "--approve", "m1")
+    assert result.exit_code == 0, result.output
+    assert "Boss: Done: sent to bob@example.com" in result.stdout
+    listed = cli("runs", "list", "--json")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    statuses = sorted((row["agent"], row["status"]) for row in rows)
+    assert statuses == [("boss", "completed"), ("mailer", "completed")]

@@ -15,7 +15,7 @@ class RecordingSink:
     def partial(self, content: str) -> None:
         self.reports.append(("partial", content))
 
-    def subagent(self, agent_name: str, event: AgentEvent) -> None:
+    def subagent(self, agent_name: str, event: AgentEvent, ancestry: tuple[str, ...] = ()) -> None:
         self.reports.append(("subagent", (agent_name, event)))
 
 

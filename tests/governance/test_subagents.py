@@ -29,7 +29,7 @@ from bastion.governance import (
     max_depth,
 )
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
-from bastion.tools import Directive, InterruptResolution
+from bastion.tools import ApprovalDecision, Directive, InputAnswer, InterruptResolution
 
 
 @tool(side_effect_class="read_only")
@@ -297,12 +297,13 @@ async def test_a_mutable_limit_breached_inside_the_child_is_decided_by_the_paren
     ]
 
 
-async def test_an_interrupt_in_the_child_nobody_handles_fails_the_parents_call() -> None:
+async def test_an_interrupt_in_the_child_nobody_handles_parks_the_parent_until_decided() -> None:
+    # covers G-56
     child = researcher(
         [
             Turn(tool_calls=[Call("lookup", {"q": "x"})]),
             Turn(tool_calls=[Call("lookup", {"q": "y"})]),
-            "never",
+            "Researched twice.",
         ]
     )
     parent = Agent(
@@ -315,13 +316,24 @@ async def test_an_interrupt_in_the_child_nobody_handles_fails_the_parents_call()
             }
         ),
     )
-    result = await parent.run("go")
-    assert result.ok
-    [message] = results(result.messages)
-    assert message.startswith(
-        "Sub-agent 'researcher' stopped: it needs a decision on 'tool:lookup' (calls limit on "
-        "'tool:lookup' reached: 1 of 1 (minute))"
+    parked = await parent.run("go")
+    assert parked.status == "awaiting_approval"
+    [request] = parked.pending_approvals
+    assert request.input is not None
+    [interrupt] = request.input.context["interrupts"]
+    assert interrupt["reason"].startswith("calls limit on 'tool:lookup' reached: 1 of 1")
+    assert parked.state is not None
+    plain = Directive(approvals=[ApprovalDecision(tool_call_id=request.tool_call_id, granted=True)])
+    with pytest.raises(UserError, match="waits on interrupt"):
+        await parent.run(parked.state, directive=plain)
+    raised = {"decision": "mutate", "oracle": "tool:lookup", "limit_type": "calls", "max": 2}
+    answer = InputAnswer(
+        tool_call_id=request.tool_call_id,
+        content={"interrupts": [{"interrupt_id": interrupt["id"], "decision": raised}]},
     )
+    result = await parent.run(parked.state, directive=Directive(inputs=[answer]))
+    assert result.ok
+    assert results(result.messages) == ["Researched twice."]
 
 
 async def test_a_mutable_limit_on_agent_researcher_suspends_the_parent_until_decided() -> None:

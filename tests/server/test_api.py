@@ -7,7 +7,10 @@ from typing import Any
 
 import httpx
 
+from bastion import Agent
+from bastion.core import ModelRequest, ToolMessage
 from bastion.server import create_app
+from bastion.testing import Call, FunctionModel, Turn
 
 from ._agents import SENT, Sse, ids, mailer, read_sse
 from .conftest import client, running
@@ -200,3 +203,33 @@ async def test_a_drain_waits_for_runs_in_flight_and_refuses_new_ones(sqlite_url:
         gate.set()
         assert (await drain).json() == {"status": "draining", "runs_in_flight": 0}
         assert (await http.get(f"/runs/{run_id}")).json()["status"] == "awaiting_approval"
+
+
+async def test_a_parked_sub_agent_is_decided_through_its_parents_approval(sqlite_url: str) -> None:
+    # covers §3.1 scenario 29 (the server API decides a child's approval through its parent)
+    SENT.clear()
+
+    def turn(request: ModelRequest) -> Turn:
+        results = [m for m in request.messages if isinstance(m, ToolMessage)]
+        if not results:
+            return Turn(tool_calls=[Call("mailer", {"input": "Mail Bob"}, id="m1")])
+        return Turn(text=f"Boss: {results[-1].text}")
+
+    boss = Agent("boss", model=FunctionModel(turn), tools=[mailer().as_tool()])
+    app = create_app({"boss": boss}, store=sqlite_url, auth=AUTH)
+    async with running(app), client(app, "token-acme") as http:
+        response = await http.post("/runs", json={"agent": "boss", "input": "Have Bob mailed"})
+        run_id = response.json()["run_id"]
+        first = await _events(http, run_id)
+        assert first[-1].data["status"] == "awaiting_approval"
+        [pending] = (await http.get(f"/runs/{run_id}/approvals")).json()
+        assert (pending["id"], pending["tool_name"]) == ("m1", "mailer")
+        assert "waits for approval of tool 'send_email'" in pending["reason"]
+        assert SENT == []
+        decided = await http.post(f"/runs/{run_id}/approvals/m1/approve", json={})
+        assert decided.status_code == 202, decided.text
+        rest = await _events(http, run_id, after=first[-1].id)
+        assert rest[-1].data["status"] == "completed"
+        assert SENT == ["bob@example.com"]
+        view = (await http.get(f"/runs/{run_id}")).json()
+        assert view["output"] == "Boss: Done: sent to bob@example.com"

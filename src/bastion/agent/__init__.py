@@ -2,6 +2,7 @@
 
 from ._agent import Agent, HookFlags
 from ._binding import ApprovalMismatch
+from ._causality import CausalChain, Cause, causal_chain
 from ._config import RunConfig
 from ._drive import AgentDrive, DriveDecision
 from ._fallback import (
@@ -35,9 +36,11 @@ from ._output import OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
 from ._result import RunResult, ToolCallRecord
 from ._retry import RetryConfig, default_retryable
+from ._slice import BudgetSlice
 from ._state import PendingApproval, RunState, RunStatusError, SuspendedStep
 from ._step_overrides import StepOverrides
 from ._stream import AgentStream
+from ._task import SubagentSpec
 from ._verifiers import Verdict, Verification, VerifierCheck
 
 __all__ = [
@@ -47,6 +50,9 @@ __all__ = [
     "AgentRegistry",
     "AgentStream",
     "ApprovalMismatch",
+    "BudgetSlice",
+    "CausalChain",
+    "Cause",
     "CircuitBreaker",
     "CircuitState",
     "DriveDecision",
@@ -72,6 +78,7 @@ __all__ = [
     "RunState",
     "RunStatusError",
     "StepOverrides",
+    "SubagentSpec",
     "SuspendedStep",
     "TRANSPORT_ERRORS",
     "ToolCallRecord",
@@ -80,6 +87,7 @@ __all__ = [
     "Verdict",
     "Verification",
     "VerifierCheck",
+    "causal_chain",
     "default_retryable",
     "handoff",
     "handoff_of",

@@ -48,6 +48,8 @@ from ._build import (
     check_runtime,
     check_tool_choice,
 )
+from ._capability import Capability, SecretsMode, narrowed_catalog
+from ._causality import CausalityMode
 from ._config import Instructions, RunConfig
 from ._dataflow import apply_security
 from ._drive import AgentDrive, start_drive
@@ -73,9 +75,11 @@ from ._setup import (
     build_suggester,
     resolve_model,
 )
+from ._slice import BudgetSlice
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
 from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
+from ._task import SubagentSpec, task_tools
 from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
 from .steps._handoff import activate
@@ -235,6 +239,14 @@ class Agent(Generic[DepsT, OutputT]):
             the run (code ``max_handoffs``). Default 10.
         agent_registry: Where targets named by a string are found (and where a resuming
             process finds the active agent of a run).
+        subagents: Named sub-agents, each offered to the model as a ``task_<name>`` tool:
+            an ``Agent``, or a :class:`SubagentSpec` (run on this agent's model unless it
+            names one). The sub-agent's text arrives as the call's progress. See
+            ``docs/multi-agent.md``.
+        capability: ``read_only``: the agent's tools that may change something (and
+            handoffs) are not shown to its model, and a call to one is refused
+            (``capability_blocked``). ``full`` (default): all its tools. A parent can
+            also narrow a sub-agent with ``as_tool(capability=...)``.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -289,6 +301,8 @@ class Agent(Generic[DepsT, OutputT]):
         handoffs: Sequence[HandoffTarget | Handoff | str] = (),
         max_handoffs: int = 10,
         agent_registry: AgentRegistry | None = None,
+        subagents: Mapping[str, Agent[Any, Any] | SubagentSpec] | None = None,
+        capability: Capability = "full",
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
@@ -329,6 +343,8 @@ class Agent(Generic[DepsT, OutputT]):
         clock = clock or SystemClock()
         audit = ToolAudit()
         handoff_tools, handoff_config = build_handoffs(name, handoffs, agent_registry, max_handoffs)
+        if subagents:
+            tools = [*tools, *task_tools(name, subagents, resolved)]
         parts = build_tools(
             name,
             [*tools, *handoff_tools] if handoff_tools else tools,
@@ -340,7 +356,8 @@ class Agent(Generic[DepsT, OutputT]):
             else (model_tier_map or {}).get("fast"),
             approval=approval,
         )
-        toolset = parts.catalog.current()
+        catalog = narrowed_catalog(name, parts.catalog, capability)
+        toolset = catalog.current()
         output_schema = build_output(name, output_type, output_mode, output_retries, parts.live)
         input_guardrails, output_guardrails = build_guardrails(name, guardrails)
         settings = model_settings or ModelSettings()
@@ -376,7 +393,7 @@ class Agent(Generic[DepsT, OutputT]):
             models=models,
             instructions=instructions,
             tools=toolset,
-            catalog=parts.catalog,
+            catalog=catalog,
             tool_sources=parts.sources,
             executor=executor,
             result_limiter=parts.limiter,
@@ -638,6 +655,12 @@ class Agent(Generic[DepsT, OutputT]):
         forward_events: ForwardEvents = "all",
         input_filter: InputFilter | None = None,
         side_effect_class: SideEffectClass | None = None,
+        capability: Capability = "full",
+        secrets: SecretsMode = "inherit_allowlist",
+        inherit_secrets: Sequence[str] = (),
+        text_progress: bool = False,
+        budget: BudgetSlice | None = None,
+        causality: CausalityMode = "off",
     ) -> Tool:
         """This agent as a tool another agent's model can call: a sub-agent (SPEC S-28).
 
@@ -663,6 +686,22 @@ class Agent(Generic[DepsT, OutputT]):
                 turns (a function of the message list, sync or async).
             side_effect_class: Overrides the derived class (``read_only`` when every
                 tool of the agent is ``pure`` or ``read_only``, else ``side_effecting``).
+            capability: ``read_only`` leaves out the sub-agent's tools that may change
+                something (and handoffs): its model is not shown them, and a call to one
+                is refused (``capability_blocked``). ``full`` (default): all its tools.
+            secrets: How the sub-agent gets the parent's secrets: ``inherit_allowlist``
+                (the parent's vault, limited to ``inherit_secrets``), ``forward_explicit``
+                (their values when the sub-agent starts) or ``isolated`` (none).
+            inherit_secrets: The names of the parent's secrets it gets (default: none).
+            text_progress: Also report the sub-agent's text as the call's progress
+                (``tool.execute.progress`` events, one per text piece).
+            budget: The sub-agent's slice of the budget (:class:`BudgetSlice`: tokens,
+                tool calls, seconds, dollars); a spent slice stops it cleanly.
+            causality: ``record`` journals, with the sub-agent's run, which agents above
+                it had read untrusted content when the task was delegated
+                (:func:`bastion.agent.causal_chain` walks it); ``enforce`` also refuses the
+                sub-agent's side-effecting calls when that chain, or its own run, holds
+                untrusted content (``dataflow_policy_blocked``). ``off`` (default): neither.
 
         Raises:
             UserError: An option is invalid.
@@ -675,6 +714,12 @@ class Agent(Generic[DepsT, OutputT]):
             forward_events=forward_events,
             input_filter=input_filter,
             side_effect_class=side_effect_class,
+            capability=capability,
+            secrets=secrets,
+            inherit_secrets=inherit_secrets,
+            text_progress=text_progress,
+            budget=budget,
+            causality=causality,
         )
 
     def stream(
@@ -690,6 +735,7 @@ class Agent(Generic[DepsT, OutputT]):
         directive: Directive | None = None,
         config: RunConfig | None = None,
         session_link: SessionLink | None = None,
+        run_id: str | None = None,
     ) -> AgentStream[OutputT]:
         """Start a run, or resume a suspended one, and stream its events.
 
@@ -712,6 +758,8 @@ class Agent(Generic[DepsT, OutputT]):
                 with ``dataclasses.replace``; its ``name`` must stay the agent's).
             session_link: The session the run belongs to (``bastion.sessions`` passes it):
                 its state, drain points and first tool-call hook.
+            run_id: The new run's id (default: a fresh one). A sub-agent's run gets an id
+                derived from its parent's call, so a resumed parent finds it again.
 
         Returns:
             The run's :class:`AgentStream`; the run starts when iteration starts.
@@ -730,7 +778,7 @@ class Agent(Generic[DepsT, OutputT]):
         if input is None and not message_history:
             raise UserError("Give the run an input or a message_history to continue.")
         state = RunState(
-            run_id=new_id("run"),
+            run_id=run_id or new_id("run"),
             agent_name=run.name,
             session_id=session_id or new_id("session"),
             user_id=user_id,
@@ -812,6 +860,7 @@ class Agent(Generic[DepsT, OutputT]):
         directive: Directive | None = None,
         deps: DepsT | None = None,
         session_link: SessionLink | None = None,
+        config: RunConfig | None = None,
     ) -> AgentStream[OutputT]:
         """Continue a journaled run from its last entry, in this or any other process.
 
@@ -828,18 +877,21 @@ class Agent(Generic[DepsT, OutputT]):
             deps: Dependencies for the rest of the run (default: the agent's ``deps``).
             session_link: The session whose turn the run is (``bastion.sessions`` passes it
                 when it continues a turn cut by a crash; it holds the session's turn lease).
+            config: Continue with this configuration instead of :attr:`config` (a variant
+                made with ``dataclasses.replace``, like :meth:`stream`'s; a sub-agent's run
+                continues under its parent's governance, approvals and store).
 
         Raises:
             UserError: The agent has no store (at once); when iteration starts: the store
                 has no such run, it belongs to another agent, or the directive does not fit.
         """
-        stores = self.store
-        if stores is None:
+        config = self._run_config(config, None)
+        if config.store is None:
             raise UserError(
                 f"Agent {self.name!r} has no store: pass Agent(..., store='sqlite:///runs.db') "
                 "(the store the run was journaled in) to resume runs by id."
             )
-        config = self._run_config(None, session_link)
+        config = self._run_config(config, session_link)
         placeholder = RunState(run_id=run_id, agent_name=self.name)
         stream: AgentStream[OutputT] = AgentStream[OutputT](
             self._scope(config, placeholder, deps, governed=False),

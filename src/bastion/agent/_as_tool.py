@@ -9,13 +9,16 @@ by ``Agent.__init__`` to refuse sub-agent configurations that cannot work.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
 from bastion.core import UserError
 from bastion.tools import ModelArgsValidator, Tool
 
+from ._capability import CAPABILITIES, SECRETS_MODES, VAULT_MODES, Capability, SecretsMode
+from ._causality import CAUSALITY_MODES, CausalityMode
+from ._slice import BudgetSlice
 from ._subrun import (
     EXPOSE_TURNS,
     FORWARD_EVENTS,
@@ -27,8 +30,10 @@ from ._subrun import (
 )
 
 if TYPE_CHECKING:
+    from bastion.security import SecretInheritance
     from bastion.tools import SideEffectClass
 
+    from ._config import RunConfig
     from ._governance import AgentGovernance
     from ._subrun import (
         ExposeTurns,
@@ -68,6 +73,12 @@ def subagent_tool(
     forward_events: ForwardEvents,
     input_filter: InputFilter | None,
     side_effect_class: SideEffectClass | None,
+    capability: Capability = "full",
+    secrets: SecretsMode = "inherit_allowlist",
+    inherit_secrets: Sequence[str] = (),
+    text_progress: bool = False,
+    budget: BudgetSlice | None = None,
+    causality: CausalityMode = "off",
 ) -> Tool:
     """The tool that runs ``agent`` as a sub-agent (see ``Agent.as_tool``).
 
@@ -99,6 +110,19 @@ def subagent_tool(
             f"{owner}: side_effect_class must be one of "
             f"{', '.join(map(repr, _SIDE_EFFECT_CLASSES))}, got {side_effect_class!r}."
         )
+    if capability not in CAPABILITIES:
+        raise UserError(
+            f"{owner}: capability must be one of {', '.join(map(repr, CAPABILITIES))}, "
+            f"got {capability!r}."
+        )
+    grant = _secrets_grant(owner, config, secrets, inherit_secrets)
+    if budget is not None and not isinstance(budget, BudgetSlice):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"{owner}: budget must be a BudgetSlice, got {budget!r}.")
+    if causality not in CAUSALITY_MODES:
+        raise UserError(
+            f"{owner}: causality must be one of {', '.join(map(repr, CAUSALITY_MODES))}, "
+            f"got {causality!r}."
+        )
     from bastion.governance import key_ancestry  # governance loads when an agent uses it
 
     oracle_key = f"agent:{config.name}"
@@ -112,6 +136,11 @@ def subagent_tool(
             expose_turns=expose_turns,
             forward_events=forward_events,
             input_filter=input_filter,
+            capability=capability,
+            secrets=grant,
+            text_progress=text_progress,
+            budget=budget,
+            causality=causality,
         ),
         validator=_input_validator(),
         takes_ctx=True,
@@ -119,7 +148,44 @@ def subagent_tool(
         label=f"sub-agent {config.name}",
         kind="async",
         oracle_key=oracle_key,
+        idempotency_key=_child_key,
     )
+
+
+def _child_key(arguments: dict[str, object]) -> str:
+    """A sub-agent call runs again by continuing its child's run (``_child.py``): idempotent."""
+    del arguments  # the child's run id, derived from the call, is the real key
+    return "child-run"
+
+
+def _secrets_grant(
+    owner: str, config: RunConfig, mode: SecretsMode, names: Sequence[str]
+) -> SecretInheritance | None:
+    """The secrets the parent grants, checked; ``None`` when it grants none.
+
+    Raises:
+        UserError: An unknown mode, names with ``isolated``, a name that is not a string,
+            or names granted to a child that has its own vault.
+    """
+    if mode not in SECRETS_MODES:
+        raise UserError(
+            f"{owner}: secrets must be one of {', '.join(map(repr, SECRETS_MODES))}, got {mode!r}."
+        )
+    if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+        raise UserError(f"{owner}: inherit_secrets must be a list of secret names, got {names!r}.")
+    if not names:
+        return None
+    if mode == "isolated":
+        raise UserError(f"{owner}: secrets='isolated' grants nothing; drop inherit_secrets.")
+    if config.security is not None and config.security.vault is not None:
+        raise UserError(
+            f"{owner}: agent {config.name!r} has its own vault; it cannot also be granted the "
+            "parent's secrets. Put what it needs in its vault and use secrets='isolated', or "
+            "drop its vault."
+        )
+    from bastion.security import SecretInheritance  # loaded when a sub-agent is granted some
+
+    return SecretInheritance(mode=VAULT_MODES[mode], names=tuple(names))
 
 
 def derived_side_effect_class(agent: Delegate) -> SideEffectClass:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ._output import OutputSchema
     from ._retry import RetryConfig
     from ._setup import HookFlags
+    from ._slice import BudgetSlice
     from ._sources import ToolSources
     from ._suggest import Suggester
     from ._tiers import TierResolver
@@ -112,3 +113,5 @@ class RunConfig:
     handoff_gate: Callable[[ToolExecutor], ToolExecutor] | None = None
     """Applied to a handoff target's executor: a driven run (``Agent.drive``) asks the
     application about the target's tool calls too."""
+    allowance: BudgetSlice | None = None
+    """What a sub-agent's run may spend, as its parent granted it (``None``: no slice)."""

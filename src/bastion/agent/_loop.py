@@ -156,6 +156,12 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
             if state.step >= config.max_steps:
                 stop_at_max_steps(scope)
                 break
+            allowance = config.allowance
+            if allowance is not None:  # a sub-agent's slice of its parent's budget
+                spent = allowance.spent(state, scope.clock.monotonic())
+                if spent is not None:
+                    state.stop(f"budget: {spent}", state.last_text())
+                    break
             if scope.session_link is not None:  # steering messages join before the call
                 if journal is not None:  # the session stores only what the journal holds
                     await journal.flush()

@@ -33,17 +33,26 @@ from bastion.core import (
     SubagentEvent,
     SystemMessage,
     TextCompleteEvent,
+    TextDeltaEvent,
     ToolMessage,
+    UserError,
     UserMessage,
 )
-from bastion.tools import ToolError, ToolResult, render_output
+from bastion.tools import Directive, ToolError, ToolResult, render_output
 
-from ._governance import held_calls
-from ._scope import AbortRequest, RunScope, live_scope
+from ._capability import Capability, ReadOnlyCatalog, granted_vault
+from ._causality import TAINT, CausalityMode, CausalMonitor, taint_of
+from ._child import ChildRun, run_child
+from ._scope import RunScope, live_scope
+from ._slice import BudgetSlice
 
 if TYPE_CHECKING:
+    from bastion.security import SecretInheritance
+    from bastion.stores import Stores
+
     from ._config import RunConfig
     from ._result import RunResult
+    from ._state import RunState
     from ._stream import AgentStream
 
 __all__ = [
@@ -99,7 +108,7 @@ class Delegate(Protocol):
 
     def stream(
         self,
-        input: str,
+        input: str | RunState,
         *,
         message_history: Sequence[Message] | None = None,
         deps: Any = None,
@@ -107,16 +116,43 @@ class Delegate(Protocol):
         user_id: str | None = None,
         tenant_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        directive: Directive | None = None,
+        config: RunConfig | None = None,
+        run_id: str | None = None,
+    ) -> AgentStream[Any]:
+        """Start a run with ``config`` (default: the agent's), or resume a ``RunState``."""
+        ...
+
+    def resume_stream(
+        self,
+        run_id: str,
+        *,
+        directive: Directive | None = None,
+        deps: Any = None,
         config: RunConfig | None = None,
     ) -> AgentStream[Any]:
-        """Start a run with ``config`` (default: the agent's)."""
+        """Continue the journaled run ``run_id`` with ``config``."""
+        ...
+
+    async def stores(self) -> Stores:
+        """The agent's store, opened."""
         ...
 
 
 class SubagentCall:
     """The function of a tool made by ``Agent.as_tool``: runs the child for one call."""
 
-    __slots__ = ("agent", "expose_turns", "forward_events", "input_filter")
+    __slots__ = (
+        "agent",
+        "budget",
+        "capability",
+        "causality",
+        "expose_turns",
+        "forward_events",
+        "input_filter",
+        "secrets",
+        "text_progress",
+    )
 
     def __init__(
         self,
@@ -125,11 +161,21 @@ class SubagentCall:
         expose_turns: ExposeTurns,
         forward_events: ForwardEvents,
         input_filter: InputFilter | None,
+        capability: Capability = "full",
+        secrets: SecretInheritance | None = None,
+        text_progress: bool = False,
+        budget: BudgetSlice | None = None,
+        causality: CausalityMode = "off",
     ) -> None:
         self.agent = agent
         self.expose_turns = expose_turns
         self.forward_events = forward_events
         self.input_filter = input_filter
+        self.capability = capability
+        self.secrets = secrets
+        self.text_progress = text_progress
+        self.budget = budget
+        self.causality = causality
 
     def __repr__(self) -> str:
         return f"SubagentCall({self.agent.config.name!r})"
@@ -138,56 +184,89 @@ class SubagentCall:
         """Run the child on ``input`` and return what the parent's model reads.
 
         Raises:
-            ToolError: The child failed, was aborted, or stopped for a decision nobody
-                could make inside a sub-agent run (the parent's model reads why).
+            ToolError: The child failed or was aborted (the parent's model reads why).
+            InputRequired: The child suspended for a decision: the parent's call waits
+                for it, and the parent suspends too (``_child.py``).
         """
         parent = live_scope(ctx.run_id)
         config = self.config_for(parent)
         history = await self._history(ctx) if self.input_filter is not None else None
-        stream = self.agent.stream(
-            input,
-            message_history=history,
-            deps=ctx.deps,
-            session_id=ctx.session_id,
-            user_id=ctx.user_id,
-            tenant_id=ctx.tenant_id,
-            metadata=_metadata(ctx, parent),
+        child = ChildRun(
+            agent=self.agent,
             config=config,
+            input=input,
+            history=history,
+            metadata=self._child_metadata(ctx, parent),
         )
-
-        def follow(request: AbortRequest) -> None:
-            stream.abort(drain=request.drain)
-
         texts: list[str] = []
-        if parent is not None:
-            if parent.abort is not None:  # asked to stop before this call began
-                follow(parent.abort)
-            parent.abort_listeners.append(follow)
-        try:
-            if self.forward_events == "none" and self.expose_turns != "all":
-                result = await stream.drain()  # nobody needs the events: no per-event cost
-            else:
-                result = await self._relay(stream, ctx, texts, config.name)
-        finally:
-            if parent is not None:
-                parent.abort_listeners.remove(follow)
+        if self.forward_events == "none" and self.expose_turns != "all" and not self.text_progress:
+            result = await run_child(child, ctx, parent, None)  # nobody needs the events
+        else:
+            ancestry = (*child.metadata[ANCESTRY], config.name)
+            relay = self._relay(ctx, texts, config.name, ancestry)
+            result = await run_child(child, ctx, parent, relay)
         await _account(parent, config.name, result)
         return self._shaped(result, texts)
 
-    async def _relay(
-        self, stream: AgentStream[Any], ctx: RunContext[Any], texts: list[str], name: str
-    ) -> RunResult[Any]:
-        """Iterate the child's run: forward its events, keep the text of each turn."""
+    def _relay(
+        self, ctx: RunContext[Any], texts: list[str], name: str, ancestry: tuple[str, ...]
+    ) -> Callable[[AgentEvent], None]:
+        """What sees each child event: forward it, keep the text of each turn."""
         forwarding = self.forward_events
-        async for event in stream:
+        progress = self.text_progress
+        written = 0
+
+        def relay(event: AgentEvent) -> None:
+            nonlocal written
             if isinstance(event, TextCompleteEvent) and event.text:
                 texts.append(event.text)
+            elif progress and isinstance(event, TextDeltaEvent):
+                written += len(event.delta)  # the child's text, as the call's progress
+                ctx.report_progress(written, None, event.delta)
             if forwarding == "all" or (forwarding == "lifecycle" and _milestone(event)):
-                ctx.forward_event(event, agent_name=name)
-        return stream.result
+                ctx.forward_event(event, agent_name=name, ancestry=ancestry)
+
+        return relay
 
     def config_for(self, parent: RunScope | None) -> RunConfig:
-        """The child's configuration as it runs under ``parent``'s run (derived if it differs)."""
+        """The child's configuration as it runs under ``parent``'s run (derived if it differs).
+
+        Raises:
+            ToolError: The parent cannot grant the secrets it names (it has no vault).
+        """
+        config = self._governed(parent)
+        if self.capability == "read_only" and not isinstance(config.catalog, ReadOnlyCatalog):
+            catalog = ReadOnlyCatalog(config.catalog)
+            config = replace(config, catalog=catalog, tools=catalog.current())
+        if self.budget is not None:
+            config = replace(config, allowance=self.budget)
+        grant = self.secrets
+        if grant is not None:
+            host = parent.config.security if parent is not None else None
+            try:
+                vault = granted_vault(grant, host.vault if host is not None else None, config.name)
+            except UserError as exc:
+                raise ToolError(str(exc)) from exc
+            executor = config.executor.with_gate(config.executor.gate)
+            executor.vault = vault
+            config = replace(config, executor=executor)
+        if self.causality == "enforce":
+            gate = config.executor.gate.with_first_hook(CausalMonitor())
+            config = replace(config, executor=config.executor.with_gate(gate))
+        return config
+
+    def _child_metadata(self, ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
+        """The child run's metadata: its links to the parent, and the taint it inherits."""
+        metadata = _metadata(ctx, parent)
+        if self.causality != "off":
+            seen = parent is not None and parent.state.untrusted_seen
+            taint = taint_of(ctx, seen)
+            if taint:
+                metadata[TAINT] = taint
+        return metadata
+
+    def _governed(self, parent: RunScope | None) -> RunConfig:
+        """The child's configuration with its parent's governance, approvals and store."""
         child = self.agent.config
         if parent is None:
             return child
@@ -251,8 +330,6 @@ class SubagentCall:
                 untrusted=untrusted,
                 usage=usage,
             )
-        if status == "awaiting_approval":
-            raise ToolError(_suspended(name, result), untrusted=untrusted, usage=usage)
         if self.expose_turns == "none":
             text = f"Sub-agent {name!r} finished."
         elif self.expose_turns == "all":
@@ -297,28 +374,4 @@ async def _account(parent: RunScope | None, name: str, result: RunResult[Any]) -
         calls=0,
         node=governance.node,
         invocation=governance.invocation,
-    )
-
-
-def _suspended(name: str, result: RunResult[Any]) -> str:
-    """Why a child that stopped for a decision could not go on."""
-    state = result.state
-    interrupts = state.interrupts if state is not None else []
-    held = held_calls(interrupts)  # calls an interrupt holds wait for its decision
-    needs = [
-        f"approval for tool {p.tool_name!r}"
-        for p in result.pending_approvals
-        if p.tool_call_id not in held
-    ]
-    if state is not None:
-        needs += [
-            f"a decision on {item.interrupt.action!r} ({item.interrupt.reason})"
-            for item in state.interrupts
-        ]
-    what = ", ".join(needs) or "a human decision"
-    return (
-        f"Sub-agent {name!r} stopped: it needs {what}, and nobody can decide inside a "
-        "sub-agent run. Give the sub-agent or its parent an on_approval callback "
-        "(ApprovalConfig(on_approval=...)), or the governor a handle_interrupt. "
-        f"Its run {result.run_id} is left awaiting approval."
     )

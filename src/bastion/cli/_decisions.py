@@ -67,6 +67,12 @@ class Pending:
     question: Mapping[str, Any] | None = None
 
     @property
+    def subagent(self) -> bool:
+        """Whether the call runs a sub-agent parked until what it waits for is decided."""
+        source = self.question.get("source") if self.question is not None else None
+        return isinstance(source, str) and source.startswith("agent:")
+
+    @property
     def outcome_unknown(self) -> bool:
         """Whether the call started before a crash and its result was never recorded."""
         return self.reason.startswith(_UNKNOWN)
@@ -75,6 +81,12 @@ class Pending:
         """The ``runs resume`` options that decide it."""
         if self.kind == "interrupt":
             return [f"--raise {self.id}=MAX", f"--deny {self.id}[:REASON]"]
+        if self.subagent:  # a parked sub-agent: decide what it waits for
+            return [
+                f"--approve {self.id}",
+                f"--deny {self.id}[:REASON]",
+                f"--answer {self.id}=JSON",
+            ]
         if self.question is not None:
             return [f"--answer {self.id}=JSON", f"--answer {self.id}=decline", f"--deny {self.id}"]
         if self.outcome_unknown:
@@ -181,10 +193,17 @@ def print_pending(out: Console, pending: Sequence[Pending], command: str | None)
     for item in pending:
         label = "outcome unknown" if item.outcome_unknown else item.kind
         if item.question is not None:
-            label = "question"
+            label = "sub-agent" if item.subagent else "question"
         out.print(Text(f"  {item.id}  {item.what}  [{label}]"), soft_wrap=True)
         out.print(Text(f"    why: {item.reason}"), soft_wrap=True)
-        if item.question is not None:
+        if item.question is not None and item.subagent:
+            context = cast("dict[str, Any]", item.question.get("context") or {})
+            for waiting in cast("list[dict[str, Any]]", context.get("pending") or []):
+                call = format_call(
+                    str(waiting.get("tool_name")), json.dumps(waiting.get("arguments"))
+                )
+                out.print(Text(f"    sub-agent waits on: {call}"), soft_wrap=True)
+        elif item.question is not None:
             schema = json.dumps(item.question.get("schema") or {}, separators=(",", ":"))
             out.print(Text(f"    answer schema: {schema}"), soft_wrap=True)
         out.print(Text(f"    decide with: {' | '.join(item.options())}"), soft_wrap=True)
@@ -203,7 +222,7 @@ def resume_command(
     for item in pending:
         if item.kind == "interrupt":
             parts += ["--raise", f"{item.id}=MAX"]
-        elif item.question is not None:
+        elif item.question is not None and not item.subagent:
             parts += ["--answer", f"{item.id}=JSON"]
         elif item.outcome_unknown:
             parts += ["--happened", item.id]

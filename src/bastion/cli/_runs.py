@@ -1,4 +1,4 @@
-"""``bastion runs list|show|resume|replay|export|prune``: the journaled runs of a store.
+"""``bastion runs list|show|why|resume|replay|export|prune``: the journaled runs of a store.
 
 The store is ``--store URL``, else ``BASTION_STORE``, else the SQLite file
 ``./.bastion/bastion.db`` (as :func:`bastion.stores.open_store` chooses). Exit codes follow
@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bastion.agent import RunResult, run_state_to_json
+from bastion.agent import RunResult, causal_chain, run_state_to_json
 from bastion.core import BastionError, UserError
 from bastion.stores import DEFAULT_STORE_URL, STORE_ENV, JournalEntry, RunRecord, Stores, open_store
 from bastion.testing import ReplayModel
@@ -154,6 +154,30 @@ def show(
     out.print("Journal:")
     for entry in entries:
         out.print(Text(f"  {entry.seq:>3} {entry.kind:<18} {entry_summary(entry)}"))
+
+
+@runs_app.command()
+def why(
+    run_id: Annotated[str, _RUN_ID],
+    call_id: Annotated[
+        str, typer.Argument(metavar="CALL_ID", help="The tool call's id.", show_default=False)
+    ],
+    plain: Annotated[bool, _PLAIN] = False,
+    store: Annotated[str | None, _STORE] = None,
+) -> None:
+    """Why a run made a tool call: what its agent, and every agent above it, had read."""
+    chain = _with_store(store, lambda stores: causal_chain(stores, run_id, call_id))
+    out = console(plain=plain)
+    for link in chain.links:
+        mark = "untrusted " if link.untrusted else ""
+        what = link.kind if link.tool_name is None else f"{link.kind} {link.tool_name}"
+        where = f" ({link.source})" if link.source else ""
+        out.print(
+            Text(f"{link.agent} · step {link.step} · {mark}{what}{where}: {preview(link.text)}"),
+            soft_wrap=True,
+        )
+    if chain.untrusted:
+        out.print(Text(f"{len(chain.untrusted)} untrusted link(s) in the chain.", style="bold"))
 
 
 @runs_app.command()

@@ -109,7 +109,7 @@ class ToolProgressSink(Protocol):
         """A piece of streamed output."""
         ...
 
-    def subagent(self, agent_name: str, event: AgentEvent) -> None:
+    def subagent(self, agent_name: str, event: AgentEvent, ancestry: tuple[str, ...] = ()) -> None:
         """An event of an agent run the tool started, to forward as ``subagent.event``."""
         ...
 
@@ -217,14 +217,17 @@ class RunContext(Generic[DepsT]):
         if self._sink is not None:
             self._sink.partial(text)
 
-    def forward_event(self, event: AgentEvent, *, agent_name: str) -> None:
+    def forward_event(
+        self, event: AgentEvent, *, agent_name: str, ancestry: tuple[str, ...] = ()
+    ) -> None:
         """From inside a tool: forward an event of an agent run the tool started.
 
         It joins the run's stream as a ``subagent.event`` of this tool call, live (what
-        ``Agent.as_tool`` does with its sub-agent's events). Ignored elsewhere.
+        ``Agent.as_tool`` does with its sub-agent's events). ``ancestry``: the agent names
+        from the root run's agent down to ``agent_name``. Ignored elsewhere.
         """
         if self._sink is not None:
-            self._sink.subagent(agent_name, event)
+            self._sink.subagent(agent_name, event, ancestry)
 
     @overload
     async def call(

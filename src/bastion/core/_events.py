@@ -568,12 +568,22 @@ class SubagentEvent:
     A parent's tool call that runs another agent (``Agent.as_tool``) wraps each event of
     the child run: ``event`` keeps the child's own ``run_id`` and ``seq``, while ``run_id``
     and ``seq`` here are the parent's. Nested sub-agents nest the wrappers.
+
+    Attributes:
+        tool_call_id: The parent's call that runs the child.
+        agent_name: The child agent.
+        child_run_id: The child's run (its journal, when it has a store).
+        ancestry: Agent names from the root run's agent down to the child (its depth in
+            the tree is ``len(ancestry) - 1``).
+        event: The child's event.
     """
 
     run_id: str
     seq: int = 0
     tool_call_id: str
     agent_name: str
+    child_run_id: str = ""
+    ancestry: tuple[str, ...] = ()
     event: AgentEvent
     type: Literal["subagent.event"] = "subagent.event"
 

@@ -113,7 +113,8 @@ class TurnAgent:
 
     def resume_stream(self, run_id: str, *, session_link: Link | None = None) -> AgentStream[Any]:
         """Continue a turn's run cut by a crash, for the caller's tenant, its events recorded."""
-        stream = self._agent.resume_stream(run_id, session_link=session_link)
+        config = dataclasses.replace(self._agent.config, event_bus=self._bus())
+        stream = self._agent.resume_stream(run_id, session_link=session_link, config=config)
         self.on_run(stream.run_id)
         return stream
 

@@ -496,8 +496,8 @@ class ToolBatch:
                 ToolCallRequest(tool=tool, call=p.call, arguments=_args_view(p), ctx=self._ctx)
             )
             match decision:
-                case Deny(reason=reason):
-                    p.outcome = error_outcome(p.call, "approval_denied", reason)
+                case Deny(reason=reason, kind=kind):  # approval_denied unless the hook says
+                    p.outcome = error_outcome(p.call, kind, reason)
                     return
                 case Mock(result=result):
                     p.mock = result

@@ -211,13 +211,15 @@ class ProgressSink:
                 )
             )
 
-    def subagent(self, agent_name: str, event: AgentEvent) -> None:
+    def subagent(self, agent_name: str, event: AgentEvent, ancestry: tuple[str, ...] = ()) -> None:
         """Queue a ``subagent.event`` wrapping an event of a run the tool started."""
         self._put(
             SubagentEvent(
                 run_id=self._run_id,
                 tool_call_id=self._call_id,
                 agent_name=agent_name,
+                child_run_id=event.run_id,
+                ancestry=ancestry or (agent_name,),
                 event=event,
             )
         )

@@ -31,6 +31,8 @@ class ToolSet:
         deferred: Definitions of deferred tools, shown once ``tool_search`` found them.
         search: The built-in ``tool_search`` over the deferred tools (``None``: none).
         version: The registry version the set was made from.
+        blocked: Tools the run may not use (a read-only sub-agent's writers): not shown,
+            and a call to one is refused with ``capability_blocked``.
     """
 
     by_name: Mapping[str, Tool]
@@ -38,6 +40,7 @@ class ToolSet:
     deferred: Mapping[str, ToolDefinition] = field(default_factory=lambda: _EMPTY)
     search: Tool | None = None
     version: int = 0
+    blocked: frozenset[str] = frozenset()
 
     def definitions(self, promoted: Collection[str]) -> tuple[ToolDefinition, ...]:
         """What the model is shown, given the deferred tools a search promoted."""

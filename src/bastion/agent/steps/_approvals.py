@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 
 from bastion.agent._binding import apply_edits, bind, check_bindings
+from bastion.agent._child import decided_child
 from bastion.agent._governance import held_calls
 from bastion.agent._scope import RunScope
 from bastion.agent._state import PendingApproval, RunState, SuspendedStep
@@ -71,6 +72,9 @@ def check_directive(state: RunState, directive: Directive | None) -> dict[str, A
             "directive=Directive(approvals=[ApprovalDecision(tool_call_id=..., granted=...)]) "
             "(a call that asked a question: inputs=[InputAnswer(tool_call_id=..., ...)])."
         )
+    requests = {p.call.id: p.request for p in state.pending_approvals}
+    for call_id, decision in decisions.items():  # a parked sub-agent's call: its answer
+        decisions[call_id] = decided_child(requests.get(call_id), decision)
     check_bindings(state, decisions)  # each decision applies to exactly the call it saw
     # A held call runs again once its interrupt is decided; the governor re-checks it.
     decisions.update({i: ApprovalDecision(tool_call_id=i, granted=True) for i in held})

@@ -104,7 +104,37 @@ def start_batch(
         for call in calls:
             if call.name in scope.withheld_tools:
                 batch.refuse(call.id, "capability_blocked", _withheld(call.name))
+    allowance = scope.config.allowance
+    if allowance is not None:
+        _over_slice(scope, batch, calls, allowance.calls_left(scope.state))
+    blocked = scope.tools.blocked
+    if blocked:  # beyond the run's capability (a read-only sub-agent's writers)
+        for call in calls:
+            if call.name in blocked:
+                batch.refuse(call.id, "capability_blocked", _blocked(call.name))
     return batch
+
+
+def _over_slice(
+    scope: RunScope, batch: ToolBatch, calls: Sequence[ToolCall], left: int | None
+) -> None:
+    """Refuse the calls beyond the tool calls a sub-agent's budget slice still allows."""
+    if left is None or len(calls) <= left:
+        return
+    allowed = scope.config.allowance.tool_calls if scope.config.allowance else None
+    for call in calls[left:]:
+        batch.refuse(
+            call.id,
+            "rate_limited",
+            f"Not run: this agent's budget allows {allowed} tool calls, and they are used up.",
+        )
+
+
+def _blocked(name: str) -> str:
+    return (
+        f"Tool {name!r} is not available: this agent runs read-only (capability "
+        "'read_only'), so it was not run. Use the tools offered to you, or answer."
+    )
 
 
 def _withheld(name: str) -> str:
