@@ -12,6 +12,18 @@ from ._fallback import (
     FallbackPolicy,
     OnFallback,
 )
+from ._fanout import FanOutStream
+from ._fanout_types import (
+    AgentLike,
+    ChildBudget,
+    ChildResult,
+    FanOutChild,
+    FanOutChildEndEvent,
+    FanOutEvent,
+    FanOutMergedEvent,
+    FanOutResult,
+    FanOutSpawnedEvent,
+)
 from ._guardrails import (
     GuardrailResult,
     InputGuardrail,
@@ -21,6 +33,8 @@ from ._guardrails import (
 )
 from ._hooks import AgentHooks, LoopHooks
 from ._loop_detection import LoopDetection
+from ._merge import Candidate, Concat, FirstSuccess, Judge, Pick
+from ._merge_guard import GuardReport, MergeGuard, TrustScore
 from ._options import GovernanceOptions, ToolOptions
 from ._output import OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
@@ -35,23 +49,40 @@ __all__ = [
     "Agent",
     "AgentDrive",
     "AgentHooks",
+    "AgentLike",
     "AgentStream",
     "ApprovalMismatch",
+    "Candidate",
+    "ChildBudget",
+    "ChildResult",
     "CircuitBreaker",
     "CircuitState",
+    "Concat",
     "DriveDecision",
     "FALLBACK_ERRORS",
     "FallbackPolicy",
+    "FanOutChild",
+    "FanOutChildEndEvent",
+    "FanOutEvent",
+    "FanOutMergedEvent",
+    "FanOutResult",
+    "FanOutSpawnedEvent",
+    "FanOutStream",
+    "FirstSuccess",
     "GovernanceOptions",
+    "GuardReport",
     "GuardrailResult",
     "HookFlags",
     "InputGuardrail",
+    "Judge",
     "LoopDetection",
     "LoopHooks",
+    "MergeGuard",
     "OnFallback",
     "OutputGuardrail",
     "OutputValidationError",
     "PendingApproval",
+    "Pick",
     "RUN_STATE_SCHEMA_VERSION",
     "RetryConfig",
     "RunConfig",
@@ -63,6 +94,7 @@ __all__ = [
     "TRANSPORT_ERRORS",
     "ToolCallRecord",
     "ToolOptions",
+    "TrustScore",
     "Verdict",
     "Verification",
     "VerifierCheck",

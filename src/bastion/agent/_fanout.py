@@ -1,0 +1,511 @@
+"""Fan-out: run several children concurrently, then merge their outputs (``Agent.fan_out``).
+
+:func:`execute` runs one fan-out: ``max_concurrent_children`` workers take the children in
+registration order, each child runs through :func:`~bastion.agent._child.run_child` (its
+budget enforced there), a child that fails is isolated (its outcome says why), and once all
+have ended (or, for ``first_success``, once the winner is known and its siblings are
+cancelled) the merge strategy (``_merge``) makes the output.
+
+Governance: under an agent with a governor each child is an action on ``agent:<child>``,
+checked before it starts (a refused child fails with ``policy_denied``) and charged with
+its usage when it ends; an ``Agent`` child's own model and tool calls go through the same
+governor as node ``<child>``.
+
+Durability: with a store, the fan-out is journaled as a composite run (``_composite``)
+under ``fan_out_id``; each child's outcome is journaled when it ends, before its
+``agent.fanout.child.end`` event, and running the fan-out again with the same id takes the
+journaled outcomes instead of running those children again.
+
+Events go to the caller of :meth:`FanOutStream` and to the agent's ``event_bus``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from bastion.core import RunErrorInfo, Usage, UserError, new_id
+
+from ._child import ChildHandle, run_child
+from ._composite import CompositeLog, Part
+from ._fanout_types import (
+    ChildBudget,
+    ChildResult,
+    FanOutChild,
+    FanOutChildEndEvent,
+    FanOutEvent,
+    FanOutMergedEvent,
+    FanOutResult,
+    FanOutSpawnedEvent,
+)
+from ._merge import FirstSuccess, Judge, check_merge, merge_outcomes
+
+if TYPE_CHECKING:
+    from bastion.core import Clock, EventBus
+    from bastion.stores import Stores
+
+    from ._config import RunConfig
+    from ._merge import Concat, MergeFunction
+
+__all__ = ["FanOutPlan", "FanOutStream", "execute", "plan_fan_out"]
+
+FAN_OUT_ID = "bastion.fan_out_id"
+FAN_OUT_CHILD = "bastion.fan_out_child"
+_PARENT_AGENT = "bastion.parent_agent"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FanOutPlan:
+    """A checked fan-out, ready to run."""
+
+    id: str
+    children: tuple[FanOutChild, ...]
+    strategy: Concat | FirstSuccess | Judge | MergeFunction
+    budget: ChildBudget | None
+    max_concurrent: int
+    host: RunConfig
+    clock: Clock
+    bus: EventBus | None
+    stores: Callable[[], Any] | None  # opens the parent's store (None: nothing journaled)
+
+
+def plan_fan_out(
+    host: RunConfig,
+    children: Sequence[FanOutChild | tuple[Any, str]],
+    *,
+    merge: object,
+    per_child_budget: ChildBudget | None,
+    max_concurrent_children: int,
+    fan_out_id: str | None,
+    stores: Callable[[], Any] | None,
+) -> FanOutPlan:
+    """Check a fan-out's options before anything runs.
+
+    Raises:
+        UserError: An option is invalid.
+    """
+    owner = f"Agent {host.name!r}: fan_out()"
+    if isinstance(children, str | bytes) or not isinstance(children, Sequence) or not children:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"{owner} needs a non-empty list of children, got {children!r}.")
+    checked = tuple(_child(owner, c, i) for i, c in enumerate(children))
+    names = [c.label for c in checked]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UserError(
+            f"{owner}: child names must be unique, {', '.join(map(repr, duplicates))} repeat; "
+            "give FanOutChild(..., name=...)."
+        )
+    cap = max_concurrent_children
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"{owner}: max_concurrent_children must be an int >= 1, got {cap!r}.")
+    if per_child_budget is not None and not isinstance(per_child_budget, ChildBudget):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(
+            f"{owner}: per_child_budget must be a ChildBudget(tokens=..., tool_calls=..., "
+            f"duration=...), got {per_child_budget!r}."
+        )
+    if fan_out_id is not None and (not isinstance(fan_out_id, str) or not fan_out_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"{owner}: fan_out_id must be a non-empty string, got {fan_out_id!r}.")
+    return FanOutPlan(
+        id=fan_out_id or new_id("fanout"),
+        children=checked,
+        strategy=check_merge(merge),
+        budget=per_child_budget,
+        max_concurrent=cap,
+        host=host,
+        clock=host.clock,
+        bus=host.event_bus,
+        stores=stores,
+    )
+
+
+def _child(owner: str, child: object, index: int) -> FanOutChild:
+    if isinstance(child, tuple) and len(child) == 2:  # pyright: ignore[reportUnknownArgumentType]
+        child = FanOutChild(*child)  # pyright: ignore[reportUnknownArgumentType]
+    if not isinstance(child, FanOutChild):
+        raise UserError(
+            f"{owner}: child {index} is {child!r}; give FanOutChild(agent, input) or "
+            "an (agent, input) pair."
+        )
+    agent: object = child.agent
+    if not callable(getattr(agent, "stream", None)) or not isinstance(
+        getattr(agent, "name", None), str
+    ):
+        raise UserError(
+            f"{owner}: child {index}'s agent {agent!r} is not an agent (an Agent, a Team or "
+            "an external_agent(...))."
+        )
+    if not isinstance(child.input, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"{owner}: child {index}'s input must be a string, got {child.input!r}.")
+    return child
+
+
+async def execute(plan: FanOutPlan, emit: Callable[[FanOutEvent], None] | None) -> FanOutResult:
+    """Run the fan-out ``plan``; ``emit`` receives its events as they happen."""
+    bus = plan.bus
+    if bus is not None:
+        inner = emit
+
+        def emit_both(event: FanOutEvent) -> None:
+            bus.emit(event.type, event)
+            if inner is not None:
+                inner(event)
+
+        emit = emit_both
+    log = await _open_log(plan)
+    run = _FanOut(plan, log, emit)
+    return await run.run()
+
+
+async def _open_log(plan: FanOutPlan) -> CompositeLog | None:
+    if plan.stores is None:
+        return None
+    stores: Stores = await plan.stores()
+    return await CompositeLog.open(
+        stores,
+        plan.id,
+        name=f"{plan.host.name}.fan_out",
+        kind="fan_out",
+        metadata={_PARENT_AGENT: plan.host.name, "children": [c.label for c in plan.children]},
+    )
+
+
+class _FanOut:
+    """One running fan-out: its workers, the children's handles and outcomes."""
+
+    def __init__(
+        self, plan: FanOutPlan, log: CompositeLog | None, emit: Callable[[FanOutEvent], None] | None
+    ) -> None:
+        self.plan = plan
+        self.log = log
+        self.emit = emit
+        self.outcomes: list[ChildResult | None] = [None] * len(plan.children)
+        self.handles: dict[int, ChildHandle] = {}
+        self.next = 0
+        self.settled = False  # first_success: the winner is known, start nothing more
+        self.first = isinstance(plan.strategy, FirstSuccess)
+
+    async def run(self) -> FanOutResult:
+        plan = self.plan
+        self._restore()
+        self._check_winner()
+        if not self.settled:
+            workers = min(plan.max_concurrent, len(plan.children))
+            async with asyncio.TaskGroup() as group:
+                for _ in range(workers):
+                    group.create_task(self._work())
+        children = tuple(
+            o if o is not None else _not_started(c, i)
+            for i, (c, o) in enumerate(zip(plan.children, self.outcomes, strict=True))
+        )
+        merged = await merge_outcomes(plan.strategy, children, host=plan.host, clock=plan.clock)
+        usage = Usage()
+        for child in children:
+            usage += child.usage
+        if merged.usage is not None:
+            usage += merged.usage
+        result = FanOutResult(
+            fan_out_id=plan.id,
+            output=merged.output,
+            children=children,
+            strategy=_strategy_name(plan.strategy),
+            usage=usage,
+            chosen=merged.chosen,
+            error=merged.error,
+            guard=merged.guard,
+        )
+        if self.log is not None:
+            status = "completed" if result.ok else "failed"
+            await self.log.finish(status, _jsonable(result.output), usage)
+        self._emit(
+            FanOutMergedEvent(
+                fan_out_id=plan.id,
+                strategy=result.strategy,
+                succeeded=tuple(c.name for c in children if c.ok),
+                failed=tuple(c.name for c in children if not c.ok),
+                chosen=result.chosen,
+                error=result.error,
+            )
+        )
+        return result
+
+    def _emit(self, event: FanOutEvent) -> None:
+        if self.emit is not None:
+            self.emit(event)
+
+    def _restore(self) -> None:
+        """Take the outcomes an earlier attempt journaled."""
+        log = self.log
+        if log is None or not log.done:
+            return
+        for index, child in enumerate(self.plan.children):
+            part = log.done.get(child.label)
+            if part is None:
+                continue
+            outcome = _from_record(child, index, part)
+            self.outcomes[index] = outcome
+            self._emit(
+                FanOutChildEndEvent(
+                    fan_out_id=self.plan.id,
+                    child=outcome.name,
+                    index=index,
+                    status=outcome.status,
+                    error=outcome.error,
+                    restored=True,
+                )
+            )
+
+    async def _work(self) -> None:
+        children = self.plan.children
+        while not self.settled:
+            index = self.next
+            while index < len(children) and self.outcomes[index] is not None:
+                index += 1  # restored from the journal
+            if index >= len(children):
+                return
+            self.next = index + 1
+            await self._one(index, children[index])
+
+    async def _one(self, index: int, child: FanOutChild) -> None:
+        plan = self.plan
+        handle = self.handles[index] = ChildHandle()
+        outcome = await self._admit(index, child)
+        if outcome is None:
+            metadata = {
+                _PARENT_AGENT: plan.host.name,
+                FAN_OUT_ID: plan.id,
+                FAN_OUT_CHILD: child.label,
+            }
+            started = _Announce(self, index, child.label)
+            outcome = await run_child(
+                child, index, handle, plan.budget, plan.host, plan.clock, metadata, started
+            )
+            await self._charge(child.label, outcome)
+        del self.handles[index]
+        if self.log is not None and not handle.cancelled:
+            await self.log.record(_to_part(outcome))
+        self.outcomes[index] = outcome
+        self._emit(
+            FanOutChildEndEvent(
+                fan_out_id=plan.id,
+                child=outcome.name,
+                index=index,
+                status=outcome.status,
+                error=outcome.error,
+            )
+        )
+        self._check_winner()
+
+    def _check_winner(self) -> None:
+        """``first_success``: once the first completed child (in order) is known, stop the rest."""
+        if not self.first or self.settled:
+            return
+        for outcome in self.outcomes:
+            if outcome is None:
+                return  # an earlier child may still win
+            if outcome.ok:
+                break
+        else:
+            return
+        self.settled = True
+        for handle in self.handles.values():
+            handle.cancel()
+
+    async def _admit(self, index: int, child: FanOutChild) -> ChildResult | None:
+        """The governor's verdict on starting ``child``: ``None`` to go, else its outcome."""
+        governance = self.plan.host.governance
+        if governance is None:
+            return None
+        from bastion.governance import GovernanceError
+
+        try:
+            substitute = await governance.governor.check(
+                f"agent:{child.label}",
+                input={"input": child.input},
+                node=governance.node,
+                invocation=self.plan.id,
+                target=child.label,
+                calls=1,
+            )
+        except GovernanceError as exc:
+            code = "policy_denied" if type(exc).__name__ == "Denied" else "budget_exceeded"
+            error = RunErrorInfo(code=code, message=str(exc))
+            return ChildResult(name=child.label, index=index, status="failed", error=error)
+        if substitute is not None:
+            return ChildResult(
+                name=child.label, index=index, status="completed", output=substitute.value
+            )
+        return None
+
+    async def _charge(self, name: str, outcome: ChildResult) -> None:
+        governance = self.plan.host.governance
+        if governance is not None and outcome.usage.requests:
+            await governance.governor.record(
+                f"agent:{name}",
+                usage=outcome.usage,
+                calls=0,
+                node=governance.node,
+                invocation=self.plan.id,
+            )
+
+
+class _Announce:
+    """Called by ``run_child`` once the child's run exists: the ``spawned`` event."""
+
+    __slots__ = ("fan", "index", "name")
+
+    def __init__(self, fan: _FanOut, index: int, name: str) -> None:
+        self.fan = fan
+        self.index = index
+        self.name = name
+
+    def __call__(self, run_id: str) -> None:
+        fan = self.fan
+        fan._emit(
+            FanOutSpawnedEvent(
+                fan_out_id=fan.plan.id, child=self.name, index=self.index, run_id=run_id
+            )
+        )
+
+
+def _not_started(child: FanOutChild, index: int) -> ChildResult:
+    error = RunErrorInfo(code="cancelled", message=f"Child {child.label!r} was not started.")
+    return ChildResult(name=child.label, index=index, status="aborted", error=error)
+
+
+def _strategy_name(strategy: object) -> str:
+    if isinstance(strategy, FirstSuccess):
+        return "first_success"
+    if isinstance(strategy, Judge):
+        return "judge"
+    if callable(strategy):
+        return "custom"
+    return "concat"
+
+
+def _jsonable(value: Any) -> Any:
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(value, fallback=str)
+
+
+def _to_part(outcome: ChildResult) -> Part:
+    record: dict[str, Any] = {
+        "index": outcome.index,
+        "status": outcome.status,
+        "output": _jsonable(outcome.output),
+        "text": outcome.text,
+        "run_id": outcome.run_id,
+        "untrusted": outcome.untrusted,
+        "error": None
+        if outcome.error is None
+        else {"code": outcome.error.code, "message": outcome.error.message},
+    }
+    return Part(
+        key=outcome.name,
+        name=outcome.name,
+        record=record,
+        usage=outcome.usage,
+        is_error=not outcome.ok,
+    )
+
+
+def _error(data: object) -> RunErrorInfo | None:
+    if not isinstance(data, dict):
+        return None
+    fields = cast("dict[str, object]", data)
+    return RunErrorInfo(code=str(fields.get("code")), message=str(fields.get("message")))
+
+
+def _from_record(child: FanOutChild, index: int, part: Part) -> ChildResult:
+    record = part.record
+    error: object = record.get("error")
+    output = record.get("output")
+    config = getattr(child.agent, "config", None)
+    output_type = getattr(config, "output_type", str)
+    if output is not None and output_type is not str:
+        from pydantic import TypeAdapter
+
+        output = TypeAdapter(output_type).validate_python(output)
+    return ChildResult(
+        name=child.label,
+        index=index,
+        status=record.get("status", "failed"),
+        output=output,
+        text=str(record.get("text", "")),
+        error=_error(error),
+        usage=part.usage,
+        run_id=str(record.get("run_id", "")),
+        untrusted=bool(record.get("untrusted")),
+        restored=True,
+    )
+
+
+class FanOutStream:
+    """The events of a fan-out as they happen; then :attr:`result`.
+
+    Example::
+
+        async with agent.fan_out_stream(children) as fan:
+            async for event in fan:
+                print(event.type)
+        print(fan.result.output)
+    """
+
+    __slots__ = ("_gen", "_plan", "_result")
+
+    def __init__(self, plan: FanOutPlan) -> None:
+        self._plan = plan
+        self._result: FanOutResult | None = None
+        self._gen: AsyncGenerator[FanOutEvent, None] | None = None
+
+    @property
+    def fan_out_id(self) -> str:
+        """The fan-out's id."""
+        return self._plan.id
+
+    @property
+    def result(self) -> FanOutResult:
+        """The fan-out's result, once its events are consumed.
+
+        Raises:
+            UserError: The fan-out has not ended yet.
+        """
+        if self._result is None:
+            raise UserError(
+                f"Fan-out {self._plan.id} has not ended yet: iterate the stream to its end first."
+            )
+        return self._result
+
+    def __aiter__(self) -> FanOutStream:
+        return self
+
+    async def __anext__(self) -> FanOutEvent:
+        if self._gen is None:
+            self._gen = self._events()
+        return await self._gen.__anext__()
+
+    async def _events(self) -> AsyncGenerator[FanOutEvent, None]:
+        queue: asyncio.Queue[FanOutEvent | None] = asyncio.Queue()
+        task = asyncio.create_task(execute(self._plan, queue.put_nowait))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            self._result = task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Stop: a fan-out still running is cancelled."""
+        if self._gen is not None:
+            await self._gen.aclose()
+
+    async def __aenter__(self) -> FanOutStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
