@@ -4,6 +4,7 @@ from ._agent import Agent, HookFlags
 from ._binding import ApprovalMismatch
 from ._config import RunConfig
 from ._drive import AgentDrive, DriveDecision
+from ._external import ExternalAgent, ExternalContext, ExternalOutput, external_agent
 from ._fallback import (
     FALLBACK_ERRORS,
     TRANSPORT_ERRORS,
@@ -43,6 +44,7 @@ from ._retry import RetryConfig, default_retryable
 from ._state import PendingApproval, RunState, RunStatusError, SuspendedStep
 from ._step_overrides import StepOverrides
 from ._stream import AgentStream
+from ._team import Team, TeamMode
 from ._verifiers import Verdict, Verification, VerifierCheck
 
 __all__ = [
@@ -59,6 +61,9 @@ __all__ = [
     "CircuitState",
     "Concat",
     "DriveDecision",
+    "ExternalAgent",
+    "ExternalContext",
+    "ExternalOutput",
     "FALLBACK_ERRORS",
     "FallbackPolicy",
     "FanOutChild",
@@ -92,6 +97,8 @@ __all__ = [
     "StepOverrides",
     "SuspendedStep",
     "TRANSPORT_ERRORS",
+    "Team",
+    "TeamMode",
     "ToolCallRecord",
     "ToolOptions",
     "TrustScore",
@@ -99,6 +106,7 @@ __all__ = [
     "Verification",
     "VerifierCheck",
     "default_retryable",
+    "external_agent",
     "input_guardrail",
     "output_guardrail",
     "run_state_from_json",
