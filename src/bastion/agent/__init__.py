@@ -4,6 +4,7 @@ from ._agent import Agent, HookFlags
 from ._binding import ApprovalMismatch
 from ._config import RunConfig
 from ._drive import AgentDrive, DriveDecision
+from ._evaluator import EvaluatorResult, Iteration, evaluator_optimizer
 from ._external import ExternalAgent, ExternalContext, ExternalOutput, external_agent
 from ._fallback import (
     FALLBACK_ERRORS,
@@ -41,6 +42,7 @@ from ._output import OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
 from ._result import RunResult, ToolCallRecord
 from ._retry import RetryConfig, default_retryable
+from ._rubrics import Evaluation, FreeForm, LLMJudge
 from ._state import PendingApproval, RunState, RunStatusError, SuspendedStep
 from ._step_overrides import StepOverrides
 from ._stream import AgentStream
@@ -61,6 +63,8 @@ __all__ = [
     "CircuitState",
     "Concat",
     "DriveDecision",
+    "Evaluation",
+    "EvaluatorResult",
     "ExternalAgent",
     "ExternalContext",
     "ExternalOutput",
@@ -74,12 +78,15 @@ __all__ = [
     "FanOutSpawnedEvent",
     "FanOutStream",
     "FirstSuccess",
+    "FreeForm",
     "GovernanceOptions",
     "GuardReport",
     "GuardrailResult",
     "HookFlags",
     "InputGuardrail",
+    "Iteration",
     "Judge",
+    "LLMJudge",
     "LoopDetection",
     "LoopHooks",
     "MergeGuard",
@@ -106,6 +113,7 @@ __all__ = [
     "Verification",
     "VerifierCheck",
     "default_retryable",
+    "evaluator_optimizer",
     "external_agent",
     "input_guardrail",
     "output_guardrail",
