@@ -54,6 +54,7 @@ __all__ = ["FanOutPlan", "FanOutStream", "execute", "plan_fan_out"]
 FAN_OUT_ID = "bastion.fan_out_id"
 FAN_OUT_CHILD = "bastion.fan_out_child"
 _PARENT_AGENT = "bastion.parent_agent"
+_GOVERNANCE_CODES = {"Denied": "policy_denied", "PolicyExceeded": "budget_exceeded"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -329,7 +330,7 @@ class _FanOut:
                 calls=1,
             )
         except GovernanceError as exc:
-            code = "policy_denied" if type(exc).__name__ == "Denied" else "budget_exceeded"
+            code = _GOVERNANCE_CODES.get(type(exc).__name__, "governance_error")
             error = RunErrorInfo(code=code, message=str(exc))
             return ChildResult(name=child.label, index=index, status="failed", error=error)
         if substitute is not None:
