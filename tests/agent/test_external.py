@@ -7,6 +7,7 @@ boundary: a journaled run id is not called again.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -51,6 +52,50 @@ async def test_a_generator_streams_text_deltas() -> None:
         "agent.end",
     ]
     assert run.result.output == "one two"
+
+
+async def test_pieces_reach_the_stream_as_the_function_yields_them() -> None:
+    first_seen = asyncio.Event()
+
+    async def pieces(input: str, ctx: ExternalContext) -> AsyncIterator[str]:
+        yield "one "
+        await first_seen.wait()  # only the consumer seeing "one " lets it go on
+        yield "two"
+
+    deltas: list[str] = []
+    async with external_agent("live", pieces).stream("go") as run:
+        async for event in run:
+            if event.type == "text.delta":
+                deltas.append(event.delta)
+                first_seen.set()
+    assert deltas == ["one ", "two"]
+    assert run.result.output == "one two"
+
+
+async def test_an_aborted_run_cancels_the_function() -> None:
+    started = asyncio.Event()
+    cancelled: list[bool] = []
+
+    async def slow(input: str, ctx: ExternalContext) -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return "never"
+
+    stream = external_agent("slow", slow).stream("x")
+
+    async def consume() -> list[str]:
+        return [event.type async for event in stream]
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    stream.abort()
+    assert await task == ["agent.start", "agent.end"]
+    assert stream.result.status == "aborted"
+    assert cancelled == [True]
 
 
 async def test_a_failure_emits_the_error_and_raises_again() -> None:

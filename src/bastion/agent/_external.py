@@ -215,9 +215,14 @@ class ExternalAgent:
         if done is not None:  # journaled by an earlier attempt: not called again
             output, usage = done.record.get("output"), done.usage
             text = str(done.record.get("text", ""))
+            if text:
+                yield TextDeltaEvent(run_id=rid, delta=text)
         else:
+            box: list[Any] = []
             try:
-                output, usage = await self._call(stream, input, ctx, pieces)
+                async for piece in self._call(stream, input, ctx, box):
+                    pieces.append(piece)
+                    yield TextDeltaEvent(run_id=rid, delta=piece)  # live, as fn yields it
             except asyncio.CancelledError:
                 if not stream.aborted:
                     raise
@@ -228,8 +233,6 @@ class ExternalAgent:
                 yield _end(state)
                 return
             except Exception as exc:
-                for piece in pieces:
-                    yield TextDeltaEvent(run_id=rid, delta=piece)
                 state.fail("external_error", f"{type(exc).__name__}: {exc}", exc)
                 if log is not None:
                     await log.finish("failed", None, Usage())
@@ -237,6 +240,7 @@ class ExternalAgent:
                 yield AgentErrorEvent(run_id=rid, code="external_error", message=str(exc))
                 yield _end(state)
                 raise
+            output, usage = _split(box[0])
             text = "".join(pieces) if pieces else _text(output)
             if log is not None:
                 record = {"output": _jsonable(output), "text": text}
@@ -244,8 +248,6 @@ class ExternalAgent:
                     key="result", name=self.name, record=record, usage=usage, is_error=False
                 )
                 await log.record(part, model=f"external:{self.name}")
-        for piece in pieces:
-            yield TextDeltaEvent(run_id=rid, delta=piece)
         if text:
             yield TextCompleteEvent(run_id=rid, text=text)
         state.messages.append(AssistantMessage(parts=[TextPart(text=text)], model="external"))
@@ -258,10 +260,15 @@ class ExternalAgent:
         yield _end(state)
 
     async def _call(
-        self, stream: OwnStream, input: str, ctx: ExternalContext, pieces: list[str]
-    ) -> tuple[Any, Usage]:
-        """Call the function (a task an abort cancels); its output and usage."""
-        task = asyncio.ensure_future(self._invoke(input, ctx, pieces))
+        self, stream: OwnStream, input: str, ctx: ExternalContext, box: list[Any]
+    ) -> AsyncGenerator[str, None]:
+        """Call the function in a task an abort cancels; yield its text pieces as they come.
+
+        Its return value lands in ``box``; its exception is raised here.
+        """
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+        task = asyncio.ensure_future(self._invoke(input, ctx, queue))
+        task.add_done_callback(lambda _: queue.put_nowait(None))
 
         def stop(drain: bool) -> None:
             if not drain:
@@ -269,23 +276,34 @@ class ExternalAgent:
 
         remove = stream.on_abort(stop)
         try:
-            value = await task
+            while (piece := await queue.get()) is not None:
+                yield piece
+            box.append(task.result())
         finally:
             remove()
-        if isinstance(value, ExternalOutput):
-            return value.output, value.usage
-        return value, Usage()
+            if not task.done():  # the consumer stopped early
+                task.cancel()
 
-    async def _invoke(self, input: str, ctx: ExternalContext, pieces: list[str]) -> Any:
+    async def _invoke(
+        self, input: str, ctx: ExternalContext, queue: asyncio.Queue[str | None]
+    ) -> Any:
         value = self._fn(input, ctx)
         if inspect.isasyncgen(value) or isinstance(value, AsyncIterator):
             iterator: AsyncIterator[str] = value  # pyright: ignore[reportAssignmentType]
+            pieces: list[str] = []
             async for piece in iterator:
-                pieces.append(str(piece))  # noqa: PERF401 - kept as they come (a failure keeps them)
+                pieces.append(str(piece))
+                queue.put_nowait(pieces[-1])
             return "".join(pieces)
         if inspect.isawaitable(value):
             return await value
         return value
+
+
+def _split(value: Any) -> tuple[Any, Usage]:
+    if isinstance(value, ExternalOutput):
+        return value.output, value.usage
+    return value, Usage()
 
 
 def _end(state: RunState) -> AgentEndEvent:
