@@ -38,7 +38,9 @@ __all__ = [
     "Merged",
     "Pick",
     "check_merge",
+    "judge_prompt",
     "merge_outcomes",
+    "parse_pick",
 ]
 
 
@@ -322,9 +324,8 @@ async def _ask_agent(
         raise _JudgeFailed(info, outcome.usage)
     if strategy.mode == "synthesize":
         return outcome.output, outcome.usage
-    found = _PICK.findall(outcome.text)
-    number = int(found[-1]) if found else 0
-    if not 1 <= number <= len(candidates):
+    number = parse_pick(outcome.text, len(candidates))
+    if number is None:
         info = RunErrorInfo(
             code="judge_failed",
             message=f"The judge's answer names no candidate 1-{len(candidates)} "
@@ -332,6 +333,15 @@ async def _ask_agent(
         )
         raise _JudgeFailed(info, outcome.usage)
     return Pick(candidates[number - 1].child), outcome.usage
+
+
+def parse_pick(text: str, count: int) -> int | None:
+    """The candidate number (1 to ``count``) of the last ``PICK: <n>`` in ``text``, if valid."""
+    found = _PICK.findall(text)
+    if not found:
+        return None
+    number = int(found[-1])
+    return number if 1 <= number <= count else None
 
 
 def judge_prompt(strategy: Judge, candidates: Sequence[Candidate]) -> str:
