@@ -20,7 +20,18 @@ from bastion.core import UserError
 from bastion.testing import ScriptedModel
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=200)
-PICKY = st.builds(lambda a, n, b: f"{a}PICK: {n}{b}", TEXT, st.integers(-5, 50), TEXT)
+
+
+def _pick_text(before: str, number: int, after: str) -> str:
+    return f"{before}PICK: {number}{after}"
+
+
+def _verdict_text(head: str, rest: str) -> str:
+    return head + rest
+
+
+PICKY = st.builds(_pick_text, TEXT, st.integers(-5, 50), TEXT)
+VERDICTS = st.builds(_verdict_text, st.sampled_from(["PASS", "fail ", "SCORE: 7\n"]), TEXT)
 
 
 @given(st.one_of(TEXT, PICKY), st.integers(1, 10))
@@ -29,12 +40,7 @@ def test_a_pick_is_a_candidate_number_or_none(text: str, count: int) -> None:
     assert number is None or 1 <= number <= count
 
 
-@given(
-    st.one_of(
-        TEXT,
-        st.builds(lambda v, t: f"{v}{t}", st.sampled_from(["PASS", "fail ", "SCORE: 7\\n"]), TEXT),
-    )
-)
+@given(st.one_of(TEXT, VERDICTS))
 def test_an_evaluation_is_read_or_refused_clearly(text: str) -> None:
     for rubric in (FreeForm("c"), LLMJudge(criteria="c")):
         try:
