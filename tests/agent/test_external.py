@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bastion import Agent
-from bastion.agent import ExternalContext, ExternalOutput, FanOutChild, external_agent
+from bastion.agent import ChildBudget, ExternalContext, ExternalOutput, FanOutChild, external_agent
 from bastion.core import Usage, UserError
 from bastion.stores import open_store
 from bastion.testing import Call, ScriptedModel, Turn
@@ -143,6 +143,21 @@ async def test_usage_reported_by_the_function_rolls_up_in_a_fan_out() -> None:
     assert failed.status == "failed"
     assert failed.error is not None
     assert "RuntimeError: nope" in failed.error.message
+
+
+async def test_a_token_budget_judges_the_usage_it_reports_at_its_end() -> None:
+    async def costly(input: str, ctx: ExternalContext) -> ExternalOutput:
+        return ExternalOutput(output="done", usage=Usage(prompt_tokens=900, requests=1))
+
+    lead = Agent("lead", model=ScriptedModel([]))
+    result = await lead.fan_out(
+        [(external_agent("costly", costly), "x")], per_child_budget=ChildBudget(tokens=500)
+    )
+    over = result.child("costly")
+    assert over.status == "failed"
+    assert over.error is not None
+    assert over.error.code == "budget_exceeded"
+    assert "tokens (900 > 500)" in over.error.message
 
 
 async def test_a_journaled_run_is_not_called_again(tmp_path: Path) -> None:

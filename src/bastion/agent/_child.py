@@ -9,6 +9,7 @@ changes in this one place. It enforces the child's :class:`ChildBudget`:
   and refuses the one over the budget (an ``Agent`` child; other children are counted from
   their ``tool.execute.start`` events);
 - ``tokens``: checked at each ``step.end`` event (after the model call that crossed it);
+  a child without steps (a team, an external agent) on the usage it reports at its end;
 - ``duration``: a watchdog sleeping on the parent's clock.
 
 A child over its budget is aborted and reported ``failed`` with code ``budget_exceeded``.
@@ -52,6 +53,7 @@ class ChildHandle:
     stream: ChildStream | None = None
     over: str | None = None  # the budget the child went over
     cancelled: bool = False  # stopped by the parent (a sibling won ``first_success``)
+    late: bool = False  # found over its token budget only when it ended
 
     def cancel(self) -> None:
         """Abort the child (it ends ``aborted``)."""
@@ -136,7 +138,13 @@ async def _follow(
             calls += 1
             if calls > tool_calls:
                 handle.exceeded(f"tool_calls ({calls} > {tool_calls})")
-    return stream.result
+    result = stream.result
+    total = result.usage.total_tokens
+    if tokens is not None and handle.over is None and total > tokens:
+        # A team or an external agent reports its usage only at its end: over is over.
+        handle.over = f"tokens ({total:,} > {tokens:,})"
+        handle.late = True
+    return result
 
 
 def _tool_counter(handle: ChildHandle, limit: int) -> Any:
@@ -196,7 +204,7 @@ def _outcome(name: str, index: int, handle: ChildHandle, result: RunResult[Any])
     untrusted = state is not None and state.untrusted_seen
     status = result.status
     error = result.error
-    if handle.over is not None and status != "completed":
+    if handle.over is not None and (status != "completed" or handle.late):
         status = "failed"
         error = RunErrorInfo(
             code="budget_exceeded",

@@ -74,8 +74,9 @@ class ChildBudget:
 
     A child over its budget is stopped and counts as failed, with error code
     ``budget_exceeded``: ``tokens`` is checked after each of its model calls (the call that
-    crosses it is the last), ``tool_calls`` before each tool call (the call over the budget
-    is refused), ``duration`` (seconds, on the parent's clock) from the child's start.
+    crosses it is the last; a team or an external agent, on the usage it reports when it
+    ends), ``tool_calls`` before each tool call (the call over the budget is refused),
+    ``duration`` (seconds, on the parent's clock) from the child's start.
     """
 
     tokens: int | None = None
