@@ -14,7 +14,7 @@ from ._fallback import (
     FallbackPolicy,
     OnFallback,
 )
-from ._fanout import FanOutStream
+from ._fanout_stream import FanOutStream
 from ._fanout_types import (
     AgentLike,
     ChildBudget,

@@ -93,7 +93,8 @@ if TYPE_CHECKING:
     )
 
     from ._context import ContextKeeper
-    from ._fanout import FanOutPlan, FanOutStream
+    from ._fanout_plan import FanOutPlan
+    from ._fanout_stream import FanOutStream
     from ._fanout_types import ChildBudget, FanOutChild, FanOutResult
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
@@ -707,7 +708,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: An option is invalid (nothing has been run).
         """
-        from ._fanout import FanOutStream
+        from ._fanout_stream import FanOutStream
 
         return FanOutStream(
             self._fan_out_plan(
@@ -723,7 +724,7 @@ class Agent(Generic[DepsT, OutputT]):
         cap: int,
         fan_out_id: str | None,
     ) -> FanOutPlan:
-        from ._fanout import plan_fan_out
+        from ._fanout_plan import plan_fan_out
 
         return plan_fan_out(
             self.config,

@@ -22,16 +22,15 @@ Events go to the caller of :meth:`FanOutStream` and to the agent's ``event_bus``
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from bastion.core import RunErrorInfo, Usage, UserError, new_id
+from bastion.core import RunErrorInfo, Usage
 
 from ._child import ChildHandle, run_child
-from ._composite import CompositeLog, Part
+from ._composite import CompositeLog
+from ._fanout_records import from_record, jsonable, to_part
 from ._fanout_types import (
-    ChildBudget,
     ChildResult,
     FanOutChild,
     FanOutChildEndEvent,
@@ -40,106 +39,20 @@ from ._fanout_types import (
     FanOutResult,
     FanOutSpawnedEvent,
 )
-from ._merge import FirstSuccess, Judge, check_merge, merge_outcomes
+from ._merge import FirstSuccess, Judge, merge_outcomes
 
 if TYPE_CHECKING:
-    from bastion.core import Clock, EventBus
     from bastion.stores import Stores
 
-    from ._config import RunConfig
-    from ._merge import Concat, MergeFunction
+    from ._fanout_plan import FanOutPlan
 
-__all__ = ["FanOutPlan", "FanOutStream", "execute", "plan_fan_out"]
+
+__all__ = ["FAN_OUT_CHILD", "FAN_OUT_ID", "execute"]
 
 FAN_OUT_ID = "bastion.fan_out_id"
 FAN_OUT_CHILD = "bastion.fan_out_child"
 _PARENT_AGENT = "bastion.parent_agent"
 _GOVERNANCE_CODES = {"Denied": "policy_denied", "PolicyExceeded": "budget_exceeded"}
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class FanOutPlan:
-    """A checked fan-out, ready to run."""
-
-    id: str
-    children: tuple[FanOutChild, ...]
-    strategy: Concat | FirstSuccess | Judge | MergeFunction
-    budget: ChildBudget | None
-    max_concurrent: int
-    host: RunConfig
-    clock: Clock
-    bus: EventBus | None
-    stores: Callable[[], Any] | None  # opens the parent's store (None: nothing journaled)
-
-
-def plan_fan_out(
-    host: RunConfig,
-    children: Sequence[FanOutChild | tuple[Any, str]],
-    *,
-    merge: object,
-    per_child_budget: ChildBudget | None,
-    max_concurrent_children: int,
-    fan_out_id: str | None,
-    stores: Callable[[], Any] | None,
-) -> FanOutPlan:
-    """Check a fan-out's options before anything runs.
-
-    Raises:
-        UserError: An option is invalid.
-    """
-    owner = f"Agent {host.name!r}: fan_out()"
-    if isinstance(children, str | bytes) or not isinstance(children, Sequence) or not children:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(f"{owner} needs a non-empty list of children, got {children!r}.")
-    checked = tuple(_child(owner, c, i) for i, c in enumerate(children))
-    names = [c.label for c in checked]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise UserError(
-            f"{owner}: child names must be unique, {', '.join(map(repr, duplicates))} repeat; "
-            "give FanOutChild(..., name=...)."
-        )
-    cap = max_concurrent_children
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(f"{owner}: max_concurrent_children must be an int >= 1, got {cap!r}.")
-    if per_child_budget is not None and not isinstance(per_child_budget, ChildBudget):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(
-            f"{owner}: per_child_budget must be a ChildBudget(tokens=..., tool_calls=..., "
-            f"duration=...), got {per_child_budget!r}."
-        )
-    if fan_out_id is not None and (not isinstance(fan_out_id, str) or not fan_out_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(f"{owner}: fan_out_id must be a non-empty string, got {fan_out_id!r}.")
-    return FanOutPlan(
-        id=fan_out_id or new_id("fanout"),
-        children=checked,
-        strategy=check_merge(merge),
-        budget=per_child_budget,
-        max_concurrent=cap,
-        host=host,
-        clock=host.clock,
-        bus=host.event_bus,
-        stores=stores,
-    )
-
-
-def _child(owner: str, child: object, index: int) -> FanOutChild:
-    if isinstance(child, tuple) and len(child) == 2:  # pyright: ignore[reportUnknownArgumentType]
-        child = FanOutChild(*child)  # pyright: ignore[reportUnknownArgumentType]
-    if not isinstance(child, FanOutChild):
-        raise UserError(
-            f"{owner}: child {index} is {child!r}; give FanOutChild(agent, input) or "
-            "an (agent, input) pair."
-        )
-    agent: object = child.agent
-    if not callable(getattr(agent, "stream", None)) or not isinstance(
-        getattr(agent, "name", None), str
-    ):
-        raise UserError(
-            f"{owner}: child {index}'s agent {agent!r} is not an agent (an Agent, a Team or "
-            "an external_agent(...))."
-        )
-    if not isinstance(child.input, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(f"{owner}: child {index}'s input must be a string, got {child.input!r}.")
-    return child
 
 
 async def execute(plan: FanOutPlan, emit: Callable[[FanOutEvent], None] | None) -> FanOutResult:
@@ -218,7 +131,7 @@ class _FanOut:
         )
         if self.log is not None:
             status = "completed" if result.ok else "failed"
-            await self.log.finish(status, _jsonable(result.output), usage)
+            await self.log.finish(status, jsonable(result.output), usage)
         self._emit(
             FanOutMergedEvent(
                 fan_out_id=plan.id,
@@ -244,7 +157,7 @@ class _FanOut:
             part = log.done.get(child.label)
             if part is None:
                 continue
-            outcome = _from_record(child, index, part)
+            outcome = from_record(child, index, part)
             self.outcomes[index] = outcome
             self._emit(
                 FanOutChildEndEvent(
@@ -285,7 +198,7 @@ class _FanOut:
             await self._charge(child.label, outcome)
         del self.handles[index]
         if self.log is not None and not handle.cancelled:
-            await self.log.record(_to_part(outcome))
+            await self.log.record(to_part(outcome))
         self.outcomes[index] = outcome
         self._emit(
             FanOutChildEndEvent(
@@ -383,130 +296,3 @@ def _strategy_name(strategy: object) -> str:
     if callable(strategy):
         return "custom"
     return "concat"
-
-
-def _jsonable(value: Any) -> Any:
-    from pydantic_core import to_jsonable_python
-
-    return to_jsonable_python(value, fallback=str)
-
-
-def _to_part(outcome: ChildResult) -> Part:
-    record: dict[str, Any] = {
-        "index": outcome.index,
-        "status": outcome.status,
-        "output": _jsonable(outcome.output),
-        "text": outcome.text,
-        "run_id": outcome.run_id,
-        "untrusted": outcome.untrusted,
-        "error": None
-        if outcome.error is None
-        else {"code": outcome.error.code, "message": outcome.error.message},
-    }
-    return Part(
-        key=outcome.name,
-        name=outcome.name,
-        record=record,
-        usage=outcome.usage,
-        is_error=not outcome.ok,
-    )
-
-
-def _error(data: object) -> RunErrorInfo | None:
-    if not isinstance(data, dict):
-        return None
-    fields = cast("dict[str, object]", data)
-    return RunErrorInfo(code=str(fields.get("code")), message=str(fields.get("message")))
-
-
-def _from_record(child: FanOutChild, index: int, part: Part) -> ChildResult:
-    record = part.record
-    error: object = record.get("error")
-    output = record.get("output")
-    config = getattr(child.agent, "config", None)
-    output_type = getattr(config, "output_type", str)
-    if output is not None and output_type is not str:
-        from pydantic import TypeAdapter
-
-        output = TypeAdapter(output_type).validate_python(output)
-    return ChildResult(
-        name=child.label,
-        index=index,
-        status=record.get("status", "failed"),
-        output=output,
-        text=str(record.get("text", "")),
-        error=_error(error),
-        usage=part.usage,
-        run_id=str(record.get("run_id", "")),
-        untrusted=bool(record.get("untrusted")),
-        restored=True,
-    )
-
-
-class FanOutStream:
-    """The events of a fan-out as they happen; then :attr:`result`.
-
-    Example::
-
-        async with agent.fan_out_stream(children) as fan:
-            async for event in fan:
-                print(event.type)
-        print(fan.result.output)
-    """
-
-    __slots__ = ("_gen", "_plan", "_result")
-
-    def __init__(self, plan: FanOutPlan) -> None:
-        self._plan = plan
-        self._result: FanOutResult | None = None
-        self._gen: AsyncGenerator[FanOutEvent, None] | None = None
-
-    @property
-    def fan_out_id(self) -> str:
-        """The fan-out's id."""
-        return self._plan.id
-
-    @property
-    def result(self) -> FanOutResult:
-        """The fan-out's result, once its events are consumed.
-
-        Raises:
-            UserError: The fan-out has not ended yet.
-        """
-        if self._result is None:
-            raise UserError(
-                f"Fan-out {self._plan.id} has not ended yet: iterate the stream to its end first."
-            )
-        return self._result
-
-    def __aiter__(self) -> FanOutStream:
-        return self
-
-    async def __anext__(self) -> FanOutEvent:
-        if self._gen is None:
-            self._gen = self._events()
-        return await self._gen.__anext__()
-
-    async def _events(self) -> AsyncGenerator[FanOutEvent, None]:
-        queue: asyncio.Queue[FanOutEvent | None] = asyncio.Queue()
-        task = asyncio.create_task(execute(self._plan, queue.put_nowait))
-        task.add_done_callback(lambda _: queue.put_nowait(None))
-        try:
-            while (event := await queue.get()) is not None:
-                yield event
-            self._result = task.result()
-        finally:
-            if not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-
-    async def aclose(self) -> None:
-        """Stop: a fan-out still running is cancelled."""
-        if self._gen is not None:
-            await self._gen.aclose()
-
-    async def __aenter__(self) -> FanOutStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
