@@ -366,3 +366,34 @@ async def test_the_store_holds_the_fan_out_and_each_child_run(tmp_path: Any) -> 
     assert [e.kind for e in entries] == ["run_started", "tool_result", "run_ended"]
     assert child_run is not None  # the child inherits the parent's store
     assert child_run.agent == "a"
+
+
+async def test_fan_out_events_reach_the_parents_event_bus() -> None:
+    from bastion.core import EventBus
+
+    bus = EventBus()
+    seen: list[str] = []
+    for kind in ("agent.fanout.spawned", "agent.fanout.child.end", "agent.fanout.merged"):
+        bus.on(kind, lambda event: seen.append(event.type))
+    await parent(event_bus=bus).fan_out([(child("a", "x"), "x")])
+    assert seen == ["agent.fanout.spawned", "agent.fanout.child.end", "agent.fanout.merged"]
+
+
+async def test_closing_the_stream_early_aborts_the_children() -> None:
+    started = asyncio.Event()
+
+    async def hang(request: ModelRequest) -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    stuck = Agent("stuck", model=FunctionModel(hang))
+    runs: list[str] = []
+    async with parent().fan_out_stream([(stuck, "x")]) as fan:
+        async for event in fan:
+            if event.type == "agent.fanout.spawned":
+                runs.append(event.run_id)
+                await started.wait()
+                break
+    assert len(runs) == 1
+    assert stuck.runs_in_flight == 0
