@@ -397,3 +397,13 @@ async def test_closing_the_stream_early_aborts_the_children() -> None:
                 break
     assert len(runs) == 1
     assert stuck.runs_in_flight == 0
+
+
+async def test_a_fan_out_id_held_by_another_run_is_refused(tmp_path: Any) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as stores:
+        lead = parent(store=stores)
+        run = await child("a", "x", store=stores).run("x")
+        before = await stores.journal.read(run.run_id)
+        with pytest.raises(UserError, match="is already an agent's run in this store"):
+            await lead.fan_out([(child("b", "y"), "y")], fan_out_id=run.run_id)
+        assert await stores.journal.read(run.run_id) == before  # nothing written

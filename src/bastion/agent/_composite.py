@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from bastion.core import Usage
+from bastion.core import Usage, UserError
 
 from ._entries import RunEndedEntry, RunStartedEntry, Spent, ToolResultEntry, entry_payload
 from ._journal import state_payload
 from ._state import RunState
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from bastion.core import RunStatus
     from bastion.stores import Stores
 
@@ -77,6 +76,7 @@ class CompositeLog:
             entry = RunStartedEntry(state=state_payload(state))
             await log._append(NewEntry(kind="run_started", payload=entry_payload(entry)), None)
             return log
+        _check_kind(entries[0].payload, run_id, kind)
         for stored in entries:
             log._seq = stored.seq
             if stored.kind == "tool_result":
@@ -145,6 +145,23 @@ class CompositeLog:
                     continue
                 self._seq = stored[-1].seq
                 return
+
+
+def _check_kind(payload: Mapping[str, Any], run_id: str, kind: str) -> None:
+    """Refuse a run id that another kind of run (an agent's, another operation's) holds."""
+    state: object = payload.get("state")
+    metadata: object = (
+        cast("dict[str, object]", state).get("metadata") if isinstance(state, dict) else None
+    )
+    found = (
+        cast("dict[str, object]", metadata).get(COMPOSITE) if isinstance(metadata, dict) else None
+    )
+    if found != kind:
+        what = f"a {found} run" if found else "an agent's run"
+        raise UserError(
+            f"Run id {run_id!r} is already {what} in this store, not a {kind}; give the "
+            f"{kind} an id of its own."
+        )
 
 
 def _usage_fields(data: Mapping[str, Any]) -> dict[str, Any]:
