@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from bastion import Agent
 from bastion.agent import Team
-from bastion.agent._merge import parse_pick
+from bastion.agent._judge import parse_pick
 from bastion.agent._rubrics import FreeForm, LLMJudge, read_evaluation
 from bastion.core import UserError
 from bastion.testing import ScriptedModel

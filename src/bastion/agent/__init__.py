@@ -34,8 +34,9 @@ from ._guardrails import (
     output_guardrail,
 )
 from ._hooks import AgentHooks, LoopHooks
+from ._judge import Candidate, Judge, Pick
 from ._loop_detection import LoopDetection
-from ._merge import Candidate, Concat, FirstSuccess, Judge, Pick
+from ._merge import Concat, FirstSuccess
 from ._merge_guard import GuardReport, MergeGuard, TrustScore
 from ._options import GovernanceOptions, ToolOptions
 from ._output import OutputValidationError

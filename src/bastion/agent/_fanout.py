@@ -39,7 +39,8 @@ from ._fanout_types import (
     FanOutResult,
     FanOutSpawnedEvent,
 )
-from ._merge import FirstSuccess, Judge, merge_outcomes
+from ._judge import Judge
+from ._merge import FirstSuccess, merge_outcomes
 
 if TYPE_CHECKING:
     from bastion.stores import Stores

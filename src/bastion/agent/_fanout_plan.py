@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from bastion.core import Clock, EventBus
 
     from ._config import RunConfig
-    from ._merge import Concat, FirstSuccess, Judge, MergeFunction
+    from ._judge import Judge
+    from ._merge import Concat, FirstSuccess, MergeFunction
 
 __all__ = ["FanOutPlan", "plan_fan_out"]
 

@@ -37,7 +37,7 @@ from bastion.core import (
 
 from ._child import ChildHandle, run_child
 from ._fanout_types import ChildResult, FanOutChild
-from ._merge import Candidate, Judge, judge_prompt
+from ._judge import Candidate, Judge, judge_prompt
 from ._own_stream import OwnStream
 from ._state import RunState
 
