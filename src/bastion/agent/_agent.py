@@ -95,7 +95,7 @@ if TYPE_CHECKING:
     from ._context import ContextKeeper
     from ._fanout_plan import FanOutPlan
     from ._fanout_stream import FanOutStream
-    from ._fanout_types import ChildBudget, FanOutChild, FanOutResult
+    from ._fanout_types import AgentLike, ChildBudget, FanOutChild, FanOutResult
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
     from ._hooks import AgentHooks, LoopHooks, SessionLink
@@ -654,7 +654,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     async def fan_out(
         self,
-        children: Sequence[FanOutChild | tuple[Any, str]],
+        children: Sequence[FanOutChild | tuple[AgentLike, str]],
         *,
         merge: Merge = "concat",
         per_child_budget: ChildBudget | None = None,
@@ -680,7 +680,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def fan_out_stream(
         self,
-        children: Sequence[FanOutChild | tuple[Any, str]],
+        children: Sequence[FanOutChild | tuple[AgentLike, str]],
         *,
         merge: Merge = "concat",
         per_child_budget: ChildBudget | None = None,
@@ -718,7 +718,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     def _fan_out_plan(
         self,
-        children: Sequence[FanOutChild | tuple[Any, str]],
+        children: Sequence[FanOutChild | tuple[AgentLike, str]],
         merge: Merge,
         budget: ChildBudget | None,
         cap: int,

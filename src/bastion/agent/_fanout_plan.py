@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError, new_id
 
-from ._fanout_types import ChildBudget, FanOutChild
+from ._fanout_types import AgentLike, ChildBudget, FanOutChild
 from ._merge import check_merge
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ class FanOutPlan:
 
 def plan_fan_out(
     host: RunConfig,
-    children: Sequence[FanOutChild | tuple[Any, str]],
+    children: Sequence[FanOutChild | tuple[AgentLike, str]],
     *,
     merge: object,
     per_child_budget: ChildBudget | None,
