@@ -78,6 +78,7 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks.mcp
 	$(BIN)/python -m benchmarks.subagent
 	$(BIN)/python -m benchmarks.handoff
+	$(BIN)/python -m benchmarks.fanout
 	$(BIN)/python -m benchmarks.registration
 	$(BIN)/python -m benchmarks.dataflow
 	$(BIN)/python -m benchmarks.injection

@@ -106,9 +106,13 @@ if TYPE_CHECKING:
     )
 
     from ._context import ContextKeeper
+    from ._fanout_plan import FanOutPlan
+    from ._fanout_stream import FanOutStream
+    from ._fanout_types import AgentLike, ChildBudget, FanOutChild, FanOutResult
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
     from ._hooks import AgentHooks, LoopHooks, SessionLink
+    from ._merge import Merge
     from ._sources import ToolSources
 
 __all__ = ["Agent", "HookFlags"]
@@ -720,6 +724,90 @@ class Agent(Generic[DepsT, OutputT]):
             text_progress=text_progress,
             budget=budget,
             causality=causality,
+        )
+
+    async def fan_out(
+        self,
+        children: Sequence[FanOutChild | tuple[AgentLike, str]],
+        *,
+        merge: Merge = "concat",
+        per_child_budget: ChildBudget | None = None,
+        max_concurrent_children: int = 4,
+        fan_out_id: str | None = None,
+    ) -> FanOutResult:
+        """Run ``children`` concurrently and merge their outputs; see :meth:`fan_out_stream`.
+
+        A failing child does not raise: its outcome is in ``result.children``. Usage of
+        every child (and of a judge) adds up in ``result.usage``.
+
+        Raises:
+            UserError: An option is invalid (nothing has been run).
+        """
+        from ._fanout import execute
+
+        return await execute(
+            self._fan_out_plan(
+                children, merge, per_child_budget, max_concurrent_children, fan_out_id
+            ),
+            None,
+        )
+
+    def fan_out_stream(
+        self,
+        children: Sequence[FanOutChild | tuple[AgentLike, str]],
+        *,
+        merge: Merge = "concat",
+        per_child_budget: ChildBudget | None = None,
+        max_concurrent_children: int = 4,
+        fan_out_id: str | None = None,
+    ) -> FanOutStream:
+        """Start a fan-out and stream its events (``agent.fanout.*``); then ``.result``.
+
+        Each child (a :class:`FanOutChild` or an ``(agent, input)`` pair: an Agent, a Team
+        or an external agent) runs as its own run, under this agent's governor (as action
+        ``agent:<child>``) and, when the child has none, this agent's store. At most
+        ``max_concurrent_children`` run at once, taken in registration order.
+
+        Args:
+            children: The children, each with its input.
+            merge: ``"concat"`` (default), ``"first_success"``, :class:`Concat`,
+                :class:`FirstSuccess`, :class:`Judge` (a judge agent behind the merge
+                guard), or a function of the children's :class:`ChildResult` list.
+            per_child_budget: Tokens, tool calls and seconds each child may spend.
+            max_concurrent_children: How many children run at once.
+            fan_out_id: The fan-out's id. With a store, running a fan-out again with the
+                same id takes the outcomes of the children that finished before (in
+                another process, too) instead of running them again.
+
+        Raises:
+            UserError: An option is invalid (nothing has been run).
+        """
+        from ._fanout_stream import FanOutStream
+
+        return FanOutStream(
+            self._fan_out_plan(
+                children, merge, per_child_budget, max_concurrent_children, fan_out_id
+            )
+        )
+
+    def _fan_out_plan(
+        self,
+        children: Sequence[FanOutChild | tuple[AgentLike, str]],
+        merge: Merge,
+        budget: ChildBudget | None,
+        cap: int,
+        fan_out_id: str | None,
+    ) -> FanOutPlan:
+        from ._fanout_plan import plan_fan_out
+
+        return plan_fan_out(
+            self.config,
+            children,
+            merge=merge,
+            per_child_budget=budget,
+            max_concurrent_children=cap,
+            fan_out_id=fan_out_id,
+            stores=self.stores if self.store is not None else None,
         )
 
     def stream(

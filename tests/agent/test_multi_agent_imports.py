@@ -1,0 +1,35 @@
+"""The multi-agent names of ``bastion.agent`` load on first use, and every one resolves."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import bastion.agent
+
+MULTI_AGENT = (
+    "bastion.agent._fanout",
+    "bastion.agent._team",
+    "bastion.agent._external",
+    "bastion.agent._evaluator",
+    "bastion.agent._judge",
+)
+
+
+def test_importing_agent_leaves_the_multi_agent_modules_unloaded() -> None:
+    code = (
+        "import sys\n"
+        "from bastion import Agent, tool\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('bastion.'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert set(out.stdout.split()) & set(MULTI_AGENT) == set()
+
+
+def test_every_public_name_of_bastion_agent_resolves() -> None:
+    for name in bastion.agent.__all__:
+        assert getattr(bastion.agent, name) is not None, name
+    with pytest.raises(AttributeError, match=r"module 'bastion\.agent' has no attribute"):
+        _ = bastion.agent.no_such_name  # pyright: ignore[reportAttributeAccessIssue]
