@@ -76,6 +76,33 @@ class PolicyTable:
         if previous is None or oracle.executor is not None:
             self._oracles[key] = oracle
 
+    def extend(
+        self,
+        *,
+        graph_policies: Mapping[str, Sequence[Policy]],
+        node_policies: Mapping[str, Sequence[Policy]],
+    ) -> None:
+        """Add graph- and node-level policies (each policy once) and forget cached plans."""
+        for level, added, where in (
+            (self._graph, graph_policies, "graph_policies"),
+            (self._node, node_policies, "node_policies"),
+        ):
+            for name, policies in added.items():
+                known = level.setdefault(name, [])
+                for policy in _custom_only(policies, f"{where}[{name!r}]"):
+                    if all(policy.fn is not p.fn for p in known):
+                        known.append(policy)
+        self.plans.clear()
+
+    def has_level_policies(self) -> bool:
+        """Whether any global, graph or node policy is configured."""
+        return bool(self._global) or any(self._graph.values()) or any(self._node.values())
+
+    def forget(self, graph: str) -> None:
+        """Drop the cached plans of one graph execution id (it ended)."""
+        for cached in [k for k in self.plans if k[2] == graph]:
+            del self.plans[cached]
+
     def plan(self, key: str, node: str, graph: str) -> Plan:
         """The plan of an action on ``key`` by ``node`` in ``graph`` (built once)."""
         plan = self.plans.get((key, node, graph))
