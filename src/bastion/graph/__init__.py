@@ -28,6 +28,7 @@ from ._signals import (
     NodeError,
 )
 from ._topology import Edge
+from ._workflow import RetryPolicy, Workflow, WorkflowResult
 
 __all__ = [
     "Aborted",
@@ -56,6 +57,9 @@ __all__ = [
     "NodeView",
     "OracleCalls",
     "Registry",
+    "RetryPolicy",
     "Step",
     "Suspended",
+    "Workflow",
+    "WorkflowResult",
 ]
