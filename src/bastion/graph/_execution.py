@@ -5,9 +5,10 @@ entries, with ``[input]``). A node runs once every predecessor in the region set
 least one edge into it fired; a node no fired edge reaches is skipped, and so are the nodes
 only it leads to, so joins never wait forever. Independent nodes run concurrently in a task
 group, at most ``max_concurrency`` at once; while a single node is ready it runs inline (no
-task). Back edges that fire seed the next round; a node about to run again is first checked
-by the governor as an action on ``node:<key>`` (its earlier runs count as its ancestry, so
-``max_cycles`` / ``max_loop`` bound loops); ``max_rounds`` bounds them too.
+task). Back edges that fire seed the next round; a seed (the node a loop comes back to) is
+first checked by the governor as an action on ``node:<key>`` (its earlier runs count as its
+ancestry, so ``max_cycles`` / ``max_loop`` bound loops); ``max_rounds`` bounds them too.
+The nodes after it in the round follow it without a check of their own.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Execution:
         "_queue",
         "_ready",
         "_running",
+        "_seeds",
         "_waits",
         "ancestry",
         "errors",
@@ -100,6 +102,7 @@ class Execution:
         self._next: dict[str, dict[int, Any]] = {}
         self._waits: dict[str, int] = {}
         self._ready: list[str] = []
+        self._seeds: frozenset[str] = frozenset()  # where the round started (back edges)
         self._queue: deque[str] = deque()
         self._running = 0
         self._group: asyncio.TaskGroup | None = None
@@ -230,6 +233,7 @@ class Execution:
         region = topology.region(seeds)
         self._waits = dict(region.waits)
         self._inbox = seeds
+        self._seeds = frozenset(seeds)
         self._next = {}
         ready = self._ready
         ready.extend(k for k in topology.keys if k in seeds and not self._waits[k])
@@ -319,7 +323,7 @@ class Execution:
             self._done(key, (), saved[path])
             self._settle(key, self._fired(key, saved[path]), saved[path])
             return
-        if self.round and not await self._may_repeat(key, inputs):
+        if self.round and key in self._seeds and not await self._may_repeat(key, inputs):
             self._settle(key, None, None)
             return
         run = self.run
