@@ -136,3 +136,35 @@ async def test_an_agent_node_runs_a_full_agent_run_on_the_graphs_governor() -> N
     error = result.errors["second"]  # one model call per invocation: the graph's
     assert isinstance(error, RunFailed)
     assert error.code == "budget_exceeded"
+
+
+async def test_graph_policies_and_graph_windows_apply_to_the_model_calls_of_nodes() -> None:
+    # covers L-19, L-21: the graph level sits between global and node for ctx.oracle.llm
+    def no_big_models(action: PolicyAction) -> PolicyResult:
+        if action.oracle == "llm:test:big":
+            return deny("big models are not allowed in this graph")
+        return allow()
+
+    governor = Governor(
+        oracles={"llm": [Limit(type="calls", max=1, window="graph")]}, clock=VirtualClock()
+    )
+    graph = Graph("frugal", governor=governor, policies=[no_big_models])
+    small = ScriptedModel(["one", "two", "three"], name="small")
+    big = ScriptedModel(["never"], name="big")
+
+    async def ask_small(inputs: list[Any], ctx: NodeContext) -> Any:
+        return await ctx.oracle.llm("hi", model=small)
+
+    async def ask_big(inputs: list[Any], ctx: NodeContext) -> Any:
+        return await ctx.oracle.llm("hi", model=big)
+
+    graph.add_node("first", ask_small).add_node("second", ask_small)
+    graph.add_node("big", ask_big)
+    graph.add_edge("first", "second").add_edge("first", "big")
+    result = await graph.run()
+    assert result.outputs == {"first": "one"}
+    assert "calls 1 of 1 (window graph)" in str(result.errors["second"])
+    assert "big models are not allowed in this graph" in str(result.errors["big"])
+    assert big.requests == []
+    again = await graph.run()  # a new execution: a new graph window
+    assert again.outputs["first"] == "two"

@@ -297,13 +297,17 @@ class NodeContext:
             Suspended: The run waits for approvals (``detail`` is its ``RunState``).
             RunFailed: The run failed.
         """
-        from bastion.agent._subrun import ANCESTRY, INVOCATION
+        from bastion.agent._subrun import ANCESTRY, GRAPH, INVOCATION
 
         from ._nodes import Suspended
 
         self._alive()
         execution = self._execution
-        metadata = {INVOCATION: execution.run.invocation_id, ANCESTRY: list(execution.ancestry)}
+        metadata = {
+            INVOCATION: execution.run.invocation_id,
+            ANCESTRY: list(execution.ancestry),
+            GRAPH: execution.graph_id,
+        }
         sink = execution.run.sink
         if sink is None:
             result = await agent.run(prompt, metadata=metadata)
