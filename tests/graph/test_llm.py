@@ -168,3 +168,38 @@ async def test_graph_policies_and_graph_windows_apply_to_the_model_calls_of_node
     assert big.requests == []
     again = await graph.run()  # a new execution: a new graph window
     assert again.outputs["first"] == "two"
+
+
+async def test_a_node_waiting_for_a_human_suspends_the_graph() -> None:
+    # covers L-27: no handler, so the graph ends suspended with what the node waits on
+    from bastion.governance import InterruptRequired
+    from bastion.graph import NodeInterrupt, Suspended
+
+    @tool(needs_approval=True, side_effect_class="side_effecting")
+    def transfer(amount: int) -> str:
+        """Move money."""
+        return f"sent {amount}"
+
+    banker = Agent(
+        "banker",
+        model=ScriptedModel([Turn(tool_calls=[Call("transfer", {"amount": 5})]), "done"]),
+        tools=[transfer],
+    )
+    graph = Graph("approvals", governor=Governor(clock=VirtualClock()))
+    graph.add_node("pay", banker)
+
+    def confirm(inputs: list[Any]) -> str:
+        raise NodeInterrupt({"question": "ship it?"})
+
+    graph.add_node("confirm", confirm)
+    graph.add_node("after", lambda inputs: "never")
+    graph.add_edge("confirm", "after")
+    result = await graph.run("pay 5")
+    assert result.status == "suspended"
+    waiting = result.errors["pay"]
+    assert isinstance(waiting, Suspended)
+    assert waiting.detail.status == "awaiting_approval"
+    asked = result.errors["confirm"]
+    assert isinstance(asked, InterruptRequired)
+    assert asked.interrupt.payload == {"question": "ship it?"}
+    assert "after" not in result.outputs
