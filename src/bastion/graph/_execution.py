@@ -43,6 +43,7 @@ __all__ = ["Execution"]
 
 _INPUT = -1  # the inbox slot of the execution's input (entries, round 0)
 Fired = tuple[list[tuple[str, int]], list[tuple[str, int]]]  # (forward, back) edges taken
+_NOWHERE: Fired = ([], [])  # a node without outgoing edges (never mutated)
 
 
 class Execution:
@@ -72,6 +73,7 @@ class Execution:
         "saved",
         "spawned",
         "stopped",
+        "topology",
     )
 
     def __init__(
@@ -88,6 +90,7 @@ class Execution:
         self.graph = graph
         self.execution_id = execution_id
         self.graph_id = f"{graph.key}#{execution_id}"
+        self.topology = graph.compile()
         self.input = input
         self.ancestry = ancestry
         self.parent = parent
@@ -113,7 +116,7 @@ class Execution:
     async def execute(self) -> GraphResult:
         """Run to the end; ``graph.after`` is emitted exactly once, whatever happens."""
         run, graph = self.run, self.graph
-        topology = graph.compile()
+        topology = self.topology
         graph.bind(run.governor)
         sink = run.sink
         if sink is not None:
@@ -211,7 +214,7 @@ class Execution:
         if graph.output is not None:
             entry = latest.get(graph.output)
             return None if entry is None else entry[1]
-        sinks = self.graph.compile().sinks
+        sinks = self.topology.sinks
         if len(sinks) == 1:
             entry = latest.get(sinks[0])
             return None if entry is None else entry[1]
@@ -229,7 +232,7 @@ class Execution:
     # -- one round ----------------------------------------------------------------------
 
     async def _round(self, seeds: dict[str, dict[int, Any]]) -> dict[str, dict[int, Any]]:
-        topology = self.graph.compile()
+        topology = self.topology
         region = topology.region(seeds)
         self._waits = dict(region.waits)
         self._inbox = seeds
@@ -283,7 +286,7 @@ class Execution:
 
     def _settle(self, key: str, fired: Fired | None, output: Any) -> None:
         """A node ran (``fired``: the edges its output took) or was skipped (``None``)."""
-        topology = self.graph.compile()
+        topology = self.topology
         inbox, waits = self._inbox, self._waits
         if fired is not None:
             for target, slot in fired[1]:  # back edges: the next round starts there
@@ -372,7 +375,9 @@ class Execution:
         self.errors.pop(key, None)
 
     def _fired(self, key: str, output: Any) -> Fired:
-        topology = self.graph.compile()
+        topology = self.topology
+        if not topology.forward[key] and not topology.back[key]:
+            return _NOWHERE
         forward = [
             (t, slot) for t, slot, when in topology.forward[key] if when is None or when(output)
         ]
