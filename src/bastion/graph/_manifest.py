@@ -32,6 +32,7 @@ from ._nodes import as_spec, check_key
 
 if TYPE_CHECKING:
     from ._graph import Graph
+    from ._nodes import NodeLike
 
 __all__ = ["Registry"]
 
@@ -47,7 +48,7 @@ class Registry:
 
     # -- registering ----------------------------------------------------------------------
 
-    def add_node(self, name: str, node: Any) -> Registry:
+    def add_node(self, name: str, node: NodeLike) -> Registry:
         """Register a node implementation (function, ``Node`` or ``Agent``) under ``name``."""
         check_key("node", name)
         as_spec(name, node)  # a UserError now rather than when a manifest names it
