@@ -250,3 +250,26 @@ async def test_a_stream_runs_once() -> None:
     assert [s.type async for s in stream][-1] == "graph.after"
     with pytest.raises(UserError, match="A GraphStream runs once"):
         [s async for s in stream]
+
+
+async def test_a_manifest_names_registered_policies_at_graph_and_node_level() -> None:
+    # covers L-04 (graph and node policies of a manifest), L-25
+    from bastion.governance import max_cycles, max_loop
+
+    registry = Registry()
+    registry.add_node("draft", lambda inputs: "draft").add_node("check", lambda inputs: "ok")
+    registry.add_policy("no_repeats", max_cycles(0)).add_policy("loop_twice", max_loop("draft", 2))
+    graph = registry.load(
+        {
+            "key": "drafting",
+            "entry": ["draft"],
+            "policies": ["no_repeats"],
+            "nodes": {"draft": {"node": "draft", "policies": ["loop_twice"]}, "check": "check"},
+            "edges": [["draft", "check"], ["check", "draft"]],
+        }
+    )
+    result = await graph.run()
+    assert result.rounds == 4
+    assert result.stopped == ("draft",)
+    with pytest.raises(UserError, match="names policy 'nope', which is not registered"):
+        registry.load({"key": "x", "policies": ["nope"], "nodes": {"a": "draft"}})
