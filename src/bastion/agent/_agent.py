@@ -78,7 +78,7 @@ from ._setup import (
 from ._slice import BudgetSlice
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
-from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
+from ._subrun import ANCESTRY, GRAPH, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
 from ._task import SubagentSpec, task_tools
 from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
@@ -1260,6 +1260,7 @@ class Agent(Generic[DepsT, OutputT]):
                 state.run_id,
                 invocation=metadata.get(INVOCATION),
                 ancestry=metadata.get(ANCESTRY) or (),
+                graph=metadata.get(GRAPH) or "",
             )
         ctx: RunContext[Any] = RunContext(
             run_id=state.run_id,

@@ -21,7 +21,7 @@ from bastion.core import Clock, SystemClock, UserError
 
 from ._bus import SignalBus
 from ._counters import CounterBook, CounterView
-from ._desk import InterruptDesk, InterruptHandler, Substitute
+from ._desk import InterruptDesk, InterruptHandler, Substitute, new_interrupt_id
 from ._durable import GovernorSnapshot, dump_governance_state, load_governance_state
 from ._exec import run_counted
 from ._guard import Guard
@@ -133,6 +133,28 @@ class Governor:
         counts nothing, and callers may skip it.
         """
         return bool(self._table.plan(key, node, graph).extracting)
+
+    def add_policies(
+        self,
+        *,
+        graph_policies: Mapping[str, Sequence[Policy]] | None = None,
+        node_policies: Mapping[str, Sequence[Policy]] | None = None,
+    ) -> None:
+        """Add custom policies at the graph and node levels (a graph does, when it runs).
+
+        A policy already present at that level is not added twice.
+
+        Raises:
+            UserError: For a limit (limits belong to oracles) or a value that is no policy.
+        """
+        self._table.extend(graph_policies=graph_policies or {}, node_policies=node_policies or {})
+
+    def has_level_policies(self) -> bool:
+        """Whether any global, graph or node custom policy is configured.
+
+        A graph reads it: such a policy may bound its cycles.
+        """
+        return self._table.has_level_policies()
 
     # -- the gate -----------------------------------------------------------------------
 
@@ -386,6 +408,47 @@ class Governor:
             self._book, plan, fn, calls, scope, action_id, (node, graph, invocation)
         )
 
+    async def interrupt(
+        self,
+        key: str,
+        payload: Any = None,
+        *,
+        reason: str = "",
+        input: Any = None,
+        node: str = "",
+        graph: str = "",
+        invocation: str = "",
+        node_id: str = "",
+        ancestry: Sequence[str] = (),
+    ) -> Substitute | None:
+        """Raise an interrupt for work on ``key`` that asked for a decision itself.
+
+        The handler decides as for a policy's interrupt: ``None`` means retry the work, a
+        :class:`Substitute` carries the result to use instead.
+
+        Raises:
+            Denied: The handler denied it, failed or took too long.
+            InterruptRequired: No handler: the interrupt is kept as pending.
+        """
+        interrupt = Interrupt(
+            id=new_interrupt_id(),
+            kind="policy",
+            action=key,
+            oracle=key,
+            node=node,
+            reason=reason or f"{key} asks for a decision",
+            payload=payload,
+        )
+        scope = ActionScope(
+            node=node,
+            graph=graph,
+            invocation=invocation,
+            node_id=node_id,
+            ancestry=ancestry,
+            input=input,
+        )
+        return await self._desk.resolve(interrupt, key, scope)
+
     # -- signals ------------------------------------------------------------------------
 
     def subscribe(self, listener: SignalListener, *, routine: bool = True) -> Callable[[], None]:
@@ -437,6 +500,8 @@ class Governor:
         """Forget the ``graph``- or ``invocation``-window counters of a finished scope."""
         if graph is not None:
             await self._book.end_scope("graph", graph)
+            if "#" in graph:  # a graph execution: its plans are of no further use
+                self._table.forget(graph)
         if invocation is not None:
             await self._book.end_scope("invocation", invocation)
 

@@ -150,7 +150,9 @@ def build_plan(
     chain = key_ancestry(key)
     policies: list[tuple[str, CustomPolicy]] = [("global", p) for p in global_policies]
     if graph:
-        policies.extend((f"graph:{graph}", p) for p in graph_policies.get(graph, ()))
+        # A graph execution id ``<graph key>#<execution>`` takes the policies of its key.
+        name = graph.partition("#")[0]
+        policies.extend((f"graph:{name}", p) for p in graph_policies.get(name, ()))
     if node:
         policies.extend((f"node:{node}", p) for p in node_policies.get(node, ()))
     limits: list[BoundLimit] = []

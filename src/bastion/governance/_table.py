@@ -34,7 +34,16 @@ class PolicyTable:
         UserError: For an invalid key, policy or limit (when built).
     """
 
-    __slots__ = ("_global", "_graph", "_node", "_oracle_policies", "_oracles", "limits", "plans")
+    __slots__ = (
+        "_executions",
+        "_global",
+        "_graph",
+        "_node",
+        "_oracle_policies",
+        "_oracles",
+        "limits",
+        "plans",
+    )
 
     def __init__(
         self,
@@ -46,6 +55,7 @@ class PolicyTable:
         budgets: Sequence[Budget],
     ) -> None:
         self.plans: dict[tuple[str, str, str], Plan] = {}
+        self._executions: set[str] = set()  # graph execution ids with cached plans
         self._oracles: dict[str, Oracle] = {}
         self._oracle_policies: dict[str, list[CustomPolicy]] = {}
         self.limits: dict[str, list[BoundLimit]] = {}  # by owning oracle key
@@ -76,10 +86,42 @@ class PolicyTable:
         if previous is None or oracle.executor is not None:
             self._oracles[key] = oracle
 
+    def extend(
+        self,
+        *,
+        graph_policies: Mapping[str, Sequence[Policy]],
+        node_policies: Mapping[str, Sequence[Policy]],
+    ) -> None:
+        """Add graph- and node-level policies (each policy once) and forget cached plans."""
+        for level, added, where in (
+            (self._graph, graph_policies, "graph_policies"),
+            (self._node, node_policies, "node_policies"),
+        ):
+            for name, policies in added.items():
+                known = level.setdefault(name, [])
+                for policy in _custom_only(policies, f"{where}[{name!r}]"):
+                    if all(policy.fn is not p.fn for p in known):
+                        known.append(policy)
+        self.plans.clear()
+
+    def has_level_policies(self) -> bool:
+        """Whether any global, graph or node policy is configured."""
+        return bool(self._global) or any(self._graph.values()) or any(self._node.values())
+
+    def forget(self, graph: str) -> None:
+        """Drop the cached plans of one graph execution id (it ended)."""
+        if graph not in self._executions:
+            return
+        self._executions.discard(graph)
+        for cached in [k for k in self.plans if k[2] == graph]:
+            del self.plans[cached]
+
     def plan(self, key: str, node: str, graph: str) -> Plan:
         """The plan of an action on ``key`` by ``node`` in ``graph`` (built once)."""
         plan = self.plans.get((key, node, graph))
         if plan is None:
+            if "#" in graph:
+                self._executions.add(graph)
             plan = self.plans[key, node, graph] = build_plan(
                 key,
                 node=node,
