@@ -36,6 +36,7 @@ from ._decisions import (
     resume_command,
 )
 from ._format import format_call, preview
+from ._graph_format import graph_entry_summary
 from ._load import load_agent
 
 __all__ = ["entry_summary", "explain_suspension", "runs_app"]
@@ -100,12 +101,13 @@ def list_runs(  # noqa: PLR0917 (typer options)
     if not out.is_terminal:
         out.width = max(out.width, 120)  # a pipe: keep each run on one line
     table = Table(box=None, show_edge=False, pad_edge=False)
-    for column in ("run", "agent", "status", "entries", "updated"):
+    for column in ("run", "kind", "agent", "status", "entries", "updated"):
         table.add_column(column, no_wrap=True)
     for record in page.runs:
         table.add_row(
             record.run_id,
-            record.agent,
+            run_kind(record),
+            record.agent.removeprefix("graph:"),
             record.status,
             str(record.last_seq),
             record.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
@@ -401,7 +403,12 @@ def entry_summary(entry: JournalEntry) -> str:
             state = cast("dict[str, Any]", payload.get("state") or {})
             return str(state.get("status", ""))
         case _:
-            return ""
+            return graph_entry_summary(entry.kind, payload)
+
+
+def run_kind(record: RunRecord) -> str:
+    """``graph`` for a graph execution (its agent column is ``graph:<name>``), else ``agent``."""
+    return "graph" if record.agent.startswith("graph:") else "agent"
 
 
 def _message_text(message: dict[str, Any]) -> str:
@@ -445,6 +452,7 @@ def _default_url() -> str:
 def _record_json(record: RunRecord) -> dict[str, Any]:
     return {
         "run_id": record.run_id,
+        "kind": run_kind(record),
         "agent": record.agent,
         "status": record.status,
         "last_seq": record.last_seq,
