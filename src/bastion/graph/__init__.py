@@ -27,15 +27,23 @@ from ._signals import (
     NodeBefore,
     NodeError,
 )
+from ._store_checkpointer import StoreCheckpointer
+from ._store_history import fork_execution, list_checkpoints, load_execution
+from ._store_log import CheckpointConflict
+from ._store_records import CheckpointRecord, ExecutionRecord, FinishedNode
 from ._topology import Edge
 
 __all__ = [
     "Aborted",
     "AgentEventSignal",
     "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointRecord",
     "Checkpointer",
     "CustomSignal",
     "Edge",
+    "ExecutionRecord",
+    "FinishedNode",
     "Graph",
     "GraphAfter",
     "GraphBefore",
@@ -57,5 +65,9 @@ __all__ = [
     "OracleCalls",
     "Registry",
     "Step",
+    "StoreCheckpointer",
     "Suspended",
+    "fork_execution",
+    "list_checkpoints",
+    "load_execution",
 ]
