@@ -89,6 +89,33 @@ class NodeContext:
         if reason is not None:
             raise Aborted(reason)
 
+    async def pause(self, payload: Any = None, *, reason: str = "") -> Any:
+        """Wait for a human's decision and return its value (``interrupt`` in LangGraph).
+
+        With an interrupt handler on the governor it decides at once. Without one, the
+        node is suspended (and with it the execution, once its other branches settle);
+        ``graph.resume(execution_id, Directive(interrupts=[InterruptResolution(id,
+        ResultDecision(value=...))]))`` runs the node again from its start, and this call
+        then returns ``value`` (``None`` for an approval without a value).
+
+        Raises:
+            Denied: The decision denied it (the node fails).
+        """
+        self._alive()
+        execution = self._execution
+        decided = await execution.run.governor.interrupt(
+            f"node:{self.key}",
+            payload,
+            reason=reason,
+            input=self.inputs,
+            node=self.key,
+            graph=execution.graph_id,
+            invocation=execution.run.invocation_id,
+            node_id=self.node_id,
+            ancestry=execution.ancestry,
+        )
+        return decided.value if decided is not None else None
+
     # -- governed actions -----------------------------------------------------------------
 
     async def exec(
