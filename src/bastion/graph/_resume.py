@@ -29,6 +29,8 @@ __all__ = ["prepare_resume"]
 
 @runtime_checkable
 class _Claims(Protocol):
+    def check_claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None: ...
+
     async def claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None: ...
 
 
@@ -97,6 +99,10 @@ async def prepare_resume(
         raise UserError(
             f"Execution {execution_id!r} is of graph {saved.graph!r}, not {graph.key!r}."
         )
+    claims = checkpointer if isinstance(checkpointer, _Claims) else None
+    decisions = _directive_json(directive)
+    if claims is not None:
+        claims.check_claim(execution_id, decisions)
     if saved.status == "completed":
         return GraphResult(
             graph=graph.key,
@@ -109,6 +115,6 @@ async def prepare_resume(
     if saved.counters is not None:
         await governor.restore(saved.counters)
     await _decide(governor, saved, directive)
-    if isinstance(checkpointer, _Claims):
-        await checkpointer.claim(execution_id, _directive_json(directive))
+    if claims is not None:
+        await claims.claim(execution_id, decisions)
     return saved

@@ -32,7 +32,7 @@ from bastion.stores import Stores, open_store
 from ._checkpoint import Checkpoint, Step
 from ._signals import GraphStatus
 from ._store_history import fork_execution, list_checkpoints, load_execution
-from ._store_log import ExecutionLog
+from ._store_log import CheckpointConflict, ExecutionLog
 from ._store_records import CheckpointRecord, ExecutionRecord, to_json
 
 __all__ = ["StoreCheckpointer"]
@@ -129,6 +129,23 @@ class StoreCheckpointer:
             output=record.output,
         )
 
+    def check_claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None:
+        """Refuse a directive whose decisions a resume already used (by any process).
+
+        Raises:
+            CheckpointConflict: The execution was resumed with these decisions since it
+                was suspended: another process won the race.
+        """
+        root = _split(execution_id)[0]
+        record = self._records.get(root)
+        named = {str(i["interrupt_id"]) for i in (directive or {}).get("interrupts", ())}
+        if record is not None and named & record.decided:
+            raise CheckpointConflict(
+                root,
+                expected_version=record.suspended_at or record.version,
+                actual_version=record.version,
+            )
+
     async def claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None:
         """Take a loaded execution over: write ``graph_resumed`` at the version loaded.
 
@@ -136,6 +153,7 @@ class StoreCheckpointer:
             CheckpointConflict: Another process resumed (or wrote) it since it was loaded.
         """
         root = _split(execution_id)[0]
+        self.check_claim(root, directive)
         await self._log(root).write("graph_resumed", {"directive": directive}, status="running")
         self._records.pop(root, None)
         self._claimed.add(root)

@@ -115,6 +115,8 @@ class ExecutionRecord:
         error: The error message of a failed execution.
         forked_from: ``(execution_id, version)`` this execution was forked from.
         counters: The governor's state last checkpointed (JSON data), if any.
+        suspended_at: The version of the last ``graph_suspended`` entry, if any.
+        decided: Ids of the interrupts a resume already decided (a directive is used once).
     """
 
     execution_id: str
@@ -129,6 +131,8 @@ class ExecutionRecord:
     error: str | None = None
     forked_from: tuple[str, int] | None = None
     counters: dict[str, Any] | None = None
+    suspended_at: int | None = None
+    decided: set[str] = field(default_factory=set[str])
 
     def outputs_at(self, version: int) -> dict[str, FinishedNode]:
         """The node results durable at checkpoint ``version`` (what a fork starts from)."""
@@ -179,9 +183,13 @@ def _apply(record: ExecutionRecord, entry: JournalEntry) -> None:
     elif kind == "graph_suspended":
         record.status = "awaiting_approval"
         record.pending = [dict(p) for p in cast("Sequence[Mapping[str, Any]]", payload["pending"])]
+        record.suspended_at = entry.seq
     elif kind == "graph_resumed":
         record.status = "running"
         record.pending = []
+        directive = cast("Mapping[str, Any] | None", payload.get("directive"))
+        for item in cast("Sequence[Mapping[str, Any]]", (directive or {}).get("interrupts", [])):
+            record.decided.add(str(item["interrupt_id"]))
     elif kind == "graph_ended":
         record.status = cast("RunStatus", payload["status"])
         record.output = payload.get("output")
