@@ -322,20 +322,30 @@ class NodeContext:
         """
         from bastion.agent._subrun import ANCESTRY, INVOCATION
 
+        from ._agent_resume import resumed_agent, suspend_agent
         from ._nodes import Suspended
 
         self._alive()
         execution = self._execution
         metadata = {INVOCATION: execution.run.invocation_id, ANCESTRY: list(execution.ancestry)}
+        resumed = resumed_agent(execution, self.node_id)  # its run, saved when it suspended
         sink = execution.run.sink
         if sink is None:
-            result = await agent.run(prompt, metadata=metadata)
+            if resumed is None:
+                result = await agent.run(prompt, metadata=metadata)
+            else:
+                result = await agent.run(resumed[0], directive=resumed[1])
         else:
-            stream = agent.stream(prompt, metadata=metadata)
+            if resumed is None:
+                stream = agent.stream(prompt, metadata=metadata)
+            else:
+                stream = agent.stream(resumed[0], directive=resumed[1])
             async for event in stream:
                 sink(AgentEventSignal(**self._where(), event=event))
             result = stream.result
         if result.status == "awaiting_approval":
+            if result.state is not None:
+                suspend_agent(execution, self.node_id, result.state)
             raise Suspended(f"agent {agent.name!r} awaits approval", detail=result.state)
         return result.raise_for_status().output
 
