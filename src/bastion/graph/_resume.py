@@ -31,6 +31,8 @@ __all__ = ["prepare_resume"]
 class _Claims(Protocol):
     def check_claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None: ...
 
+    def pending_ids(self, execution_id: str) -> set[str]: ...
+
     async def claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None: ...
 
 
@@ -40,39 +42,60 @@ def _directive_json(directive: Directive | None) -> dict[str, Any] | None:
     from pydantic_core import to_jsonable_python
 
     return {
+        "approvals": [
+            {
+                "tool_call_id": a.tool_call_id,
+                "granted": a.granted,
+                "reason": a.reason,
+                "arguments": a.arguments,
+                "result": a.result,
+                "digest": a.digest,
+            }
+            for a in directive.approvals
+        ],
         "interrupts": [
             {"interrupt_id": r.interrupt_id, "decision": to_jsonable_python(r.decision)}
             for r in directive.interrupts
-        ]
+        ],
     }
 
 
-async def _decide(governor: Governor, saved: Checkpoint, directive: Directive | None) -> None:
+async def _decide(
+    governor: Governor, saved: Checkpoint, directive: Directive | None, waits: set[str]
+) -> None:
+    """Check the decisions against what the execution waits for; give the governor its own.
+
+    ``waits`` holds the ids the last suspension recorded (governor interrupts, and the
+    calls and interrupts of suspended agent nodes, which their runs decide themselves).
+    """
     counters = saved.counters
-    pending: set[str] = {i.id for i in counters.pending} if counters is not None else set()
-    if saved.status == "suspended" and (directive is None or not directive.interrupts):
+    governed: set[str] = {i.id for i in counters.pending} if counters is not None else set()
+    pending = governed | waits
+    if saved.status == "suspended" and (
+        directive is None or not (directive.interrupts or directive.approvals)
+    ):
         shown = ", ".join(sorted(pending)) or "none recorded"
         raise UserError(
             f"Execution {saved.execution_id!r} is suspended, waiting for a decision on: "
-            f"{shown}. Resume it with Directive(interrupts=[InterruptResolution("
-            "interrupt_id=..., decision=...)]) (see 'bastion graph show')."
+            f"{shown}. Resume it with Directive(interrupts=[InterruptResolution(...)], "
+            "approvals=[ApprovalDecision(...)]) (see 'bastion graph show')."
         )
     if directive is None:
         return
-    if directive.approvals or directive.inputs:
-        raise UserError(
-            "A graph execution is resumed with Directive(interrupts=[...]); approvals and "
-            "inputs decide an agent run's calls (resume that run with agent.resume)."
-        )
-    for resolution in directive.interrupts:
-        if resolution.interrupt_id not in pending:
+    if directive.inputs:
+        raise UserError("A graph execution takes no Directive.inputs; answer with interrupts.")
+    named = [r.interrupt_id for r in directive.interrupts]
+    named += [a.tool_call_id for a in directive.approvals]
+    for item in named:
+        if item not in pending:
             shown = ", ".join(sorted(pending)) or "none"
             raise UserError(
-                f"Execution {saved.execution_id!r} has no pending interrupt "
-                f"{resolution.interrupt_id!r}. Pending: {shown}."
+                f"Execution {saved.execution_id!r} has no pending interrupt or call "
+                f"{item!r}. Pending: {shown}."
             )
     for resolution in directive.interrupts:
-        await governor.decide(resolution.interrupt_id, resolution.decision)
+        if resolution.interrupt_id in governed:
+            await governor.decide(resolution.interrupt_id, resolution.decision)
 
 
 async def prepare_resume(
@@ -114,7 +137,8 @@ async def prepare_resume(
         )
     if saved.counters is not None:
         await governor.restore(saved.counters)
-    await _decide(governor, saved, directive)
+    waits = claims.pending_ids(execution_id) if claims is not None else set[str]()
+    await _decide(governor, saved, directive, waits)
     if claims is not None:
         await claims.claim(execution_id, decisions)
     return saved

@@ -69,6 +69,10 @@ class StoreCheckpointer:
         self._logs: dict[str, ExecutionLog] = {}
         self._records: dict[str, ExecutionRecord] = {}
         self._claimed: set[str] = set()  # resumed here: graph_resumed already written
+        # Suspended agent nodes of a running execution: key -> (state JSON, pending items).
+        self._agents: dict[str, dict[str, tuple[str, list[dict[str, Any]]]]] = {}
+        # A resumed execution's saved agent runs and its directive (JSON), until taken.
+        self._resuming: dict[str, tuple[dict[str, str], Mapping[str, Any] | None]] = {}
         # The counters last written per execution: (their JSON without taken_at, data).
         self._counters: dict[str, tuple[str, dict[str, Any]]] = {}
 
@@ -139,12 +143,36 @@ class StoreCheckpointer:
         root = _split(execution_id)[0]
         record = self._records.get(root)
         named = {str(i["interrupt_id"]) for i in (directive or {}).get("interrupts", ())}
+        named |= {str(a["tool_call_id"]) for a in (directive or {}).get("approvals", ())}
         if record is not None and named & record.decided:
             raise CheckpointConflict(
                 root,
                 expected_version=record.suspended_at or record.version,
                 actual_version=record.version,
             )
+
+    def pending_ids(self, execution_id: str) -> set[str]:
+        """Ids of what the loaded (suspended) execution waits for: interrupts and calls."""
+        record = self._records.get(_split(execution_id)[0])
+        return {str(p["id"]) for p in record.pending} if record is not None else set()
+
+    def suspend_agent(
+        self, execution_id: str, node: str, state: str, pending: list[dict[str, Any]]
+    ) -> None:
+        """Keep a suspended agent node's run; it is written with ``graph_suspended``."""
+        root, prefix = _split(execution_id)
+        self._agents.setdefault(root, {})[prefix + node] = (state, pending)
+
+    def resumed_agent(
+        self, execution_id: str, node: str
+    ) -> tuple[str, Mapping[str, Any] | None] | None:
+        """The saved run of an agent node this resume continues, with the directive."""
+        root, prefix = _split(execution_id)
+        resuming = self._resuming.get(root)
+        if resuming is None:
+            return None
+        state = resuming[0].pop(prefix + node, None)
+        return None if state is None else (state, resuming[1])
 
     async def claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None:
         """Take a loaded execution over: write ``graph_resumed`` at the version loaded.
@@ -154,7 +182,9 @@ class StoreCheckpointer:
         """
         root = _split(execution_id)[0]
         self.check_claim(root, directive)
+        record = self._records.get(root)
         await self._log(root).write("graph_resumed", {"directive": directive}, status="running")
+        self._resuming[root] = (dict(record.agents) if record is not None else {}, directive)
         self._records.pop(root, None)
         self._claimed.add(root)
 
@@ -208,9 +238,14 @@ class StoreCheckpointer:
             return
         log = self._log(execution_id)
         last = self._counters.pop(execution_id, None)
+        agents = self._agents.pop(root, {})
+        self._resuming.pop(root, None)
         if status == "suspended":
             pending = _pending(last[1] if last is not None else {})
-            await log.write("graph_suspended", {"pending": pending}, status="awaiting_approval")
+            for _, waits in agents.values():
+                pending.extend(waits)
+            payload = {"pending": pending, "agents": {k: v[0] for k, v in agents.items()}}
+            await log.write("graph_suspended", payload, status="awaiting_approval")
             return
         await log.write(
             "graph_ended",

@@ -116,7 +116,10 @@ class ExecutionRecord:
         forked_from: ``(execution_id, version)`` this execution was forked from.
         counters: The governor's state last checkpointed (JSON data), if any.
         suspended_at: The version of the last ``graph_suspended`` entry, if any.
-        decided: Ids of the interrupts a resume already decided (a directive is used once).
+        decided: Ids of the interrupts and calls a resume already decided (a directive is
+            used once).
+        agents: The saved runs (``run_state_to_json``) of the agent nodes the last
+            suspension waits on, by node key.
     """
 
     execution_id: str
@@ -133,6 +136,7 @@ class ExecutionRecord:
     counters: dict[str, Any] | None = None
     suspended_at: int | None = None
     decided: set[str] = field(default_factory=set[str])
+    agents: dict[str, str] = field(default_factory=dict[str, str])
 
     def outputs_at(self, version: int) -> dict[str, FinishedNode]:
         """The node results durable at checkpoint ``version`` (what a fork starts from)."""
@@ -184,12 +188,16 @@ def _apply(record: ExecutionRecord, entry: JournalEntry) -> None:
         record.status = "awaiting_approval"
         record.pending = [dict(p) for p in cast("Sequence[Mapping[str, Any]]", payload["pending"])]
         record.suspended_at = entry.seq
+        agents = cast("Mapping[str, object]", payload.get("agents") or {})
+        record.agents = {str(k): str(v) for k, v in agents.items()}
     elif kind == "graph_resumed":
         record.status = "running"
         record.pending = []
         directive = cast("Mapping[str, Any] | None", payload.get("directive"))
         for item in cast("Sequence[Mapping[str, Any]]", (directive or {}).get("interrupts", [])):
             record.decided.add(str(item["interrupt_id"]))
+        for item in cast("Sequence[Mapping[str, Any]]", (directive or {}).get("approvals", [])):
+            record.decided.add(str(item["tool_call_id"]))
     elif kind == "graph_ended":
         record.status = cast("RunStatus", payload["status"])
         record.output = payload.get("output")
