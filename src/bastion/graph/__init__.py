@@ -32,6 +32,7 @@ from ._store_history import fork_execution, list_checkpoints, load_execution
 from ._store_log import CheckpointConflict
 from ._store_records import CheckpointRecord, ExecutionRecord, FinishedNode
 from ._topology import Edge
+from ._workflow import RetryPolicy, Workflow, WorkflowResult
 
 __all__ = [
     "Aborted",
@@ -64,9 +65,12 @@ __all__ = [
     "NodeView",
     "OracleCalls",
     "Registry",
+    "RetryPolicy",
     "Step",
     "StoreCheckpointer",
     "Suspended",
+    "Workflow",
+    "WorkflowResult",
     "fork_execution",
     "list_checkpoints",
     "load_execution",

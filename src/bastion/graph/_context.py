@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bastion.core import UserError
+from bastion.core import RunFailed, UserError
 
 from ._result import Aborted, GraphResult
 from ._signals import AgentEventSignal, CustomSignal
@@ -50,7 +50,7 @@ class NodeContext:
         round: The round the node runs in (0 unless it is in a cycle).
     """
 
-    __slots__ = ("_execution", "inputs", "key", "node_id", "oracle")
+    __slots__ = ("_above", "_execution", "inputs", "key", "node_id", "oracle")
 
     def __init__(self, execution: Execution, key: str, node_id: str, inputs: list[Any]) -> None:
         self._execution = execution
@@ -58,6 +58,10 @@ class NodeContext:
         self.node_id = node_id
         self.inputs = inputs
         self.oracle = OracleCalls(self)
+        # What policies see above this node: the spawning nodes, then its own earlier runs
+        # in this execution (a cycle's rounds), so max_cycles counts loops and nesting.
+        earlier = execution.runs.get(key, 0)
+        self._above = (*execution.ancestry, *(key,) * earlier) if earlier else execution.ancestry
 
     @property
     def graph_id(self) -> str:
@@ -141,7 +145,7 @@ class NodeContext:
             graph=execution.graph_id,
             invocation=execution.run.invocation_id,
             node_id=self.node_id,
-            ancestry=execution.ancestry,
+            ancestry=self._above,
         )
 
     async def counters(self, oracle: str) -> list[CounterView]:
@@ -208,7 +212,7 @@ class NodeContext:
             graph=execution.graph_id,
             invocation=execution.run.invocation_id,
             node_id=self.node_id,
-            ancestry=execution.ancestry,
+            ancestry=self._above,
             target=target,
         )
 
@@ -341,12 +345,19 @@ class NodeContext:
             else:
                 stream = agent.stream(resumed[0], directive=resumed[1])
             async for event in stream:
-                sink(AgentEventSignal(**self._where(), event=event))
+                if event.type != "governance.signal":  # the graph streams the governor's own
+                    sink(AgentEventSignal(**self._where(), event=event))
             result = stream.result
         if result.status == "awaiting_approval":
             if result.state is not None:
                 suspend_agent(execution, self.node_id, result.state)
             raise Suspended(f"agent {agent.name!r} awaits approval", detail=result.state)
+        if result.status == "stopped":  # e.g. a rounds limit: the node has no answer
+            reason = result.stop_reason or "stopped"
+            raise RunFailed(
+                f"Agent {agent.name!r} stopped before answering ({reason}).",
+                code=f"stopped_{reason}",
+            )
         return result.raise_for_status().output
 
 

@@ -68,20 +68,21 @@ class Topology:
     def __init__(self, keys: Sequence[str], edges: Sequence[Edge], entries: Sequence[str]) -> None:
         self.keys = tuple(keys)
         self.entries = tuple(entries)
-        self.incoming: dict[str, tuple[Edge, ...]] = dict.fromkeys(keys, ())
-        for edge in edges:
-            self.incoming[edge.target] += (edge,)
+        incoming: dict[str, list[Edge]] = {k: [] for k in keys}
         back_edges = _back_edges(self.keys, edges, self.entries)
         forward: dict[str, list[Out]] = {k: [] for k in keys}
         back: dict[str, list[Out]] = {k: [] for k in keys}
         preds: dict[str, set[str]] = {k: set() for k in keys}
         for edge in edges:
-            slot = self.incoming[edge.target].index(edge)
+            slots = incoming[edge.target]
+            slot = len(slots)  # the edge's place among the target's inputs
+            slots.append(edge)
             if edge in back_edges:
                 back[edge.source].append((edge.target, slot, edge.when))
             else:
                 forward[edge.source].append((edge.target, slot, edge.when))
                 preds[edge.target].add(edge.source)
+        self.incoming = {k: tuple(v) for k, v in incoming.items()}
         self.forward = {k: tuple(v) for k, v in forward.items()}
         self.back = {k: tuple(v) for k, v in back.items()}
         self.preds = {k: frozenset(v) for k, v in preds.items()}
