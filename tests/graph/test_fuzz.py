@@ -24,9 +24,7 @@ from hypothesis import strategies as st
 from bastion.graph import Graph, GraphSignal, NodeContext
 
 EXAMPLES = int(os.environ.get("BASTION_GRAPH_FUZZ", "60"))
-FUZZ = settings(
-    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @dataclass(frozen=True)

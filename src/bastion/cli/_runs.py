@@ -37,7 +37,7 @@ from ._decisions import (
 )
 from ._format import format_call, preview
 from ._graph_format import graph_entry_summary
-from ._load import load_agent
+from ._load import load_agent, load_object
 
 __all__ = ["entry_summary", "explain_suspension", "runs_app"]
 
@@ -187,7 +187,7 @@ def resume(  # noqa: PLR0917 (typer options)
             "--agent",
             metavar="MODULE:ATTR",
             help="The run's agent, as for 'bastion run': 'pkg.module:agent' or "
-            "'path/to/file.py:agent'.",
+            "'path/to/file.py:agent' (for a graph execution: the graph).",
             show_default=False,
         ),
     ],
@@ -246,6 +246,13 @@ def resume(  # noqa: PLR0917 (typer options)
     A run waits on tool calls (approval, or an outcome unknown after a crash) and on budget
     interrupts; 'bastion runs show RUN_ID' lists them with the options that decide each.
     """
+    if _is_graph(agent_spec):  # a graph execution: the graph resumes it
+        if happened or raise_to or answer:
+            error("A graph execution takes --approve, --deny (and 'graph resume --value').")
+            raise typer.Exit(EXIT_USAGE)
+        from ._graph_cli import graph_resume
+
+        graph_resume(run_id, agent_spec, approve, deny, None, json_lines, plain, store)
     agent = or_exit(lambda: load_agent(agent_spec))
     output = "json" if json_lines else "plain" if plain else "auto"
     try:
@@ -320,6 +327,12 @@ def replay(  # noqa: PLR0917 (typer options)
         scratch, lambda: recording.rerun(scratch, recorded_results=recorded_results), output
     )
     raise typer.Exit(code)
+
+
+def _is_graph(spec: str) -> bool:
+    from bastion.graph import Graph
+
+    return isinstance(or_exit(lambda: load_object(spec)), Graph)
 
 
 def explain_suspension(

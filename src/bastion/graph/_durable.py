@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from ._checkpoint import Checkpointer
     from ._graph import Graph
+    from ._run import GraphStream
     from ._store_checkpointer import StoreCheckpointer
     from ._store_records import CheckpointRecord
 
@@ -78,6 +79,34 @@ class Durable:
         if isinstance(saved, GraphResult):
             return saved
         return await graph.run(
+            saved.input, execution_id=execution_id, governor=governing, checkpointer=saved_in
+        )
+
+    async def resume_stream(
+        self,
+        execution_id: str,
+        directive: Directive | None = None,
+        *,
+        governor: Governor | None = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> GraphStream | GraphResult:
+        """Like :meth:`resume`, streaming the signals of what runs.
+
+        Everything that can refuse the resume (an unknown execution, missing decisions, a
+        racing resume) is checked and raised here, before the stream exists.
+
+        Returns:
+            The stream of the resumed execution, or the recorded result of a completed one.
+        """
+        from ._resume import prepare_resume
+
+        graph = cast("Graph", self)
+        saved_in = _checkpointer(graph, checkpointer)
+        governing = graph._governor(governor)  # pyright: ignore[reportPrivateUsage]
+        saved = await prepare_resume(graph, execution_id, directive, saved_in, governing)
+        if isinstance(saved, GraphResult):
+            return saved
+        return graph.stream(
             saved.input, execution_id=execution_id, governor=governing, checkpointer=saved_in
         )
 

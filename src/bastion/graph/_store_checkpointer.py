@@ -33,7 +33,7 @@ from ._checkpoint import Checkpoint, Step
 from ._signals import GraphStatus
 from ._store_history import fork_execution, list_checkpoints, load_execution
 from ._store_log import CheckpointConflict, ExecutionLog
-from ._store_records import CheckpointRecord, ExecutionRecord, to_json
+from ._store_records import CheckpointRecord, ExecutionRecord, fold_execution, to_json
 
 __all__ = ["StoreCheckpointer"]
 
@@ -102,10 +102,12 @@ class StoreCheckpointer:
         root, prefix = _split(execution_id)
         record = self._records.get(root)
         if record is None:
+            if prefix and root in self._logs:  # under an execution this process started
+                return None
             entries = await stores.journal.read(root)
             if not entries:
                 return None
-            record = await load_execution(stores, root)
+            record = fold_execution(root, entries)
             self._records[root] = record
             self._logs[root] = ExecutionLog(stores, root, record.graph, version=record.version)
         finished = {
@@ -240,12 +242,15 @@ class StoreCheckpointer:
         last = self._counters.pop(execution_id, None)
         agents = self._agents.pop(root, {})
         self._resuming.pop(root, None)
+        self._records.pop(root, None)  # a later resume reads the store again
+        self._claimed.discard(root)
         if status == "suspended":
             pending = _pending(last[1] if last is not None else {})
             for _, waits in agents.values():
                 pending.extend(waits)
             payload = {"pending": pending, "agents": {k: v[0] for k, v in agents.items()}}
             await log.write("graph_suspended", payload, status="awaiting_approval")
+            self._logs.pop(root, None)
             return
         await log.write(
             "graph_ended",
