@@ -136,3 +136,70 @@ async def test_an_agent_node_runs_a_full_agent_run_on_the_graphs_governor() -> N
     error = result.errors["second"]  # one model call per invocation: the graph's
     assert isinstance(error, RunFailed)
     assert error.code == "budget_exceeded"
+
+
+async def test_graph_policies_and_graph_windows_apply_to_the_model_calls_of_nodes() -> None:
+    # covers L-19, L-21: the graph level sits between global and node for ctx.oracle.llm
+    def no_big_models(action: PolicyAction) -> PolicyResult:
+        if action.oracle == "llm:test:big":
+            return deny("big models are not allowed in this graph")
+        return allow()
+
+    governor = Governor(
+        oracles={"llm": [Limit(type="calls", max=1, window="graph")]}, clock=VirtualClock()
+    )
+    graph = Graph("frugal", governor=governor, policies=[no_big_models])
+    small = ScriptedModel(["one", "two", "three"], name="small")
+    big = ScriptedModel(["never"], name="big")
+
+    async def ask_small(inputs: list[Any], ctx: NodeContext) -> Any:
+        return await ctx.oracle.llm("hi", model=small)
+
+    async def ask_big(inputs: list[Any], ctx: NodeContext) -> Any:
+        return await ctx.oracle.llm("hi", model=big)
+
+    graph.add_node("first", ask_small).add_node("second", ask_small)
+    graph.add_node("big", ask_big)
+    graph.add_edge("first", "second").add_edge("first", "big")
+    result = await graph.run()
+    assert result.outputs == {"first": "one"}
+    assert "calls 1 of 1 (window graph)" in str(result.errors["second"])
+    assert "big models are not allowed in this graph" in str(result.errors["big"])
+    assert big.requests == []
+    again = await graph.run()  # a new execution: a new graph window
+    assert again.outputs["first"] == "two"
+
+
+async def test_a_node_waiting_for_a_human_suspends_the_graph() -> None:
+    # covers L-27: no handler, so the graph ends suspended with what the node waits on
+    from bastion.governance import InterruptRequired
+    from bastion.graph import NodeInterrupt, Suspended
+
+    @tool(needs_approval=True, side_effect_class="side_effecting")
+    def transfer(amount: int) -> str:
+        """Move money."""
+        return f"sent {amount}"
+
+    banker = Agent(
+        "banker",
+        model=ScriptedModel([Turn(tool_calls=[Call("transfer", {"amount": 5})]), "done"]),
+        tools=[transfer],
+    )
+    graph = Graph("approvals", governor=Governor(clock=VirtualClock()))
+    graph.add_node("pay", banker)
+
+    def confirm(inputs: list[Any]) -> str:
+        raise NodeInterrupt({"question": "ship it?"})
+
+    graph.add_node("confirm", confirm)
+    graph.add_node("after", lambda inputs: "never")
+    graph.add_edge("confirm", "after")
+    result = await graph.run("pay 5")
+    assert result.status == "suspended"
+    waiting = result.errors["pay"]
+    assert isinstance(waiting, Suspended)
+    assert waiting.detail.status == "awaiting_approval"
+    asked = result.errors["confirm"]
+    assert isinstance(asked, InterruptRequired)
+    assert asked.interrupt.payload == {"question": "ship it?"}
+    assert "after" not in result.outputs

@@ -67,7 +67,7 @@ from ._scope import RunScope
 from ._setup import HookFlags, build_context, build_governance, build_store, resolve_model
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
-from ._subrun import ANCESTRY, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
+from ._subrun import ANCESTRY, GRAPH, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
 from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
 
@@ -1021,6 +1021,7 @@ class Agent(Generic[DepsT, OutputT]):
                 state.run_id,
                 invocation=metadata.get(INVOCATION),
                 ancestry=metadata.get(ANCESTRY) or (),
+                graph=metadata.get(GRAPH) or "",
             )
         ctx: RunContext[Any] = RunContext(
             run_id=state.run_id,

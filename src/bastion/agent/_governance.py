@@ -109,14 +109,19 @@ class AgentGovernance:
             sink[1].append(signal)
 
     def open(
-        self, run_id: str, *, invocation: str | None = None, ancestry: Sequence[str] = ()
+        self,
+        run_id: str,
+        *,
+        invocation: str | None = None,
+        ancestry: Sequence[str] = (),
+        graph: str = "",
     ) -> RunGovernance:
         """The governance of one run (held by its scope).
 
         A sub-agent's run acts in its root run's ``invocation`` (so ``invocation`` windows
         cover the whole tree), below the agents of ``ancestry`` (root first).
         """
-        run = RunGovernance(self, run_id, invocation=invocation, ancestry=ancestry)
+        run = RunGovernance(self, run_id, invocation=invocation, ancestry=ancestry, graph=graph)
         self.runs[run_id] = run
         return run
 
@@ -135,6 +140,7 @@ class AgentGovernance:
         governor = self.governor
         run = self.runs.get(run_id)
         invocation, ancestry = (run_id, ()) if run is None else (run.invocation, run.ancestry)
+        graph = "" if run is None else run.graph
         target = key[6:] if tool.oracle_key is not None and key.startswith("agent:") else None
         try:
             # Counted when admitted, not when done: the calls of one step are all admitted
@@ -143,6 +149,7 @@ class AgentGovernance:
                 key,
                 input=dict(arguments),
                 node=self.node,
+                graph=graph,
                 invocation=invocation,
                 ancestry=ancestry,
                 target=target,
@@ -170,8 +177,10 @@ class AgentGovernance:
             extracts = self._extracts[key] = self.governor.counts_results(key, node=self.node)
         if extracts:
             run = self.runs.get(ctx.run_id)
-            invocation = ctx.run_id if run is None else run.invocation
-            await self.governor.record(key, result, calls=0, node=self.node, invocation=invocation)
+            invocation, graph = (ctx.run_id, "") if run is None else (run.invocation, run.graph)
+            await self.governor.record(
+                key, result, calls=0, node=self.node, graph=graph, invocation=invocation
+            )
 
     def for_child(self, name: str) -> AgentGovernance:
         """The governance of sub-agent ``name`` on this governor (made once, then kept).
@@ -193,6 +202,7 @@ class RunGovernance:
         "_model",
         "ancestry",
         "governor",
+        "graph",
         "interrupted",
         "invocation",
         "node",
@@ -209,8 +219,10 @@ class RunGovernance:
         *,
         invocation: str | None = None,
         ancestry: Sequence[str] = (),
+        graph: str = "",
     ) -> None:
         self.owner = owner
+        self.graph = graph  # the graph execution the run acts in ("" outside graphs)
         self.governor = owner.governor
         self.node = owner.node
         self.run_id = run_id
@@ -256,6 +268,7 @@ class RunGovernance:
             self._model_key(model),
             input=request,
             node=self.node,
+            graph=self.graph,
             invocation=self.invocation,
             ancestry=self.ancestry,
             calls=1 if governor.counts_on_check else 0,  # shared stores: count when admitted
@@ -269,19 +282,25 @@ class RunGovernance:
             usage=usage,
             calls=0 if governor.counts_on_check else 1,
             node=self.node,
+            graph=self.graph,
             invocation=self.invocation,
         )
 
     def begin_round(self, model: Model) -> Awaitable[None]:
         """Count one tool-call round against the model's ``rounds`` limits."""
         return self.governor.begin_round(
-            self._model_key(model), node=self.node, invocation=self.invocation
+            self._model_key(model), node=self.node, graph=self.graph, invocation=self.invocation
         )
 
     async def call(self, key: str, work: Callable[[], Any]) -> Any:
         """Run a tool's ``ctx.call(key, fn)`` work through the governor, for this run."""
         return await self.governor.exec(
-            key, work, node=self.node, invocation=self.invocation, ancestry=self.ancestry
+            key,
+            work,
+            node=self.node,
+            graph=self.graph,
+            invocation=self.invocation,
+            ancestry=self.ancestry,
         )
 
     def take_interrupted(self) -> list[SuspendedInterrupt]:

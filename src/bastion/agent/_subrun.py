@@ -51,6 +51,7 @@ __all__ = [
     "Delegate",
     "EXPOSE_TURNS",
     "FORWARD_EVENTS",
+    "GRAPH",
     "INVOCATION",
     "PARENT_AGENT",
     "PARENT_RUN_ID",
@@ -75,6 +76,7 @@ PARENT_TOOL_CALL_ID = "bastion.parent_tool_call_id"
 PARENT_AGENT = "bastion.parent_agent"
 ANCESTRY = "bastion.ancestry"  # agent names from the root run to the parent
 INVOCATION = "bastion.invocation_id"  # the root run, whose invocation windows count it
+GRAPH = "bastion.graph_id"  # the graph execution a run acts in (a graph's agent node)
 
 # What ``forward_events="lifecycle"`` leaves out: the pieces, keeping the milestones.
 _PIECES = frozenset(
@@ -283,6 +285,8 @@ def _metadata(ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
     }
     if parent is not None and parent.governance is not None:
         metadata[INVOCATION] = parent.governance.invocation
+        if parent.governance.graph:
+            metadata[GRAPH] = parent.governance.graph
     return metadata
 
 
@@ -296,6 +300,7 @@ async def _account(parent: RunScope | None, name: str, result: RunResult[Any]) -
         usage=result.usage,
         calls=0,
         node=governance.node,
+        graph=governance.graph,
         invocation=governance.invocation,
     )
 

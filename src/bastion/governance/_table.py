@@ -34,7 +34,16 @@ class PolicyTable:
         UserError: For an invalid key, policy or limit (when built).
     """
 
-    __slots__ = ("_global", "_graph", "_node", "_oracle_policies", "_oracles", "limits", "plans")
+    __slots__ = (
+        "_executions",
+        "_global",
+        "_graph",
+        "_node",
+        "_oracle_policies",
+        "_oracles",
+        "limits",
+        "plans",
+    )
 
     def __init__(
         self,
@@ -46,6 +55,7 @@ class PolicyTable:
         budgets: Sequence[Budget],
     ) -> None:
         self.plans: dict[tuple[str, str, str], Plan] = {}
+        self._executions: set[str] = set()  # graph execution ids with cached plans
         self._oracles: dict[str, Oracle] = {}
         self._oracle_policies: dict[str, list[CustomPolicy]] = {}
         self.limits: dict[str, list[BoundLimit]] = {}  # by owning oracle key
@@ -100,6 +110,9 @@ class PolicyTable:
 
     def forget(self, graph: str) -> None:
         """Drop the cached plans of one graph execution id (it ended)."""
+        if graph not in self._executions:
+            return
+        self._executions.discard(graph)
         for cached in [k for k in self.plans if k[2] == graph]:
             del self.plans[cached]
 
@@ -107,6 +120,8 @@ class PolicyTable:
         """The plan of an action on ``key`` by ``node`` in ``graph`` (built once)."""
         plan = self.plans.get((key, node, graph))
         if plan is None:
+            if "#" in graph:
+                self._executions.add(graph)
             plan = self.plans[key, node, graph] = build_plan(
                 key,
                 node=node,

@@ -324,14 +324,18 @@ class NodeContext:
             Suspended: The run waits for approvals (``detail`` is its ``RunState``).
             RunFailed: The run failed.
         """
-        from bastion.agent._subrun import ANCESTRY, INVOCATION
+        from bastion.agent._subrun import ANCESTRY, GRAPH, INVOCATION
 
         from ._agent_resume import resumed_agent, suspend_agent
         from ._nodes import Suspended
 
         self._alive()
         execution = self._execution
-        metadata = {INVOCATION: execution.run.invocation_id, ANCESTRY: list(execution.ancestry)}
+        metadata = {
+            INVOCATION: execution.run.invocation_id,
+            ANCESTRY: list(execution.ancestry),
+            GRAPH: execution.graph_id,
+        }
         resumed = resumed_agent(execution, self.node_id)  # its run, saved when it suspended
         sink = execution.run.sink
         if sink is None:

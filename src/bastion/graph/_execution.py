@@ -5,9 +5,10 @@ entries, with ``[input]``). A node runs once every predecessor in the region set
 least one edge into it fired; a node no fired edge reaches is skipped, and so are the nodes
 only it leads to, so joins never wait forever. Independent nodes run concurrently in a task
 group, at most ``max_concurrency`` at once; while a single node is ready it runs inline (no
-task). Back edges that fire seed the next round; a node about to run again is first checked
-by the governor as an action on ``node:<key>`` (its earlier runs count as its ancestry, so
-``max_cycles`` / ``max_loop`` bound loops); ``max_rounds`` bounds them too.
+task). Back edges that fire seed the next round; a seed (the node a loop comes back to) is
+first checked by the governor as an action on ``node:<key>`` (its earlier runs count as its
+ancestry, so ``max_cycles`` / ``max_loop`` bound loops); ``max_rounds`` bounds them too.
+The nodes after it in the round follow it without a check of their own.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = ["Execution"]
 
 _INPUT = -1  # the inbox slot of the execution's input (entries, round 0)
 Fired = tuple[list[tuple[str, int]], list[tuple[str, int]]]  # (forward, back) edges taken
+_NOWHERE: Fired = ([], [])  # a node without outgoing edges (never mutated)
 
 
 class Execution:
@@ -55,6 +57,7 @@ class Execution:
         "_queue",
         "_ready",
         "_running",
+        "_seeds",
         "_waits",
         "ancestry",
         "errors",
@@ -70,6 +73,7 @@ class Execution:
         "saved",
         "spawned",
         "stopped",
+        "topology",
     )
 
     def __init__(
@@ -86,6 +90,7 @@ class Execution:
         self.graph = graph
         self.execution_id = execution_id
         self.graph_id = f"{graph.key}#{execution_id}"
+        self.topology = graph.compile()
         self.input = input
         self.ancestry = ancestry
         self.parent = parent
@@ -100,6 +105,7 @@ class Execution:
         self._next: dict[str, dict[int, Any]] = {}
         self._waits: dict[str, int] = {}
         self._ready: list[str] = []
+        self._seeds: frozenset[str] = frozenset()  # where the round started (back edges)
         self._queue: deque[str] = deque()
         self._running = 0
         self._group: asyncio.TaskGroup | None = None
@@ -110,7 +116,7 @@ class Execution:
     async def execute(self) -> GraphResult:
         """Run to the end; ``graph.after`` is emitted exactly once, whatever happens."""
         run, graph = self.run, self.graph
-        topology = graph.compile()
+        topology = self.topology
         graph.bind(run.governor)
         sink = run.sink
         if sink is not None:
@@ -208,7 +214,7 @@ class Execution:
         if graph.output is not None:
             entry = latest.get(graph.output)
             return None if entry is None else entry[1]
-        sinks = self.graph.compile().sinks
+        sinks = self.topology.sinks
         if len(sinks) == 1:
             entry = latest.get(sinks[0])
             return None if entry is None else entry[1]
@@ -226,10 +232,11 @@ class Execution:
     # -- one round ----------------------------------------------------------------------
 
     async def _round(self, seeds: dict[str, dict[int, Any]]) -> dict[str, dict[int, Any]]:
-        topology = self.graph.compile()
+        topology = self.topology
         region = topology.region(seeds)
         self._waits = dict(region.waits)
         self._inbox = seeds
+        self._seeds = frozenset(seeds)
         self._next = {}
         ready = self._ready
         ready.extend(k for k in topology.keys if k in seeds and not self._waits[k])
@@ -279,7 +286,7 @@ class Execution:
 
     def _settle(self, key: str, fired: Fired | None, output: Any) -> None:
         """A node ran (``fired``: the edges its output took) or was skipped (``None``)."""
-        topology = self.graph.compile()
+        topology = self.topology
         inbox, waits = self._inbox, self._waits
         if fired is not None:
             for target, slot in fired[1]:  # back edges: the next round starts there
@@ -319,7 +326,7 @@ class Execution:
             self._done(key, (), saved[path])
             self._settle(key, self._fired(key, saved[path]), saved[path])
             return
-        if self.round and not await self._may_repeat(key, inputs):
+        if self.round and key in self._seeds and not await self._may_repeat(key, inputs):
             self._settle(key, None, None)
             return
         run = self.run
@@ -368,7 +375,9 @@ class Execution:
         self.errors.pop(key, None)
 
     def _fired(self, key: str, output: Any) -> Fired:
-        topology = self.graph.compile()
+        topology = self.topology
+        if not topology.forward[key] and not topology.back[key]:
+            return _NOWHERE
         forward = [
             (t, slot) for t, slot, when in topology.forward[key] if when is None or when(output)
         ]

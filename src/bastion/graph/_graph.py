@@ -337,7 +337,7 @@ class Graph(Durable):
         if abort is None:
             return await execution.execute()
         watcher = asyncio.get_running_loop().create_task(abort.wait())
-        watcher.add_done_callback(lambda _: run.abort("aborted"))
+        watcher.add_done_callback(lambda task: task.cancelled() or run.abort("aborted"))
         try:
             return await execution.execute()
         finally:

@@ -185,7 +185,7 @@ async def _retry_round(scope: RunScope, item: SuspendedInterrupt) -> bool:
     try:
         await governance.guard(
             governance.governor.begin_round(
-                key, node=governance.node, invocation=governance.invocation
+                key, node=governance.node, graph=governance.graph, invocation=governance.invocation
             )
         )
     except InterruptRequired as exc:  # e.g. a plain retry while the limit is still used up
