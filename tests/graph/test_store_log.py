@@ -15,7 +15,7 @@ from bastion.stores import NewEntry, Stores, open_store
 from bastion.testing import isolated_store
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
+@pytest.fixture(params=["memory", "sqlite", "postgres", "redis"])
 async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stores]:
     async with isolated_store(request.param, tmp_path) as url, open_store(url) as opened:
         yield opened

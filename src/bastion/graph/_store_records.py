@@ -260,7 +260,7 @@ def fold_execution(execution_id: str, entries: Sequence[JournalEntry]) -> Execut
                 record = _start(execution_id, entry)
             else:
                 _apply(record, entry)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise JournalUnreadable(
                 execution_id, entry.seq, f"({entry.kind}) is malformed: {exc}."
             ) from exc
