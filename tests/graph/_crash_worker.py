@@ -26,7 +26,7 @@ from typing import Any
 from bastion.core import RunStatus
 from bastion.graph import Graph, StoreCheckpointer
 from bastion.stores import JournalEntry, JournalStore, NewEntry, open_store
-from bastion.testing import ForwardingJournal
+from bastion.testing import ForwardingJournal, LaterClock
 
 
 class CrashingJournal(ForwardingJournal):
@@ -119,7 +119,9 @@ async def main(store: str, workdir: Path, mode: str) -> None:
     crash = os.environ.get("BASTION_CRASH")
     if crash:
         stores.journal = CrashingJournal(stores.journal, crash)
-    checkpointer = StoreCheckpointer(stores)
+    # A resumer starts after the killed worker's lease ran out (else it would be refused).
+    later = LaterClock(stores.lease_ttl + 1) if mode == "resume" else None
+    checkpointer = StoreCheckpointer(stores, clock=later)
     graph = build_graph(workdir, checkpointer, start=mode == "start")
     try:
         if mode == "start":

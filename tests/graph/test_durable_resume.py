@@ -25,6 +25,7 @@ from bastion.graph import (
     NodeError,
     StoreCheckpointer,
 )
+from bastion.stores import RunBusy
 from bastion.testing import isolated_store
 from bastion.tools import Directive, InterruptResolution
 
@@ -146,3 +147,28 @@ async def test_racing_resumes_one_wins_the_other_gets_a_version_conflict(
     with pytest.raises(CheckpointConflict):
         await review_graph(store_url, late).resume(execution_id, _approve(interrupt_id, "c"))
     assert late == []
+
+
+async def test_a_resume_while_the_owner_runs_is_refused_and_changes_nothing(
+    store_url: str,
+) -> None:
+    started, go = asyncio.Event(), asyncio.Event()
+
+    def build(url: str) -> Graph:
+        async def slow(inputs: list[Any]) -> str:
+            started.set()
+            await go.wait()
+            return "done"
+
+        return Graph("slow", checkpointer=StoreCheckpointer(url)).add_node("slow", slow)
+
+    owner = asyncio.create_task(build(store_url).run(None, execution_id="gx_live"))
+    await started.wait()
+    before = await StoreCheckpointer(store_url).record("gx_live")
+    with pytest.raises(RunBusy, match="'gx_live' is running elsewhere"):
+        await build(store_url).resume("gx_live")
+    after = await StoreCheckpointer(store_url).record("gx_live")
+    assert after.version == before.version  # nothing was written
+    go.set()
+    result = await owner
+    assert (result.status, result.output) == ("completed", "done")

@@ -21,13 +21,21 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from bastion.core import UserError
+from bastion.core import Clock, SystemClock, UserError
 from bastion.governance import (
     GovernorSnapshot,
     dump_governance_state,
     load_governance_state,
 )
-from bastion.stores import Stores, open_store
+from bastion.stores import (
+    LeaseHeld,
+    LeaseKeeper,
+    RunBusy,
+    Stores,
+    new_owner,
+    open_store,
+    run_lease_key,
+)
 
 from ._checkpoint import Checkpoint, Step
 from ._signals import GraphStatus
@@ -54,16 +62,23 @@ def _split(execution_id: str) -> tuple[str, str]:
 class StoreCheckpointer:
     """Checkpoints graph executions into a store's run journal.
 
+    A process works on an execution under its lease ``run:<execution id>`` (as an agent
+    run), taken before its first entry or before it resumes a running one and released when
+    it ends or suspends: a resume while the owner lives is refused with ``RunBusy``.
+
     Args:
         store: A :class:`~bastion.stores.Stores`, or a store URL (``sqlite:///graph.db``,
             ``postgresql://…``, ``redis://…``, ``memory://``), opened on first use.
+        clock: The clock of the leases (``stores.lease_ttl`` long); default the system's.
 
     Raises:
         UserError: A URL no backend understands.
     """
 
-    def __init__(self, store: Stores | str) -> None:
+    def __init__(self, store: Stores | str, *, clock: Clock | None = None) -> None:
         self._owned = isinstance(store, str)
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._keepers: dict[str, LeaseKeeper] = {}
         self.stores: Stores = open_store(store) if isinstance(store, str) else store
         self._opened = False
         self._logs: dict[str, ExecutionLog] = {}
@@ -93,6 +108,37 @@ class StoreCheckpointer:
         if log is None:
             raise UserError(f"Execution {execution_id!r} was not started on this checkpointer.")
         return log
+
+    async def _own(self, root: str) -> None:
+        """Take the execution's lease (once).
+
+        Raises:
+            RunBusy: A live process works on it.
+        """
+        if root in self._keepers:
+            return
+        stores = self.stores
+        keeper = LeaseKeeper(
+            stores.leases, run_lease_key(root), self._clock, ttl=stores.lease_ttl, owner=new_owner()
+        )
+        try:
+            await keeper.acquire()
+        except LeaseHeld as held:
+            raise RunBusy(root, held.lease, held.now) from None
+        self._keepers[root] = keeper
+
+    async def _release(self, root: str) -> None:
+        keeper = self._keepers.pop(root, None)
+        if keeper is not None:
+            try:
+                await keeper.release()
+            except Exception:
+                keeper.stop()
+
+    def _alive(self, root: str) -> None:
+        keeper = self._keepers.get(root)
+        if keeper is not None and keeper.lost is not None:
+            raise keeper.lost  # another process took the execution over: stop writing
 
     # -- the scheduler's protocol ---------------------------------------------------------
 
@@ -185,7 +231,12 @@ class StoreCheckpointer:
         root = _split(execution_id)[0]
         self.check_claim(root, directive)
         record = self._records.get(root)
-        await self._log(root).write("graph_resumed", {"directive": directive}, status="running")
+        if record is not None and record.status == "running":
+            await self._own(root)  # a live owner refuses it before anything is written
+            await self._log(root).write("graph_resumed", {"directive": directive})
+        else:  # suspended: the version decides a race, then nobody else holds it
+            await self._log(root).write("graph_resumed", {"directive": directive}, "running")
+            await self._own(root)
         self._resuming[root] = (dict(record.agents) if record is not None else {}, directive)
         self._records.pop(root, None)
         self._claimed.add(root)
@@ -198,11 +249,13 @@ class StoreCheckpointer:
             return  # a nested execution lives in its root's journal
         log = self._logs.get(root)
         if log is None:
+            await self._own(root)
             log = self._logs[root] = ExecutionLog(stores, root, graph)
             await log.write("graph_started", {"graph": graph, "input": to_json(input)})
         elif root in self._claimed:
             self._claimed.discard(root)
         else:  # restarted with graph.run(execution_id=...) rather than resume()
+            await self._own(root)
             self._records.pop(root, None)
             await log.write("graph_resumed", {"directive": None}, status="running")
 
@@ -210,6 +263,7 @@ class StoreCheckpointer:
         """Write the node's result; return once it is durable."""
         prefix = _split(execution_id)[1]
         key = prefix + node_id
+        self._alive(_split(execution_id)[0])
         node = node_id.split("@", maxsplit=1)[0]
         payload = {"key": key, "node": node, "step": round, "output": to_json(output)}
         await self._log(execution_id).write("graph_node_finished", payload)
@@ -249,15 +303,21 @@ class StoreCheckpointer:
             for _, waits in agents.values():
                 pending.extend(waits)
             payload = {"pending": pending, "agents": {k: v[0] for k, v in agents.items()}}
-            await log.write("graph_suspended", payload, status="awaiting_approval")
-            self._logs.pop(root, None)
+            try:
+                await log.write("graph_suspended", payload, status="awaiting_approval")
+            finally:
+                self._logs.pop(root, None)
+                await self._release(root)
             return
-        await log.write(
-            "graph_ended",
-            {"status": status, "output": to_json(output) if status == "completed" else None},
-            status=status,
-        )
-        self._logs.pop(root, None)
+        try:
+            await log.write(
+                "graph_ended",
+                {"status": status, "output": to_json(output) if status == "completed" else None},
+                status=status,
+            )
+        finally:
+            self._logs.pop(root, None)
+            await self._release(root)
 
     # -- reading back ---------------------------------------------------------------------
 
