@@ -231,12 +231,16 @@ class StoreCheckpointer:
         root = _split(execution_id)[0]
         self.check_claim(root, directive)
         record = self._records.get(root)
-        if record is not None and record.status == "running":
-            await self._own(root)  # a live owner refuses it before anything is written
-            await self._log(root).write("graph_resumed", {"directive": directive})
-        else:  # suspended: the version decides a race, then nobody else holds it
-            await self._log(root).write("graph_resumed", {"directive": directive}, "running")
-            await self._own(root)
+        try:
+            if record is not None and record.status == "running":
+                await self._own(root)  # a live owner refuses it before anything is written
+                await self._log(root).write("graph_resumed", {"directive": directive})
+            else:  # suspended: the version decides a race, then nobody else holds it
+                await self._log(root).write("graph_resumed", {"directive": directive}, "running")
+                await self._own(root)
+        except Exception:
+            await self._release(root)
+            raise
         self._resuming[root] = (dict(record.agents) if record is not None else {}, directive)
         self._records.pop(root, None)
         self._claimed.add(root)
@@ -249,9 +253,15 @@ class StoreCheckpointer:
             return  # a nested execution lives in its root's journal
         log = self._logs.get(root)
         if log is None:
+            started = {"graph": graph, "input": to_json(input)}  # a UserError before the lease
             await self._own(root)
             log = self._logs[root] = ExecutionLog(stores, root, graph)
-            await log.write("graph_started", {"graph": graph, "input": to_json(input)})
+            try:
+                await log.write("graph_started", started)
+            except Exception:
+                del self._logs[root]
+                await self._release(root)
+                raise
         elif root in self._claimed:
             self._claimed.discard(root)
         else:  # restarted with graph.run(execution_id=...) rather than resume()
