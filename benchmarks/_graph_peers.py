@@ -28,6 +28,14 @@ class _State(TypedDict):
     count: Annotated[int, operator.add]
 
 
+def _merge(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {**a, **b}
+
+
+class _Keyed(TypedDict, total=False):
+    outputs: Annotated[dict[str, int], _merge]
+
+
 class _ItemState(TypedDict):
     count: Annotated[int, operator.add]
     item: int
@@ -157,20 +165,14 @@ async def lg_checkpoint_bytes(n: int) -> tuple[int, int]:
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
 
-    def merge(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-        return {**a, **b}
-
-    class Keyed(TypedDict, total=False):
-        outputs: Annotated[dict[str, int], merge]
-
-    def keyed(i: int) -> Callable[[Keyed], Awaitable[dict[str, dict[str, int]]]]:
-        async def step(state: Keyed) -> dict[str, dict[str, int]]:
+    def keyed(i: int) -> Callable[[_Keyed], Awaitable[dict[str, dict[str, int]]]]:
+        async def step(state: _Keyed) -> dict[str, dict[str, int]]:
             del state
             return {"outputs": {f"n{i}": i}}
 
         return step
 
-    builder: Any = StateGraph(Keyed)
+    builder: Any = StateGraph(_Keyed)
     for i in range(n):
         builder.add_node(f"n{i}", keyed(i))
         builder.add_edge(START if i == 0 else f"n{i - 1}", f"n{i}")
