@@ -60,6 +60,11 @@ def test_show_history_and_runs_list_read_the_store(store: str) -> None:
     assert listed.exit_code == 0, listed.output
     row = next(line for line in listed.output.splitlines() if execution_id in line)
     assert row.split()[1:4] == ["graph", "review", "awaiting_approval"]
+    journal = cli("runs", "show", execution_id, "--plain")
+    assert journal.exit_code == 0, journal.output
+    assert 'graph_started      review input="graphs"' in journal.output
+    assert 'graph_node_finished outline@0 → ["why graphs", ' in journal.output
+    assert "graph_suspended    waiting for: publish_1" in journal.output
     shown = cli("graph", "show", execution_id, "--plain")
     assert shown.exit_code == 0, shown.output
     assert f"{execution_id} · graph review · awaiting_approval" in shown.output
