@@ -35,6 +35,7 @@ def test_importing_agent_and_tool_leaves_optional_parts_unloaded() -> None:
         "bastion.context._compact",
         "bastion.tools._code_mode",
         "bastion.providers._registry",
+        "bastion.graph",
     }
     assert loaded & optional == set()
 

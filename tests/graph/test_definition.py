@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bastion.core import UserError
 from bastion.graph import Checkpointer, Graph, MemoryCheckpointer, NodeContext, Registry
@@ -203,3 +205,71 @@ async def test_spawned_and_mapped_executions_checkpoint_under_their_own_ids() ->
     spawned = await checkpointer.load("root/spawn@0~1")
     assert spawned is not None
     assert spawned.output == 10
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner),
+    max_leaves=12,
+)
+manifest_like = st.fixed_dictionaries(
+    {},
+    optional={
+        "key": st.sampled_from(["g", "bad key", 3]) | st.text(max_size=5),
+        "nodes": st.dictionaries(
+            st.sampled_from(["a", "b", "c d"]),
+            st.sampled_from(["split", "missing"]) | json_values,
+            max_size=3,
+        )
+        | json_values,
+        "edges": st.lists(
+            st.lists(st.sampled_from(["a", "b", "z"]), max_size=3) | json_values, max_size=3
+        ),
+        "entry": json_values,
+        "max_rounds": json_values,
+        "output": json_values,
+    },
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(manifest_like)
+def test_any_manifest_builds_or_is_a_user_error(data: dict[str, Any]) -> None:
+    registry = Registry()
+    registry.add_node("split", lambda inputs: inputs)
+    try:
+        graph = registry.build(data)
+    except UserError:
+        return
+    assert isinstance(graph, Graph)
+
+
+async def test_a_stream_runs_once() -> None:
+    graph = Graph("once").add_node("a", lambda inputs: 1)
+    stream = graph.stream()
+    assert [s.type async for s in stream][-1] == "graph.after"
+    with pytest.raises(UserError, match="A GraphStream runs once"):
+        [s async for s in stream]
+
+
+async def test_a_manifest_names_registered_policies_at_graph_and_node_level() -> None:
+    # covers L-04 (graph and node policies of a manifest), L-25
+    from bastion.governance import max_cycles, max_loop
+
+    registry = Registry()
+    registry.add_node("draft", lambda inputs: "draft").add_node("check", lambda inputs: "ok")
+    registry.add_policy("no_repeats", max_cycles(0)).add_policy("loop_twice", max_loop("draft", 2))
+    graph = registry.load(
+        {
+            "key": "drafting",
+            "entry": ["draft"],
+            "policies": ["no_repeats"],
+            "nodes": {"draft": {"node": "draft", "policies": ["loop_twice"]}, "check": "check"},
+            "edges": [["draft", "check"], ["check", "draft"]],
+        }
+    )
+    result = await graph.run()
+    assert result.rounds == 4
+    assert result.stopped == ("draft",)
+    with pytest.raises(UserError, match="names policy 'nope', which is not registered"):
+        registry.load({"key": "x", "policies": ["nope"], "nodes": {"a": "draft"}})

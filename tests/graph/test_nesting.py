@@ -283,3 +283,32 @@ async def test_spawning_an_unknown_key_is_a_user_error_naming_it() -> None:
     with pytest.raises(RunFailed, match="cannot spawn 'missing'"):
         result.raise_for_status()
     assert isinstance(result.errors["spawn"], UserError)
+
+
+async def test_cancelling_a_run_from_outside_ends_its_background_work() -> None:
+    # covers L-33: no orphan: fire-and-forget work stops with its root
+    entered = asyncio.Event()
+    side_cancelled = asyncio.Event()
+    side = Graph("side")
+
+    async def forever(inputs: list[Any]) -> None:
+        entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            side_cancelled.set()
+            raise
+
+    side.add_node("forever", forever)
+    graph = Graph("root")
+
+    async def start(inputs: list[Any], ctx: NodeContext) -> None:
+        await ctx.spawn_nowait(side)
+
+    graph.add_node("start", start)
+    running = asyncio.ensure_future(graph.run())
+    await entered.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await side_cancelled.wait()

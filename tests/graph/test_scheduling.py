@@ -112,3 +112,16 @@ async def test_a_cycle_without_a_bound_is_refused_at_build_time() -> None:
     graph.add_edge("a", "b").add_edge("b", "a")
     with pytest.raises(UserError, match="cycle 'a' -> 'b' -> 'a' at node 'a' has no bound"):
         graph.validate()
+
+
+async def test_a_node_added_after_a_run_brings_its_policies_to_the_governor() -> None:
+    # covers L-25: node-level policies reach the governor whenever the node is added
+    governor = Governor(clock=VirtualClock())
+    graph = Graph("growing", governor=governor, entry="a", max_rounds=10)
+    graph.add_node("a", lambda inputs: "a")
+    assert (await graph.run()).status == "completed"
+    graph.add_node("b", lambda inputs: "b", policies=[max_loop("b", 0)])
+    graph.add_edge("a", "b").add_edge("b", "b")
+    result = await graph.run()
+    assert result.stopped == ("b",)  # max_loop('b', 0): its first repeat is refused
+    assert result.rounds == 2

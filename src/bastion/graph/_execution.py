@@ -167,6 +167,9 @@ class Execution:
         run = self.run
         if self.parent is None:
             run.started = False  # no abort may cancel the root from here on
+            if cancelled:  # cancelled from outside: the fire-and-forget work goes too
+                for task in list(run.background):
+                    task.cancel()
         output = self._output() if status != "aborted" else None
         result = GraphResult(
             graph=self.graph.key,

@@ -123,6 +123,8 @@ class Graph(Durable):
             raise UserError(f"Graph {self.key!r} already has a node {spec.key!r}.")
         self.specs[spec.key] = spec
         self._topology = None
+        if spec.policies:
+            self._bound = weakref.WeakSet()  # governors must learn the new node's policies
 
     @overload
     def node(self, fn: F, /) -> F: ...

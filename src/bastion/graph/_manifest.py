@@ -12,17 +12,18 @@ and the graphs, so a server can load and run graphs by name. It is validated wit
     nodes:
       gather: gather            # a registered node
       each: {map: summarize, items: docs, max_concurrency: 4}
-      report: write_report
+      report: {node: write_report, policies: [one_report_loop]}
     edges:
       - [gather, each]
       - [each, report]
       - {from: report, to: gather, when: needs_more}
+    policies: [no_shutdown]     # graph level
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,10 @@ from bastion.core import UserError
 from ._nodes import as_spec, check_key
 
 if TYPE_CHECKING:
+    from bastion.governance import Policy
+
     from ._graph import Graph
+    from ._nodes import NodeLike
 
 __all__ = ["Registry"]
 
@@ -42,12 +46,13 @@ class Registry:
     def __init__(self) -> None:
         self.nodes: dict[str, Any] = {}
         self.conditions: dict[str, Callable[[Any], bool]] = {}
+        self.policies: dict[str, Policy] = {}
         self._graphs: dict[str, Graph] = {}
         self._manifests: dict[str, Mapping[str, Any]] = {}
 
     # -- registering ----------------------------------------------------------------------
 
-    def add_node(self, name: str, node: Any) -> Registry:
+    def add_node(self, name: str, node: NodeLike) -> Registry:
         """Register a node implementation (function, ``Node`` or ``Agent``) under ``name``."""
         check_key("node", name)
         as_spec(name, node)  # a UserError now rather than when a manifest names it
@@ -68,6 +73,11 @@ class Registry:
         """Decorator: register an edge condition under its name."""
         self.add_condition(fn.__name__, fn)
         return fn
+
+    def add_policy(self, name: str, policy: Policy) -> Registry:
+        """Register a custom policy (e.g. ``max_loop("review", 3)``) for manifests."""
+        self.policies[check_key("policy", name)] = policy
+        return self
 
     def add_graph(self, graph: Graph | Mapping[str, Any] | str | Path) -> Registry:
         """Register a graph, or a manifest built when first used.
@@ -132,11 +142,12 @@ class Registry:
             UserError: An invalid manifest, or a name the registry does not hold.
         """
         from ._graph import Graph
-        from ._manifest_model import GraphManifest, parse_manifest
+        from ._manifest_model import GraphManifest, MapManifest, parse_manifest
 
         manifest: GraphManifest = parse_manifest(data)
         graph = Graph(
             manifest.key,
+            policies=self._policies(manifest.key, manifest.policies),
             entry=manifest.entry,
             output=manifest.output,
             max_concurrency=manifest.max_concurrency,
@@ -144,16 +155,23 @@ class Registry:
             registry=self,
         )
         for key, ref in manifest.nodes.items():
-            if isinstance(ref, str):
-                spec = as_spec(key, self._node(manifest.key, key, ref), ref=ref)
-                graph._add(spec)
-            else:
+            if isinstance(ref, MapManifest):
                 graph.add_map(
                     key,
                     self.graph(ref.map),
                     items=ref.items,
                     max_concurrency=ref.max_concurrency,
+                    policies=self._policies(manifest.key, ref.policies),
                 )
+                continue
+            name, policies = (ref, ()) if isinstance(ref, str) else (ref.node, ref.policies)
+            spec = as_spec(
+                key,
+                self._node(manifest.key, key, name),
+                policies=self._policies(manifest.key, policies),
+                ref=name,
+            )
+            graph._add(spec)  # the registry builds graphs: the spec keeps the name
         for edge in manifest.edges:
             when = None
             if edge.when is not None:
@@ -167,6 +185,19 @@ class Registry:
             graph.add_edge(edge.source, edge.target, when=when, label=edge.when or "")
         graph.compile()
         return graph
+
+    def _policies(self, graph: str, names: Sequence[str]) -> list[Policy]:
+        found: list[Policy] = []
+        for name in names:
+            policy = self.policies.get(name)
+            if policy is None:
+                known = ", ".join(map(repr, self.policies)) or "none"
+                raise UserError(
+                    f"Graph {graph!r} names policy {name!r}, which is not registered. "
+                    f"Registered policies: {known}."
+                )
+            found.append(policy)
+        return found
 
     def _node(self, graph: str, key: str, ref: str) -> Any:
         node = self.nodes.get(ref)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bastion.core import UserError
 
-__all__ = ["EdgeManifest", "GraphManifest", "MapManifest", "parse_manifest"]
+__all__ = ["EdgeManifest", "GraphManifest", "MapManifest", "NodeManifest", "parse_manifest"]
 
 
 class MapManifest(BaseModel):
@@ -20,6 +20,16 @@ class MapManifest(BaseModel):
     map: str
     items: str | None = None
     max_concurrency: int = Field(default=8, ge=1)
+    policies: list[str] = Field(default_factory=list[str])
+
+
+class NodeManifest(BaseModel):
+    """A registered node with node-level policies (registered names)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    node: str
+    policies: list[str] = Field(default_factory=list[str])
 
 
 class EdgeManifest(BaseModel):
@@ -46,12 +56,13 @@ class GraphManifest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: str
-    nodes: dict[str, str | MapManifest]
+    nodes: dict[str, str | NodeManifest | MapManifest]
     edges: list[EdgeManifest] = Field(default_factory=list[EdgeManifest])
     entry: list[str] = Field(default_factory=list[str])
     output: str | None = None
     max_concurrency: int = Field(default=16, ge=1)
     max_rounds: int | None = Field(default=None, ge=1)
+    policies: list[str] = Field(default_factory=list[str])
 
 
 def parse_manifest(data: Mapping[str, Any]) -> GraphManifest:

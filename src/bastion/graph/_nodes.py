@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -86,7 +87,7 @@ class Suspended(Exception):
         self.detail = detail
 
 
-class Node:
+class Node(ABC):
     """A node in two phases, ``load_prompt`` then ``execute``. Subclass it.
 
     ``load_prompt`` turns the node's inputs into prompt :class:`Layer` objects (default: none);
@@ -101,9 +102,9 @@ class Node:
         del inputs, ctx
         return ()
 
+    @abstractmethod
     def execute(self, layers: Sequence[Layer], ctx: NodeContext) -> Any:
         """Do the node's work and return its output (``ctx.inputs`` holds the inputs)."""
-        raise NotImplementedError  # an abstract method: subclasses implement it
 
 
 Kind = Literal["function", "node", "agent", "map"]

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from bastion.core import Clock
+from bastion.core import Clock, UserError
 
 from ._signals import GraphSignal
 
@@ -97,6 +97,7 @@ class GraphStream:
         self._start = start
         self._run: Run | None = None
         self._pending_abort: str | None = None
+        self._iterated = False
         self.result: GraphResult | None = None
 
     def abort(self, reason: str = "aborted") -> None:
@@ -107,6 +108,9 @@ class GraphStream:
             self._run.abort(reason)
 
     def __aiter__(self) -> AsyncIterator[GraphSignal]:
+        if self._iterated:
+            raise UserError("A GraphStream runs once: call graph.stream(...) again for a new run.")
+        self._iterated = True
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[GraphSignal]:
