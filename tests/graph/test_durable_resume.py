@@ -9,6 +9,8 @@ other gets ``CheckpointConflict`` and runs nothing.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -172,3 +174,33 @@ async def test_a_resume_while_the_owner_runs_is_refused_and_changes_nothing(
     go.set()
     result = await owner
     assert (result.status, result.output) == ("completed", "done")
+
+
+RACE_WORKER = Path(__file__).with_name("_race_worker.py")
+
+
+async def _race_worker(store: str, workdir: Path, mode: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(RACE_WORKER),
+        store,
+        str(workdir),
+        mode,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode().strip()
+
+
+async def test_two_processes_racing_to_resume_one_wins(store_url: str, tmp_path: Path) -> None:
+    assert await _race_worker(store_url, tmp_path, "suspend") == "suspended"
+    outcomes = await asyncio.gather(
+        _race_worker(store_url, tmp_path, "resume"), _race_worker(store_url, tmp_path, "resume")
+    )
+    assert sorted(outcomes) == ["completed", "conflict"]
+    ran = (tmp_path / "ran").read_text().split()
+    assert ran == ["draft", "approve", "approve", "publish"]  # the winner's run only
