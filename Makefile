@@ -72,6 +72,7 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks.governance
 	$(BIN)/python -m benchmarks.stores
 	$(BIN)/python -m benchmarks.journal
+	$(BIN)/python -m benchmarks.graph
 	$(BIN)/python -m benchmarks.sessions
 	$(BIN)/python -m benchmarks.context
 	$(BIN)/python -m benchmarks.runtimes

@@ -1,4 +1,4 @@
-"""The ``bastion`` typer application: ``run``, ``demo``, ``runs``, ``models``, ``serve``, ``chat``.
+"""The ``bastion`` typer application: ``run``, ``runs``, ``graph``, ``serve``, ``chat`` and more.
 
 Each command loads an agent, streams one run through the renderer (or as JSON lines), and
 turns the outcome into an exit code: 0 when the run completed, 1 when it did not, 2 when
@@ -22,6 +22,9 @@ from ._chat import chat
 from ._common import EXIT_USAGE, Output, console, error, or_exit, stream_run
 from ._demo import find_demo
 from ._format import format_call
+from ._graph_cli import graph_resume, graph_run
+from ._graph_store import fork, history
+from ._graph_store import show as graph_show
 from ._load import load_agent, load_object
 from ._mcp import mcp_app
 from ._models import models
@@ -56,6 +59,20 @@ _MODEL = typer.Option(
 
 runs_app.command("prune")(prune)
 app.add_typer(runs_app, name="runs")
+graph_app = typer.Typer(
+    name="graph",
+    help="Durable graph executions: run, resume, show, history and fork them.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+graph_app.command("run")(graph_run)
+graph_app.command("resume")(graph_resume)
+graph_app.command("show")(graph_show)
+graph_app.command("history")(history)
+graph_app.command("fork")(fork)
+app.add_typer(graph_app, name="graph")
 app.command("models")(models)
 app.add_typer(mcp_app, name="mcp")
 app.command("serve")(serve)

@@ -36,7 +36,8 @@ from ._decisions import (
     resume_command,
 )
 from ._format import format_call, preview
-from ._load import load_agent
+from ._graph_format import graph_entry_summary
+from ._load import load_agent, load_object
 
 __all__ = ["entry_summary", "explain_suspension", "runs_app"]
 
@@ -100,12 +101,13 @@ def list_runs(  # noqa: PLR0917 (typer options)
     if not out.is_terminal:
         out.width = max(out.width, 120)  # a pipe: keep each run on one line
     table = Table(box=None, show_edge=False, pad_edge=False)
-    for column in ("run", "agent", "status", "entries", "updated"):
+    for column in ("run", "kind", "agent", "status", "entries", "updated"):
         table.add_column(column, no_wrap=True)
     for record in page.runs:
         table.add_row(
             record.run_id,
-            record.agent,
+            run_kind(record),
+            record.agent.removeprefix("graph:"),
             record.status,
             str(record.last_seq),
             record.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
@@ -209,7 +211,7 @@ def resume(  # noqa: PLR0917 (typer options)
             "--agent",
             metavar="MODULE:ATTR",
             help="The run's agent, as for 'bastion run': 'pkg.module:agent' or "
-            "'path/to/file.py:agent'.",
+            "'path/to/file.py:agent' (for a graph execution: the graph).",
             show_default=False,
         ),
     ],
@@ -268,6 +270,13 @@ def resume(  # noqa: PLR0917 (typer options)
     A run waits on tool calls (approval, or an outcome unknown after a crash) and on budget
     interrupts; 'bastion runs show RUN_ID' lists them with the options that decide each.
     """
+    if _is_graph(agent_spec):  # a graph execution: the graph resumes it
+        if happened or raise_to or answer:
+            error("A graph execution takes --approve, --deny (and 'graph resume --value').")
+            raise typer.Exit(EXIT_USAGE)
+        from ._graph_cli import graph_resume
+
+        graph_resume(run_id, agent_spec, approve, deny, None, json_lines, plain, store)
     agent = or_exit(lambda: load_agent(agent_spec))
     output = "json" if json_lines else "plain" if plain else "auto"
     try:
@@ -342,6 +351,12 @@ def replay(  # noqa: PLR0917 (typer options)
         scratch, lambda: recording.rerun(scratch, recorded_results=recorded_results), output
     )
     raise typer.Exit(code)
+
+
+def _is_graph(spec: str) -> bool:
+    from bastion.graph import Graph
+
+    return isinstance(or_exit(lambda: load_object(spec)), Graph)
 
 
 def explain_suspension(
@@ -425,7 +440,12 @@ def entry_summary(entry: JournalEntry) -> str:
             state = cast("dict[str, Any]", payload.get("state") or {})
             return str(state.get("status", ""))
         case _:
-            return ""
+            return graph_entry_summary(entry.kind, payload)
+
+
+def run_kind(record: RunRecord) -> str:
+    """``graph`` for a graph execution (its agent column is ``graph:<name>``), else ``agent``."""
+    return "graph" if record.agent.startswith("graph:") else "agent"
 
 
 def _message_text(message: dict[str, Any]) -> str:
@@ -469,6 +489,7 @@ def _default_url() -> str:
 def _record_json(record: RunRecord) -> dict[str, Any]:
     return {
         "run_id": record.run_id,
+        "kind": run_kind(record),
         "agent": record.agent,
         "status": record.status,
         "last_seq": record.last_seq,

@@ -430,6 +430,9 @@ class Governor:
             Denied: The handler denied it, failed or took too long.
             InterruptRequired: No handler: the interrupt is kept as pending.
         """
+        taken = self._desk.take(key, node)  # decided while suspended (a resumed graph)
+        if taken is not None:
+            return taken if isinstance(taken, Substitute) else None
         interrupt = Interrupt(
             id=new_interrupt_id(),
             kind="policy",

@@ -27,6 +27,10 @@ from ._signals import (
     NodeBefore,
     NodeError,
 )
+from ._store_checkpointer import StoreCheckpointer
+from ._store_history import fork_execution, list_checkpoints, load_execution
+from ._store_log import CheckpointConflict
+from ._store_records import CheckpointRecord, ExecutionRecord, FinishedNode
 from ._topology import Edge
 from ._workflow import RetryPolicy, Workflow, WorkflowResult
 
@@ -34,9 +38,13 @@ __all__ = [
     "Aborted",
     "AgentEventSignal",
     "Checkpoint",
+    "CheckpointConflict",
+    "CheckpointRecord",
     "Checkpointer",
     "CustomSignal",
     "Edge",
+    "ExecutionRecord",
+    "FinishedNode",
     "Graph",
     "GraphAfter",
     "GraphBefore",
@@ -59,7 +67,11 @@ __all__ = [
     "Registry",
     "RetryPolicy",
     "Step",
+    "StoreCheckpointer",
     "Suspended",
     "Workflow",
     "WorkflowResult",
+    "fork_execution",
+    "list_checkpoints",
+    "load_execution",
 ]

@@ -93,6 +93,33 @@ class NodeContext:
         if reason is not None:
             raise Aborted(reason)
 
+    async def pause(self, payload: Any = None, *, reason: str = "") -> Any:
+        """Wait for a human's decision and return its value (``interrupt`` in LangGraph).
+
+        With an interrupt handler on the governor it decides at once. Without one, the
+        node is suspended (and with it the execution, once its other branches settle);
+        ``graph.resume(execution_id, Directive(interrupts=[InterruptResolution(id,
+        ResultDecision(value=...))]))`` runs the node again from its start, and this call
+        then returns ``value`` (``None`` for an approval without a value).
+
+        Raises:
+            Denied: The decision denied it (the node fails).
+        """
+        self._alive()
+        execution = self._execution
+        decided = await execution.run.governor.interrupt(
+            f"node:{self.key}",
+            payload,
+            reason=reason,
+            input=self.inputs,
+            node=self.key,
+            graph=execution.graph_id,
+            invocation=execution.run.invocation_id,
+            node_id=self.node_id,
+            ancestry=execution.ancestry,
+        )
+        return decided.value if decided is not None else None
+
     # -- governed actions -----------------------------------------------------------------
 
     async def exec(
@@ -299,6 +326,7 @@ class NodeContext:
         """
         from bastion.agent._subrun import ANCESTRY, GRAPH, INVOCATION
 
+        from ._agent_resume import resumed_agent, suspend_agent
         from ._nodes import Suspended
 
         self._alive()
@@ -308,16 +336,25 @@ class NodeContext:
             ANCESTRY: list(execution.ancestry),
             GRAPH: execution.graph_id,
         }
+        resumed = resumed_agent(execution, self.node_id)  # its run, saved when it suspended
         sink = execution.run.sink
         if sink is None:
-            result = await agent.run(prompt, metadata=metadata)
+            if resumed is None:
+                result = await agent.run(prompt, metadata=metadata)
+            else:
+                result = await agent.run(resumed[0], directive=resumed[1])
         else:
-            stream = agent.stream(prompt, metadata=metadata)
+            if resumed is None:
+                stream = agent.stream(prompt, metadata=metadata)
+            else:
+                stream = agent.stream(resumed[0], directive=resumed[1])
             async for event in stream:
                 if event.type != "governance.signal":  # the graph streams the governor's own
                     sink(AgentEventSignal(**self._where(), event=event))
             result = stream.result
         if result.status == "awaiting_approval":
+            if result.state is not None:
+                suspend_agent(execution, self.node_id, result.state)
             raise Suspended(f"agent {agent.name!r} awaits approval", detail=result.state)
         if result.status == "stopped":  # e.g. a rounds limit: the node has no answer
             reason = result.stop_reason or "stopped"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 from bastion.core import Clock, SystemClock, UserError, new_id
 from bastion.governance import Governor
 
+from ._durable import Durable
 from ._execution import Execution
 from ._nodes import NodeSpec, as_spec, check_key
 from ._run import GraphStream, Run, Sink
@@ -34,7 +35,7 @@ __all__ = ["Graph"]
 F = Callable[..., Any]
 
 
-class Graph:
+class Graph(Durable):
     """A graph of named nodes and edges.
 
     Args:

@@ -53,6 +53,12 @@ EntryKind: TypeAlias = Literal[
     "handoff",
     "compaction",
     "run_ended",
+    "graph_started",
+    "graph_node_finished",
+    "graph_step",
+    "graph_suspended",
+    "graph_resumed",
+    "graph_ended",
 ]
 Sensitivity: TypeAlias = Literal["public", "internal", "secret"]
 SENSITIVITIES: tuple[Sensitivity, ...] = get_args(Sensitivity)

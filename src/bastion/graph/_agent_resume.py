@@ -1,0 +1,127 @@
+"""Agent nodes across a suspension: what is saved when one waits, and how it resumes.
+
+Called by ``NodeContext.run_agent``. When an agent node's run suspends (a tool call waits
+for approval, a budget interrupt), its ``RunState`` is handed to a checkpointer that keeps
+suspended agents (:class:`~bastion.graph.StoreCheckpointer`), which writes it with the
+execution's ``graph_suspended`` entry. When the execution is resumed with a directive, the
+node runs again and, instead of starting a new agent run, continues the saved one with the
+decisions naming its calls and interrupts: an approved call runs once, nothing the agent
+had done is done again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from bastion.agent import RunState
+    from bastion.tools import Directive
+
+    from ._execution import Execution
+
+__all__ = ["KeepsAgents", "agent_pending", "directive_for", "resumed_agent", "suspend_agent"]
+
+
+@runtime_checkable
+class KeepsAgents(Protocol):
+    """A checkpointer that keeps the runs of suspended agent nodes."""
+
+    def suspend_agent(
+        self, execution_id: str, node: str, state: str, pending: list[dict[str, Any]]
+    ) -> None:
+        """Keep ``state`` (``run_state_to_json``) of agent node ``node`` (``key@round``)."""
+        ...
+
+    def resumed_agent(
+        self, execution_id: str, node: str
+    ) -> tuple[str, Mapping[str, Any] | None] | None:
+        """The saved state and the resume directive (JSON) of ``node``, once; or ``None``."""
+        ...
+
+
+def agent_pending(node: str, state: RunState) -> list[dict[str, Any]]:
+    """What a suspended agent node waits for, as ``graph_suspended`` lists it."""
+    key = node.split("@", maxsplit=1)[0]
+    items: list[dict[str, Any]] = []
+    for pending in state.pending_approvals:
+        request = pending.request
+        items.append(
+            {
+                "id": pending.call.id,
+                "node": key,
+                "kind": "approval",
+                "action": f"tool:{pending.call.name}",
+                "reason": (request.reason if request is not None else None)
+                or f"{pending.call.name} needs approval",
+                "payload": {"tool": pending.call.name, "arguments": pending.call.arguments},
+            }
+        )
+    for suspended in state.interrupts:
+        interrupt = suspended.interrupt
+        items.append(
+            {
+                "id": interrupt.id,
+                "node": key,
+                "kind": "interrupt",
+                "action": interrupt.action,
+                "reason": interrupt.reason,
+                "payload": interrupt.to_dict(),
+            }
+        )
+    return items
+
+
+def directive_for(state: RunState, decisions: Mapping[str, Any] | None) -> Directive:
+    """The part of a graph directive (JSON) that decides this agent run's calls."""
+    from bastion.tools import ApprovalDecision, Directive, InterruptResolution
+
+    calls = {p.call.id for p in state.pending_approvals}
+    interrupts = {s.interrupt.id for s in state.interrupts}
+    approvals: Sequence[Mapping[str, Any]] = (decisions or {}).get("approvals", ())
+    resolutions: Sequence[Mapping[str, Any]] = (decisions or {}).get("interrupts", ())
+    return Directive(
+        approvals=[
+            ApprovalDecision(
+                tool_call_id=str(a["tool_call_id"]),
+                granted=bool(a["granted"]),
+                reason=a.get("reason"),
+                arguments=a.get("arguments"),
+                result=a.get("result"),
+                digest=a.get("digest"),
+            )
+            for a in approvals
+            if a["tool_call_id"] in calls
+        ],
+        interrupts=[
+            InterruptResolution(interrupt_id=str(r["interrupt_id"]), decision=r["decision"])
+            for r in resolutions
+            if r["interrupt_id"] in interrupts
+        ],
+    )
+
+
+def resumed_agent(execution: Execution, node_id: str) -> tuple[RunState, Directive] | None:
+    """The saved run of this agent node and its decisions, when the execution resumes it."""
+    checkpointer = execution.run.checkpointer
+    if not isinstance(checkpointer, KeepsAgents):
+        return None
+    saved = checkpointer.resumed_agent(execution.execution_id, node_id.rpartition("/")[2])
+    if saved is None:
+        return None
+    from bastion.agent import run_state_from_json
+
+    state = run_state_from_json(saved[0])
+    return state, directive_for(state, saved[1])
+
+
+def suspend_agent(execution: Execution, node_id: str, state: RunState) -> None:
+    """Hand a suspended agent node's run to the checkpointer (when it keeps them)."""
+    checkpointer = execution.run.checkpointer
+    if isinstance(checkpointer, KeepsAgents):
+        from bastion.agent import run_state_to_json
+
+        node = node_id.rpartition("/")[2]
+        checkpointer.suspend_agent(
+            execution.execution_id, node, run_state_to_json(state), agent_pending(node, state)
+        )
