@@ -1,0 +1,78 @@
+"""A worker killed with SIGKILL mid-run is replaced by another that finishes the run.
+
+Real processes on a real dev server: the worker runs the ``charger`` agent from
+``_agents.py``; its model calls and its side-effecting ``charge`` runs are counted in files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from ._agents import crash_agent
+
+WORKER = Path(__file__).with_name("_worker.py")
+
+
+@asynccontextmanager
+async def _worker(address: str, workdir: Path) -> AsyncGenerator[asyncio.subprocess.Process]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(WORKER),
+        address,
+        str(workdir),
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    try:
+        await _line(process, "WORKER_READY")
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+async def _line(process: asyncio.subprocess.Process, expected: str) -> None:
+    """Read the worker's output until ``expected`` (fail if the worker exits first)."""
+    assert process.stdout is not None
+    while True:
+        line = await process.stdout.readline()
+        assert line, f"the worker exited (rc {await process.wait()}) before {expected!r}"
+        if line.decode().strip() == expected:
+            return
+
+
+def _count(path: Path) -> int:
+    return int(path.read_text()) if path.exists() else 0
+
+
+async def test_a_killed_worker_is_replaced_without_a_repeated_model_call_or_side_effect(
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client = dev_server.client
+    address = client.service_client.config.target_host
+    remote_agent = crash_agent(tmp_path)
+    async with _worker(address, tmp_path) as first:
+        handle = await remote_agent.start(client, "Charge 5")
+        await _line(first, "CHARGE_STARTED")  # worker 1 is inside the side-effecting call
+        first.send_signal(signal.SIGKILL)
+        assert await first.wait() == -signal.SIGKILL
+    assert (_count(tmp_path / "model_calls"), _count(tmp_path / "charges")) == (1, 1)
+    async with _worker(address, tmp_path):
+        result = await remote_agent.result(client, handle.id)
+    assert result.status == "completed"
+    # the model was called once more (after the lost call), never again for the first step
+    assert _count(tmp_path / "model_calls") == 2
+    # the charge that may have happened was not run again: the model was told so
+    assert _count(tmp_path / "charges") == 1
+    assert result.output is not None
+    assert "did not finish" in result.output
+    assert "it may or may not have run, and it was not run again" in result.output
