@@ -16,6 +16,8 @@ from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
+from bastion.tools import ApprovalDecision
+
 from ._agents import crash_agent
 
 WORKER = Path(__file__).with_name("_worker.py")
@@ -67,12 +69,19 @@ async def test_a_killed_worker_is_replaced_without_a_repeated_model_call_or_side
         assert await first.wait() == -signal.SIGKILL
     assert (_count(tmp_path / "model_calls"), _count(tmp_path / "charges")) == (1, 1)
     async with _worker(address, tmp_path):
+        # the call that may have happened is held for a person, as the local ledger does
+        parked = await remote_agent.settle(client, handle.id)
+        assert parked.status == "awaiting_approval"
+        [held] = parked.pending
+        assert held.tool_name == "charge"
+        assert held.input is not None
+        assert "Outcome unknown" in held.input.message
+        assert "'side_effecting' without an idempotency key" in held.input.message
+        # a person knows it went through: the call is marked done, nothing runs again
+        decision = ApprovalDecision(tool_call_id=held.tool_call_id, granted=True, result="ok")
+        await remote_agent.decide(client, handle.id, decision)
         result = await remote_agent.result(client, handle.id)
-    assert result.status == "completed"
-    # the model was called once more (after the lost call), never again for the first step
+    assert (result.status, result.output) == ("completed", "charge result: ok")
+    # one more model call after the decision; the first step's call was never sent again
     assert _count(tmp_path / "model_calls") == 2
-    # the charge that may have happened was not run again: the model was told so
     assert _count(tmp_path / "charges") == 1
-    assert result.output is not None
-    assert "did not finish" in result.output
-    assert "it may or may not have run, and it was not run again" in result.output

@@ -20,7 +20,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 from bastion.core import FinishChunk, Model, ModelError, ModelTimeout, StreamChunk, Usage
-from bastion.tools import ToolError
+from bastion.tools import InputRequest, InputRequired, ToolError
 
 from ._activities import TOOL_ERROR
 from ._codec import decode_chunks, encode_request, encode_value
@@ -100,10 +100,13 @@ def proxy_tool(tool: Tool, activities: Activities) -> Tool:
     """``tool`` with a function that runs it as the tool activity.
 
     A ``side_effecting`` or ``external_stateful`` tool without an idempotency key runs at
-    most once: a worker lost during the call is not silently replaced by a second run.
+    most once: when the worker running it is lost, the call asks a person what happened
+    (the run parks, as the local journal's ledger holds such a call), never runs again
+    on its own.
     """
     once = tool.side_effect_class in {"side_effecting", "external_stateful"}
-    policy = activities.no_retry if once and tool.idempotency_key is None else activities.retry
+    once = once and tool.idempotency_key is None
+    policy = activities.no_retry if once else activities.retry
     timeout = activities.timeout if tool.timeout is None else timedelta(seconds=tool.timeout)
     name = tool.name
 
@@ -120,10 +123,28 @@ def proxy_tool(tool: Tool, activities: Activities) -> Tool:
                 summary=name,
             )
         except ActivityError as error:
+            if once and not isinstance(error.cause, ApplicationError):
+                raise InputRequired(_unknown(name, tool.side_effect_class, error)) from error
             raise _tool_error(name, error) from error
         return pydantic_core.from_json(text)
 
     return _replace_function(tool, run_as_activity)
+
+
+OUTCOME_UNKNOWN = (
+    "Outcome unknown: the call to {name!r} started on a worker that was lost ({why}), and "
+    "the tool is {kind!r} without an idempotency key, so running it again could repeat "
+    "its effect. Decide with ApprovalDecision(result='...') if it happened, granted=True "
+    "to run it again, or granted=False to fail the call."
+)
+
+
+def _unknown(name: str, kind: str, error: ActivityError) -> InputRequest:
+    """The question a lost once-only call puts to a person (the local ledger's)."""
+    why = str(error.cause or error)
+    return InputRequest(
+        message=OUTCOME_UNKNOWN.format(name=name, why=why, kind=kind), source="temporal"
+    )
 
 
 def _replace_function(tool: Tool, function: Any) -> Tool:
@@ -149,11 +170,7 @@ def _tool_error(name: str, error: ActivityError) -> Exception:
             kind = cause.details[0] if cause.details else "execution_failed"
             return ToolError(cause.message, kind=cast("Any", kind))
         return _remote_error(cause.type or "Exception")(cause.message)
-    return ToolError(
-        f"Tool {name!r} did not finish ({cause or error}): it may or may not have run, "
-        "and it was not run again.",
-        kind="timeout",
-    )
+    return ToolError(f"Tool {name!r} did not finish: {cause or error}.", kind="timeout")
 
 
 @cache
