@@ -10,6 +10,7 @@ from bastion import Agent, tool
 from bastion.core import ModelRequest, ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
+from bastion.tools import SideEffectClass
 
 CRASH_QUEUE = "bastion-test-crash"
 
@@ -48,19 +49,20 @@ def _bump(path: Path) -> int:
     return count
 
 
-def crash_agent(workdir: Path) -> TemporalAgent[str]:
+def crash_agent(workdir: Path, kind: SideEffectClass = "side_effecting") -> TemporalAgent[str]:
     """An agent whose model calls and ``charge`` runs are counted in files of ``workdir``.
 
-    ``charge`` (side-effecting) prints ``CHARGE_STARTED`` and never returns: the test kills
-    the worker in the middle of it.
+    ``charge`` (of side-effect class ``kind``) prints ``CHARGE_STARTED`` and, on its first
+    run, never returns: the test kills the worker in the middle of it.
     """
 
-    @tool(side_effect_class="side_effecting")
+    @tool(side_effect_class=kind)
     async def charge(amount: int) -> str:
         """Charge the card."""
-        _bump(workdir / "charges")
+        runs = _bump(workdir / "charges")
         print("CHARGE_STARTED", flush=True)
-        await asyncio.Event().wait()  # the worker is killed here
+        if runs == 1:
+            await asyncio.Event().wait()  # the worker is killed here
         return f"charged {amount}"
 
     def answer(request: ModelRequest) -> Turn | str:

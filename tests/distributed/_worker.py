@@ -1,6 +1,6 @@
-"""A worker process for the crash test: ``python _worker.py ADDRESS WORKDIR``.
+"""A worker process for the crash tests: ``python _worker.py ADDRESS WORKDIR KIND``.
 
-Runs the ``charger`` agent's workflow and activities until it is killed.
+Runs the ``charger`` agent (its tool of side-effect class KIND) until it is killed.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import asyncio
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from temporalio.client import Client
 
@@ -16,10 +17,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.distributed._agents import crash_agent
 
+if TYPE_CHECKING:
+    from bastion.tools import SideEffectClass
 
-async def main(address: str, workdir: Path) -> None:
+
+async def main(address: str, workdir: Path, kind: SideEffectClass) -> None:
     client = await Client.connect(address)
-    worker = crash_agent(workdir).worker(
+    worker = crash_agent(workdir, kind).worker(
         client, sticky_queue_schedule_to_start_timeout=timedelta(seconds=1)
     )
     print("WORKER_READY", flush=True)
@@ -27,4 +31,4 @@ async def main(address: str, workdir: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], Path(sys.argv[2])))
+    asyncio.run(main(sys.argv[1], Path(sys.argv[2]), cast("SideEffectClass", sys.argv[3])))

@@ -24,12 +24,15 @@ WORKER = Path(__file__).with_name("_worker.py")
 
 
 @asynccontextmanager
-async def _worker(address: str, workdir: Path) -> AsyncGenerator[asyncio.subprocess.Process]:
+async def _worker(
+    address: str, workdir: Path, kind: str = "side_effecting"
+) -> AsyncGenerator[asyncio.subprocess.Process]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(WORKER),
         address,
         str(workdir),
+        kind,
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
@@ -85,3 +88,22 @@ async def test_a_killed_worker_is_replaced_without_a_repeated_model_call_or_side
     # one more model call after the decision; the first step's call was never sent again
     assert _count(tmp_path / "model_calls") == 2
     assert _count(tmp_path / "charges") == 1
+
+
+async def test_a_read_only_call_whose_worker_was_killed_runs_again_on_the_next_worker(
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client = dev_server.client
+    address = client.service_client.config.target_host
+    remote_agent = crash_agent(tmp_path, "read_only")
+    async with _worker(address, tmp_path, "read_only") as first:
+        handle = await remote_agent.start(client, "Charge 5")
+        await _line(first, "CHARGE_STARTED")
+        first.send_signal(signal.SIGKILL)
+        assert await first.wait() == -signal.SIGKILL
+    async with _worker(address, tmp_path, "read_only"):
+        result = await remote_agent.result(client, handle.id)
+    assert (result.status, result.output) == ("completed", "charge result: charged 5")
+    # a read-only call may run again: its activity is retried on the second worker
+    assert _count(tmp_path / "charges") == 2
+    assert _count(tmp_path / "model_calls") == 2
