@@ -49,11 +49,14 @@ def _bump(path: Path) -> int:
     return count
 
 
-def crash_agent(workdir: Path, kind: SideEffectClass = "side_effecting") -> TemporalAgent[str]:
+def crash_agent(
+    workdir: Path, kind: SideEffectClass = "side_effecting", *, block: str = "tool"
+) -> TemporalAgent[str]:
     """An agent whose model calls and ``charge`` runs are counted in files of ``workdir``.
 
-    ``charge`` (of side-effect class ``kind``) prints ``CHARGE_STARTED`` and, on its first
-    run, never returns: the test kills the worker in the middle of it.
+    ``charge`` (of side-effect class ``kind``) prints ``CHARGE_STARTED``; the model prints
+    ``MODEL_STARTED``. The first run of the one named by ``block`` (``tool`` or ``model``)
+    never returns: the test kills the worker in the middle of it.
     """
 
     @tool(side_effect_class=kind)
@@ -61,12 +64,15 @@ def crash_agent(workdir: Path, kind: SideEffectClass = "side_effecting") -> Temp
         """Charge the card."""
         runs = _bump(workdir / "charges")
         print("CHARGE_STARTED", flush=True)
-        if runs == 1:
+        if runs == 1 and block == "tool":
             await asyncio.Event().wait()  # the worker is killed here
         return f"charged {amount}"
 
-    def answer(request: ModelRequest) -> Turn | str:
-        _bump(workdir / "model_calls")
+    async def answer(request: ModelRequest) -> Turn | str:
+        calls = _bump(workdir / "model_calls")
+        print("MODEL_STARTED", flush=True)
+        if calls == 1 and block == "model":
+            await asyncio.Event().wait()  # the worker is killed here
         results = [m for m in request.messages if isinstance(m, ToolMessage)]
         if not results:
             return Turn(tool_calls=[Call("charge", {"amount": 5})])

@@ -1,6 +1,7 @@
-"""A worker process for the crash tests: ``python _worker.py ADDRESS WORKDIR KIND``.
+"""A worker process for the crash tests: ``python _worker.py ADDRESS WORKDIR KIND BLOCK``.
 
-Runs the ``charger`` agent (its tool of side-effect class KIND) until it is killed.
+Runs the ``charger`` agent (its tool of side-effect class KIND; its first tool call or model
+call never returns, as BLOCK says) until it is killed.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ if TYPE_CHECKING:
     from bastion.tools import SideEffectClass
 
 
-async def main(address: str, workdir: Path, kind: SideEffectClass) -> None:
+async def main(address: str, workdir: Path, kind: SideEffectClass, block: str) -> None:
     client = await Client.connect(address)
-    worker = crash_agent(workdir, kind).worker(
+    worker = crash_agent(workdir, kind, block=block).worker(
         client, sticky_queue_schedule_to_start_timeout=timedelta(seconds=1)
     )
     print("WORKER_READY", flush=True)
@@ -31,4 +32,5 @@ async def main(address: str, workdir: Path, kind: SideEffectClass) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], Path(sys.argv[2]), cast("SideEffectClass", sys.argv[3])))
+    kind = cast("SideEffectClass", sys.argv[3])
+    asyncio.run(main(sys.argv[1], Path(sys.argv[2]), kind, sys.argv[4]))

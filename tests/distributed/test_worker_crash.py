@@ -25,7 +25,7 @@ WORKER = Path(__file__).with_name("_worker.py")
 
 @asynccontextmanager
 async def _worker(
-    address: str, workdir: Path, kind: str = "side_effecting"
+    address: str, workdir: Path, kind: str = "side_effecting", block: str = "tool"
 ) -> AsyncGenerator[asyncio.subprocess.Process]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -33,6 +33,7 @@ async def _worker(
         address,
         str(workdir),
         kind,
+        block,
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
@@ -107,3 +108,22 @@ async def test_a_read_only_call_whose_worker_was_killed_runs_again_on_the_next_w
     # a read-only call may run again: its activity is retried on the second worker
     assert _count(tmp_path / "charges") == 2
     assert _count(tmp_path / "model_calls") == 2
+
+
+async def test_a_model_call_whose_worker_was_killed_is_sent_again_by_the_next_worker(
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client = dev_server.client
+    address = client.service_client.config.target_host
+    remote_agent = crash_agent(tmp_path, "side_effecting", block="model")
+    async with _worker(address, tmp_path, "side_effecting", "model") as first:
+        handle = await remote_agent.start(client, "Charge 5")
+        await _line(first, "MODEL_STARTED")  # worker 1 is inside the first model call
+        first.send_signal(signal.SIGKILL)
+        assert await first.wait() == -signal.SIGKILL
+    async with _worker(address, tmp_path, "side_effecting", "model"):
+        result = await remote_agent.result(client, handle.id)
+    assert (result.status, result.output) == ("completed", "charge result: charged 5")
+    # the lost call never answered, so it is sent again (as a journal without its response
+    # would); then the tool runs once and the answer is one more call
+    assert (_count(tmp_path / "model_calls"), _count(tmp_path / "charges")) == (3, 1)

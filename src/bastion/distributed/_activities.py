@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from bastion.core import ModelError
+from bastion.core import ModelError, StreamChunk
 from bastion.tools import ToolError
 
 from ._codec import decode_request, encode_chunks, encode_value
@@ -32,17 +32,21 @@ __all__ = ["TOOL_ERROR", "model_activity", "tool_activity"]
 TOOL_ERROR = "bastion.ToolError"
 """The ``ApplicationError.type`` of a tool's own error result (its kind is the first detail)."""
 
+T = TypeVar("T")
 ModelActivity = Callable[[int, str], Awaitable[str]]
 ToolActivity = Callable[[str, str], Awaitable[str]]
 
 
-def model_activity(name: str, models: Sequence[Model]) -> ModelActivity:
+def model_activity(name: str, models: Sequence[Model], heartbeat: float | None) -> ModelActivity:
     """The activity that sends a request to ``models[index]`` and returns its chunks."""
+
+    async def drain(model: Model, request: str) -> list[StreamChunk]:
+        return [chunk async for chunk in model.stream(decode_request(request))]
 
     @activity.defn(name=name)
     async def call_model(index: int, request: str) -> str:
         try:
-            chunks = [chunk async for chunk in models[index].stream(decode_request(request))]
+            chunks = await _beating(drain(models[index], request), heartbeat)
         except ModelError as error:
             delay = error.retry_after
             raise ApplicationError(
@@ -92,7 +96,7 @@ async def _call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     return function(*args, **kwargs)
 
 
-async def _beating(call: Awaitable[Any], every: float | None) -> Any:
+async def _beating(call: Awaitable[T], every: float | None) -> T:
     """Await ``call`` while heartbeating, so the server notices a lost worker quickly."""
     if every is None:
         return await call

@@ -48,8 +48,8 @@ class TemporalAgent(Generic[OutputT]):
         task_queue: The queue the workers poll (default ``bastion.<agent name>``).
         activity_timeout: Seconds one model or tool call may take (a tool's own
             ``timeout`` wins for its calls).
-        heartbeat_timeout: Seconds without a heartbeat after which a tool call's worker is
-            taken for lost (``None``: only ``activity_timeout`` tells).
+        heartbeat_timeout: Seconds without a heartbeat after which the worker of a model or
+            tool call is taken for lost (``None``: only ``activity_timeout`` tells).
 
     Raises:
         UserError: The agent uses a part that does not run on Temporal yet (see
@@ -85,7 +85,7 @@ class TemporalAgent(Generic[OutputT]):
         self.workflow = agent_workflow(agent, self.workflow_name, activities)
         """The workflow class (register it on your own ``Worker`` if you build one)."""
         self.activities = (
-            model_activity(activities.model, config.models),
+            model_activity(activities.model, config.models, beat),
             tool_activity(activities.tool, config.catalog.registry, beat),
         )
         """The activity functions (register them with the workflow)."""

@@ -85,6 +85,7 @@ class ActivityModel(Model):
                 args=[self._index, encode_request(request)],
                 result_type=str,
                 start_to_close_timeout=a.timeout,
+                heartbeat_timeout=a.heartbeat,
                 retry_policy=a.retry,
                 summary=self.key,
             )
