@@ -64,6 +64,12 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
 
 
 def _executor(executor: ToolExecutor, clock: WorkflowClock) -> ToolExecutor:
+    """The agent's executor on the workflow's clock, with a result cache of this run only.
+
+    A cache shared by the runs of a worker would answer a replay differently from the first
+    execution (a hit on one worker, a miss on another): its own cache keeps the run
+    deterministic.
+    """
     twin = ToolExecutor(
         executor.tools,
         max_parallel=executor.max_parallel,
@@ -73,6 +79,7 @@ def _executor(executor: ToolExecutor, clock: WorkflowClock) -> ToolExecutor:
         audit=executor.audit,
         cancel_grace=executor.cancel_grace,
         event_queue_depth=executor.event_queue_depth,
+        retry=executor.retry,
         memory_guard=executor.memory_guard,
     )
     twin.vault = executor.vault
