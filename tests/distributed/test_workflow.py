@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -14,7 +15,7 @@ from temporalio.worker import Replayer
 from bastion import Agent, Budget, RunContext, UserError, tool
 from bastion.core import ToolMessage
 from bastion.distributed import TemporalAgent
-from bastion.testing import ScriptedModel
+from bastion.testing import Call, ScriptedModel, Turn
 
 from ._agents import adder, mailer
 
@@ -135,3 +136,31 @@ async def test_start_and_decide_refuse_bad_input_before_any_call(
         await remote_agent.start(time_skipping.client, "  ")
     with pytest.raises(UserError, match="at least one ApprovalDecision"):
         await remote_agent.decide(time_skipping.client, "any")
+
+
+async def test_a_side_effecting_call_that_timed_out_is_held_and_granted_runs_again(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    runs: list[int] = []
+
+    @tool(side_effect_class="side_effecting", timeout=1)
+    async def charge(amount: int) -> str:
+        """Charge the card."""
+        runs.append(amount)
+        if len(runs) == 1:
+            await asyncio.Event().wait()  # never answers: the activity times out
+        return f"charged {amount}"
+
+    script = [Turn(tool_calls=[Call("charge", {"amount": 5})]), "Charged."]
+    remote_agent = TemporalAgent(Agent("charger", model=ScriptedModel(script), tools=[charge]))
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        handle = await remote_agent.start(client, "Charge 5")
+        parked = await remote_agent.settle(client, handle.id)
+        [held] = parked.pending
+        assert held.input is not None
+        assert held.input.message.startswith("Outcome unknown: the call to 'charge' started")
+        assert runs == [5]  # held, not retried
+        await remote_agent.approve(client, handle.id, held.tool_call_id)  # run it again
+        result = await remote_agent.result(client, handle.id)
+    assert (result.status, result.output, runs) == ("completed", "Charged.", [5, 5])
