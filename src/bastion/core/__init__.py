@@ -69,7 +69,7 @@ from ._events import (
     ToolSourceErrorEvent,
     VerifierResultEvent,
 )
-from ._ids import new_id
+from ._ids import id_source, new_id
 from ._messages import (
     AssistantMessage,
     AssistantPart,
@@ -249,6 +249,7 @@ __all__ = [
     "dump_event",
     "dump_messages",
     "event_adapter",
+    "id_source",
     "load_event",
     "load_messages",
     "message_adapter",

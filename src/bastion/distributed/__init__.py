@@ -1,0 +1,16 @@
+"""Running agents on an existing distributed engine (Temporal); needs ``bastion[temporal]``.
+
+Nothing else in Bastion imports this package.
+"""
+
+from ._agent import TemporalAgent
+from ._proxies import WorkflowClock
+from ._views import WorkflowResult, WorkflowStatus, WorkflowStatusName
+
+__all__ = [
+    "TemporalAgent",
+    "WorkflowClock",
+    "WorkflowResult",
+    "WorkflowStatus",
+    "WorkflowStatusName",
+]

@@ -1,0 +1,201 @@
+"""An agent's workflow: the unchanged Bastion loop, run as Temporal workflow code.
+
+The workflow history is the run's journal: a replayed workflow re-runs the loop, and every
+model call and tool call it reaches is answered from the history instead of running again.
+The loop gets the workflow's clock and ids, no store (no I/O in workflow code) and
+activity-backed models and tools. A run that suspends for approvals parks the workflow until
+the ``decide`` update has decided every pending call; the ``status`` query reads it.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_jsonable_python
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from bastion.agent import RetryConfig
+from bastion.agent._catalog import ToolCatalog
+from bastion.core import Usage, id_source
+from bastion.tools import Directive, ToolExecutor, ToolRegistry
+
+from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
+from ._views import (
+    WorkflowResult,
+    WorkflowStatus,
+    decisions_adapter,
+    result_adapter,
+    status_adapter,
+)
+
+if TYPE_CHECKING:
+    from bastion.agent import Agent, RunConfig, RunResult
+    from bastion.tools import ApprovalDecision, ApprovalRequest
+
+__all__ = ["AgentWorkflow", "agent_workflow", "workflow_config"]
+
+
+def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage]) -> RunConfig:
+    """``config`` as the workflow runs it: Temporal time, activity models and tools, no store.
+
+    The loop's own model retries are off: the model activity's retry policy does them.
+    """
+    clock = WorkflowClock()
+    models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(config.models))
+    registry = ToolRegistry(
+        [proxy_tool(t, activities) for t in config.catalog.registry.values()],
+        owner=f"Agent {config.name!r}",
+    )
+    catalog = ToolCatalog(registry)
+    return replace(
+        config,
+        model=models[0],
+        models=models,
+        clock=clock,
+        catalog=catalog,
+        tools=catalog.current(),
+        executor=_executor(config.executor, clock),
+        retry=RetryConfig(max_retries=0),
+        store=None,
+    )
+
+
+def _executor(executor: ToolExecutor, clock: WorkflowClock) -> ToolExecutor:
+    """The agent's executor on the workflow's clock, with a result cache of this run only.
+
+    A cache shared by the runs of a worker would answer a replay differently from the first
+    execution (a hit on one worker, a miss on another): its own cache keeps the run
+    deterministic.
+    """
+    twin = ToolExecutor(
+        executor.tools,
+        max_parallel=executor.max_parallel,
+        clock=clock,
+        gate=executor.gate,
+        processors=executor.processors,
+        audit=executor.audit,
+        cancel_grace=executor.cancel_grace,
+        event_queue_depth=executor.event_queue_depth,
+        retry=executor.retry,
+        memory_guard=executor.memory_guard,
+    )
+    twin.vault = executor.vault
+    return twin
+
+
+class AgentWorkflow:
+    """The workflow of one agent; :func:`agent_workflow` makes one subclass per agent."""
+
+    agent: Agent[Any, Any]
+    activities: Activities
+
+    def __init__(self) -> None:
+        self._status = WorkflowStatus(status="running")
+        self._usage = [Usage()]
+        self._pending: dict[str, ApprovalRequest] = {}
+        self._decided: dict[str, ApprovalDecision] = {}
+
+    async def execute(self, prompt: str) -> str:
+        """Run the agent to its end, parking at each approval until it is decided."""
+        agent = self.agent
+        config = workflow_config(agent.config, self.activities, self._usage)
+        with id_source(lambda: workflow.uuid4().hex):
+            result = await agent.run(prompt, config=config)
+            while result.status == "awaiting_approval":
+                self._park(result)
+                await workflow.wait_condition(lambda: len(self._decided) == len(self._pending))
+                directive = Directive(approvals=list(self._decided.values()))
+                self._pending, self._decided = {}, {}
+                self._status = WorkflowStatus(status="running", usage=self._usage[0])
+                result = await agent.run(result.state, directive=directive, config=config)
+        self._status = WorkflowStatus(status=result.status, usage=result.usage)  # type: ignore[arg-type]
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return _encode(workflow.info().workflow_id, result)
+
+    def _park(self, result: RunResult[Any]) -> None:
+        self._pending = {p.tool_call_id: p for p in result.pending_approvals}
+        self._status = WorkflowStatus(
+            status="awaiting_approval", pending=list(self._pending.values()), usage=result.usage
+        )
+
+    @workflow.update
+    async def decide(self, decisions: str) -> list[str]:
+        """Record decisions on pending calls; returns the ids still waiting."""
+        for decision in decisions_adapter().validate_json(decisions):
+            self._decided[decision.tool_call_id] = decision
+        return [i for i in self._pending if i not in self._decided]
+
+    @decide.validator
+    def check(self, decisions: str) -> None:
+        """Refuse decisions on calls that are not waiting, or are decided already."""
+        try:
+            given = decisions_adapter().validate_json(decisions)
+        except ValueError as error:
+            raise ApplicationError(f"Malformed decisions: {error}") from None
+        for decision in given:
+            call = decision.tool_call_id
+            if call not in self._pending:
+                waiting = ", ".join(self._pending) or "none"
+                raise ApplicationError(
+                    f"No call {call!r} is waiting for a decision (waiting: {waiting})."
+                )
+            if call in self._decided:
+                raise ApplicationError(f"Call {call!r} is already decided.")
+
+    @workflow.update
+    async def settle(self) -> str:
+        """Wait until the run parks for a decision or ends; its status, as JSON."""
+        await workflow.wait_condition(lambda: self._status.status != "running")
+        return self.status()
+
+    @workflow.query
+    def status(self) -> str:
+        """Status, pending approvals and usage so far, as JSON."""
+        status = self._status
+        if status.status == "running":
+            status = replace(status, usage=self._usage[0])
+        return status_adapter().dump_json(status).decode()
+
+
+async def _run(self: AgentWorkflow, prompt: str) -> str:
+    """The run method every agent's workflow class shares."""
+    return await self.execute(prompt)
+
+
+def agent_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
+    """The workflow class that runs ``agent``, registered under ``name``.
+
+    Temporal wants a run method defined on the class itself, outside any function: the
+    class is made with ``type`` around the module-level :func:`_run`. It runs unsandboxed:
+    the loop is deterministic once its clock, ids, models and tools are the workflow's.
+    """
+    class_name = f"AgentWorkflow[{agent.name}]"
+    run = types.FunctionType(_run.__code__, _run.__globals__, "run")
+    run.__qualname__ = f"{class_name}.run"  # Temporal checks the run method is the class's own
+    run.__annotations__ = dict(_run.__annotations__)
+    attributes = {
+        "agent": agent,
+        "activities": activities,
+        "run": workflow.run(run),
+        "__qualname__": class_name,
+        "__module__": __name__,
+    }
+    cls = type(class_name, (AgentWorkflow,), attributes)
+    return workflow.defn(name=name, sandboxed=False)(cls)
+
+
+def _encode(workflow_id: str, result: RunResult[Any]) -> str:
+    view: WorkflowResult[Any] = WorkflowResult(
+        workflow_id=workflow_id,
+        run_id=result.run_id,
+        status=result.status,  # type: ignore[arg-type]  # never awaiting_approval here
+        output=to_jsonable_python(result.output),
+        text=result.text,
+        usage=result.usage,
+        steps=result.steps,
+        error=result.error,
+    )
+    return result_adapter().dump_json(view).decode()
