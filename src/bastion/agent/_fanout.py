@@ -14,9 +14,12 @@ governor as node ``<child>``.
 Durability: with a store, the fan-out is journaled as a composite run (``_composite``)
 under ``fan_out_id``; each child's outcome is journaled when it ends, before its
 ``agent.fanout.child.end`` event, and running the fan-out again with the same id takes the
-journaled outcomes instead of running those children again.
+journaled outcomes instead of running those children again. Each child's own run has an id
+derived from the fan-out id, its index and its name (``_fanout_relay``), so the
+run of a child that was in flight is found again and continued from its own journal.
 
-Events go to the caller of :meth:`FanOutStream` and to the agent's ``event_bus``.
+Events go to the caller of :meth:`FanOutStream` and to the agent's ``event_bus``; the
+children's events, each wrapped in a ``SubagentEvent``, go to the caller of the stream only.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from bastion.core import RunErrorInfo, Usage
 
 from ._composite import CompositeLog
 from ._fanout_records import from_record, jsonable, to_part
+from ._fanout_relay import ChildRelay, fan_out_child_run_id
 from ._fanout_types import (
     ChildResult,
     FanOutChild,
@@ -57,7 +61,11 @@ _GOVERNANCE_CODES = {"Denied": "policy_denied", "PolicyExceeded": "budget_exceed
 
 
 async def execute(plan: FanOutPlan, emit: Callable[[FanOutEvent], None] | None) -> FanOutResult:
-    """Run the fan-out ``plan``; ``emit`` receives its events as they happen."""
+    """Run the fan-out ``plan``; ``emit`` receives its events as they happen.
+
+    The children's events (as ``SubagentEvent``) go to ``emit`` only, not to the bus.
+    """
+    forward = emit
     bus = plan.bus
     if bus is not None:
         inner = emit
@@ -69,7 +77,7 @@ async def execute(plan: FanOutPlan, emit: Callable[[FanOutEvent], None] | None) 
 
         emit = emit_both
     log = await _open_log(plan)
-    run = _FanOut(plan, log, emit)
+    run = _FanOut(plan, log, emit, forward)
     return await run.run()
 
 
@@ -90,11 +98,16 @@ class _FanOut:
     """One running fan-out: its workers, the children's handles and outcomes."""
 
     def __init__(
-        self, plan: FanOutPlan, log: CompositeLog | None, emit: Callable[[FanOutEvent], None] | None
+        self,
+        plan: FanOutPlan,
+        log: CompositeLog | None,
+        emit: Callable[[FanOutEvent], None] | None,
+        forward: Callable[[FanOutEvent], None] | None,
     ) -> None:
         self.plan = plan
         self.log = log
         self.emit = emit
+        self.forward = forward  # the stream's caller: also gets the children's events
         self.outcomes: list[ChildResult | None] = [None] * len(plan.children)
         self.handles: dict[int, ChildHandle] = {}
         self.next = 0
@@ -193,12 +206,25 @@ class _FanOut:
                 FAN_OUT_CHILD: child.label,
             }
             started = _Announce(self, index, child.label)
+            run_id = fan_out_child_run_id(plan.id, index, child.label)
+            relay = None if self.forward is None else ChildRelay(self.forward, plan, child, run_id)
             outcome = await run_child(
-                child, index, handle, plan.budget, plan.host, plan.clock, metadata, started
+                child,
+                index,
+                handle,
+                plan.budget,
+                plan.host,
+                plan.clock,
+                metadata,
+                started,
+                run_id=run_id,
+                on_event=relay,
             )
             await self._charge(child.label, outcome)
         del self.handles[index]
-        if self.log is not None and not handle.cancelled:
+        busy = outcome.error is not None and outcome.error.code == "run_busy"
+        if self.log is not None and not handle.cancelled and not busy:
+            # A child whose run is live elsewhere is not journaled: a later re-run continues it.
             await self.log.record(to_part(outcome))
         self.outcomes[index] = outcome
         self._emit(
