@@ -39,7 +39,7 @@ async def main(store: str, workdir: Path, mode: str, scenario: str) -> None:
     in_flight = {name: asyncio.Event() for name in ANSWERS}
     blocks = mode == "start"
 
-    @tool
+    @tool(side_effect_class="side_effecting")
     async def note(text: str) -> str:
         """Take a note."""
         with (workdir / "tool_runs").open("a") as f:

@@ -21,7 +21,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -146,9 +146,8 @@ async def _check_tool(store: str, workdir: Path) -> None:
     assert [e.kind for e in entries] == ["run_started"] + ["tool_result"] * 3 + ["run_ended"]
     assert [r.status if r is not None else None for r in ended] == ["completed"] * 3
     assert first.kind == "run_started"
-    assert json.loads(json.dumps(first.payload))["state"]["metadata"]["bastion.fan_out_id"] == (
-        "review-2"
-    )
+    state = cast("dict[str, Any]", first.payload["state"])
+    assert state["metadata"]["bastion.fan_out_id"] == "review-2"
 
 
 async def test_sqlite(tmp_path: Path) -> None:
