@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 from bastion import Agent, tool
-from bastion.agent import FanOutChildEndEvent, FanOutEvent, FanOutSpawnedEvent
-from bastion.agent._fanout_relay import fan_out_child_run_id
-from bastion.core import ModelRequest, SubagentEvent, ToolMessage
+from bastion.agent import FanOutChildEndEvent, FanOutEvent, FanOutSpawnedEvent, Judge
+from bastion.agent._fanout_relay import fan_out_child_run_id, judge_run_id
+from bastion.core import ModelRequest, SubagentEvent, ToolMessage, UserMessage
 from bastion.stores import DEFAULT_LEASE_TTL, open_store, run_lease_key
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
 
@@ -148,3 +148,32 @@ async def test_a_child_run_live_elsewhere_is_not_journaled_and_continues_later(
     assert again.output == "alpha"  # the same run's result, its model not asked again
     assert again.child("a").status == "completed"
     assert requests(a) == 1
+
+
+async def test_a_rerun_takes_the_judges_journaled_answers(tmp_path: Any) -> None:
+    prompts: list[str] = []
+
+    def judge_answer(request: ModelRequest) -> str:
+        last = request.messages[-1]
+        assert isinstance(last, UserMessage)
+        assert isinstance(last.content, str)
+        text = last.content
+        prompts.append(text)
+        number = 1 if text.index("thorough") < text.index("sloppy") else 2
+        return f"The thorough one.\nPICK: {number}"
+
+    judge = Agent("judge", model=FunctionModel(judge_answer))
+    a = child("a", "a sloppy answer")
+    b = child("b", "a thorough answer")
+    async with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as stores:
+        results = [
+            await lead(store=stores).fan_out(
+                [(a, "q"), (b, "q")], merge=Judge(judge=judge), fan_out_id="fan-5"
+            )
+            for _ in range(2)
+        ]
+        runs = [await stores.journal.get_run(judge_run_id("fan-5", n)) for n in (1, 2)]
+    assert [(r.output, r.chosen) for r in results] == [("a thorough answer", "b")] * 2
+    assert len(prompts) == 2  # the first fan-out asked twice (position check); the re-run, never
+    assert [r.agent if r is not None else None for r in runs] == ["judge", "judge"]
+    assert requests(a) == requests(b) == 1

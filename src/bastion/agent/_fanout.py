@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from bastion.core import RunErrorInfo, Usage
@@ -127,7 +128,16 @@ class _FanOut:
             o if o is not None else _not_started(c, i)
             for i, (c, o) in enumerate(zip(plan.children, self.outcomes, strict=True))
         )
-        merged = await merge_outcomes(plan.strategy, children, host=plan.host, clock=plan.clock)
+        # A judge's answer is journaled in its own run (with a store), unless a child's run
+        # was busy elsewhere: a later re-run then merges other outcomes, and asks again.
+        busy = any(c.error is not None and c.error.code == "run_busy" for c in children)
+        merged = await merge_outcomes(
+            plan.strategy,
+            children,
+            host=plan.host,
+            clock=plan.clock,
+            durable_id=None if busy or self.log is None else plan.id,
+        )
         usage = Usage()
         for child in children:
             usage += child.usage
@@ -161,6 +171,12 @@ class _FanOut:
     def _emit(self, event: FanOutEvent) -> None:
         if self.emit is not None:
             self.emit(event)
+
+    def _spawned(self, index: int, name: str, run_id: str) -> None:
+        """Called by ``run_child`` once the child's run exists: the ``spawned`` event."""
+        self._emit(
+            FanOutSpawnedEvent(fan_out_id=self.plan.id, child=name, index=index, run_id=run_id)
+        )
 
     def _restore(self) -> None:
         """Take the outcomes an earlier attempt journaled."""
@@ -205,7 +221,7 @@ class _FanOut:
                 FAN_OUT_ID: plan.id,
                 FAN_OUT_CHILD: child.label,
             }
-            started = _Announce(self, index, child.label)
+            started = partial(self._spawned, index, child.label)
             run_id = fan_out_child_run_id(plan.id, index, child.label)
             relay = None if self.forward is None else ChildRelay(self.forward, plan, child, run_id)
             outcome = await run_child(
@@ -289,25 +305,6 @@ class _FanOut:
                 node=governance.node,
                 invocation=self.plan.id,
             )
-
-
-class _Announce:
-    """Called by ``run_child`` once the child's run exists: the ``spawned`` event."""
-
-    __slots__ = ("fan", "index", "name")
-
-    def __init__(self, fan: _FanOut, index: int, name: str) -> None:
-        self.fan = fan
-        self.index = index
-        self.name = name
-
-    def __call__(self, run_id: str) -> None:
-        fan = self.fan
-        fan._emit(
-            FanOutSpawnedEvent(
-                fan_out_id=fan.plan.id, child=self.name, index=self.index, run_id=run_id
-            )
-        )
 
 
 def _not_started(child: FanOutChild, index: int) -> ChildResult:

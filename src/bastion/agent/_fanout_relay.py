@@ -3,8 +3,8 @@
 :func:`fan_out_child_run_id` derives a child's run id from the fan-out id, the child's index
 and its name, through the same derivation as a tool call's durable child
 (:func:`~bastion.agent._child.child_run_id`): running the fan-out again finds the child's
-run. :class:`ChildRelay` wraps each of the child's events in a ``SubagentEvent`` for the
-fan-out stream's caller.
+run. :func:`judge_run_id` does the same for a judge agent's answers. :class:`ChildRelay`
+wraps each of the child's events in a ``SubagentEvent`` for the fan-out stream's caller.
 """
 
 from __future__ import annotations
@@ -22,12 +22,20 @@ if TYPE_CHECKING:
     from ._fanout_plan import FanOutPlan
     from ._fanout_types import FanOutChild, FanOutEvent
 
-__all__ = ["ChildRelay", "fan_out_child_run_id"]
+__all__ = ["ChildRelay", "fan_out_child_run_id", "judge_run_id"]
 
 
 def fan_out_child_run_id(fan_out_id: str, index: int, name: str) -> str:
     """The run id of child ``name`` (at ``index``) of fan-out ``fan_out_id``."""
     return child_run_id(fan_out_id, index, name)
+
+
+def judge_run_id(fan_out_id: str, question: int) -> str:
+    """The run id of the judge's ``question``-th answer (1, or 2: the position check).
+
+    Negative indexes: no child (indexed from 0) shares it.
+    """
+    return child_run_id(fan_out_id, -question, "judge")
 
 
 class ChildRelay:
