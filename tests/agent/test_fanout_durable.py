@@ -13,11 +13,11 @@ import time
 from typing import Any
 
 from bastion import Agent, tool
-from bastion.agent import FanOutChildEndEvent, FanOutEvent, FanOutSpawnedEvent, Judge
+from bastion.agent import ChildBudget, FanOutChildEndEvent, FanOutEvent, FanOutSpawnedEvent, Judge
 from bastion.agent._fanout_relay import fan_out_child_run_id, judge_run_id
 from bastion.core import ModelRequest, SubagentEvent, ToolMessage, UserMessage
 from bastion.stores import DEFAULT_LEASE_TTL, open_store, run_lease_key
-from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
+from bastion.testing import Call, FunctionModel, LaterClock, ScriptedModel, Turn
 
 
 def child(name: str, *script: str | Turn, **kwargs: Any) -> Agent[Any, Any]:
@@ -177,3 +177,55 @@ async def test_a_rerun_takes_the_judges_journaled_answers(tmp_path: Any) -> None
     assert len(prompts) == 2  # the first fan-out asked twice (position check); the re-run, never
     assert [r.agent if r is not None else None for r in runs] == ["judge", "judge"]
     assert requests(a) == requests(b) == 1
+
+
+async def test_a_continued_childs_tool_budget_counts_its_earlier_calls(tmp_path: Any) -> None:
+    notes: list[str] = []
+    asked = asyncio.Event()
+
+    @tool(side_effect_class="side_effecting")
+    async def note(text: str) -> str:
+        """Take a note."""
+        notes.append(text)
+        return "noted"
+
+    def calls(request: ModelRequest) -> int:
+        return sum(isinstance(m, ToolMessage) for m in request.messages)
+
+    async def first(request: ModelRequest) -> str | Turn:
+        if calls(request) == 0:
+            return Turn(tool_calls=[Call("note", {"text": "one"}, id="n1")])
+        asked.set()
+        await asyncio.Event().wait()  # the attempt is cut here
+        return "never"
+
+    def then(request: ModelRequest) -> str | Turn:
+        if calls(request) == 1:
+            return Turn(tool_calls=[Call("note", {"text": "two"}, id="n2")])
+        return "done"
+
+    run_id = fan_out_child_run_id("fan-6", 0, "worker")
+    async with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as stores:
+        cut = Agent("worker", model=FunctionModel(first), tools=[note], store=stores)
+        attempt = asyncio.create_task(cut.stream("x", run_id=run_id).drain())
+        await asyncio.wait(
+            {asyncio.create_task(asked.wait()), attempt}, return_when="FIRST_COMPLETED"
+        )
+        attempt.cancel()
+        await asyncio.gather(attempt, return_exceptions=True)
+        # the next attempt comes after the cut attempt's lease lapsed
+        later = Agent(
+            "worker",
+            model=FunctionModel(then),
+            tools=[note],
+            clock=LaterClock(DEFAULT_LEASE_TTL + 1),
+        )
+        result = await lead(store=stores).fan_out(
+            [(later, "x")], per_child_budget=ChildBudget(tool_calls=1), fan_out_id="fan-6"
+        )
+    outcome = result.child("worker")
+    assert outcome.run_id == run_id
+    assert outcome.status == "failed"
+    assert outcome.error is not None
+    assert outcome.error.code == "budget_exceeded"
+    assert notes == ["one"]  # the earlier attempt's call counts: the second is refused

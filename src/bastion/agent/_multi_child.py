@@ -15,7 +15,8 @@ changes in this one place. It enforces the child's :class:`ChildBudget`:
 Given a ``run_id`` (a fan-out derives one per child), an ``Agent`` child is a durable child
 run: with a store that already holds the run, the child continues from its own journal
 (``resume_stream``: a finished run gives its result again, a crashed one goes on where it
-stopped, repeating no recorded model call or tool) instead of starting over. ``on_event``
+stopped, repeating no recorded model call or tool) instead of starting over; its tool-call
+budget counts the calls its journal already finished. ``on_event``
 sees each of the child's events (``None``: the child is drained, with no per-event cost).
 
 A child over its budget is aborted and reported ``failed`` with code ``budget_exceeded``.
@@ -152,16 +153,27 @@ async def _open(  # noqa: PLR0917 - one child's parts
     if not isinstance(getattr(agent, "config", None), RunConfig):
         return agent.stream(child.input, metadata=dict(metadata)), tool_budget is not None
     configured = cast("_Configured", agent)
-    hook = _tool_counter(handle, tool_budget) if tool_budget is not None else None
-    config = _child_config(configured.config, host, hook)
-    store = config.store
+    store = configured.config.store or (host.store if host is not None else None)
     if run_id is not None and store is not None:
         if store is configured.config.store:
             await configured.stores()  # the child's own store: open it (the host's is open)
         if await store.journal.get_run(run_id) is not None:
+            spent = await _tools_run(store, run_id) if tool_budget is not None else 0
+            config = _child_config(configured.config, host, _hook(handle, tool_budget, spent))
             return configured.resume_stream(run_id, config=config), False
+    config = _child_config(configured.config, host, _hook(handle, tool_budget, 0))
     stream = configured.stream(child.input, metadata=dict(metadata), config=config, run_id=run_id)
     return stream, False
+
+
+def _hook(handle: ChildHandle, tool_budget: int | None, spent: int) -> Any:
+    return _tool_counter(handle, tool_budget, spent) if tool_budget is not None else None
+
+
+async def _tools_run(store: Stores, run_id: str) -> int:
+    """How many tool calls the child's run finished in an earlier attempt (its journal)."""
+    entries = await store.journal.read(run_id)
+    return len({str(e.payload.get("tool_call_id")) for e in entries if e.kind == "tool_result"})
 
 
 def _failed(name: str, index: int, exc: Exception, run_id: str) -> ChildResult:
@@ -209,9 +221,12 @@ async def _follow(
     return result
 
 
-def _tool_counter(handle: ChildHandle, limit: int) -> Any:
-    """A gate hook refusing the child's tool calls past ``limit``, and stopping the child."""
-    count = 0
+def _tool_counter(handle: ChildHandle, limit: int, spent: int = 0) -> Any:
+    """A gate hook refusing the child's tool calls past ``limit``, and stopping the child.
+
+    ``spent``: the calls an earlier attempt of the child's run already made.
+    """
+    count = spent
 
     def count_call(request: ToolCallRequest) -> ToolCallDecision | None:
         nonlocal count
