@@ -13,9 +13,16 @@ import time
 from typing import Any
 
 from bastion import Agent, tool
-from bastion.agent import ChildBudget, FanOutChildEndEvent, FanOutEvent, FanOutSpawnedEvent, Judge
+from bastion.agent import (
+    ChildBudget,
+    ChildResult,
+    FanOutChildEndEvent,
+    FanOutEvent,
+    FanOutSpawnedEvent,
+    Judge,
+)
 from bastion.agent._fanout_relay import fan_out_child_run_id, judge_run_id
-from bastion.core import ModelRequest, SubagentEvent, ToolMessage, UserMessage
+from bastion.core import ModelRequest, SubagentEvent, ToolMessage, Usage, UserMessage
 from bastion.stores import DEFAULT_LEASE_TTL, open_store, run_lease_key
 from bastion.testing import Call, FunctionModel, LaterClock, ScriptedModel, Turn
 
@@ -179,7 +186,13 @@ async def test_a_rerun_takes_the_judges_journaled_answers(tmp_path: Any) -> None
     assert requests(a) == requests(b) == 1
 
 
-async def test_a_continued_childs_tool_budget_counts_its_earlier_calls(tmp_path: Any) -> None:
+def spent(tokens: int) -> Usage:
+    return Usage(prompt_tokens=tokens, completion_tokens=0, requests=1)
+
+
+async def continued_under(budget: ChildBudget, tmp_path: Any) -> tuple[ChildResult, list[str]]:
+    """A child whose first attempt ran tool ``one`` (100 tokens), then was cut; the fan-out
+    continues its run under ``budget`` (it asks for tool ``two``, 60 tokens, then ends)."""
     notes: list[str] = []
     asked = asyncio.Event()
 
@@ -192,25 +205,24 @@ async def test_a_continued_childs_tool_budget_counts_its_earlier_calls(tmp_path:
     def calls(request: ModelRequest) -> int:
         return sum(isinstance(m, ToolMessage) for m in request.messages)
 
-    async def first(request: ModelRequest) -> str | Turn:
+    async def first(request: ModelRequest) -> Turn:
         if calls(request) == 0:
-            return Turn(tool_calls=[Call("note", {"text": "one"}, id="n1")])
+            return Turn(tool_calls=[Call("note", {"text": "one"}, id="n1")], usage=spent(100))
         asked.set()
         await asyncio.Event().wait()  # the attempt is cut here
-        return "never"
+        return Turn(text="never")
 
-    def then(request: ModelRequest) -> str | Turn:
+    def then(request: ModelRequest) -> Turn:
         if calls(request) == 1:
-            return Turn(tool_calls=[Call("note", {"text": "two"}, id="n2")])
-        return "done"
+            return Turn(tool_calls=[Call("note", {"text": "two"}, id="n2")], usage=spent(60))
+        return Turn(text="done", usage=spent(1))
 
     run_id = fan_out_child_run_id("fan-6", 0, "worker")
     async with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as stores:
         cut = Agent("worker", model=FunctionModel(first), tools=[note], store=stores)
         attempt = asyncio.create_task(cut.stream("x", run_id=run_id).drain())
-        await asyncio.wait(
-            {asyncio.create_task(asked.wait()), attempt}, return_when="FIRST_COMPLETED"
-        )
+        waiting = asyncio.create_task(asked.wait())
+        await asyncio.wait({waiting, attempt}, return_when="FIRST_COMPLETED")
         attempt.cancel()
         await asyncio.gather(attempt, return_exceptions=True)
         # the next attempt comes after the cut attempt's lease lapsed
@@ -221,11 +233,25 @@ async def test_a_continued_childs_tool_budget_counts_its_earlier_calls(tmp_path:
             clock=LaterClock(DEFAULT_LEASE_TTL + 1),
         )
         result = await lead(store=stores).fan_out(
-            [(later, "x")], per_child_budget=ChildBudget(tool_calls=1), fan_out_id="fan-6"
+            [(later, "x")], per_child_budget=budget, fan_out_id="fan-6"
         )
     outcome = result.child("worker")
     assert outcome.run_id == run_id
+    return outcome, notes
+
+
+async def test_a_continued_childs_tool_budget_counts_its_earlier_calls(tmp_path: Any) -> None:
+    outcome, notes = await continued_under(ChildBudget(tool_calls=1), tmp_path)
     assert outcome.status == "failed"
     assert outcome.error is not None
     assert outcome.error.code == "budget_exceeded"
     assert notes == ["one"]  # the earlier attempt's call counts: the second is refused
+
+
+async def test_a_continued_childs_token_budget_counts_its_earlier_usage(tmp_path: Any) -> None:
+    outcome, notes = await continued_under(ChildBudget(tokens=150), tmp_path)
+    assert outcome.status == "failed"
+    assert outcome.error is not None
+    assert outcome.error.code == "budget_exceeded"
+    assert outcome.usage.total_tokens == 161  # 100 before the cut, 61 after
+    assert notes == ["one", "two"]
