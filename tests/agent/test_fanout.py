@@ -49,13 +49,16 @@ def usage(tokens: int) -> Usage:
 async def collect(
     lead: Agent[Any, Any], *args: Any, **kwargs: Any
 ) -> tuple[list[str], FanOutResult]:
+    """The fan-out's own events as lines (the children's events are left out)."""
     async with lead.fan_out_stream(*args, **kwargs) as fan:
-        lines = [line(event) async for event in fan]
+        lines = [line(event) async for event in fan if event.type != "subagent.event"]
     return lines, fan.result
 
 
 def line(event: FanOutEvent) -> str:
     match event.type:
+        case "subagent.event":
+            return f"{event.tool_call_id}: {event.event.type}"
         case "agent.fanout.spawned":
             return f"spawned {event.child}"
         case "agent.fanout.child.end":

@@ -766,7 +766,9 @@ class Agent(Generic[DepsT, OutputT]):
         Each child (a :class:`FanOutChild` or an ``(agent, input)`` pair: an Agent, a Team
         or an external agent) runs as its own run, under this agent's governor (as action
         ``agent:<child>``) and, when the child has none, this agent's store. At most
-        ``max_concurrent_children`` run at once, taken in registration order.
+        ``max_concurrent_children`` run at once, taken in registration order. The stream
+        also yields each child's own events, wrapped in ``SubagentEvent`` (its
+        ``child_run_id`` is the child's run).
 
         Args:
             children: The children, each with its input.
@@ -777,7 +779,8 @@ class Agent(Generic[DepsT, OutputT]):
             max_concurrent_children: How many children run at once.
             fan_out_id: The fan-out's id. With a store, running a fan-out again with the
                 same id takes the outcomes of the children that finished before (in
-                another process, too) instead of running them again.
+                another process, too) instead of running them again, and continues an
+                ``Agent`` child that was in flight from its own run's journal.
 
         Raises:
             UserError: An option is invalid (nothing has been run).

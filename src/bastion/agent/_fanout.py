@@ -14,21 +14,26 @@ governor as node ``<child>``.
 Durability: with a store, the fan-out is journaled as a composite run (``_composite``)
 under ``fan_out_id``; each child's outcome is journaled when it ends, before its
 ``agent.fanout.child.end`` event, and running the fan-out again with the same id takes the
-journaled outcomes instead of running those children again.
+journaled outcomes instead of running those children again. Each child's own run has an id
+derived from the fan-out id, its index and its name (``_fanout_relay``), so the
+run of a child that was in flight is found again and continued from its own journal.
 
-Events go to the caller of :meth:`FanOutStream` and to the agent's ``event_bus``.
+Events go to the caller of :meth:`FanOutStream` and to the agent's ``event_bus``; the
+children's events, each wrapped in a ``SubagentEvent``, go to the caller of the stream only.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from bastion.core import RunErrorInfo, Usage
 
 from ._composite import CompositeLog
 from ._fanout_records import from_record, jsonable, to_part
+from ._fanout_relay import ChildRelay, fan_out_child_run_id
 from ._fanout_types import (
     ChildResult,
     FanOutChild,
@@ -57,7 +62,11 @@ _GOVERNANCE_CODES = {"Denied": "policy_denied", "PolicyExceeded": "budget_exceed
 
 
 async def execute(plan: FanOutPlan, emit: Callable[[FanOutEvent], None] | None) -> FanOutResult:
-    """Run the fan-out ``plan``; ``emit`` receives its events as they happen."""
+    """Run the fan-out ``plan``; ``emit`` receives its events as they happen.
+
+    The children's events (as ``SubagentEvent``) go to ``emit`` only, not to the bus.
+    """
+    forward = emit
     bus = plan.bus
     if bus is not None:
         inner = emit
@@ -69,7 +78,7 @@ async def execute(plan: FanOutPlan, emit: Callable[[FanOutEvent], None] | None) 
 
         emit = emit_both
     log = await _open_log(plan)
-    run = _FanOut(plan, log, emit)
+    run = _FanOut(plan, log, emit, forward)
     return await run.run()
 
 
@@ -90,11 +99,16 @@ class _FanOut:
     """One running fan-out: its workers, the children's handles and outcomes."""
 
     def __init__(
-        self, plan: FanOutPlan, log: CompositeLog | None, emit: Callable[[FanOutEvent], None] | None
+        self,
+        plan: FanOutPlan,
+        log: CompositeLog | None,
+        emit: Callable[[FanOutEvent], None] | None,
+        forward: Callable[[FanOutEvent], None] | None,
     ) -> None:
         self.plan = plan
         self.log = log
         self.emit = emit
+        self.forward = forward  # the stream's caller: also gets the children's events
         self.outcomes: list[ChildResult | None] = [None] * len(plan.children)
         self.handles: dict[int, ChildHandle] = {}
         self.next = 0
@@ -114,7 +128,16 @@ class _FanOut:
             o if o is not None else _not_started(c, i)
             for i, (c, o) in enumerate(zip(plan.children, self.outcomes, strict=True))
         )
-        merged = await merge_outcomes(plan.strategy, children, host=plan.host, clock=plan.clock)
+        # A judge's answer is journaled in its own run (with a store), unless a child's run
+        # was busy elsewhere: a later re-run then merges other outcomes, and asks again.
+        busy = any(c.error is not None and c.error.code == "run_busy" for c in children)
+        merged = await merge_outcomes(
+            plan.strategy,
+            children,
+            host=plan.host,
+            clock=plan.clock,
+            durable_id=None if busy or self.log is None else plan.id,
+        )
         usage = Usage()
         for child in children:
             usage += child.usage
@@ -148,6 +171,12 @@ class _FanOut:
     def _emit(self, event: FanOutEvent) -> None:
         if self.emit is not None:
             self.emit(event)
+
+    def _spawned(self, index: int, name: str, run_id: str) -> None:
+        """Called by ``run_child`` once the child's run exists: the ``spawned`` event."""
+        self._emit(
+            FanOutSpawnedEvent(fan_out_id=self.plan.id, child=name, index=index, run_id=run_id)
+        )
 
     def _restore(self) -> None:
         """Take the outcomes an earlier attempt journaled."""
@@ -192,13 +221,26 @@ class _FanOut:
                 FAN_OUT_ID: plan.id,
                 FAN_OUT_CHILD: child.label,
             }
-            started = _Announce(self, index, child.label)
+            started = partial(self._spawned, index, child.label)
+            run_id = fan_out_child_run_id(plan.id, index, child.label)
+            relay = None if self.forward is None else ChildRelay(self.forward, plan, child, run_id)
             outcome = await run_child(
-                child, index, handle, plan.budget, plan.host, plan.clock, metadata, started
+                child,
+                index,
+                handle,
+                plan.budget,
+                plan.host,
+                plan.clock,
+                metadata,
+                started,
+                run_id=run_id,
+                on_event=relay,
             )
             await self._charge(child.label, outcome)
         del self.handles[index]
-        if self.log is not None and not handle.cancelled:
+        busy = outcome.error is not None and outcome.error.code == "run_busy"
+        if self.log is not None and not handle.cancelled and not busy:
+            # A child whose run is live elsewhere is not journaled: a later re-run continues it.
             await self.log.record(to_part(outcome))
         self.outcomes[index] = outcome
         self._emit(
@@ -263,25 +305,6 @@ class _FanOut:
                 node=governance.node,
                 invocation=self.plan.id,
             )
-
-
-class _Announce:
-    """Called by ``run_child`` once the child's run exists: the ``spawned`` event."""
-
-    __slots__ = ("fan", "index", "name")
-
-    def __init__(self, fan: _FanOut, index: int, name: str) -> None:
-        self.fan = fan
-        self.index = index
-        self.name = name
-
-    def __call__(self, run_id: str) -> None:
-        fan = self.fan
-        fan._emit(
-            FanOutSpawnedEvent(
-                fan_out_id=fan.plan.id, child=self.name, index=self.index, run_id=run_id
-            )
-        )
 
 
 def _not_started(child: FanOutChild, index: int) -> ChildResult:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from bastion.core import RunErrorInfo, RunStatus, Usage, UserError
+from bastion.core import RunErrorInfo, RunStatus, SubagentEvent, Usage, UserError
 
 if TYPE_CHECKING:
     from bastion.core import AgentEvent
@@ -228,5 +228,8 @@ class FanOutMergedEvent:
     type: Literal["agent.fanout.merged"] = "agent.fanout.merged"
 
 
-FanOutEvent: TypeAlias = FanOutSpawnedEvent | FanOutChildEndEvent | FanOutMergedEvent
-"""An event of a fan-out's stream (``type`` tells which)."""
+FanOutEvent: TypeAlias = (
+    FanOutSpawnedEvent | FanOutChildEndEvent | FanOutMergedEvent | SubagentEvent
+)
+"""An event of a fan-out's stream (``type`` tells which); a child's own events come
+wrapped in ``SubagentEvent`` (``tool_call_id`` is the child's name, ``child_run_id`` its run)."""

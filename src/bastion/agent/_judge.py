@@ -114,7 +114,11 @@ def nothing_merged(children: tuple[ChildResult, ...]) -> RunErrorInfo:
 
 
 async def judged(
-    strategy: Judge, children: tuple[ChildResult, ...], host: RunConfig | None, clock: Clock
+    strategy: Judge,
+    children: tuple[ChildResult, ...],
+    host: RunConfig | None,
+    clock: Clock,
+    durable_id: str | None = None,
 ) -> Merged:
     """Run the judge over the guarded candidates, twice in ``pick`` mode (position check)."""
     texts = {c.name: render_output(c.output) for c in children if c.ok}
@@ -137,7 +141,7 @@ async def judged(
     ]
     usage = Usage()
     try:
-        first, spent = await _ask(strategy, candidates, host, clock)
+        first, spent = await _ask(strategy, candidates, host, clock, _run_id(durable_id, 1))
         usage += spent
         if strategy.mode == "synthesize" or not isinstance(first, Pick):
             return Merged(output=first, usage=usage, guard=report)
@@ -147,7 +151,7 @@ async def judged(
                 Candidate(child=c.child, position=i, text=c.text, output=c.output, quoted=c.quoted)
                 for i, c in enumerate(reversed(candidates), 1)
             ]
-            answer, spent = await _ask(strategy, swapped, host, clock)
+            answer, spent = await _ask(strategy, swapped, host, clock, _run_id(durable_id, 2))
             usage += spent
             second = answer if isinstance(answer, Pick) else None
     except _JudgeFailed as exc:
@@ -207,8 +211,20 @@ def _nothing_to_judge(
     return nothing_merged(children)
 
 
+def _run_id(durable_id: str | None, question: int) -> str | None:
+    if durable_id is None:
+        return None
+    from ._fanout_relay import judge_run_id
+
+    return judge_run_id(durable_id, question)
+
+
 async def _ask(
-    strategy: Judge, candidates: list[Candidate], host: RunConfig | None, clock: Clock
+    strategy: Judge,
+    candidates: list[Candidate],
+    host: RunConfig | None,
+    clock: Clock,
+    run_id: str | None,
 ) -> tuple[Any, Usage]:
     """One question to the judge: its answer (a :class:`Pick` in pick mode) and its usage."""
     judge = strategy.judge
@@ -222,7 +238,7 @@ async def _ask(
             info = RunErrorInfo(code="judge_failed", message=f"{type(exc).__name__}: {exc}")
             raise _JudgeFailed(info, Usage()) from exc
         return value, Usage()
-    return await _ask_agent(strategy, judge, candidates, host, clock)  # pyright: ignore[reportArgumentType]
+    return await _ask_agent(strategy, judge, candidates, host, clock, run_id=run_id)  # pyright: ignore[reportArgumentType]
 
 
 async def _ask_agent(
@@ -231,13 +247,16 @@ async def _ask_agent(
     candidates: list[Candidate],
     host: RunConfig | None,
     clock: Clock,
+    *,
+    run_id: str | None,
 ) -> tuple[Any, Usage]:
     from ._fanout_types import FanOutChild
     from ._multi_child import ChildHandle, run_child
 
     prompt = judge_prompt(strategy, candidates)
+    metadata: dict[str, Any] = {"bastion.judge": True}
     outcome = await run_child(
-        FanOutChild(judge, prompt), 0, ChildHandle(), None, host, clock, {"bastion.judge": True}
+        FanOutChild(judge, prompt), 0, ChildHandle(), None, host, clock, metadata, run_id=run_id
     )
     if not outcome.ok:
         why = outcome.error.message if outcome.error else outcome.status

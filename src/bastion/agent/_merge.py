@@ -87,8 +87,13 @@ async def merge_outcomes(
     *,
     host: RunConfig | None,
     clock: Clock,
+    durable_id: str | None = None,
 ) -> Merged:
-    """Merge the children's outcomes with ``strategy``."""
+    """Merge the children's outcomes with ``strategy``.
+
+    ``durable_id``: the fan-out id a judge agent's runs derive their ids from (with a
+    store, a re-run takes the judge's journaled answer); ``None``: the judge runs afresh.
+    """
     done = [c for c in children if c.ok]
     if isinstance(strategy, Concat):
         if not done:
@@ -99,7 +104,7 @@ async def merge_outcomes(
             return Merged(error=nothing_merged(children))
         return Merged(output=done[0].output, chosen=done[0].name)
     if isinstance(strategy, Judge):
-        return await judged(strategy, children, host, clock)
+        return await judged(strategy, children, host, clock, durable_id)
     try:
         value = strategy(children)
         if inspect.isawaitable(value):

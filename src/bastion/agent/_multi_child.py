@@ -12,6 +12,13 @@ changes in this one place. It enforces the child's :class:`ChildBudget`:
   a child without steps (a team, an external agent) on the usage it reports at its end;
 - ``duration``: a watchdog sleeping on the parent's clock.
 
+Given a ``run_id`` (a fan-out derives one per child), an ``Agent`` child is a durable child
+run: with a store that already holds the run, the child continues from its own journal
+(``resume_stream``: a finished run gives its result again, a crashed one goes on where it
+stopped, repeating no recorded model call or tool) instead of starting over; its tool-call
+budget counts the calls its journal already finished. ``on_event``
+sees each of the child's events (``None``: the child is drained, with no per-event cost).
+
 A child over its budget is aborted and reported ``failed`` with code ``budget_exceeded``.
 Any exception of the child becomes a ``failed`` outcome: a failing child never raises.
 """
@@ -19,7 +26,7 @@ Any exception of the child becomes a ``failed`` outcome: a failing child never r
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -30,7 +37,8 @@ from ._config import RunConfig
 from ._fanout_types import ChildBudget, ChildResult, ChildStream, FanOutChild
 
 if TYPE_CHECKING:
-    from bastion.core import Clock
+    from bastion.core import AgentEvent, Clock
+    from bastion.stores import Stores
     from bastion.tools import ToolCallDecision, ToolCallRequest
 
     from ._result import RunResult
@@ -41,9 +49,21 @@ __all__ = ["ChildHandle", "run_child"]
 class _Configured(Protocol):
     """An ``Agent``: its runs take a derived configuration."""
 
+    @property
+    def config(self) -> RunConfig: ...
+
     def stream(
-        self, input: str, *, metadata: dict[str, Any] | None = None, config: RunConfig | None = None
+        self,
+        input: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        config: RunConfig | None = None,
+        run_id: str | None = None,
     ) -> ChildStream: ...
+
+    def resume_stream(self, run_id: str, *, config: RunConfig | None = None) -> ChildStream: ...
+
+    async def stores(self) -> Stores: ...
 
 
 @dataclass(slots=True)
@@ -78,20 +98,19 @@ async def run_child(  # noqa: PLR0917 - one child's parts
     clock: Clock,
     metadata: dict[str, Any],
     started: Callable[[str], None] | None = None,
+    *,
+    run_id: str | None = None,
+    on_event: Callable[[AgentEvent], None] | None = None,
 ) -> ChildResult:
-    """Run ``child`` to its end under ``budget``; its outcome, never an exception."""
-    agent = child.agent
-    config = getattr(agent, "config", None)
+    """Run (or continue, see ``run_id``) ``child`` to its end under ``budget``.
+
+    Returns its outcome, never an exception.
+    """
     tool_budget = budget.tool_calls if budget is not None else None
-    if isinstance(config, RunConfig):
-        hook = _tool_counter(handle, tool_budget) if tool_budget is not None else None
-        derived = _child_config(config, host, hook)
-        configured = cast("_Configured", agent)
-        stream: ChildStream = configured.stream(child.input, metadata=metadata, config=derived)
-        counted = False
-    else:
-        stream = agent.stream(child.input, metadata=metadata)
-        counted = tool_budget is not None
+    try:
+        stream, counted = await _open(child, handle, tool_budget, host, metadata, run_id)
+    except Exception as exc:
+        return _failed(child.label, index, exc, run_id or "")
     handle.stream = stream
     if started is not None:
         started(stream.run_id)
@@ -105,31 +124,86 @@ async def run_child(  # noqa: PLR0917 - one child's parts
         drain = cast(
             "Callable[[], Awaitable[RunResult[Any]]] | None", getattr(stream, "drain", None)
         )
-        if tokens is None and not counted and drain is not None:
+        if tokens is None and not counted and on_event is None and drain is not None:
             result = await drain()  # nobody needs the events: no per-event cost
         else:
-            result = await _follow(stream, handle, tokens, tool_budget if counted else None)
+            limit = tool_budget if counted else None
+            result = await _follow(stream, handle, tokens, limit, on_event)
     except Exception as exc:
-        return ChildResult(
-            name=child.label,
-            index=index,
-            status="failed",
-            error=RunErrorInfo(code="child_error", message=f"{type(exc).__name__}: {exc}"),
-            run_id=_run_id(stream),
-        )
+        return _failed(child.label, index, exc, _run_id(stream))
     finally:
         if watchdog is not None:
             watchdog.cancel()
     return _outcome(child.label, index, handle, result)
 
 
+async def _open(  # noqa: PLR0917 - one child's parts
+    child: FanOutChild,
+    handle: ChildHandle,
+    tool_budget: int | None,
+    host: RunConfig | None,
+    metadata: Mapping[str, Any],
+    run_id: str | None,
+) -> tuple[ChildStream, bool]:
+    """The child's stream (a new run, or its run already in the store).
+
+    Also whether its tool calls are counted from its events (a child that is no ``Agent``).
+    """
+    agent = child.agent
+    if not isinstance(getattr(agent, "config", None), RunConfig):
+        return agent.stream(child.input, metadata=dict(metadata)), tool_budget is not None
+    configured = cast("_Configured", agent)
+    store = configured.config.store or (host.store if host is not None else None)
+    if run_id is not None and store is not None:
+        if store is configured.config.store:
+            await configured.stores()  # the child's own store: open it (the host's is open)
+        if await store.journal.get_run(run_id) is not None:
+            spent = await _tools_run(store, run_id) if tool_budget is not None else 0
+            config = _child_config(configured.config, host, _hook(handle, tool_budget, spent))
+            return configured.resume_stream(run_id, config=config), False
+    config = _child_config(configured.config, host, _hook(handle, tool_budget, 0))
+    stream = configured.stream(child.input, metadata=dict(metadata), config=config, run_id=run_id)
+    return stream, False
+
+
+def _hook(handle: ChildHandle, tool_budget: int | None, spent: int) -> Any:
+    return _tool_counter(handle, tool_budget, spent) if tool_budget is not None else None
+
+
+async def _tools_run(store: Stores, run_id: str) -> int:
+    """How many tool calls the child's run finished in an earlier attempt (its journal)."""
+    entries = await store.journal.read(run_id)
+    return len({str(e.payload.get("tool_call_id")) for e in entries if e.kind == "tool_result"})
+
+
+def _failed(name: str, index: int, exc: Exception, run_id: str) -> ChildResult:
+    """A child that raised; ``run_busy``: its run is live in another process (untouched)."""
+    code = "run_busy" if type(exc).__name__ == "RunBusy" else "child_error"
+    return ChildResult(
+        name=name,
+        index=index,
+        status="failed",
+        error=RunErrorInfo(code=code, message=f"{type(exc).__name__}: {exc}"),
+        run_id=run_id,
+    )
+
+
 async def _follow(
-    stream: ChildStream, handle: ChildHandle, tokens: int | None, tool_calls: int | None
+    stream: ChildStream,
+    handle: ChildHandle,
+    tokens: int | None,
+    tool_calls: int | None,
+    on_event: Callable[[AgentEvent], None] | None,
 ) -> RunResult[Any]:
-    """Iterate the child's events, stopping it when it goes over ``tokens`` / ``tool_calls``."""
+    """Iterate the child's events, stopping it when it goes over ``tokens`` / ``tool_calls``.
+
+    Each event goes to ``on_event`` first.
+    """
     spent = 0
     calls = 0
     async for event in stream:
+        if on_event is not None:
+            on_event(event)
         if tokens is not None and isinstance(event, StepEndEvent):
             spent += event.usage.total_tokens
             if spent > tokens:
@@ -147,9 +221,12 @@ async def _follow(
     return result
 
 
-def _tool_counter(handle: ChildHandle, limit: int) -> Any:
-    """A gate hook refusing the child's tool calls past ``limit``, and stopping the child."""
-    count = 0
+def _tool_counter(handle: ChildHandle, limit: int, spent: int = 0) -> Any:
+    """A gate hook refusing the child's tool calls past ``limit``, and stopping the child.
+
+    ``spent``: the calls an earlier attempt of the child's run already made.
+    """
+    count = spent
 
     def count_call(request: ToolCallRequest) -> ToolCallDecision | None:
         nonlocal count
