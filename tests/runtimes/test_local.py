@@ -46,7 +46,8 @@ async def test_output_is_capped_at_one_mebibyte(work: Path) -> None:  # covers S
 
 async def test_timeout_kills_the_whole_process_group(work: Path) -> None:
     runtime = LocalRuntime(work)
-    result = await runtime.exec("sleep 60 & echo $! > child.pid; wait", timeout=0.5)
+    # The deadline leaves a loaded machine time to start the child and write its pid.
+    result = await runtime.exec("sleep 60 & echo $! > child.pid; wait", timeout=3)
     assert result.timed_out
     assert result.exit_code == 137
     child = int((work / "child.pid").read_text())
