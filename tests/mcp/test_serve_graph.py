@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -170,3 +171,20 @@ async def test_a_graph_over_streamable_http_streams_its_nodes(http_graph: str):
             "result": "; ".join(f"s{i} {n}" for n in range(1, i + 1))
         }
         assert seen == ["1 plan started", "2 plan finished", "3 write started", "4 write finished"]
+
+
+def test_the_docs_example_runs_as_printed(tmp_path: Path):
+    page = (Path(__file__).parents[2] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    section = page.split("### Serving a graph", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["{'result': 'graphs 1; graphs 2'}"]

@@ -61,17 +61,24 @@ def load_agent_or_graph(spec: str) -> Agent[object, object] | Graph:
     Raises:
         SpecError: The spec cannot be resolved, or leads to neither.
     """
-    from bastion.graph import Graph
-
     value = load_object(spec)
-    served = isinstance(value, Agent) or isinstance(value, Graph)
-    made = value if served else _call_factory(value, spec)
-    if isinstance(made, Agent):
-        return cast("Agent[object, object]", made)
-    if isinstance(made, Graph):
-        return made
+    served = _agent_or_graph(value)
+    if served is not None:
+        return served
+    made = _call_factory(value, spec)
+    served = _agent_or_graph(made)
+    if served is not None:
+        return served
     what = type(value).__name__ if made is value else f"a factory returning {type(made).__name__}"
     raise SpecError(f"{spec!r} is {what}, not a bastion Agent or Graph.")
+
+
+def _agent_or_graph(value: object) -> Agent[object, object] | Graph | None:
+    from bastion.graph import Graph
+
+    if isinstance(value, Graph):
+        return value
+    return cast("Agent[object, object]", value) if isinstance(value, Agent) else None
 
 
 def load_object(spec: str) -> object:
