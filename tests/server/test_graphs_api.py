@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -182,3 +185,21 @@ async def test_concurrent_executions_each_get_their_own_stream(sqlite_url: str):
         ids = [s.json()["execution_id"] for s in started]
         views = await asyncio.gather(*(_settled(http, i) for i in ids))
     assert [v["output"] for v in views] == [2 * i + 1 for i in range(5)]
+
+
+def test_the_docs_example_prints_what_the_page_says(tmp_path: Path):
+    page = (Path(__file__).parents[2] / "docs" / "server.md").read_text(encoding="utf-8")
+    section = page.split("\n## Graphs\n", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    printed = section.split("prints\n\n```\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == printed
