@@ -26,11 +26,12 @@ class _Body(BaseModel):
 
 
 class GraphInfo(_Body):
-    """A served graph: its key, nodes and Mermaid diagram."""
+    """A served graph: its key, nodes, edges and Mermaid diagram."""
 
     key: str
     nodes: list[str]
     entries: list[str]
+    edges: list[tuple[str, str]] = Field(description="Each edge as [source, target].")
     mermaid: str
 
 
@@ -119,6 +120,7 @@ async def list_graphs(runs: Runs, caller: Who) -> list[GraphInfo]:
             key=key,
             nodes=list(graph.specs),
             entries=list(graph.compile().entries),
+            edges=[(edge.source, edge.target) for edge in graph.edges],
             mermaid=graph.to_mermaid(),
         )
         for key, graph in sorted(runs.graphs.items())
