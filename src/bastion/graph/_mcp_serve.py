@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ._graph import Graph
     from ._result import GraphResult
 
-__all__ = ["graph_server", "input_type", "output_type"]
+__all__ = ["entry_type", "graph_server", "output_type"]
 
 _LISTS = (list, collections.abc.Sequence, tuple)
 
@@ -42,7 +42,7 @@ def _first_parameter(fn: Any) -> Any:
     return hints.get(first, Any) if first is not None else Any
 
 
-def input_type(graph: Graph) -> Any:
+def entry_type(graph: Graph) -> Any:
     """The type of the graph's ``input``, read from its single entry (``Any`` if unknown)."""
     entries = graph.compile().entries
     if len(entries) != 1:
@@ -154,7 +154,7 @@ def graph_server(
     name = tool_name or graph.key
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", name):
         raise UserError(f"Invalid MCP tool name {name!r}: use 1-128 letters, digits, '_-.'.")
-    accepts, returns = input_type(graph), output_type(graph)
+    accepts, returns = entry_type(graph), output_type(graph)
     description = f"Run the graph {graph.key!r} on input; returns its output."
     if store is not None:
         StoreCheckpointer(store)  # a URL no backend understands fails here, not per call

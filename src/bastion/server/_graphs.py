@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from bastion.core import UserError, new_id
@@ -27,6 +28,7 @@ from bastion.graph import (
     GraphResult,
     GraphStream,
     StoreCheckpointer,
+    entry_type,
 )
 from bastion.tools import Directive
 
@@ -76,6 +78,7 @@ class GraphRuns:
         self.checkpointer = StoreCheckpointer(stores)
         self.log = EventLog(stores.artifacts)
         self.live: dict[str, _Live] = {}
+        self._adapters: dict[str, TypeAdapter[Any] | None] = {}
 
     def graph(self, key: str) -> Graph:
         """The served graph ``key``.
@@ -130,12 +133,31 @@ class GraphRuns:
     async def start(self, caller: Caller, key: str, input: Any) -> str:
         """Start an execution of ``key`` on ``input`` for the caller's tenant."""
         graph = self.graph(key)
-        graph.validate()
+        input = self._typed(graph, input)
         execution_id = new_id("gx")
         await self._own(execution_id, caller.tenant, key)
         stream = graph.stream(input, execution_id=execution_id, checkpointer=self.checkpointer)
         self._drive(execution_id, stream, 0)
         return execution_id
+
+    def _typed(self, graph: Graph, input: Any) -> Any:
+        """``input`` as the entry's type (``inputs: list[T]``), checked before anything runs.
+
+        Raises:
+            UserError: The input does not fit.
+        """
+        adapter = self._adapters.get(graph.key)
+        if adapter is None:
+            accepts = entry_type(graph)
+            adapter = self._adapters[graph.key] = None if accepts is Any else TypeAdapter(accepts)
+        if adapter is None:
+            return input
+        try:
+            return adapter.validate_python(input)
+        except ValidationError as exc:
+            raise UserError(
+                f"The input of graph {graph.key!r} does not fit its entry: {exc}"
+            ) from None
 
     async def resume(self, execution_id: str, directive: Directive, caller: Caller) -> None:
         """Resume an execution with the decisions it waits for (in the background)."""
