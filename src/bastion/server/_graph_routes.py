@@ -150,7 +150,7 @@ async def list_executions(
     page = await runs.stores.journal.list_runs(status=status, agent=f"graph:{graph}", limit=500)
     for record in page.runs:
         owner = await runs.owner(record.run_id)
-        if owner is None or not caller.sees(await runs.tenant(record.run_id)):
+        if owner is None or not caller.sees(owner.tenant):
             continue
         found.append(
             ExecutionSummary(
@@ -170,9 +170,10 @@ async def list_executions(
 async def get_execution(execution_id: str, runs: Runs, caller: Who) -> ExecutionView:
     """One execution: status, output or error, finished nodes, what it waits for."""
     record = await runs.record(execution_id, caller)
+    owner = await runs.check(execution_id, caller)
     return ExecutionView(
         execution_id=execution_id, graph=record.graph, status=record.status,
-        tenant_id=await runs.tenant(execution_id), input=record.input, output=record.output,
+        tenant_id=owner.tenant, input=record.input, output=record.output,
         error=record.error, version=record.version,
         finished={key: node.output for key, node in record.finished.items()},
         pending=record.pending, forked_from=record.forked_from,
@@ -218,7 +219,7 @@ async def resume_execution(
         interrupts=[InterruptResolution(**i.model_dump()) for i in body.interrupts],
     )
     await runs.resume(execution_id, directive, caller)
-    return _accepted(execution_id, (await runs.record(execution_id, caller)).graph)
+    return _accepted(execution_id, (await runs.check(execution_id, caller)).graph)
 
 
 @graphs_router.get("/executions/{execution_id}/history", response_model=list[CheckpointView])
@@ -245,6 +246,5 @@ async def fork_execution(
     execution_id: str, body: ForkExecution, runs: Runs, caller: Who
 ) -> ExecutionAccepted:
     """Fork the execution at a checkpoint with edited outputs, and run the fork."""
-    record = await runs.record(execution_id, caller)
     forked = await runs.fork(execution_id, body.version, body.edits, caller)
-    return _accepted(forked, record.graph)
+    return _accepted(forked, (await runs.check(forked, caller)).graph)

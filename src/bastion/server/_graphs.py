@@ -40,13 +40,21 @@ if TYPE_CHECKING:
 
     from ._auth import Caller
 
-__all__ = ["GraphRuns"]
+__all__ = ["GraphRuns", "Owner"]
 
 _OWNER = "owner"
 
 
 def _owner_key(execution_id: str) -> str:
     return f"graph-owner:{execution_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The graph an execution belongs to and the tenant that started it."""
+
+    graph: str
+    tenant: str | None
 
 
 @dataclass(slots=True)
@@ -92,23 +100,26 @@ class GraphRuns:
             raise NotFound(f"No graph {key!r} is served (served: {known}).")
         return graph
 
-    async def owner(self, execution_id: str) -> str | None:
-        """The graph key an execution belongs to, with its tenant (``None``: not served here)."""
+    async def owner(self, execution_id: str) -> Owner | None:
+        """Who owns an execution started on a server (``None``: not served by one)."""
         found = await self.stores.artifacts.read(
             run_id=_owner_key(execution_id), role=_OWNER, max_artifacts=1
         )
-        return found[-1].content if found else None
+        if not found:
+            return None
+        data = cast("dict[str, Any]", json.loads(found[-1].content))
+        return Owner(graph=str(data["graph"]), tenant=cast("str | None", data["tenant"]))
 
-    async def check(self, execution_id: str, caller: Caller) -> str:
-        """The graph key of an execution the caller may see.
+    async def check(self, execution_id: str, caller: Caller) -> Owner:
+        """The owner of an execution the caller may see.
 
         Raises:
             NotFound: No such execution, or another tenant's.
         """
         owner = await self.owner(execution_id)
-        if owner is None or not caller.sees(json.loads(owner)["tenant"]):
+        if owner is None or not caller.sees(owner.tenant):
             raise NotFound(f"No graph execution {execution_id}.")
-        return str(json.loads(owner)["graph"])
+        return owner
 
     async def record(self, execution_id: str, caller: Caller) -> ExecutionRecord:
         """The execution's journal record, if the caller may see it.
@@ -116,19 +127,14 @@ class GraphRuns:
         Raises:
             NotFound: No such execution, or another tenant's.
         """
-        key = await self.check(execution_id, caller)
+        owner = await self.check(execution_id, caller)
         try:
             return await self.checkpointer.record(execution_id)
         except UserError:
             if execution_id not in self.live:
                 raise
             # Started here a moment ago: its first entry is not written yet.
-            return ExecutionRecord(execution_id=execution_id, graph=key, input=None)
-
-    async def tenant(self, execution_id: str) -> str | None:
-        """The tenant that owns an execution (``None`` when it has none)."""
-        owner = await self.owner(execution_id)
-        return None if owner is None else cast("str | None", json.loads(owner)["tenant"])
+            return ExecutionRecord(execution_id=execution_id, graph=owner.graph, input=None)
 
     async def start(self, caller: Caller, key: str, input: Any) -> str:
         """Start an execution of ``key`` on ``input`` for the caller's tenant."""
@@ -179,10 +185,10 @@ class GraphRuns:
         self, execution_id: str, version: int | None, edits: Mapping[str, Any], caller: Caller
     ) -> str:
         """Fork an execution at ``version`` with edited outputs, and run the fork."""
-        record = await self.record(execution_id, caller)
-        graph = self.graph(record.graph)
+        owner = await self.check(execution_id, caller)
+        graph = self.graph(owner.graph)
         forked = await self.checkpointer.fork(execution_id, version=version, edits=edits)
-        await self._own(forked, await self.tenant(execution_id), record.graph)
+        await self._own(forked, owner.tenant, owner.graph)
         opened = await graph.resume_stream(forked, checkpointer=self.checkpointer)
         if not isinstance(opened, GraphResult):
             self._drive(forked, opened, 0)
