@@ -15,12 +15,15 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from bastion.agent import Agent
 from bastion.core import UserError
 
-__all__ = ["SpecError", "import_file", "load_agent", "load_object"]
+if TYPE_CHECKING:
+    from bastion.graph import Graph
+
+__all__ = ["SpecError", "import_file", "load_agent", "load_agent_or_graph", "load_object"]
 
 
 class SpecError(UserError):
@@ -48,6 +51,34 @@ def load_agent(spec: str) -> Agent[object, object]:
         f"{spec!r} is {what}, not a bastion Agent. Point at an Agent object, "
         "or at a function that takes no arguments and returns one."
     )
+
+
+def load_agent_or_graph(spec: str) -> Agent[object, object] | Graph:
+    """The :class:`~bastion.Agent` or :class:`~bastion.graph.Graph` that ``spec`` names.
+
+    A factory of no arguments is called once.
+
+    Raises:
+        SpecError: The spec cannot be resolved, or leads to neither.
+    """
+    value = load_object(spec)
+    served = _agent_or_graph(value)
+    if served is not None:
+        return served
+    made = _call_factory(value, spec)
+    served = _agent_or_graph(made)
+    if served is not None:
+        return served
+    what = type(value).__name__ if made is value else f"a factory returning {type(made).__name__}"
+    raise SpecError(f"{spec!r} is {what}, not a bastion Agent or Graph.")
+
+
+def _agent_or_graph(value: object) -> Agent[object, object] | Graph | None:
+    from bastion.graph import Graph
+
+    if isinstance(value, Graph):
+        return value
+    return cast("Agent[object, object]", value) if isinstance(value, Agent) else None
 
 
 def load_object(spec: str) -> object:

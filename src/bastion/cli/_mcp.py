@@ -1,4 +1,4 @@
-"""``bastion mcp list|tools|call|serve``: inspect MCP servers, or serve an agent as one.
+"""``bastion mcp list|tools|call|serve``: inspect MCP servers, or serve an agent or graph as one.
 
 Servers come from an ``mcpServers`` JSON file (``--config``, else ``$BASTION_MCP_CONFIG``,
 else ``./.mcp.json``), or one ad-hoc server: ``--stdio "uvx mcp-server-time"`` or
@@ -13,8 +13,9 @@ import json
 import os
 import shlex
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 from rich.table import Table
@@ -23,8 +24,15 @@ from bastion.core import UserError
 from bastion.mcp import ConnectionLost, MCPServer, load_config, serve_agent
 from bastion.tools import ToolError
 
+if TYPE_CHECKING:
+    from mcp.server import MCPServer as SDKServer
+
+    from bastion import Agent
+    from bastion.graph import Graph
+
 from ._common import EXIT_FAILED_RUN, EXIT_USAGE, console, error, or_exit
-from ._load import load_agent
+from ._load import load_agent_or_graph
+from ._runs import _default_url
 
 __all__ = ["CONFIG_ENV", "mcp_app"]
 
@@ -205,15 +213,50 @@ def _run(work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
 
 @mcp_app.command("serve")
 def serve(
-    agent: Annotated[str, typer.Argument(help="The agent: module:attr or path/to/file.py:attr.")],
+    agent: Annotated[
+        str, typer.Argument(help="The agent or graph: module:attr or path/to/file.py:attr.")
+    ],
     http: Annotated[bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option("--host", help="HTTP host.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8000,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            metavar="URL",
+            help="A graph's checkpoints (default: the graph's own, else $BASTION_STORE, "
+            "else sqlite:///.bastion/bastion.db).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Serve an agent as an MCP server (one tool, named after the agent)."""
-    loaded = or_exit(lambda: load_agent(agent))
+    """Serve an agent or a graph as an MCP server (one tool, named after it)."""
+    loaded = or_exit(lambda: _servable(agent, store))
     try:
         serve_agent(loaded, transport="http" if http else "stdio", host=host, port=port)
     except UserError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
+
+
+@dataclass(frozen=True, slots=True)
+class _ServedGraph:
+    """A graph to serve, with where it came from and the store its executions go to."""
+
+    graph: Graph
+    source: str
+    store: str | None
+
+    def mcp_server(self, *, tool_name: str | None = None) -> SDKServer:
+        return self.graph.mcp_server(tool_name=tool_name, source=self.source, store=self.store)
+
+
+def _servable(spec: str, store: str | None) -> Agent[object, object] | _ServedGraph:
+    """The agent ``spec`` names, or its graph (checkpointed as ``bastion graph run`` does)."""
+    from bastion.graph import Graph, StoreCheckpointer
+
+    made = load_agent_or_graph(spec)
+    if not isinstance(made, Graph):
+        return made
+    own = store is None and isinstance(made.checkpointer, StoreCheckpointer)
+    return _ServedGraph(made, spec, None if own else store or _default_url())

@@ -1,10 +1,10 @@
-"""``bastion serve module:attr``: the agents an attribute names, over HTTP with uvicorn."""
+"""``bastion serve module:attr [--graph module:graph]``: agents and graphs over HTTP (uvicorn)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Annotated, Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
@@ -14,6 +14,9 @@ from bastion.core import UserError
 from ._common import EXIT_USAGE, error, or_exit
 from ._load import SpecError, _call_factory, load_object
 
+if TYPE_CHECKING:
+    from bastion.graph import Graph
+
 __all__ = ["TOKENS_ENV", "parse_tokens", "serve"]
 
 TOKENS_ENV = "BASTION_SERVER_TOKENS"
@@ -22,12 +25,14 @@ TOKENS_ENV = "BASTION_SERVER_TOKENS"
 
 def serve(  # noqa: PLR0917 (typer options)
     spec: Annotated[
-        str,
+        str | None,
         typer.Argument(
             metavar="MODULE:ATTR",
-            help="An agent, a dict of agents by name, or a function returning either.",
+            help="An agent, a dict of agents by name, or a function returning either "
+            "(may be left out with --graph).",
+            show_default=False,
         ),
-    ],
+    ] = None,
     store: Annotated[
         str | None,
         typer.Option("--store", metavar="URL", help="The store (default: $BASTION_STORE)."),
@@ -66,8 +71,16 @@ def serve(  # noqa: PLR0917 (typer options)
             "process's runs wait before another takes them over (default: the store's, 30).",
         ),
     ] = None,
+    graph: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--graph",
+            metavar="MODULE:ATTR",
+            help="A graph to serve too (repeatable): its executions under /graphs.",
+        ),
+    ] = None,
 ) -> None:
-    """Serve agents over HTTP: runs, resumable event streams (SSE), approvals."""
+    """Serve agents (and graphs) over HTTP: runs, resumable event streams (SSE), approvals."""
     try:
         from bastion.server import create_app
     except ImportError:
@@ -75,11 +88,16 @@ def serve(  # noqa: PLR0917 (typer options)
         raise typer.Exit(EXIT_USAGE) from None
     import uvicorn
 
-    agents = or_exit(lambda: load_served(spec))
+    if spec is None and not graph:
+        error("Name the agents to serve (MODULE:ATTR), or a graph with --graph.")
+        raise typer.Exit(EXIT_USAGE)
+    agents = {} if spec is None else or_exit(lambda: load_served(spec))
+    graphs = or_exit(lambda: _graphs(graph or ()))
     try:
         pairs = [*(token or ()), *os.environ.get(TOKENS_ENV, "").split(",")]
         app = create_app(
             agents,
+            graphs=graphs or None,
             store=store,
             auth=parse_tokens(pairs),
             cors_origins=tuple(cors or ()),
@@ -91,6 +109,13 @@ def serve(  # noqa: PLR0917 (typer options)
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
     uvicorn.run(app, host=host, port=port, timeout_graceful_shutdown=int(drain_timeout) + 5)
+
+
+def _graphs(specs: Sequence[str]) -> dict[str, Graph]:
+    from ._graph_cli import load_graph
+
+    loaded = [load_graph(spec) for spec in specs]
+    return {graph.key: graph for graph in loaded}
 
 
 def load_served(spec: str) -> Agent[Any, Any] | dict[str, Agent[Any, Any]]:

@@ -12,6 +12,7 @@ from ._checkpoint import Checkpoint, Checkpointer, MemoryCheckpointer, Step
 from ._context import NodeContext, NodeView, OracleCalls
 from ._graph import Graph
 from ._manifest import Registry
+from ._mcp_serve import entry_type
 from ._nodes import Layer, Node, NodeResult, Suspended
 from ._result import Aborted, GraphResult, NodeInterrupt
 from ._run import GraphStream
@@ -71,6 +72,7 @@ __all__ = [
     "Suspended",
     "Workflow",
     "WorkflowResult",
+    "entry_type",
     "fork_execution",
     "list_checkpoints",
     "load_execution",

@@ -23,6 +23,8 @@ from ._run import GraphStream, Run, Sink
 from ._topology import Edge, Topology, compile_topology
 
 if TYPE_CHECKING:
+    from mcp.server import MCPServer as SDKServer
+
     from bastion.governance import Policy
 
     from ._checkpoint import Checkpointer
@@ -389,6 +391,19 @@ class Graph(Durable):
         return GraphStream(start)
 
     # -- views ----------------------------------------------------------------------------
+
+    def mcp_server(
+        self, *, tool_name: str | None = None, source: str | None = None, store: str | None = None
+    ) -> SDKServer:
+        """An MCP server exposing this graph as one tool (``bastion.mcp.serve_agent`` serves it).
+
+        ``store`` (a URL) checkpoints the served executions there instead of into the graph's
+        checkpointer; ``source`` (``module:attr``) completes the resume command a suspension
+        answers with. See ``bastion.graph.graph_server``.
+        """
+        from ._mcp_serve import graph_server
+
+        return graph_server(self, tool_name=tool_name, source=source, store=store)
 
     def to_mermaid(self) -> str:
         """The graph as a Mermaid flowchart (conditional edges dashed, with labels)."""

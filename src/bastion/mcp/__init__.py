@@ -8,7 +8,7 @@
 from ._config import load_config, servers_from_config
 from ._connection import ConnectionLost
 from ._options import ServerOptions
-from ._serve import ServableAgent, agent_server, serve_agent
+from ._serve import ServableAgent, ServesItself, agent_server, serve_agent
 from ._server import DEFER_THRESHOLD, MCPServer
 from ._transport import Transport
 
@@ -17,6 +17,7 @@ __all__ = [
     "DEFER_THRESHOLD",
     "MCPServer",
     "ServableAgent",
+    "ServesItself",
     "ServerOptions",
     "Transport",
     "agent_server",

@@ -3,21 +3,22 @@
 The agent becomes one tool (named after the agent) taking ``input``; each call is one run.
 Its tool calls are reported as MCP progress notifications while it runs; a run that does
 not complete (failed, stopped, suspended for a human) is an ``isError`` result naming why.
-``bastion mcp serve app.py:agent [--http]`` runs it from the shell.
+``bastion mcp serve app.py:agent [--http]`` runs it from the shell. Anything that builds its
+own server (``mcp_server(tool_name=...)``, as ``bastion.graph.Graph`` does) is served as it says.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from bastion.core import UserError
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer as SDKServer
 
-__all__ = ["ServableAgent", "agent_server", "serve_agent"]
+__all__ = ["ServableAgent", "ServesItself", "agent_server", "serve_agent"]
 
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -40,16 +41,28 @@ class ServableAgent(Protocol):
         ...
 
 
-def agent_server(agent: ServableAgent, *, tool_name: str | None = None) -> SDKServer:
-    """An SDK ``MCPServer`` exposing ``agent`` as one tool.
+@runtime_checkable
+class ServesItself(Protocol):
+    """Something that builds its own MCP server (``bastion.graph.Graph`` does)."""
+
+    def mcp_server(self, *, tool_name: str | None = None) -> SDKServer:
+        """An SDK ``MCPServer`` exposing it as one tool."""
+        ...
+
+
+def agent_server(agent: ServableAgent | ServesItself, *, tool_name: str | None = None) -> SDKServer:
+    """An SDK ``MCPServer`` exposing ``agent`` (or a graph) as one tool.
 
     Args:
-        agent: The agent (any object with ``name``, ``description`` and ``stream``).
+        agent: The agent (any object with ``name``, ``description`` and ``stream``), or a
+            ``Graph`` (anything with ``mcp_server``: it builds its own).
         tool_name: The tool's name (default: the agent's name, made a valid tool name).
 
     Raises:
         UserError: The tool name is not a valid MCP tool name.
     """
+    if isinstance(agent, ServesItself):
+        return agent.mcp_server(tool_name=tool_name)
     from mcp.server import MCPServer as SDKServer
     from mcp.server.mcpserver import Context
     from mcp.server.mcpserver.exceptions import ToolError
@@ -92,14 +105,14 @@ def agent_server(agent: ServableAgent, *, tool_name: str | None = None) -> SDKSe
 
 
 def serve_agent(
-    agent: ServableAgent,
+    agent: ServableAgent | ServesItself,
     *,
     transport: Literal["stdio", "http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8000,
     tool_name: str | None = None,
 ) -> None:
-    """Serve ``agent`` over MCP until the process is stopped (blocking).
+    """Serve ``agent`` (or a graph) over MCP until the process is stopped (blocking).
 
     ``stdio`` speaks on this process's stdin/stdout (for a client that starts it);
     ``http`` is streamable HTTP at ``http://<host>:<port>/mcp``.

@@ -13,11 +13,14 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from bastion.agent import Agent
 from bastion.core import UserError
+from bastion.graph import Graph
 from bastion.stores import Stores, open_store
 
 from ._auth import TokenAuth, Unauthorized
 from ._console import agents_router, mount_console
 from ._errors import NotFound, install_error_handlers
+from ._graph_routes import graphs_router
+from ._graphs import GraphRuns
 from ._limits import BodyLimit
 from ._manager import RunManager
 from ._routes import router
@@ -29,6 +32,7 @@ from ._takeover import watch
 __all__ = ["create_app"]
 
 Agents = Agent[Any, Any] | Mapping[str, Agent[Any, Any]]
+Graphs = Graph | Mapping[str, Graph]
 
 
 def create_app(
@@ -43,6 +47,7 @@ def create_app(
     poll_interval: float = 0.25,
     takeover_interval: float | None = 5.0,
     lease_ttl: float | None = None,
+    graphs: Graphs | None = None,
 ) -> FastAPI:
     """An ASGI application serving ``agents`` over HTTP (run it with uvicorn).
 
@@ -66,12 +71,17 @@ def create_app(
         lease_ttl: Seconds a run's lease lives without a heartbeat (how long a dead
             process's runs wait to be taken over); ``None`` keeps the store's
             (``Stores.lease_ttl``, 30 by default). Set on ``store`` when it is a ``Stores``.
+        graphs: One graph, or graphs by key (each key the graph's own): their executions
+            are served under ``/graphs`` and ``/executions``, checkpointed into ``store``.
+            ``agents`` may then be empty.
 
     Raises:
-        UserError: No agents, a key that is not its agent's name, a bad store, a bad
-            token, or a limit that is not positive.
+        UserError: No agents (nor graphs), a key that is not its agent's name or graph's
+            key, an invalid graph, a bad store, a bad token, or a limit that is not positive.
     """
-    served = _served(agents)
+    served_graphs = _graphs(graphs)
+    graphs_only = bool(served_graphs) and isinstance(agents, Mapping) and not agents
+    served = {} if graphs_only else _served(agents)
     if max_body_bytes <= 0 or drain_timeout < 0 or poll_interval <= 0:
         raise UserError("max_body_bytes and poll_interval must be > 0, drain_timeout >= 0.")
     if takeover_interval is not None and not takeover_interval > 0:
@@ -92,6 +102,7 @@ def create_app(
     )
     service = Service(manager, tokens, poll=poll_interval)
     sessions = Sessions(manager)
+    graph_runs = GraphRuns(served_graphs, stores)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
@@ -104,6 +115,7 @@ def create_app(
         try:
             yield
         finally:
+            await graph_runs.close()
             await sessions.close(drain_timeout)
             await manager.drain()  # sets manager.refusing: the watcher stops
             if watcher is not None:
@@ -115,10 +127,13 @@ def create_app(
     app = FastAPI(title="Bastion", summary="Runs of Bastion agents over HTTP.", lifespan=lifespan)
     app.state.bastion = service
     app.state.bastion_sessions = sessions
+    app.state.bastion_graphs = graph_runs
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(sessions_router)
     app.include_router(agents_router)
+    if served_graphs:
+        app.include_router(graphs_router)
     mount_console(app)
     _admin_routes(app, service, admin_token)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
@@ -147,6 +162,22 @@ def _served(agents: Agents) -> dict[str, Agent[Any, Any]]:
                 "(the journal records runs under it)."
             )
     return dict(agents)
+
+
+def _graphs(graphs: Graphs | None) -> dict[str, Graph]:
+    if graphs is None:
+        return {}
+    served = {graphs.key: graphs} if isinstance(graphs, Graph) else dict(graphs)
+    for key, graph in served.items():
+        if not isinstance(graph, Graph):
+            raise UserError(f"graphs[{key!r}] is {type(graph).__name__}, not a Graph.")
+        if key != graph.key:
+            raise UserError(
+                f"graphs[{key!r}] is the graph {graph.key!r}: key each graph by its key "
+                "(the journal records executions under it)."
+            )
+        graph.validate()
+    return served
 
 
 def _admin_routes(app: FastAPI, service: Service, admin_token: str | None) -> None:

@@ -1,7 +1,9 @@
-// The console's router: #/runs, #/runs/{id}, #/approvals, #/chat, #/chat/{id}.
+// The console's router: #/runs, #/runs/{id}, #/approvals, #/chat, #/chat/{id}, #/graphs,
+// #/executions/{id}.
 
 import { setToken, token } from "./api.js";
 import { chatView } from "./chat.js";
+import { executionView, graphsView } from "./graphs.js";
 import { clearNotice } from "./notice.js";
 import { runView } from "./run.js";
 import { approvalsView, runsView } from "./runs.js";
@@ -22,6 +24,8 @@ function route() {
   if (view === "runs" && id) return runView(root, id, signal);
   if (view === "approvals") return approvalsView(root);
   if (view === "chat") return chatView(root, id, signal);
+  if (view === "graphs") return graphsView(root);
+  if (view === "executions" && id) return executionView(root, id, signal);
   return runsView(root);
 }
 
