@@ -10,6 +10,8 @@ falls back to the session's agent with a warning. The cross-process case is in
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,20 @@ def test_stream_refuses_an_unreachable_active_agent() -> None:
     assert not triage.reaches("support")
     with pytest.raises(UserError, match="active_agent='support'"):
         triage.stream("Hi", active_agent="support")
+
+
+def test_the_sessions_page_example_runs(tmp_path: Path) -> None:
+    page = Path(__file__).parents[2] / "docs" / "sessions.md"
+    section = page.read_text(encoding="utf-8").split("## Handoffs across turns", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["billing", "Refunded A1."]
