@@ -167,3 +167,29 @@ def test_the_sessions_page_example_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["billing", "Refunded A1."]
+
+
+async def test_branch_and_export_keep_the_active_agent(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    triage, _, billing_model = _agents(
+        [HAND_OFF], ["Billing here.", "Branch answer.", "Import answer."], store=url
+    )
+    session = triage.session()
+    session.send("I was charged twice.")
+    await session.wait_for_idle()
+    branched = await session.branch()  # at the turn's answer: billing is active
+    assert branched.active_agent == "billing"
+    early = await session.branch(0)  # at the first user message: before the handoff
+    assert early.active_agent == "triage"
+    branched.send("From the branch.")
+    await branched.wait_for_idle()
+    assert billing_model.requests[-1].messages[-1] == UserMessage(content="From the branch.")
+    exported = await branched.export_jsonl()
+    imported = await type(session).import_jsonl(
+        triage, exported.replace(branched.id, "imported-branch")
+    )
+    assert imported.active_agent == "billing"
+    imported.send("From the import.")
+    await imported.wait_for_idle()
+    assert billing_model.requests[-1].messages[-1] == UserMessage(content="From the import.")
+    await triage.aclose()

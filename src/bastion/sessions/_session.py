@@ -65,7 +65,7 @@ from ._jsonl import dump_session, parse_export, store_rows
 from ._link import Link, SessionAgent
 from ._listeners import Listeners
 from ._suspension import Suspension
-from ._transcript import ACTIVE_AGENT, DECIDED, RESUMED, SUSPENDED, Transcript
+from ._transcript import ACTIVE_AGENT, DECIDED, RESUMED, SUSPENDED, Transcript, agent_after
 
 if TYPE_CHECKING:
     from bastion.agent import AgentStream, RunState
@@ -805,12 +805,18 @@ class Session(Listeners):
         branch_id = id or new_id("session")
         if await store.entries(branch_id) or await store.get_state(branch_id) is not None:
             raise UserError(f"Session {branch_id!r} already exists in the agent's store.")
-        payload = {"session": self.id, "entry": self._transcript.ids[index], "count": index + 1}
+        at_entry = self._transcript.ids[index]
+        payload = {"session": self.id, "entry": at_entry, "count": index + 1}
+        agent = agent_after(await read_entries(store, self.id), at_entry)
         await store.append(branch_id, kind=BRANCHED, payload=payload)
         await store.put_state(branch_id, dict(self.session_state))
-        return await Session.resume(
+        branched = await Session.resume(
             self._agent, branch_id, send_mode=self.send_mode, continue_with=self.continue_with
         )
+        if agent is not None:  # the branch's own entry: its export keeps it too
+            await branched._transcript.mark(ACTIVE_AGENT, {"agent": agent})
+            branched._transcript.agent = agent
+        return branched
 
     @classmethod
     async def import_jsonl(

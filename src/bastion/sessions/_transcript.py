@@ -33,6 +33,7 @@ __all__ = [
     "SUSPENDED",
     "Suspended",
     "Transcript",
+    "agent_after",
 ]
 
 SUSPENDED = "suspended"
@@ -44,6 +45,24 @@ ACTIVE_AGENT = "active_agent"
 
 Suspended = tuple[Mapping[str, Any], list[Mapping[str, Any]]]
 """A stored suspension: the ``suspended`` payload and the ``decided`` payloads after it."""
+
+
+def agent_after(entries: Sequence[SessionEntry], entry_id: str) -> str | None:
+    """The agent recorded as active once the message of entry ``entry_id`` was stored.
+
+    An ``active_agent`` entry written after that message (its turn's, before the next
+    message) counts: a branch at a turn's answer continues with the agent the turn ended with.
+    """
+    agent: str | None = None
+    found = False
+    for entry in branch(entries, entries[-1].entry_id) if entries else ():
+        if found and entry.kind == "message":
+            break
+        if entry.kind == ACTIVE_AGENT:
+            named = entry.payload.get("agent")
+            agent = named if isinstance(named, str) else None
+        found = found or entry.entry_id == entry_id
+    return agent
 
 
 class Transcript:
