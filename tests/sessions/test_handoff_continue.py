@@ -193,3 +193,31 @@ async def test_branch_and_export_keep_the_active_agent(tmp_path: Path) -> None:
     await imported.wait_for_idle()
     assert billing_model.requests[-1].messages[-1] == UserMessage(content="From the import.")
     await triage.aclose()
+
+
+async def test_the_turn_run_is_journaled_with_the_target_active(tmp_path: Path) -> None:
+    # A crashed turn's run is rebuilt from run_started: it must name the active agent.
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    triage, _, _ = _agents([HAND_OFF], ["Billing here.", "Refunded."], store=url)
+    session = triage.session()
+    session.send("I was charged twice.")
+    await session.wait_for_idle()
+    session.send("Refund A1.")
+    await session.wait_for_idle()
+    stores = await triage.stores()
+    runs = [
+        e.payload["run"]
+        for e in await stores.sessions.entries(session.id)
+        if e.kind == "message" and "run" in e.payload
+    ]
+    assert len(runs) == 2
+    second = str(runs[1])
+    record = await stores.journal.get_run(second)
+    assert record is not None
+    assert (record.agent, record.status) == ("triage", "completed")
+    started = (await stores.journal.read(second))[0]
+    assert started.kind == "run_started"
+    state = started.payload["state"]
+    assert isinstance(state, dict)
+    assert state["active_agent"] == "billing"
+    await triage.aclose()
