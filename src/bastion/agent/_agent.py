@@ -827,6 +827,7 @@ class Agent(Generic[DepsT, OutputT]):
         config: RunConfig | None = None,
         session_link: SessionLink | None = None,
         run_id: str | None = None,
+        active_agent: str | None = None,
     ) -> AgentStream[OutputT]:
         """Start a run, or resume a suspended one, and stream its events.
 
@@ -851,19 +852,29 @@ class Agent(Generic[DepsT, OutputT]):
                 its state, drain points and first tool-call hook.
             run_id: The new run's id (default: a fresh one). A sub-agent's run gets an id
                 derived from its parent's call, so a resumed parent finds it again.
+            active_agent: Start the new run with this agent active, as if a handoff had
+                made it so (its instructions, tools and model): the agent itself or one
+                reachable through its handoffs (see :meth:`reaches`). A session passes the
+                agent its last turn handed off to.
 
         Returns:
             The run's :class:`AgentStream`; the run starts when iteration starts.
 
         Raises:
-            UserError: No input; or a state that cannot be resumed (another agent's, not
-                suspended, or a directive that does not decide exactly the pending calls).
+            UserError: No input; a state that cannot be resumed (another agent's, not
+                suspended, or a directive that does not decide exactly the pending calls);
+                or an ``active_agent`` this agent cannot reach.
         """
         run = self._run_config(config, session_link)
         if isinstance(input, RunState):
             return self._resume(run, input, directive, deps, session_link)
         if directive is not None:
             raise UserError("A directive resumes a suspended run: pass its RunState as input.")
+        if active_agent is not None and find_agent(run, active_agent) is None:
+            raise UserError(
+                f"active_agent={active_agent!r}: agent {self.name!r} cannot reach it through "
+                "its handoffs (agents, or names in their agent_registry)."
+            )
         check_user_input(input)
         check_history(message_history)
         if input is None and not message_history:
@@ -875,6 +886,7 @@ class Agent(Generic[DepsT, OutputT]):
             user_id=user_id,
             tenant_id=tenant_id,
             metadata=dict(metadata) if metadata else {},
+            active_agent=None if active_agent == run.name else active_agent,
         )
         journal = self._journal(run, state.run_id, 0, session_link)
         scope = self._scope(run, state, deps, journal, link=session_link)
@@ -884,6 +896,14 @@ class Agent(Generic[DepsT, OutputT]):
             self._on_start,
             self._on_done,
         )
+
+    def reaches(self, name: str) -> bool:
+        """True when a run of this agent can make ``name`` active.
+
+        That is this agent, or one reachable through its handoffs (agents, and names in
+        their registries, looked up now).
+        """
+        return find_agent(self.config, name) is not None
 
     def _run_config(self, config: RunConfig | None, link: SessionLink | None) -> RunConfig:
         """The configuration of one run: ``config`` or the agent's, behind a session's hook."""
@@ -1116,6 +1136,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         send_mode: str | None = None,
         on_pending_approvals: Literal["deny", "hold"] = "deny",
+        continue_with: Literal["last_agent", "session_agent"] = "last_agent",
     ) -> Session:
         """Open a stateful conversation (:class:`bastion.sessions.Session`) on this agent.
 
@@ -1123,15 +1144,21 @@ class Agent(Generic[DepsT, OutputT]):
         has none). ``send_mode`` is the default of ``send()``: ``steer`` or ``queue``
         (default: the agent's ``session_send_mode``). ``on_pending_approvals``: what a
         steering message does to calls waiting for approval, ``deny`` them or ``hold``
-        (the message waits until they are decided).
+        (the message waits until they are decided). ``continue_with``: which agent starts
+        each turn, ``last_agent`` (the one the previous turn ended with, after handoffs;
+        stored with the session) or ``session_agent`` (always this one).
 
         Raises:
-            UserError: ``send_mode`` or ``on_pending_approvals`` is invalid.
+            UserError: ``send_mode``, ``on_pending_approvals`` or ``continue_with`` is invalid.
         """
         # bastion.sessions sits beside the agent layer and builds on it: loaded on use.
         sessions = importlib.import_module("bastion.sessions")
         return sessions.Session(
-            self, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals
+            self,
+            id,
+            send_mode=send_mode,
+            on_pending_approvals=on_pending_approvals,
+            continue_with=continue_with,
         )
 
     async def resume_session(
@@ -1140,19 +1167,25 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         send_mode: str | None = None,
         on_pending_approvals: Literal["deny", "hold"] = "deny",
+        continue_with: Literal["last_agent", "session_agent"] = "last_agent",
     ) -> Session:
         """Reopen a stored session (:class:`bastion.sessions.Session`) with its history.
 
         A session whose turn waits for approvals is reopened waiting: decide them with
         ``session.approve()`` / ``session.deny()``. A turn a crash cut short is continued
-        from its run's journal once its turn lease has expired.
+        from its run's journal once its turn lease has expired. Its next turn starts with
+        the agent its last turn ended with (``continue_with``, see :meth:`session`).
 
         Raises:
             UserError: The store holds no session ``id``, or an option is invalid.
         """
         sessions = importlib.import_module("bastion.sessions")
         return await sessions.Session.resume(
-            self, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals
+            self,
+            id,
+            send_mode=send_mode,
+            on_pending_approvals=on_pending_approvals,
+            continue_with=continue_with,
         )
 
     async def compact(

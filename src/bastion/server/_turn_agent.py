@@ -66,6 +66,10 @@ class TurnAgent:
         """The agent's store."""
         return self._agent.store
 
+    def reaches(self, name: str) -> bool:
+        """True when a turn can start with agent ``name`` active (``Agent.reaches``)."""
+        return self._agent.reaches(name)
+
     async def stores(self) -> Stores:
         """The agent's store, opened."""
         return await self._agent.stores()
@@ -86,6 +90,7 @@ class TurnAgent:
         session_id: str | None = None,
         directive: Directive | None = None,
         session_link: Link | None = None,
+        active_agent: str | None = None,
     ) -> AgentStream[Any]:
         """A turn's run (or its resumption), for the caller's tenant, its events recorded."""
         config = dataclasses.replace(self._agent.config, event_bus=self._bus())
@@ -93,6 +98,7 @@ class TurnAgent:
             stream = self._agent.stream(
                 None, message_history=message_history, session_id=session_id,
                 tenant_id=self._tenant, session_link=session_link, config=config,
+                active_agent=active_agent,
             )  # fmt: skip
         else:
             stream = self._agent.stream(

@@ -47,7 +47,17 @@ class SessionAgent(Protocol):
         session_id: str | None = None,
         directive: Directive | None = None,
         session_link: Link | None = None,
+        active_agent: str | None = None,
     ) -> AgentStream[Any]: ...
+
+    @property
+    def name(self) -> str:
+        """The agent's name (the session's own agent)."""
+        ...
+
+    def reaches(self, name: str) -> bool:
+        """True when a run can start with agent ``name`` active (this one, or a handoff's)."""
+        ...
 
     async def compact(
         self,

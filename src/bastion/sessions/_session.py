@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Literal
@@ -64,7 +65,7 @@ from ._jsonl import dump_session, parse_export, store_rows
 from ._link import Link, SessionAgent
 from ._listeners import Listeners
 from ._suspension import Suspension
-from ._transcript import DECIDED, RESUMED, SUSPENDED, Transcript
+from ._transcript import ACTIVE_AGENT, DECIDED, RESUMED, SUSPENDED, Transcript, agent_after
 
 if TYPE_CHECKING:
     from bastion.agent import AgentStream, RunState
@@ -81,6 +82,10 @@ CUT_SHORT = "Tool call not run: the turn was aborted."
 SentStatus = Literal["pending", "running", "done", "aborted", "failed"]
 PendingMode = Literal["deny", "hold"]
 """What a steering message does to calls waiting for approval: deny them, or wait."""
+ContinueWith = Literal["last_agent", "session_agent"]
+"""Which agent starts a turn: the one the last turn ended with, or the session's own."""
+
+_log = logging.getLogger("bastion.sessions")
 
 
 class _Waiting:
@@ -136,6 +141,7 @@ class Session(Listeners):
         *,
         send_mode: str | None = None,
         on_pending_approvals: PendingMode = "deny",
+        continue_with: ContinueWith = "last_agent",
     ) -> None:
         super().__init__()
         mode = agent.session_send_mode if send_mode is None else send_mode
@@ -146,6 +152,12 @@ class Session(Listeners):
                 "denies the calls waiting for approval) or 'hold' (it waits for the decisions)."
             )
         self.on_pending_approvals: PendingMode = on_pending_approvals
+        if continue_with not in ("last_agent", "session_agent"):
+            raise UserError(
+                f"continue_with={continue_with!r}: use 'last_agent' (a turn starts with the "
+                "agent the last one handed off to) or 'session_agent' (always the session's)."
+            )
+        self.continue_with: ContinueWith = continue_with
         self.id = id or new_id("session")
         # Passed to each of the session's runs: state, drain points, the first tool hook.
         self._link = Link(self._drain, self._stepped, self._decide)
@@ -164,6 +176,15 @@ class Session(Listeners):
         self._keeper: LeaseKeeper | None = None  # the turn lease, made on the first turn
         self._crashed: str | None = None  # the last turn's run, maybe cut by a crash
         self._compacting = False  # session.compact() rewrites the history: no turn starts
+
+    @property
+    def active_agent(self) -> str:
+        """The agent the last turn ended with (after its handoffs); the session's at first.
+
+        With ``continue_with="last_agent"`` the next turn starts with it (if the session's
+        agent still reaches it through its handoffs). Stored with the session.
+        """
+        return self._transcript.agent or self._agent.name
 
     @property
     def messages(self) -> list[Message]:
@@ -206,13 +227,20 @@ class Session(Listeners):
         *,
         send_mode: str | None = None,
         on_pending_approvals: PendingMode = "deny",
+        continue_with: ContinueWith = "last_agent",
     ) -> Session:
         """Reopen session ``id`` from the agent's store (waiting, if its turn was).
 
         Raises:
-            UserError: The store holds no session ``id``.
+            UserError: The store holds no session ``id``, or an option is invalid.
         """
-        session = cls(agent, id, send_mode=send_mode, on_pending_approvals=on_pending_approvals)
+        session = cls(
+            agent,
+            id,
+            send_mode=send_mode,
+            on_pending_approvals=on_pending_approvals,
+            continue_with=continue_with,
+        )
         store = await session._store()
         entries = await read_entries(store, id)
         state = await store.get_state(id)
@@ -496,6 +524,7 @@ class Session(Listeners):
                 message_history=[*self.messages, user],
                 session_id=self.id,
                 session_link=self._link,
+                active_agent=self._next_agent(),
             )  # its run id goes with the message: a crash's survivor continues that run
             await self._transcript.add(user, strict=True, run=stream.run_id)
         except SessionConflict:
@@ -570,6 +599,7 @@ class Session(Listeners):
             error = result.error
             raise RuntimeError(error.message if error is not None else "The run failed.")
         await (await self._store()).put_state(self.id, self._link.state)
+        await self._ended_with(result.last_agent)
         if result.status == "awaiting_approval" and result.state is not None:
             await self._suspend(result.state)
             return result.text
@@ -584,6 +614,30 @@ class Session(Listeners):
         if aborted:
             await self._emit_error(TurnAborted(f"A turn of session {self.id!r} was aborted."))
         return result.text
+
+    def _next_agent(self) -> str | None:
+        """The agent the next turn starts with (``None``: the session's own)."""
+        name = self._transcript.agent
+        if self.continue_with == "session_agent" or name is None or name == self._agent.name:
+            return None
+        if self._agent.reaches(name):
+            return name
+        _log.warning(
+            "Session %r: its last turn ended with agent %r, which agent %r no longer reaches "
+            "through its handoffs; this turn starts with %r.",
+            self.id,
+            name,
+            self._agent.name,
+            self._agent.name,
+        )
+        return None
+
+    async def _ended_with(self, agent: str) -> None:
+        """Store the agent a turn ended with, when a handoff changed it."""
+        name = None if agent == self._agent.name else agent
+        if name != self._transcript.agent:
+            await self._transcript.mark(ACTIVE_AGENT, {"agent": name})
+            self._transcript.agent = name
 
     async def _answer_cut_calls(self, *, strict: bool = False) -> None:
         """Give a result to calls an abort left without one, so the transcript stays valid.
@@ -751,10 +805,18 @@ class Session(Listeners):
         branch_id = id or new_id("session")
         if await store.entries(branch_id) or await store.get_state(branch_id) is not None:
             raise UserError(f"Session {branch_id!r} already exists in the agent's store.")
-        payload = {"session": self.id, "entry": self._transcript.ids[index], "count": index + 1}
+        at_entry = self._transcript.ids[index]
+        payload = {"session": self.id, "entry": at_entry, "count": index + 1}
+        agent = agent_after(await read_entries(store, self.id), at_entry)
         await store.append(branch_id, kind=BRANCHED, payload=payload)
         await store.put_state(branch_id, dict(self.session_state))
-        return await Session.resume(self._agent, branch_id, send_mode=self.send_mode)
+        branched = await Session.resume(
+            self._agent, branch_id, send_mode=self.send_mode, continue_with=self.continue_with
+        )
+        if agent is not None:  # the branch's own entry: its export keeps it too
+            await branched._transcript.mark(ACTIVE_AGENT, {"agent": agent})
+            branched._transcript.agent = agent
+        return branched
 
     @classmethod
     async def import_jsonl(

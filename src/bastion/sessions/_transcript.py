@@ -25,15 +25,44 @@ from bastion.stores import SessionConflict, SessionEntry, SessionStore, branch
 
 from ._branch import BRANCHED
 
-__all__ = ["COMPACTED", "DECIDED", "RESUMED", "SUSPENDED", "Suspended", "Transcript"]
+__all__ = [
+    "ACTIVE_AGENT",
+    "COMPACTED",
+    "DECIDED",
+    "RESUMED",
+    "SUSPENDED",
+    "Suspended",
+    "Transcript",
+    "agent_after",
+]
 
 SUSPENDED = "suspended"
 DECIDED = "decided"
 RESUMED = "resumed"
 COMPACTED = "compacted"
+ACTIVE_AGENT = "active_agent"
+"""The agent a turn ended with changed (a handoff): ``{"agent": name}``; the next turn's."""
 
 Suspended = tuple[Mapping[str, Any], list[Mapping[str, Any]]]
 """A stored suspension: the ``suspended`` payload and the ``decided`` payloads after it."""
+
+
+def agent_after(entries: Sequence[SessionEntry], entry_id: str) -> str | None:
+    """The agent recorded as active once the message of entry ``entry_id`` was stored.
+
+    An ``active_agent`` entry written after that message (its turn's, before the next
+    message) counts: a branch at a turn's answer continues with the agent the turn ended with.
+    """
+    agent: str | None = None
+    found = False
+    for entry in branch(entries, entries[-1].entry_id) if entries else ():
+        if found and entry.kind == "message":
+            break
+        if entry.kind == ACTIVE_AGENT:
+            named = entry.payload.get("agent")
+            agent = named if isinstance(named, str) else None
+        found = found or entry.entry_id == entry_id
+    return agent
 
 
 class Transcript:
@@ -57,6 +86,8 @@ class Transcript:
         """The run of the last turn, named by its user message's entry."""
         self.usage = Usage()
         """What the session's model calls cost, summed from its answers' entries."""
+        self.agent: str | None = None
+        """The agent the last turn ended with (``None``: none recorded, the session's)."""
         self.answered: tuple[Message, Usage] | None = None
         """The answer about to be stored and its call's usage (stored with it)."""
         self.dropped: list[Message] = []
@@ -88,6 +119,7 @@ class Transcript:
         self.parents = []
         self.run_id = None
         self.usage = Usage()
+        self.agent = None
         self._floor = 0
         self.merged = False
         suspended: Suspended | None = None
@@ -108,6 +140,8 @@ class Transcript:
                 suspended[1].append(entry.payload)
             elif entry.kind == RESUMED:
                 suspended = None
+            elif entry.kind == ACTIVE_AGENT:
+                self._activate(entry)
         self.leaf = leaf
         return suspended
 
@@ -121,6 +155,10 @@ class Transcript:
         usage = entry.payload.get("usage")
         if usage is not None:
             self.usage = self.usage + usage_adapter().validate_python(usage)
+
+    def _activate(self, entry: SessionEntry) -> None:
+        agent = entry.payload.get("agent")
+        self.agent = agent if isinstance(agent, str) else None
 
     def _rebase(self, entry: SessionEntry) -> None:
         """A ``compacted`` entry: its messages replace the transcript so far."""
@@ -338,5 +376,7 @@ class Transcript:
                 self._take(entry, adapter.validate_python(entry.payload["message"]))
             elif entry.kind == COMPACTED:
                 self._rebase(entry)
+            elif entry.kind == ACTIVE_AGENT:
+                self._activate(entry)
         if entries:
             self.leaf = entries[-1].entry_id
