@@ -133,3 +133,37 @@ async def test_a_team_run_id_must_be_a_non_empty_string_or_its_own(tmp_path: Pat
     with pytest.raises(UserError, match="already an agent's run"):
         await team.run("Ship?", run_id=taken)
     await team.aclose()
+
+
+async def test_a_team_member_with_a_store_of_its_own_is_a_durable_run_of_its_own(
+    tmp_path: Path,
+) -> None:
+    store = f"sqlite:///{tmp_path}/team.db"
+    calls: list[str] = []
+    inner = Team(
+        "inner",
+        members=[voter("x", calls, "yes", 2)],
+        mode="route",
+        model=counting("inner-router", calls, "x", 1),
+        store=store,
+    )
+    outer = Team(
+        "outer",
+        members=[inner],
+        mode="route",
+        model=counting("outer-router", calls, "inner", 1),
+        store=store,
+    )
+    first = await outer.run("Agree?", run_id="outer-1")
+    assert first.output == "yes"
+    inner_id = team_call_run_id("outer-1", 0, "round0:inner")
+    assert sorted(calls) == ["inner-router", "outer-router", "x"]
+    assert (await outer.run("Agree?", run_id="outer-1")).output == "yes"
+    assert sorted(calls) == ["inner-router", "outer-router", "x"]  # no model called again
+    async with open_store(store) as stores:
+        entries = await stores.journal.read(inner_id)
+    await inner.aclose()
+    await outer.aclose()
+    # the inner team's run, under the id derived from the outer run: its own member calls
+    assert [e.kind for e in entries] == ["run_started", "tool_result", "tool_result", "run_ended"]
+    assert [e.payload["tool_call_id"] for e in entries[1:3]] == ["route", "round0:x"]
