@@ -16,7 +16,8 @@ Given a ``run_id`` (a fan-out derives one per child), an ``Agent`` child is a du
 run: with a store that already holds the run, the child continues from its own journal
 (``resume_stream``: a finished run gives its result again, a crashed one goes on where it
 stopped, repeating no recorded model call or tool) instead of starting over; its tool-call
-budget counts the calls its journal already finished. ``on_event``
+budget counts the calls its journal already finished. A ``Team`` child with a store of its
+own runs under that id too (its own composite run, continued the same way). ``on_event``
 sees each of the child's events (``None``: the child is drained, with no per-event cost).
 
 A child over its budget is aborted and reported ``failed`` with code ``budget_exceeded``.
@@ -151,6 +152,12 @@ async def _open(  # noqa: PLR0917 - one child's parts
     """
     agent = child.agent
     if not isinstance(getattr(agent, "config", None), RunConfig):
+        from ._team import Team
+
+        if run_id is not None and isinstance(agent, Team) and agent.store is not None:
+            # A team with a store of its own: a durable run of its own, continued by id.
+            stream = agent.stream(child.input, metadata=dict(metadata), run_id=run_id)
+            return stream, tool_budget is not None
         return agent.stream(child.input, metadata=dict(metadata)), tool_budget is not None
     configured = cast("_Configured", agent)
     store = configured.config.store or (host.store if host is not None else None)

@@ -14,12 +14,20 @@ A team runs and streams like an agent (``run`` / ``stream``: ``agent.start``,
 ``text.complete``, ``agent.end``; the members' runs are runs of their own), its usage is its
 own model's plus every member's, and it can be a fan-out child or a tool (``as_tool``).
 Members run through ``_multi_child.run_child``, like fan-out children.
+
+Durability: with a store, a team run is journaled as a composite run (``_composite``) under
+its run id. Each member call (the router's choice, a member's answer in a round, the
+synthesis) has a key (``_team_keys``) and a durable child run whose id is derived from the
+team's run id, the round and the key; its outcome is journaled when it ends. Running the
+team again with the same ``run_id`` takes the journaled outcomes and continues the member
+calls that were in flight from their own journals.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from bastion.core import (
@@ -35,14 +43,20 @@ from bastion.core import (
     new_id,
 )
 
+from ._fanout_records import jsonable
 from ._fanout_types import ChildResult, FanOutChild
 from ._judge import Candidate, Judge, judge_prompt
-from ._multi_child import ChildHandle, run_child
+from ._multi_child import ChildHandle
 from ._own_stream import OwnStream
 from ._state import RunState
+from ._team_keys import ROUTER, SYNTHESIS, member_key, open_team_log, run_member
+
+if TYPE_CHECKING:
+    from ._composite import CompositeLog
 
 if TYPE_CHECKING:
     from bastion.core import Clock, EventBus, Model
+    from bastion.stores import Stores
     from bastion.tools import Tool
 
     from ._agent import Agent
@@ -59,6 +73,15 @@ _ROUTER = (
 )
 
 
+@dataclass(slots=True)
+class _Run:
+    """One run of a team: its state, its members in flight, its journal (with a store)."""
+
+    state: RunState
+    log: CompositeLog | None
+    handles: list[ChildHandle] = field(default_factory=list["ChildHandle"])
+
+
 class Team:
     """Agents working as one: ``route``, ``broadcast`` or ``collaborate`` (see the module).
 
@@ -73,6 +96,10 @@ class Team:
         max_concurrent: How many members answer at once.
         description: What the team does, for other agents.
         clock: The clock (``bastion.testing.VirtualClock`` in tests).
+        store: Journal team runs here (a ``Stores`` or a store URL): each member call is
+            a durable child run, and a run started again with the same ``run_id`` takes
+            the finished member calls from the journal. Members without a store of their
+            own journal their runs here too.
 
     Raises:
         UserError: The configuration is invalid.
@@ -102,6 +129,7 @@ class Team:
         description: str = "",
         clock: Clock | None = None,
         event_bus: EventBus | None = None,
+        store: Stores | str | None = None,
     ) -> None:
         from ._agent import Agent
 
@@ -137,7 +165,12 @@ class Team:
         self.max_concurrent = max_concurrent
         self.description = description
         self._lead: Agent[Any, Any] = Agent(
-            name, model=model, clock=clock, event_bus=event_bus, description=description
+            name,
+            model=model,
+            clock=clock,
+            event_bus=event_bus,
+            description=description,
+            store=store,
         )
 
     def __repr__(self) -> str:
@@ -145,19 +178,43 @@ class Team:
             f"Team({self.name!r}, mode={self.mode!r}, members={[m.name for m in self.members]!r})"
         )
 
-    def stream(self, input: str, *, metadata: dict[str, Any] | None = None) -> OwnStream:
-        """Start a run of the team on ``input`` and stream its events."""
+    @property
+    def store(self) -> Stores | None:
+        """Where the team's runs are journaled (``None``: nowhere)."""
+        return self._lead.store
+
+    async def aclose(self) -> None:
+        """Close a store the team opened from a URL (the team stays usable)."""
+        await self._lead.aclose()
+
+    def stream(
+        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
+    ) -> OwnStream:
+        """Start a run of the team on ``input`` and stream its events.
+
+        ``run_id``: the run's id (default: a new one). With a store, a run started again
+        with the id of an earlier one (after a crash, in another process) continues it.
+
+        Raises:
+            UserError: ``input`` is no string, or ``run_id`` no non-empty string.
+        """
         if not isinstance(input, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Team {self.name!r} takes a string input, got {input!r}.")
-        run_id = new_id("run")
+        if run_id is not None and (not isinstance(run_id, str) or not run_id.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"Team {self.name!r}: run_id must be a non-empty string, got {run_id!r}."
+            )
+        run_id = run_id or new_id("run")
         meta = dict(metadata or {})
         return OwnStream(
             run_id, self.name, lambda s: self._events(s, input, meta), self._lead.event_bus
         )
 
-    async def run(self, input: str, *, metadata: dict[str, Any] | None = None) -> RunResult[Any]:
-        """Run the team to the end and return its result."""
-        return await self.stream(input, metadata=metadata).drain()
+    async def run(
+        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
+    ) -> RunResult[Any]:
+        """Run the team to the end and return its result (``run_id``: see :meth:`stream`)."""
+        return await self.stream(input, metadata=metadata, run_id=run_id).drain()
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """The team as a tool another agent's model calls with ``{"input": "<task>"}``."""
@@ -181,25 +238,25 @@ class Team:
         self, stream: OwnStream, input: str, metadata: dict[str, Any]
     ) -> AsyncGenerator[AgentEvent, None]:
         rid = stream.run_id
+        lead = self._lead
+        log = None if lead.store is None else await open_team_log(self, await lead.stores(), rid)
         state = RunState(run_id=rid, agent_name=self.name, metadata=metadata)
         state.messages.append(UserMessage(content=input))
         yield AgentStartEvent(run_id=rid, agent_name=self.name, model=self._lead.model.key)
-        handles: list[ChildHandle] = []
+        run = _Run(state, log)
 
         def stop(drain: bool) -> None:
-            for handle in handles:
+            for handle in run.handles:
                 handle.cancel()
 
         remove = stream.on_abort(stop)
         try:
             if self.mode == "route":
-                outcome = await self._route(input, state, handles, rid)
+                outcome = await self._route(input, run)
             elif self.mode == "broadcast":
-                outcome = await self._synthesis(
-                    input, await self._round(input, state, handles, rid, None), state, handles
-                )
+                outcome = await self._synthesis(input, await self._round(input, run, 1, None), run)
             else:
-                outcome = await self._collaborate(input, state, handles, rid)
+                outcome = await self._collaborate(input, run)
         finally:
             remove()
         if stream.aborted:
@@ -218,6 +275,8 @@ class Team:
             )
             state.fail(code, message)
             yield AgentErrorEvent(run_id=rid, code=code, message=message)
+        if log is not None and not stream.aborted:
+            await log.finish(state.status, jsonable(state.output), state.usage)
         stream.set_result(state.result())
         yield AgentEndEvent(
             run_id=rid,
@@ -228,43 +287,34 @@ class Team:
         )
 
     async def _ask(
-        self,
-        who: AgentLike,
-        prompt: str,
-        state: RunState,
-        handles: list[ChildHandle],
-        rid: str,
-        *,
-        index: int = 0,
+        self, who: AgentLike, prompt: str, run: _Run, key: str, *, index: int = 0
     ) -> ChildResult:
-        """One member (or the team's own model) on ``prompt``; its usage joins the team's."""
-        handle = ChildHandle()
-        handles.append(handle)
-        metadata = {"bastion.parent_agent": self.name, "bastion.parent_run_id": rid}
-        lead = self._lead.config
-        outcome = await run_child(
-            FanOutChild(who, prompt), index, handle, None, lead, lead.clock, metadata
+        """One member (or the team's own model) on ``prompt``; its usage joins the team's.
+
+        ``key`` names the call in the team's journal; ``index``: the member's position.
+        """
+        state = run.state
+        metadata = {"bastion.parent_agent": self.name, "bastion.parent_run_id": state.run_id}
+        outcome = await run_member(
+            FanOutChild(who, prompt), index, key, run.log, run.handles, self._lead.config, metadata
         )
-        handles.remove(handle)
         if outcome.usage.requests or outcome.usage.total_tokens:
-            key = "team" if who is self._lead else f"member:{who.name}"
-            state.add_usage(key, outcome.usage)
+            usage_key = "team" if who is self._lead else f"member:{who.name}"
+            state.add_usage(usage_key, outcome.usage)
         return outcome
 
-    async def _route(
-        self, input: str, state: RunState, handles: list[ChildHandle], rid: str
-    ) -> ChildResult:
+    async def _route(self, input: str, run: _Run) -> ChildResult:
         roster = "\n".join(
             f"- {m.name}: {getattr(m, 'description', '') or '(no description)'}"
             for m in self.members
         )
         prompt = f"{_ROUTER.format(members=roster)}\n\nTask: {input}"
-        choice = await self._ask(self._lead, prompt, state, handles, rid)
+        choice = await self._ask(self._lead, prompt, run, ROUTER)
         if not choice.ok:
             return choice
         member = self._pick(choice.text)
-        state.metadata["bastion.team_route"] = member.name
-        return await self._ask(member, input, state, handles, rid)
+        run.state.metadata["bastion.team_route"] = member.name
+        return await self._ask(member, input, run, member_key(0, member.name))
 
     def _pick(self, answer: str) -> AgentLike:
         """The member the router named (case-insensitive), else the fallback member."""
@@ -280,9 +330,8 @@ class Team:
     async def _round(
         self,
         input: str,
-        state: RunState,
-        handles: list[ChildHandle],
-        rid: str,
+        run: _Run,
+        number: int,
         before: Sequence[ChildResult] | None,
     ) -> list[ChildResult]:
         """Every member answers (concurrently, at most ``max_concurrent`` at once)."""
@@ -293,18 +342,18 @@ class Team:
 
         async def one(index: int, member: AgentLike) -> ChildResult:
             async with gate:
-                return await self._ask(member, prompt, state, handles, rid, index=index)
+                key = member_key(number, member.name)
+                return await self._ask(member, prompt, run, key, index=index)
 
         async with asyncio.TaskGroup() as group:
             tasks = [group.create_task(one(i, m)) for i, m in enumerate(self.members)]
         return [t.result() for t in tasks]
 
-    async def _collaborate(
-        self, input: str, state: RunState, handles: list[ChildHandle], rid: str
-    ) -> ChildResult:
+    async def _collaborate(self, input: str, run: _Run) -> ChildResult:
+        state = run.state
         answers: list[ChildResult] | None = None
         for round_number in range(1, self.max_rounds + 1):
-            answers = await self._round(input, state, handles, rid, answers)
+            answers = await self._round(input, run, round_number, answers)
             state.metadata["bastion.team_rounds"] = round_number
             done = [a for a in answers if a.ok]
             if (
@@ -316,14 +365,10 @@ class Team:
                 return done[0]
         state.metadata["bastion.team_consensus"] = False
         assert answers is not None  # max_rounds >= 1
-        return await self._synthesis(input, answers, state, handles)
+        return await self._synthesis(input, answers, run)
 
     async def _synthesis(
-        self,
-        input: str,
-        answers: Sequence[ChildResult],
-        state: RunState,
-        handles: list[ChildHandle],
+        self, input: str, answers: Sequence[ChildResult], run: _Run
     ) -> ChildResult:
         """The team's model writes one answer from the members' (quoted as data)."""
         from ._merge_guard import MergeGuard
@@ -340,7 +385,7 @@ class Team:
             for i, a in enumerate(done, 1)
         ]
         prompt = judge_prompt(Judge(judge=self._lead, mode="synthesize", task=input), candidates)
-        return await self._ask(self._lead, prompt, state, handles, state.run_id)
+        return await self._ask(self._lead, prompt, run, SYNTHESIS)
 
 
 def _with_answers(input: str, before: Sequence[ChildResult]) -> str:
