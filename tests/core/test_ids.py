@@ -1,6 +1,7 @@
 """Identifiers for runs and calls."""
 
 import asyncio
+import contextvars
 import re
 
 from bastion.core import id_source, new_id
@@ -24,3 +25,13 @@ async def test_an_id_source_gives_the_random_part_in_its_context_and_tasks():
 
 async def _make(prefix: str) -> str:
     return new_id(prefix)
+
+
+def test_an_id_source_closed_from_another_context_does_not_raise() -> None:
+    # A workflow coroutine finalized by the garbage collector exits its block elsewhere.
+    block = id_source(lambda: "fixed")
+    entered = contextvars.copy_context()
+    entered.run(block.__enter__)
+    assert entered.run(new_id, "run") == "run_fixed"
+    contextvars.copy_context().run(block.__exit__, None, None, None)
+    assert new_id("run") != "run_fixed"  # this context never had the source

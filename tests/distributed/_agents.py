@@ -42,6 +42,11 @@ def mailer() -> Agent[None, str]:
     return Agent("mailer", model=ScriptedModel(script), tools=[send_email])
 
 
+def served() -> list[Agent[None, str]]:
+    """The agents ``bastion worker tests/distributed/_agents.py:served`` serves."""
+    return [adder(), mailer()]
+
+
 def _bump(path: Path) -> int:
     """Add one to the count kept in ``path`` and return it (survives the process)."""
     count = int(path.read_text()) + 1 if path.exists() else 1

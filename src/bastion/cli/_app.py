@@ -31,6 +31,13 @@ from ._models import models
 from ._prune import prune
 from ._runs import explain_suspension, runs_app
 from ._serve import serve
+from ._temporal import (
+    TEMPORAL_OPTION,
+    TaskQueue,
+    exit_after_temporal,
+    run_on_temporal,
+    worker,
+)
 
 __all__ = ["app", "main"]
 
@@ -77,6 +84,7 @@ app.command("models")(models)
 app.add_typer(mcp_app, name="mcp")
 app.command("serve")(serve)
 app.command("chat")(chat)
+app.command("worker")(worker)
 
 
 def _print_version(value: bool) -> None:
@@ -98,7 +106,7 @@ def _root(
 
 
 @app.command()
-def run(
+def run(  # noqa: PLR0917 (typer options)
     spec: Annotated[
         str,
         typer.Argument(
@@ -114,10 +122,20 @@ def run(
     json_lines: Annotated[bool, _JSON] = False,
     plain: Annotated[bool, _PLAIN] = False,
     model: Annotated[str | None, _MODEL] = None,
+    temporal: Annotated[str | None, TEMPORAL_OPTION] = None,
+    task_queue: TaskQueue = None,
 ) -> None:
-    """Run an agent on a prompt and watch it work, live."""
-    agent = _on_model(or_exit(lambda: load_agent(spec)), model)
+    """Run an agent on a prompt and watch it work, live (or as a Temporal workflow)."""
     output: Output = "json" if json_lines else "plain" if plain else "auto"
+    if temporal is not None:
+        if model is not None:
+            error("--model does not apply with --temporal: the workers run the agent's model.")
+            raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(run_on_temporal(spec, prompt, temporal, task_queue, output))
+    if task_queue is not None:
+        error("--task-queue needs --temporal ADDRESS.")
+        raise typer.Exit(EXIT_USAGE)
+    agent = _on_model(or_exit(lambda: load_agent(spec)), model)
     code, result = stream_run(agent, lambda: agent.stream(prompt), output)
     if result is not None and result.status == "awaiting_approval":
         if agent.store is None:  # nothing journaled it: no other process can resume it
@@ -196,7 +214,13 @@ def resume_command(
 
 def main() -> None:
     """Run the ``bastion`` command (the console-script entry point)."""
-    app(prog_name="bastion")
+    try:
+        app(prog_name="bastion")
+    except SystemExit as done:
+        exit_after_temporal(
+            0 if done.code is None else done.code if isinstance(done.code, int) else 1
+        )
+        raise
 
 
 def _on_model(agent: Agent[object, object], model: str | None) -> Agent[object, object]:

@@ -24,6 +24,7 @@ from bastion.agent import RunResult, causal_chain, run_state_to_json
 from bastion.core import BastionError, UserError
 from bastion.stores import DEFAULT_STORE_URL, STORE_ENV, JournalEntry, RunRecord, Stores, open_store
 from bastion.testing import ReplayModel
+from bastion.tools import ApprovalDecision
 
 from ._common import EXIT_INTERRUPTED, EXIT_USAGE, console, error, or_exit, stream_run
 from ._decisions import (
@@ -38,6 +39,7 @@ from ._decisions import (
 from ._format import format_call, preview
 from ._graph_format import graph_entry_summary
 from ._load import load_agent, load_object
+from ._temporal import TEMPORAL_OPTION, TaskQueue, resume_on_temporal
 
 __all__ = ["entry_summary", "explain_suspension", "runs_app"]
 
@@ -264,12 +266,23 @@ def resume(  # noqa: PLR0917 (typer options)
     ] = False,
     plain: Annotated[bool, _PLAIN] = False,
     store: Annotated[str | None, _STORE] = None,
+    temporal: Annotated[str | None, TEMPORAL_OPTION] = None,
+    task_queue: TaskQueue = None,
 ) -> None:
     """Resume a journaled run (suspended for a decision, or cut short by a crash) to its end.
 
     A run waits on tool calls (approval, or an outcome unknown after a crash) and on budget
     interrupts; 'bastion runs show RUN_ID' lists them with the options that decide each.
+    With --temporal, RUN_ID is a workflow's id and the decisions go to it as an update.
     """
+    output = "json" if json_lines else "plain" if plain else "auto"
+    if temporal is not None:
+        if raise_to or answer or store:
+            error("With --temporal, decide with --approve, --deny or --happened.")
+            raise typer.Exit(EXIT_USAGE)
+        approvals = _decisions_or_exit(approve, deny, happened)
+        code = resume_on_temporal(run_id, agent_spec, temporal, task_queue, approvals, output)
+        raise typer.Exit(code)
     if _is_graph(agent_spec):  # a graph execution: the graph resumes it
         if happened or raise_to or answer:
             error("A graph execution takes --approve, --deny (and 'graph resume --value').")
@@ -278,7 +291,6 @@ def resume(  # noqa: PLR0917 (typer options)
 
         graph_resume(run_id, agent_spec, approve, deny, None, json_lines, plain, store)
     agent = or_exit(lambda: load_agent(agent_spec))
-    output = "json" if json_lines else "plain" if plain else "auto"
     try:
         if store is not None or agent.store is None:
             agent = agent.with_store(store or _default_url())
@@ -351,6 +363,17 @@ def replay(  # noqa: PLR0917 (typer options)
         scratch, lambda: recording.rerun(scratch, recorded_results=recorded_results), output
     )
     raise typer.Exit(code)
+
+
+def _decisions_or_exit(
+    approve: list[str] | None, deny: list[str] | None, happened: list[str] | None
+) -> list[ApprovalDecision]:
+    try:
+        directive = build_directive(approve or [], deny or [], happened or [], [], {})
+    except UserError as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    return [] if directive is None else list(directive.approvals)
 
 
 def _is_graph(spec: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 
 __all__ = ["id_source", "new_id"]
@@ -34,4 +34,8 @@ def id_source(source: Callable[[], str]) -> Generator[None]:
     try:
         yield
     finally:
-        _SOURCE.reset(token)
+        # Closed from another context (a coroutine finalized by the garbage collector, as
+        # Temporal does with evicted workflows), the token cannot be reset there: that
+        # context's value is not ours to restore, and this one ends with the coroutine.
+        with suppress(ValueError):
+            _SOURCE.reset(token)

@@ -1,0 +1,322 @@
+"""``bastion worker``, ``run --temporal``, ``runs resume --temporal``: agents on Temporal.
+
+The same ``module:attr`` spec as ``bastion run`` names the agents; a plain
+:class:`~bastion.Agent` is wrapped in a :class:`~bastion.distributed.TemporalAgent` (queue
+``bastion.<name>`` unless ``--task-queue``). ``temporalio`` is imported only when a command
+uses it. Exit codes follow ``bastion run``: 0 completed, 1 not completed (failed, or parked
+for a decision), 2 used wrongly (bad spec, unreachable server, a refused decision).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+from rich.text import Text
+
+from bastion.agent import Agent
+from bastion.core import UserError
+
+from ._common import EXIT_FAILED_RUN, EXIT_INTERRUPTED, EXIT_USAGE, Output, console, error, or_exit
+from ._format import format_call
+from ._load import SpecError, _call_factory, load_object
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from bastion.distributed import TemporalAgent, WorkflowResult, WorkflowStatus
+    from bastion.tools import ApprovalDecision
+
+__all__ = [
+    "TEMPORAL_ENV",
+    "exit_after_temporal",
+    "TEMPORAL_OPTION",
+    "TaskQueue",
+    "resume_on_temporal",
+    "run_on_temporal",
+    "worker",
+]
+
+_T = TypeVar("_T")
+
+TEMPORAL_ENV = "BASTION_TEMPORAL"
+"""The variable that sends ``run`` and ``runs resume`` to a Temporal server, as ``--temporal``."""
+
+TEMPORAL_OPTION = typer.Option(
+    "--temporal",
+    metavar="ADDRESS",
+    envvar=TEMPORAL_ENV,
+    help="Run on the Temporal server at ADDRESS (host:port) instead of in this process; "
+    "'bastion worker' serves the agent (default: $BASTION_TEMPORAL, else in-process).",
+    show_default=False,
+)
+TaskQueue = Annotated[
+    str | None,
+    typer.Option(
+        "--task-queue",
+        metavar="QUEUE",
+        help="The Temporal task queue (default: bastion.<agent name>).",
+        show_default=False,
+    ),
+]
+
+
+def worker(
+    spec: Annotated[
+        str,
+        typer.Argument(
+            metavar="MODULE:ATTR",
+            help="An agent, a TemporalAgent, or a list or dict of them (or a function of "
+            "no arguments returning one).",
+            show_default=False,
+        ),
+    ],
+    address: Annotated[str, TEMPORAL_OPTION],
+    task_queue: TaskQueue = None,
+) -> None:
+    """Serve agents on Temporal: run their workflows, model calls and tool calls.
+
+    Runs until SIGINT or SIGTERM, then finishes the calls in flight and exits.
+    """
+    agents = or_exit(lambda: temporal_agents(load_object(spec), spec, task_queue))
+    try:
+        asyncio.run(_serve(agents, address))
+    except UserError as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def run_on_temporal(
+    spec: str, prompt: str, address: str, task_queue: str | None, output: Output
+) -> int:
+    """Start a workflow of the agent ``spec`` names and print how it ends; the exit code."""
+    [agent] = _one_agent(spec, task_queue)
+
+    async def go(client: Client) -> tuple[str, WorkflowStatus]:
+        handle = await agent.start(client, prompt)
+        return handle.id, await agent.settle(client, handle.id)
+
+    return _outcome(agent, spec, address, output, go)
+
+
+def resume_on_temporal(  # noqa: PLR0917 (the options of runs resume)
+    workflow_id: str,
+    spec: str,
+    address: str,
+    task_queue: str | None,
+    approvals: Sequence[ApprovalDecision],
+    output: Output,
+) -> int:
+    """Send the decisions to the parked workflow as its ``decide`` update; print the outcome."""
+    [agent] = _one_agent(spec, task_queue)
+    if not approvals:
+        error("Give a decision: --approve CALL_ID, --deny CALL_ID[:REASON] or --happened.")
+        raise typer.Exit(EXIT_USAGE)
+
+    async def go(client: Client) -> tuple[str, WorkflowStatus]:
+        await agent.decide(client, workflow_id, *approvals)
+        return workflow_id, await agent.settle(client, workflow_id)
+
+    return _outcome(agent, spec, address, output, go)
+
+
+def temporal_agents(
+    value: object, spec: str, task_queue: str | None
+) -> list[TemporalAgent[object]]:
+    """The Temporal agents a loaded ``value`` names (an agent, a list or dict of them, …)."""
+    try:
+        from bastion.distributed import TemporalAgent
+    except ImportError as exc:  # the extra is not installed
+        raise SpecError(
+            f"--temporal needs the temporal extra: pip install 'bastion[temporal]' ({exc})."
+        ) from None
+
+    if not isinstance(value, Agent | TemporalAgent):
+        value = _call_factory(value, spec)
+    items: list[object]
+    if isinstance(value, Mapping):
+        items = list(value.values())  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+    elif isinstance(value, list | tuple):
+        items = list(value)  # pyright: ignore[reportUnknownArgumentType]
+    else:
+        items = [value]
+    found: list[TemporalAgent[object]] = []
+    for item in items:
+        if isinstance(item, TemporalAgent):
+            if task_queue is not None and item.task_queue != task_queue:  # pyright: ignore[reportUnknownMemberType]
+                raise SpecError(
+                    f"{spec!r} holds a TemporalAgent on queue {item.task_queue!r}; set its "  # pyright: ignore[reportUnknownMemberType]
+                    "task_queue instead of --task-queue."
+                )
+            found.append(item)  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(item, Agent):
+            try:
+                found.append(TemporalAgent(item, task_queue=task_queue))  # pyright: ignore[reportUnknownArgumentType]
+            except UserError as exc:
+                raise SpecError(str(exc)) from None
+        else:
+            raise SpecError(
+                f"{spec!r} holds a {type(item).__name__}, not a bastion Agent or TemporalAgent."
+            )
+    if not found:
+        raise SpecError(f"{spec!r} holds no agent.")
+    return found
+
+
+def _one_agent(spec: str, task_queue: str | None) -> list[TemporalAgent[object]]:
+    agents = or_exit(lambda: temporal_agents(load_object(spec), spec, task_queue))
+    if len(agents) != 1:
+        error(f"{spec!r} holds {len(agents)} agents; name one, e.g. 'module:agents.support'.")
+        raise typer.Exit(EXIT_USAGE)
+    return agents
+
+
+_CONNECTED: list[str] = []
+"""The addresses this process connected to (see :func:`exit_after_temporal`)."""
+
+
+def exit_after_temporal(code: int) -> None:
+    """End the process at once with ``code`` if it used a Temporal client; else return.
+
+    Temporal's client keeps native threads that may touch the interpreter while it shuts
+    down, which aborts it (temporalio/sdk-python#300), and a worker's evicted workflows
+    would be closed then too. Output is flushed first; nothing else is left to do.
+    """
+    if not _CONNECTED:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+async def _connect(address: str) -> Client:
+    from temporalio.client import Client
+
+    _CONNECTED.append(address)
+    try:
+        return await Client.connect(address)
+    except RuntimeError as exc:
+        raise UserError(f"Cannot reach the Temporal server at {address!r}: {exc}") from None
+
+
+async def _serve(agents: Sequence[TemporalAgent[object]], address: str) -> None:
+    """Run one worker per task queue until SIGINT or SIGTERM."""
+    from temporalio.worker import Worker
+
+    client = await _connect(address)
+    queues: dict[str, list[TemporalAgent[object]]] = {}
+    for agent in agents:
+        queues.setdefault(agent.task_queue, []).append(agent)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with contextlib.AsyncExitStack() as stack:
+        for queue, served in queues.items():
+            activities = [a for agent in served for a in agent.activities]
+            workflows = [agent.workflow for agent in served]
+            await stack.enter_async_context(
+                Worker(client, task_queue=queue, workflows=workflows, activities=activities)
+            )
+            names = ", ".join(agent.agent.name for agent in served)
+            print(f"Serving {names} on queue {queue!r} at {address}.", flush=True)
+        await stop.wait()
+        print("Stopping: finishing the calls in flight.", flush=True)
+    print("Stopped.", flush=True)
+
+
+def _outcome(
+    agent: TemporalAgent[object],
+    spec: str,
+    address: str,
+    output: Output,
+    work: Callable[[Client], Awaitable[tuple[str, WorkflowStatus]]],
+) -> int:
+    """Run ``work`` (it ends once the run parks or ends), print the outcome; the exit code."""
+
+    async def go() -> tuple[str, WorkflowStatus, WorkflowResult[object] | None]:
+        client = await _connect(address)
+        workflow_id, status = await _refusing(work(client))
+        if status.status == "awaiting_approval":
+            return workflow_id, status, None
+        return workflow_id, status, await _refusing(agent.result(client, workflow_id))
+
+    try:
+        workflow_id, status, result = asyncio.run(go())
+    except UserError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        error("interrupted (the workflow goes on; 'bastion worker' serves it)")
+        return EXIT_INTERRUPTED
+    if output == "json":
+        _write_json(workflow_id, status, result)
+    elif result is None:
+        out = console(plain=output == "plain")
+        for line in _pending_lines(status, workflow_id, spec, address):
+            out.print(Text(line), soft_wrap=True)
+    else:
+        _print_result(result, output)
+    return 0 if result is not None and result.ok else EXIT_FAILED_RUN
+
+
+async def _refusing(awaitable: Awaitable[_T]) -> _T:
+    """``awaitable``'s value; Temporal's refusals become a :class:`UserError`."""
+    from temporalio.service import RPCError
+
+    try:
+        return await awaitable
+    except RPCError as exc:
+        raise UserError(f"Temporal refused: {exc.message}") from None
+
+
+def _print_result(result: WorkflowResult[object], output: Output) -> None:
+    out = console(plain=output == "plain")
+    if result.ok:
+        value = result.output
+        out.print(Text(value if isinstance(value, str) else json.dumps(value)), soft_wrap=True)
+    elif result.error is not None:
+        error(f"run {result.status}: {result.error.message}")
+    usage = result.usage
+    out.print(
+        Text(
+            f"{result.workflow_id} · {result.status} · {result.steps} model calls · "
+            f"{usage.total_tokens} tokens",
+            style="dim",
+        ),
+        soft_wrap=True,
+    )
+
+
+def _write_json(
+    workflow_id: str, status: WorkflowStatus, result: WorkflowResult[object] | None
+) -> None:
+    from pydantic import TypeAdapter
+
+    if result is None:
+        body: dict[str, Any] = json.loads(TypeAdapter(type(status)).dump_json(status))
+        body = {"type": "workflow_parked", "workflow_id": workflow_id, **body}
+    else:
+        as_json = TypeAdapter(type(result)).dump_json(result)
+        body = {"type": "workflow_end", **json.loads(as_json)}
+    sys.stdout.write(json.dumps(body) + "\n")
+    sys.stdout.flush()
+
+
+def _pending_lines(status: WorkflowStatus, workflow_id: str, spec: str, address: str) -> list[str]:
+    lines = [f"Run {workflow_id} is waiting for a decision on:"]
+    parts = ["bastion", "runs", "resume", workflow_id, "--agent", spec, "--temporal", address]
+    for request in status.pending:
+        call = format_call(request.tool_name, json.dumps(request.arguments))
+        lines.append(f"  {request.tool_call_id}  {call}")
+        parts += ["--approve", request.tool_call_id]
+    lines += ["Decide it with (or --deny CALL_ID[:REASON]):", f"  {shlex.join(parts)}"]
+    return lines
