@@ -3,7 +3,9 @@
 ``python -m benchmarks.server [memory sqlite postgres redis]`` (default ``memory``) runs, for
 each backend and for ``--streams`` (1,000) and ``--compare`` (100) runs, a fresh process
 that serves one agent with :func:`bastion.server.create_app` under uvicorn (on a free TCP
-port) and drives it from httpx clients on the same event loop:
+port) and drives it from httpx clients on the same event loop, one client (one connection)
+per stream. The backend name ``fastapi+pydantic-ai`` serves the same agent from the peer, a
+minimal FastAPI + pydantic-ai app (:mod:`benchmarks.server_peer`), driven the same way:
 
 1. every client starts a run (``POST /runs``) and opens its SSE stream; each run's first
    tool waits on one shared gate, so every stream is connected before the work is timed;
