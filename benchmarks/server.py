@@ -3,7 +3,9 @@
 ``python -m benchmarks.server [memory sqlite postgres redis]`` (default ``memory``) runs, for
 each backend and for ``--streams`` (1,000) and ``--compare`` (100) runs, a fresh process
 that serves one agent with :func:`bastion.server.create_app` under uvicorn (on a free TCP
-port) and drives it from httpx clients on the same event loop:
+port) and drives it from httpx clients on the same event loop, one client (one connection)
+per stream. The backend name ``fastapi+pydantic-ai`` serves the same agent from the peer, a
+minimal FastAPI + pydantic-ai app (:mod:`benchmarks.server_peer`), driven the same way:
 
 1. every client starts a run (``POST /runs``) and opens its SSE stream; each run's first
    tool waits on one shared gate, so every stream is connected before the work is timed;
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -38,6 +42,7 @@ from typing import Any
 import httpx
 import psutil
 import uvicorn
+from starlette.types import ASGIApp
 
 from bastion import Agent, tool
 from bastion.core import ModelRequest, ToolMessage
@@ -46,6 +51,7 @@ from bastion.server._events import Hub
 from bastion.testing import Call, FunctionModel, Turn
 
 from .s4 import _peak_rss
+from .server_peer import PeerStamps, peer_app
 from .sessions import ROOT
 from .stores import _backend, _pct
 
@@ -137,38 +143,31 @@ def _check(seen: _Seen, deltas: int) -> None:
     assert text == "".join(f"w{i} " for i in range(deltas)), seen.run_id
 
 
+PEER = "fastapi+pydantic-ai"
+"""The backend name that serves the peer (:mod:`benchmarks.server_peer`) instead of Bastion."""
+
+
 async def _child(backend: str, n: int, deltas: int) -> dict[str, Any]:
-    gate, ready = asyncio.Event(), asyncio.Event()
-    stamps = _StampedHub()
-    async with _backend(backend) as stores:
-        app = create_app(_agent(gate, n, deltas), store=stores)
-        app.state.bastion.manager.hub = stamps
-        sock = socket.create_server(("127.0.0.1", 0), backlog=4096)
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", backlog=4096, timeout_keep_alive=600)
-        )
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300) as http:
-            connected: list[int] = []
-            clients = [asyncio.create_task(_client(http, connected, n, ready)) for _ in range(n)]
-            await ready.wait()
-            gc.collect()
-            base_rss = psutil.Process().memory_info().rss
-            cpu0, start = time.process_time(), time.perf_counter()
-            gate.set()
-            seen = await asyncio.gather(*clients)
-            wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
-        server.should_exit = True
-        await serving
+    gate = asyncio.Event()
+    if backend == PEER:
+        stamps = PeerStamps()
+        measured = await _drive(peer_app(gate, deltas, stamps), gate, n)
+        at = stamps.at
+    else:
+        hub = _StampedHub()
+        async with _backend(backend) as stores:
+            app = create_app(_agent(gate, n, deltas), store=stores)
+            app.state.bastion.manager.hub = hub
+            measured = await _drive(app, gate, n)
+        at = hub.at
+    seen, start, wall, cpu, base_rss = measured
     for one in seen:
         _check(one, deltas)
     latencies = [
-        at - stamps.at[one.run_id, seq]
+        got - at[one.run_id, seq]
         for one in seen
-        for seq, _, at, _ in one.events
-        if stamps.at.get((one.run_id, seq), 0.0) >= start
+        for seq, _, got, _ in one.events
+        if at.get((one.run_id, seq), 0.0) >= start
     ]
     return {
         "backend": backend,
@@ -181,6 +180,42 @@ async def _child(backend: str, n: int, deltas: int) -> dict[str, Any]:
         "base_rss_mb": base_rss / 2**20,
         "peak_rss_mb": _peak_rss() / 2**20,
     }
+
+
+async def _drive(
+    app: ASGIApp, gate: asyncio.Event, n: int
+) -> tuple[list[_Seen], float, float, float, int]:
+    """Serve ``app``, follow ``n`` runs, open the gate: (streams, start, wall, CPU, RSS)."""
+    ready = asyncio.Event()
+    sock = socket.create_server(("127.0.0.1", 0), backlog=4096)
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", backlog=4096, timeout_keep_alive=600)
+    )
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    tls = ssl.create_default_context()  # unused over http; built once, not once per client
+    async with contextlib.AsyncExitStack() as stack:
+        # One client (one connection pool) per stream, as separate users have: a shared
+        # pool of 1,000 connections scans all of them on every request and close, which
+        # cost more CPU than the whole server did.
+        https = [
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=url, timeout=300, verify=tls)
+            )
+            for _ in range(n)
+        ]
+        connected: list[int] = []
+        clients = [asyncio.create_task(_client(h, connected, n, ready)) for h in https]
+        await ready.wait()
+        gc.collect()
+        base_rss = psutil.Process().memory_info().rss
+        cpu0, start = time.process_time(), time.perf_counter()
+        gate.set()
+        seen = await asyncio.gather(*clients)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu0
+    server.should_exit = True
+    await serving
+    return list(seen), start, wall, cpu, base_rss
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

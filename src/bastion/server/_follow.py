@@ -12,12 +12,12 @@ from bastion.stores import JournalStore
 
 from ._events import EventLog, Hub, LoggedEvent
 
-__all__ = ["follow", "sse"]
+__all__ = ["follow_batches", "sse"]
 
 _FINAL = frozenset({"completed", "failed", "aborted", "stopped"})
 
 
-async def follow(
+async def follow_batches(
     run_id: str,
     after: int,
     *,
@@ -26,26 +26,28 @@ async def follow(
     journal: JournalStore,
     poll: float,
     stopping: asyncio.Event,
-) -> AsyncIterator[LoggedEvent]:
+) -> AsyncIterator[list[LoggedEvent]]:
     """Yield the run's events with ``seq > after``, each once, in order, until it settles.
 
     Missed events come from the store; while the run is live in this process the rest come
     as they are written; while it runs in another process the store is polled every
     ``poll`` seconds. The stream ends once the run is not running and its last logged
-    event (an ``agent.end``) was yielded, or when the server stops.
+    event (an ``agent.end``) was yielded, or when the server stops. Events come in the
+    batches they were written in (never empty), so a client's socket gets one write per
+    batch rather than one per event.
     """
     last = after
     while True:
         queue = hub.follow(run_id)  # before reading the store: nothing falls in between
         try:
-            for event in await log.read(run_id, last):
-                yield event
-                last = event.seq
+            if missed := await log.read(run_id, last):
+                yield missed
+                last = missed[-1].seq
             while queue is not None and (batch := await queue.get()) is not None:
-                for event in batch:
-                    if event.seq > last:
-                        yield event
-                        last = event.seq
+                fresh = [event for event in batch if event.seq > last]
+                if fresh:
+                    yield fresh
+                    last = fresh[-1].seq
         finally:
             hub.leave(run_id, queue)
         if queue is None and (stopping.is_set() or await _settled(run_id, last, log, journal)):

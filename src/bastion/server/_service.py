@@ -15,7 +15,7 @@ from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 from ._auth import Caller, TokenAuth
 from ._errors import NotFound
 from ._events import LoggedEvent
-from ._follow import follow
+from ._follow import follow_batches
 from ._manager import RunManager
 from ._models import Accepted, PendingItem, ResumeRun, RunList, RunView
 from ._records import RunFacts, load_run, pending_items, run_view
@@ -166,10 +166,10 @@ class Service:
         self.decided.pop(run_id, None)
         return _accepted(run_id, agent.name)
 
-    def events(self, run_id: str, after: int) -> AsyncIterator[LoggedEvent]:
-        """The run's events after ``after`` (check the caller first)."""
+    def events(self, run_id: str, after: int) -> AsyncIterator[list[LoggedEvent]]:
+        """The run's events after ``after``, in the batches written (check the caller first)."""
         manager = self.manager
-        return follow(
+        return follow_batches(
             run_id, after, log=manager.log, hub=manager.hub, journal=self.journal,
             poll=self.poll, stopping=self.stopping,
         )  # fmt: skip
