@@ -66,7 +66,7 @@ class _OpenAIModel(OpenAIModel):
         )
 
     def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError  # pragma: no cover - the benchmark does not stream
+        raise RuntimeError("This scripted benchmark model answers whole turns; it does not stream.")
 
 
 async def _pydantic_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

@@ -105,7 +105,9 @@ def openai_agents_chain(k: int) -> Runner:
             return ModelResponse(output=output, usage=Usage(requests=1), response_id=None)
 
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:
-            raise NotImplementedError  # pragma: no cover - the benchmark does not stream
+            raise RuntimeError(
+                "This scripted benchmark model answers whole turns; it does not stream."
+            )
 
     agent: Agent[Any] | None = None
     for i in reversed(range(k + 1)):

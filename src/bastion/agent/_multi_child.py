@@ -276,10 +276,7 @@ def _child_config(child: RunConfig, host: RunConfig | None, hook: Any) -> RunCon
 
 
 def _run_id(stream: ChildStream) -> str:
-    try:
-        return stream.run_id
-    except Exception:
-        return ""
+    return stream.run_id
 
 
 def _outcome(name: str, index: int, handle: ChildHandle, result: RunResult[Any]) -> ChildResult:

@@ -18,6 +18,7 @@ that path, so one execution is one journal with one version.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +45,8 @@ from ._store_log import CheckpointConflict, ExecutionLog
 from ._store_records import CheckpointRecord, ExecutionRecord, fold_execution, to_json
 
 __all__ = ["StoreCheckpointer"]
+
+_log = logging.getLogger(__name__)
 
 _ENDED: dict[str, GraphStatus] = {
     "completed": "completed",
@@ -132,7 +135,8 @@ class StoreCheckpointer:
         if keeper is not None:
             try:
                 await keeper.release()
-            except Exception:
+            except Exception as exc:  # the store failed: the lease then lapses at its expiry
+                _log.warning("Graph execution %s: releasing its lease failed (%r)", root, exc)
                 keeper.stop()
 
     def _alive(self, root: str) -> None:
