@@ -131,6 +131,15 @@ async def test_bad_requests_get_a_clear_4xx_never_a_500(sqlite_url: str) -> None
         bad_id = await http.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": "x"})
         assert bad_id.status_code == 400
         assert "Last-Event-ID" in bad_id.json()["error"]["message"]
+        # A seq past a 64-bit integer is the client's mistake, never a database overflow.
+        huge = str(2**63)
+        for response in (
+            await http.get(f"/runs/{run_id}/events", headers={"Last-Event-ID": huge}),
+            await http.get(f"/runs/{run_id}/events", params={"after": huge}),
+            await http.get("/runs", params={"offset": huge}),
+        ):
+            assert response.status_code in (400, 422), response.text
+            assert "9223372036854775807" in response.json()["error"]["message"], response.text
         await _events(http, run_id)
         wrong = await http.post(f"/runs/{run_id}/resume", json={"approvals": []})
         assert wrong.status_code == 400, wrong.text

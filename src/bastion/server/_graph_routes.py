@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from bastion.core import RunStatus
+from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
 from ._follow import sse
@@ -89,7 +90,9 @@ class CheckpointView(_Body):
 class ForkExecution(_Body):
     """Fork an execution at a checkpoint, with edited node outputs; the fork runs at once."""
 
-    version: int | None = Field(default=None, description="The checkpoint (default: latest).")
+    version: int | None = Field(
+        default=None, ge=0, le=MAX_SEQ, description="The checkpoint (default: latest)."
+    )
     edits: dict[str, Any] = Field(default_factory=dict[str, Any], description="Node → output.")
 
 
@@ -190,7 +193,7 @@ async def execution_events(
     runs: Runs,
     caller: Who,
     last_event_id: Annotated[str | None, Header()] = None,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
 ) -> StreamingResponse:
     """The execution's signals as Server-Sent Events; each ``id`` is the signal's seq.
 

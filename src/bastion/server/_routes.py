@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from bastion.core import RunStatus, UserError
+from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._auth import Caller
@@ -67,7 +68,7 @@ async def list_runs(
     status: RunStatus | None = None,
     tenant: str | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
 ) -> RunList:
     """The runs the caller sees, newest first."""
     return await service.runs(
@@ -128,7 +129,7 @@ async def run_events(
     service: Svc,
     caller: Who,
     last_event_id: Annotated[str | None, Header()] = None,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
 ) -> StreamingResponse:
     """The run's events as Server-Sent Events; each ``id`` is the event's seq.
 
@@ -148,9 +149,10 @@ async def run_events(
 def _after(header: str | None, query: int | None) -> int:
     if header is None or not header.strip():
         return query or 0
-    if not header.strip().isdigit():
-        raise UserError(f"Last-Event-ID must be an event seq (an integer >= 0), got {header!r}.")
-    return int(header.strip())
+    text = header.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_SEQ:
+        raise UserError(f"Last-Event-ID must be an event seq (0 to {MAX_SEQ}), got {header!r}.")
+    return int(text)
 
 
 @router.get("/approvals", response_model=list[PendingItem], tags=["approvals"])

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
 from bastion.core import Message, message_adapter
+from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
 from ._auth import Caller
@@ -56,7 +57,7 @@ async def list_sessions(
     sessions: Sess,
     caller: Who,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
 ) -> SessionList:
     """The caller's sessions, newest first."""
     return await sessions.list(caller, limit=limit, offset=offset)
@@ -108,7 +109,7 @@ async def session_events(
     sessions: Sess,
     caller: Who,
     last_event_id: Annotated[str | None, Header()] = None,
-    after: Annotated[int | None, Query(ge=0)] = None,
+    after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
 ) -> StreamingResponse:
     """The session's events as Server-Sent Events (``id`` is the event's seq).
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ._retention import RESUMABLE, Pruned, prune_runs, prune_sessions
     from ._types import (
         ENTRY_KINDS,
+        MAX_SEQ,
         Artifact,
         CorruptRecord,
         CounterResult,
@@ -76,6 +77,7 @@ _LAZY = {
     "CounterResult": "._types",
     "EntryKind": "._types",
     "JournalConflict": "._types",
+    "MAX_SEQ": "._types",
     "JournalEntry": "._types",
     "JournalUnreadable": "._types",
     "JsonObject": "._types",
@@ -108,6 +110,7 @@ __all__ = [
     "Lease",
     "LeaseHeld",
     "LeaseKeeper",
+    "MAX_SEQ",
     "LeaseLost",
     "LeaseStore",
     "NewEntry",

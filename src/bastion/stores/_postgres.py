@@ -43,6 +43,7 @@ from ._types import (
     encode_object,
     from_timestamp,
     new_artifact,
+    seq_bound,
     stored_entry,
 )
 
@@ -196,7 +197,7 @@ class PostgresJournalStore(_Base):
             cur = await conn.execute(
                 "SELECT seq, kind, schema_version, payload, recorded_at FROM journal "
                 "WHERE run_id = %s AND seq > %s ORDER BY seq",
-                (run_id, after_seq),
+                (run_id, seq_bound(after_seq)),
             )
             rows = await cur.fetchall()
         return [stored_entry(*row) for row in rows]
@@ -428,7 +429,14 @@ class PostgresArtifactStore(_Base):
                 "FROM artifacts WHERE (%s::text IS NULL OR run_id = %s) "
                 "AND (%s::text IS NULL OR role = %s) AND seq > %s "
                 "ORDER BY position DESC LIMIT %s",
-                (run_id, run_id, role, role, since_seq, max_artifacts),
+                (
+                    run_id,
+                    run_id,
+                    role,
+                    role,
+                    seq_bound(since_seq),
+                    None if max_artifacts is None else seq_bound(max_artifacts),
+                ),
             )
             rows = await cur.fetchall()
         rows.reverse()

@@ -45,6 +45,7 @@ from ._types import (
     encode_object,
     from_timestamp,
     new_artifact,
+    seq_bound,
     stored_entry,
 )
 
@@ -120,12 +121,10 @@ class RedisJournalStore(_Base):
 
     async def read(self, run_id: str, after_seq: int = 0) -> list[JournalEntry]:
         """Return entries after ``after_seq``."""
-        raw = cast(
-            "list[bytes]",
-            await self._r.lrange(f"{self._p}journal:{run_id}", max(after_seq, 0), -1),
-        )
+        start = max(seq_bound(after_seq), 0)
+        raw = cast("list[bytes]", await self._r.lrange(f"{self._p}journal:{run_id}", start, -1))
         out: list[JournalEntry] = []
-        for seq, item in enumerate(raw, start=max(after_seq, 0) + 1):
+        for seq, item in enumerate(raw, start=start + 1):
             (kind, version, at), payload = _split(item)
             out.append(stored_entry(seq, kind, version, payload, at))
         return out

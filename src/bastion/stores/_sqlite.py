@@ -41,6 +41,7 @@ from ._types import (
     encode_object,
     from_timestamp,
     new_artifact,
+    seq_bound,
     stored_entry,
 )
 
@@ -91,7 +92,7 @@ class SqliteJournalStore:
 
     async def read(self, run_id: str, after_seq: int = 0) -> list[JournalEntry]:
         """Return entries after ``after_seq``."""
-        rows = await self._db.run(_read, run_id, after_seq)
+        rows = await self._db.run(_read, run_id, seq_bound(after_seq))
         return [stored_entry(*row) for row in rows]
 
     async def last_seq(self, run_id: str) -> int:
@@ -391,8 +392,10 @@ class SqliteArtifactStore:
             "FROM artifacts WHERE (? IS NULL OR run_id = ?) AND (? IS NULL OR role = ?) "
             "AND seq > ? ORDER BY position DESC LIMIT ?"
         )
-        limit = -1 if max_artifacts is None else max_artifacts
-        rows = await self._db.run(_fetch_all, sql, (run_id, run_id, role, role, since_seq, limit))
+        limit = -1 if max_artifacts is None else seq_bound(max_artifacts)
+        rows = await self._db.run(
+            _fetch_all, sql, (run_id, run_id, role, role, seq_bound(since_seq), limit)
+        )
         rows.reverse()
         return [
             Artifact(

@@ -372,10 +372,22 @@ def check_status(status: str | None) -> None:
         )
 
 
+MAX_SEQ = 2**63 - 1
+"""The largest sequence number or offset a store keeps (a signed 64-bit integer)."""
+
+
 def check_page(limit: int, offset: int) -> None:
     """Raise UserError on a bad page request."""
-    if limit < 1 or offset < 0:
-        raise UserError(f"Need limit >= 1 and offset >= 0, got limit={limit!r}, offset={offset!r}.")
+    if not 1 <= limit < MAX_SEQ or not 0 <= offset <= MAX_SEQ:
+        raise UserError(
+            f"Need 1 <= limit < {MAX_SEQ} and 0 <= offset <= {MAX_SEQ}, "
+            f"got limit={limit!r}, offset={offset!r}."
+        )
+
+
+def seq_bound(since_seq: int) -> int:
+    """``since_seq`` as a database can compare it: no stored seq is above ``MAX_SEQ``."""
+    return min(since_seq, MAX_SEQ)
 
 
 def check_artifact(run_id: str, role: str, sensitivity: str, tags: Sequence[str]) -> None:

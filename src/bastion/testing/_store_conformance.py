@@ -152,6 +152,8 @@ class StoreConformance(OwnershipConformance):
         assert entries[3].schema_version == 2
         assert [e.seq for e in await stores.journal.read("r1", after_seq=3)] == [4, 5]
         assert await stores.journal.read("r1", after_seq=5) == []
+        # Past any stored seq (even past a 64-bit column) is simply nothing newer.
+        assert await stores.journal.read("r1", after_seq=2**64) == []
         assert await stores.journal.last_seq("r1") == 5
         run = await stores.journal.get_run("r1")
         assert run is not None
@@ -246,6 +248,9 @@ class StoreConformance(OwnershipConformance):
         assert [r.run_id for r in failed.runs] == ["run-3"]
         running = await stores.journal.list_runs(status="running")
         assert sorted(r.run_id for r in running.runs) == ["run-4", "run-5", "run-6"]
+        for limit, offset in ((0, 0), (1, -1), (2**64, 0), (1, 2**64)):
+            with pytest.raises(UserError, match="Need 1 <= limit"):
+                await stores.journal.list_runs(limit=limit, offset=offset)
 
     async def test_bad_appends_are_user_errors_and_write_nothing(self, stores: Stores) -> None:
         """Bad kinds, statuses and payloads raise UserError before any write."""
@@ -441,6 +446,8 @@ class StoreConformance(OwnershipConformance):
         assert [a.seq for a in await art.read(run_id="r1", role="planner")] == [1, 3]
         assert [a.seq for a in await art.read(run_id="r1", max_artifacts=2)] == [3, 4]
         assert await art.read(run_id="r1", max_artifacts=0) == []
+        assert await art.read(run_id="r1", since_seq=2**64) == []
+        assert len(await art.read(run_id="r1", max_artifacts=2**64)) == 4
         assert [a.run_id for a in await art.read(role="planner")] == ["r1", "r1", "r2"]
         [stored] = await art.read(run_id="r2")
         assert stored == secret
