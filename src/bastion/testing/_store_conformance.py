@@ -248,9 +248,9 @@ class StoreConformance(OwnershipConformance):
         assert [r.run_id for r in failed.runs] == ["run-3"]
         running = await stores.journal.list_runs(status="running")
         assert sorted(r.run_id for r in running.runs) == ["run-4", "run-5", "run-6"]
-        for limit, offset in ((0, 0), (1, -1), (2**64, 0), (1, 2**64)):
+        for bad_limit, bad_offset in ((0, 0), (1, -1), (2**64, 0), (1, 2**64)):
             with pytest.raises(UserError, match="Need 1 <= limit"):
-                await stores.journal.list_runs(limit=limit, offset=offset)
+                await stores.journal.list_runs(limit=bad_limit, offset=bad_offset)
 
     async def test_bad_appends_are_user_errors_and_write_nothing(self, stores: Stores) -> None:
         """Bad kinds, statuses and payloads raise UserError before any write."""
