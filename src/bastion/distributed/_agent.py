@@ -17,6 +17,8 @@ from bastion.tools import ApprovalDecision
 
 from ._activities import model_activity, tool_activity
 from ._proxies import Activities
+from ._session import TemporalSession, open_session
+from ._session_workflow import session_workflow
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -84,6 +86,9 @@ class TemporalAgent(Generic[OutputT]):
         beat = None if heartbeat_timeout is None else heartbeat_timeout / 3
         self.workflow = agent_workflow(agent, self.workflow_name, activities)
         """The workflow class (register it on your own ``Worker`` if you build one)."""
+        self.session_workflow_name = f"bastion.session.{agent.name}"
+        self.session_workflow = session_workflow(agent, self.session_workflow_name, activities)
+        """The session workflow class (register it too: see :meth:`session`)."""
         self.activities = (
             model_activity(activities.model, config.models, beat),
             tool_activity(activities.tool, config.catalog.registry, beat),
@@ -96,7 +101,7 @@ class TemporalAgent(Generic[OutputT]):
         return Worker(
             client,
             task_queue=self.task_queue,
-            workflows=[self.workflow],
+            workflows=[self.workflow, self.session_workflow],
             activities=list(self.activities),
             **options,
         )
@@ -174,6 +179,23 @@ class TemporalAgent(Generic[OutputT]):
         """Deny one pending call; the model reads ``reason`` (see :meth:`decide`)."""
         decision = ApprovalDecision(tool_call_id=call_id, granted=False, reason=reason)
         return await self.decide(client, workflow_id, decision)
+
+    async def session(
+        self, client: Client, session_id: str, *, continue_after: int = 10_000
+    ) -> TemporalSession:
+        """Open the session ``session_id``: one long-lived workflow (started if need be).
+
+        ``continue_after``: the history length (events) after which the workflow continues
+        as new between two turns, carrying the transcript, usage and waiting messages.
+        """
+        return await open_session(
+            client,
+            workflow=self.session_workflow_name,
+            task_queue=self.task_queue,
+            session_id=session_id,
+            send_mode=self.agent.session_send_mode,
+            continue_after=continue_after,
+        )
 
     def _result(self, text: str) -> WorkflowResult[OutputT]:
         raw = result_adapter().validate_json(text)

@@ -1,0 +1,287 @@
+"""A session as one long-lived workflow: turns of the unchanged loop, steered by signals.
+
+Each turn is one run of the agent's loop, configured as the agent workflow configures it
+(activity models and tools, the workflow's clock and ids). A ``send`` signal queues a
+message or steers the running turn: the turn's session link adds steering messages to the
+transcript before its next model call, as a local session does. Approvals park the turn
+until the ``decide`` update has decided every pending call. Between two turns, once the
+history is long (or Temporal suggests it), the workflow continues as new with the
+transcript, usage, session state and waiting messages as the next run's input.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from bastion.core import Message, Usage, UserMessage, id_source
+from bastion.tools import ApprovalDecision, Deny, Directive
+
+from ._session_views import (
+    SessionCarry,
+    SessionStatusName,
+    SessionView,
+    carry_adapter,
+    view_adapter,
+)
+from ._views import decisions_adapter
+from ._workflow import workflow_config
+
+if TYPE_CHECKING:
+    from bastion.agent import Agent, RunConfig, RunResult
+    from bastion.core import ModelResponse, RunContext, RunErrorInfo
+    from bastion.tools import ApprovalRequest, BeforeToolCall, ToolCallDecision, ToolCallRequest
+
+    from ._proxies import Activities
+
+__all__ = ["STEERED", "SessionWorkflow", "session_workflow"]
+
+STEERED = "steered"
+"""The reason a call not yet decided is denied when a steering message arrives."""
+
+
+class _Link:
+    """The session's side of each turn's run (``bastion.agent.SessionLink``)."""
+
+    def __init__(self, owner: SessionWorkflow, state: dict[str, Any]) -> None:
+        self._owner = owner
+        self.state = state
+
+    @property
+    def before_tool_call(self) -> BeforeToolCall:
+        return self._decide
+
+    def _decide(self, request: ToolCallRequest) -> ToolCallDecision | None:
+        """Steering arrived: the calls of this step not decided yet are skipped."""
+        return Deny(STEERED) if self._owner.steering else None
+
+    async def before_model_call(self, ctx: RunContext[Any], messages: list[Message]) -> None:
+        owner = self._owner
+        owner.live = messages
+        while owner.steering:
+            messages.append(UserMessage(content=owner.steering.pop(0)))
+
+    async def after_model_call(self, ctx: RunContext[Any], response: ModelResponse) -> None:
+        self._owner.live = ctx.messages
+
+
+class SessionWorkflow:
+    """The session workflow of one agent; :func:`session_workflow` makes one per agent."""
+
+    agent: Agent[Any, Any]
+    activities: Activities
+
+    def __init__(self) -> None:
+        self.steering: list[str] = []
+        self.live: list[Message] | None = None
+        self._queue: list[str] = []
+        self._messages: list[Message] = []
+        self._base = Usage()
+        self._spent = [Usage()]  # the model calls of this workflow run (the models add)
+        self._turns = 0
+        self._generation = 0
+        self._running = False
+        self._closed = False
+        self._rolling = False
+        self._error: RunErrorInfo | None = None
+        self._pending: dict[str, ApprovalRequest] = {}
+        self._decided: dict[str, ApprovalDecision] = {}
+
+    async def execute(self, carry_text: str) -> str:
+        """Run turns as messages arrive until closed; continue as new when history is long."""
+        carry = carry_adapter().validate_json(carry_text)
+        self._restore(carry)
+        config = workflow_config(self.agent.config, self.activities, self._spent)
+        link = _Link(self, dict(carry.state))
+        with id_source(lambda: workflow.uuid4().hex):
+            while True:
+                await workflow.wait_condition(lambda: self._waiting() > 0 or self._closed)
+                if self._waiting() == 0:
+                    break  # closed, and nothing waits
+                await self._turn(config, link)
+                if not self._closed and self._history_long(carry.continue_after):
+                    self._rolling = True  # a settle waiting now answers from the next run
+                    await workflow.wait_condition(workflow.all_handlers_finished)
+                    workflow.continue_as_new(self._carry(carry.continue_after, link.state))
+        self._closed = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self.view()
+
+    def _restore(self, carry: SessionCarry) -> None:
+        self._messages = list(carry.messages)
+        self._base = carry.usage
+        self._turns = carry.turns
+        self._generation = carry.generation
+        self.steering[:0] = carry.steering  # before what was signalled to this run already
+        self._queue[:0] = carry.queue
+
+    def _carry(self, continue_after: int, state: dict[str, Any]) -> str:
+        carry = SessionCarry(
+            messages=self._messages,
+            usage=self._base + self._spent[0],
+            turns=self._turns,
+            steering=list(self.steering),
+            queue=list(self._queue),
+            state=state,
+            continue_after=continue_after,
+            generation=self._generation + 1,
+        )
+        return carry_adapter().dump_json(carry).decode()
+
+    def _waiting(self) -> int:
+        return len(self.steering) + len(self._queue)
+
+    @staticmethod
+    def _history_long(limit: int) -> bool:
+        info = workflow.info()
+        return info.get_current_history_length() >= limit or info.is_continue_as_new_suggested()
+
+    async def _turn(self, config: RunConfig, link: _Link) -> None:
+        """Run the next waiting message's turn to its end, through any approvals."""
+        text = self.steering.pop(0) if self.steering else self._queue.pop(0)
+        self._running, self._error = True, None
+        history = [*self._messages, UserMessage(content=text)]
+        stream = self.agent.stream(
+            None,
+            message_history=history,
+            session_id=workflow.info().workflow_id,
+            config=config,
+            session_link=link,
+        )
+        result = await stream.drain()
+        while result.status == "awaiting_approval":
+            directive = await self._park(result)
+            self._messages = _conversation(result.messages)
+            stream = self.agent.stream(
+                result.state, directive=directive, config=config, session_link=link
+            )
+            result = await stream.drain()
+        self._messages = _conversation(result.messages)
+        self._error = result.error
+        self._turns += 1
+        self._running, self.live = False, None
+
+    async def _park(self, result: RunResult[Any]) -> Directive:
+        """Wait until every pending call is decided, or steering denies the rest."""
+        self._pending = {p.tool_call_id: p for p in result.pending_approvals}
+        self.live = None
+        await workflow.wait_condition(
+            lambda: len(self._decided) == len(self._pending) or bool(self.steering)
+        )
+        for call in self._pending:
+            if call not in self._decided:
+                self._decided[call] = ApprovalDecision(
+                    tool_call_id=call, granted=False, reason=STEERED
+                )
+        directive = Directive(approvals=[self._decided[c] for c in self._pending])
+        self._pending, self._decided = {}, {}
+        return directive
+
+    # handlers
+
+    @workflow.signal
+    def send(self, text: str, mode: str) -> None:
+        """A message: ``steer`` joins the running turn before its next model call."""
+        (self.steering if mode == "steer" and self._running else self._queue).append(text)
+
+    @workflow.signal
+    def close(self) -> None:
+        """End the session once the messages already sent have had their turns."""
+        self._closed = True
+
+    @workflow.update
+    async def decide(self, decisions: str) -> list[str]:
+        """Record decisions on pending calls; returns the ids still waiting."""
+        for decision in decisions_adapter().validate_json(decisions):
+            self._decided[decision.tool_call_id] = decision
+        return [i for i in self._pending if i not in self._decided]
+
+    @decide.validator
+    def check(self, decisions: str) -> None:
+        """Refuse decisions on calls that are not waiting, or are decided already."""
+        check_decisions(decisions, self._pending, self._decided)
+
+    @workflow.update
+    async def settle(self) -> str:
+        """Wait until the session is idle, waits for decisions, or is closed; its view.
+
+        An empty answer: the session continued as new meanwhile (ask the next run).
+        """
+        await workflow.wait_condition(lambda: self._status() != "running" or self._rolling)
+        return "" if self._status() == "running" else self.view()
+
+    @workflow.query
+    def view(self) -> str:
+        """The session now: status, transcript, usage, pending calls, as JSON."""
+        live = self.live
+        view = SessionView(
+            session_id=workflow.info().workflow_id,
+            status=self._status(),
+            messages=self._messages if live is None else _conversation(live),
+            usage=self._base + self._spent[0],
+            turns=self._turns,
+            waiting=self._waiting(),
+            pending=list(self._pending.values()),
+            error=self._error,
+            generation=self._generation,
+        )
+        return view_adapter().dump_json(view).decode()
+
+    def _status(self) -> SessionStatusName:
+        if self._pending:
+            return "awaiting_approval"
+        if self._running or self._waiting():
+            return "running"
+        return "closed" if self._closed else "idle"
+
+
+def check_decisions(
+    decisions: str, pending: dict[str, ApprovalRequest], decided: dict[str, ApprovalDecision]
+) -> None:
+    """Refuse malformed decisions, or decisions on calls not waiting or decided already."""
+    try:
+        given = decisions_adapter().validate_json(decisions)
+    except ValueError as error:
+        raise ApplicationError(f"Malformed decisions: {error}") from None
+    for decision in given:
+        call = decision.tool_call_id
+        if call not in pending:
+            waiting = ", ".join(pending) or "none"
+            raise ApplicationError(
+                f"No call {call!r} is waiting for a decision (waiting: {waiting})."
+            )
+        if call in decided:
+            raise ApplicationError(f"Call {call!r} is already decided.")
+
+
+def _conversation(messages: list[Message]) -> list[Message]:
+    """``messages`` without the leading system prompt (the agent's, not the session's)."""
+    start = 0
+    while start < len(messages) and messages[start].role == "system":
+        start += 1
+    return list(messages[start:])
+
+
+async def _run(self: SessionWorkflow, carry: str) -> str:
+    """The run method every agent's session workflow class shares."""
+    return await self.execute(carry)
+
+
+def session_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
+    """The session workflow class of ``agent``, registered under ``name`` (unsandboxed)."""
+    class_name = f"SessionWorkflow[{agent.name}]"
+    run = types.FunctionType(_run.__code__, _run.__globals__, "run")
+    run.__qualname__ = f"{class_name}.run"  # Temporal checks the run method is the class's own
+    run.__annotations__ = dict(_run.__annotations__)
+    attributes = {
+        "agent": agent,
+        "activities": activities,
+        "run": workflow.run(run),
+        "__qualname__": class_name,
+        "__module__": __name__,
+    }
+    cls = type(class_name, (SessionWorkflow,), attributes)
+    return workflow.defn(name=name, sandboxed=False)(cls)
