@@ -9,7 +9,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent, UserError, tool
 from bastion.core import AssistantMessage, Message, ModelRequest, ToolMessage, UserMessage
-from bastion.distributed import TemporalAgent
+from bastion.distributed import SessionView, TemporalAgent
 from bastion.testing import Call, FunctionModel, Turn
 
 
@@ -125,7 +125,7 @@ async def test_continue_as_new_keeps_the_transcript_usage_and_waiting_messages(
 ) -> None:
     remote = _session_agent(asyncio.Event(), asyncio.Event())
     client = time_skipping.client
-    views = []
+    views: list[SessionView] = []
     async with remote.worker(client):
         for session_id, continue_after in (("short", 10), ("long", 10_000)):
             session = await remote.session(client, session_id, continue_after=continue_after)
