@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from bastion import Agent, UserError, tool
 from bastion.core import AssistantMessage, Message, ModelRequest, ToolMessage, UserMessage
@@ -75,6 +76,10 @@ async def test_turns_keep_one_transcript_and_a_steer_lands_in_the_running_turn(
         await session.send("later", mode="queue")  # its own turn, after this one
         release.set()
         view = await session.settle()
+        await session.close()
+        history = await client.get_workflow_handle("chat-1").fetch_history()
+    # a replay of the whole history (signals, steering, three turns) makes the same decisions
+    await Replayer(workflows=[remote.session_workflow]).replay_workflow(history)
     assert _said(view.messages) == [
         ("user", "hello"),
         ("assistant", "re: hello"),
