@@ -6,7 +6,6 @@ calls and ``charge`` runs are counted in files).
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
@@ -14,7 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from bastion.core import AssistantMessage, ToolMessage, UserMessage
 
 from ._agents import crash_agent
-from .test_worker_crash import _count, _line, _worker
+from .test_worker_crash import _count, _kill_at, _worker
 
 
 async def test_a_session_turn_cut_by_a_killed_worker_ends_on_the_next_without_a_repeated_model_call(
@@ -26,9 +25,7 @@ async def test_a_session_turn_cut_by_a_killed_worker_ends_on_the_next_without_a_
     async with _worker(address, tmp_path, "read_only") as first:
         session = await remote_agent.session(client, "crash-session")
         await session.send("Charge 5")
-        await _line(first, "CHARGE_STARTED")  # worker 1 is inside the turn's tool call
-        first.send_signal(signal.SIGKILL)
-        assert await first.wait() == -signal.SIGKILL
+        await _kill_at(first, "CHARGE_STARTED")  # worker 1 is inside the turn's tool call
     assert _count(tmp_path / "model_calls") == 1
     async with _worker(address, tmp_path, "read_only"):
         view = await session.settle()

@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from temporalio.client import WorkflowUpdateFailedError
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
@@ -19,10 +18,10 @@ from ._activities import model_activity, tool_activity
 from ._proxies import Activities
 from ._session import TemporalSession, open_session
 from ._session_workflow import session_workflow
+from ._shared import send_decisions
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
-    decisions_adapter,
     result_adapter,
     status_adapter,
 )
@@ -154,18 +153,8 @@ class TemporalAgent(Generic[OutputT]):
             UserError: No decision, or the workflow refused them (a call not waiting, or
                 already decided).
         """
-        if not decisions:
-            raise UserError("TemporalAgent.decide needs at least one ApprovalDecision.")
-        payload = decisions_adapter().dump_json(list(decisions)).decode()
         handle = client.get_workflow_handle(workflow_id)
-        try:
-            waiting: list[str] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-                "decide", payload, result_type=list[str]
-            )
-        except WorkflowUpdateFailedError as error:
-            cause = error.cause
-            raise UserError(str(getattr(cause, "message", cause))) from None
-        return waiting
+        return await send_decisions(handle, decisions, "TemporalAgent.decide")
 
     async def approve(self, client: Client, workflow_id: str, call_id: str) -> list[str]:
         """Approve one pending call (see :meth:`decide`)."""

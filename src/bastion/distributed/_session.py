@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -14,7 +13,7 @@ from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
 from ._session_views import SessionCarry, SessionView, carry_adapter, view_adapter
-from ._views import decisions_adapter
+from ._shared import send_decisions
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
@@ -91,17 +90,7 @@ class TemporalSession:
             UserError: No decision, or the workflow refused them (a call not waiting, or
                 already decided).
         """
-        if not decisions:
-            raise UserError("TemporalSession.decide needs at least one ApprovalDecision.")
-        payload = decisions_adapter().dump_json(list(decisions)).decode()
-        try:
-            waiting: list[str] = await self._handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-                "decide", payload, result_type=list[str]
-            )
-        except WorkflowUpdateFailedError as error:
-            cause = error.cause
-            raise UserError(str(getattr(cause, "message", cause))) from None
-        return waiting
+        return await send_decisions(self._handle, decisions, "TemporalSession.decide")
 
     async def approve(self, call_id: str) -> list[str]:
         """Approve one pending call (see :meth:`decide`)."""

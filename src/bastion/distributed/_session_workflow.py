@@ -11,11 +11,9 @@ transcript, usage, session state and waiting messages as the next run's input.
 
 from __future__ import annotations
 
-import types
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 from bastion.core import Message, Usage, UserMessage, id_source
 from bastion.tools import ApprovalDecision, Deny, Directive
@@ -27,6 +25,7 @@ from ._session_views import (
     carry_adapter,
     view_adapter,
 )
+from ._shared import check_decisions, define_workflow
 from ._views import decisions_adapter
 from ._workflow import workflow_config
 
@@ -238,25 +237,6 @@ class SessionWorkflow:
         return "closed" if self._closed else "idle"
 
 
-def check_decisions(
-    decisions: str, pending: dict[str, ApprovalRequest], decided: dict[str, ApprovalDecision]
-) -> None:
-    """Refuse malformed decisions, or decisions on calls not waiting or decided already."""
-    try:
-        given = decisions_adapter().validate_json(decisions)
-    except ValueError as error:
-        raise ApplicationError(f"Malformed decisions: {error}") from None
-    for decision in given:
-        call = decision.tool_call_id
-        if call not in pending:
-            waiting = ", ".join(pending) or "none"
-            raise ApplicationError(
-                f"No call {call!r} is waiting for a decision (waiting: {waiting})."
-            )
-        if call in decided:
-            raise ApplicationError(f"Call {call!r} is already decided.")
-
-
 def _conversation(messages: list[Message]) -> list[Message]:
     """``messages`` without the leading system prompt (the agent's, not the session's)."""
     start = 0
@@ -271,17 +251,5 @@ async def _run(self: SessionWorkflow, carry: str) -> str:
 
 
 def session_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
-    """The session workflow class of ``agent``, registered under ``name`` (unsandboxed)."""
-    class_name = f"SessionWorkflow[{agent.name}]"
-    run = types.FunctionType(_run.__code__, _run.__globals__, "run")
-    run.__qualname__ = f"{class_name}.run"  # Temporal checks the run method is the class's own
-    run.__annotations__ = dict(_run.__annotations__)
-    attributes = {
-        "agent": agent,
-        "activities": activities,
-        "run": workflow.run(run),
-        "__qualname__": class_name,
-        "__module__": __name__,
-    }
-    cls = type(class_name, (SessionWorkflow,), attributes)
-    return workflow.defn(name=name, sandboxed=False)(cls)
+    """The session workflow class of ``agent``, registered under ``name``."""
+    return define_workflow(SessionWorkflow, _run, agent, name, activities)
