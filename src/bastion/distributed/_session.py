@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -76,10 +77,19 @@ class TemporalSession:
     async def settle(self) -> SessionView:
         """Wait until the session is idle, waits for decisions, or is closed; its view.
 
-        Idle: no turn runs and no message waits for one.
+        Idle: no turn runs and no message waits for one, counting every message sent
+        before this call (a ``mark`` signal goes after them, and the ``settle`` update
+        waits for it).
         """
         while True:
-            text: str = await self._handle.execute_update("settle", result_type=str)  # pyright: ignore[reportUnknownMemberType]
+            token = uuid.uuid4().hex
+            try:
+                await self._handle.signal("mark", token)
+                text: str = await self._handle.execute_update("settle", token, result_type=str)  # pyright: ignore[reportUnknownMemberType]
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                return await self._last()  # closed meanwhile
             if text:  # empty: the run continued as new before it settled; ask the next one
                 return view_adapter().validate_json(text)
 
@@ -109,6 +119,10 @@ class TemporalSession:
         except RPCError as error:
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise
+        return await self._last()
+
+    async def _last(self) -> SessionView:
+        """The view a closed session ended with."""
         return view_adapter().validate_json(await self._handle.result())
 
 

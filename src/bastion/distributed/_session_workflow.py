@@ -73,59 +73,55 @@ class SessionWorkflow:
     agent: Agent[Any, Any]
     activities: Activities
 
-    def __init__(self) -> None:
-        self.steering: list[str] = []
+    @workflow.init
+    def __init__(self: SessionWorkflow, carry: str) -> None:  # the run method's parameters
+        # the input is read here, not in run: signal and update handlers may run first
+        given = carry_adapter().validate_json(carry)
+        self.steering: list[str] = list(given.steering)
         self.live: list[Message] | None = None
-        self._queue: list[str] = []
-        self._messages: list[Message] = []
-        self._base = Usage()
+        self._queue: list[str] = list(given.queue)
+        self._messages: list[Message] = list(given.messages)
+        self._base = given.usage
         self._spent = [Usage()]  # the model calls of this workflow run (the models add)
-        self._turns = 0
-        self._generation = 0
+        self._turns = given.turns
+        self._generation = given.generation
+        self._limit = given.continue_after
+        self._link = _Link(self, dict(given.state))
         self._running = False
         self._closed = False
         self._rolling = False
+        self._marks: set[str] = set()  # the settle tokens whose mark signal arrived
         self._error: RunErrorInfo | None = None
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
 
-    async def execute(self, carry_text: str) -> str:
+    async def execute(self) -> str:
         """Run turns as messages arrive until closed; continue as new when history is long."""
-        carry = carry_adapter().validate_json(carry_text)
-        self._restore(carry)
         config = workflow_config(self.agent.config, self.activities, self._spent)
-        link = _Link(self, dict(carry.state))
+        link = self._link
         with id_source(lambda: workflow.uuid4().hex):
             while True:
                 await workflow.wait_condition(lambda: self._waiting() > 0 or self._closed)
                 if self._waiting() == 0:
                     break  # closed, and nothing waits
                 await self._turn(config, link)
-                if not self._closed and self._history_long(carry.continue_after):
+                if not self._closed and self._history_long(self._limit):
                     self._rolling = True  # a settle waiting now answers from the next run
                     await workflow.wait_condition(workflow.all_handlers_finished)
-                    workflow.continue_as_new(self._carry(carry.continue_after, link.state))
+                    workflow.continue_as_new(self._carry())
         self._closed = True
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.view()
 
-    def _restore(self, carry: SessionCarry) -> None:
-        self._messages = list(carry.messages)
-        self._base = carry.usage
-        self._turns = carry.turns
-        self._generation = carry.generation
-        self.steering[:0] = carry.steering  # before what was signalled to this run already
-        self._queue[:0] = carry.queue
-
-    def _carry(self, continue_after: int, state: dict[str, Any]) -> str:
+    def _carry(self) -> str:
         carry = SessionCarry(
             messages=self._messages,
             usage=self._base + self._spent[0],
             turns=self._turns,
             steering=list(self.steering),
             queue=list(self._queue),
-            state=state,
-            continue_after=continue_after,
+            state=self._link.state,
+            continue_after=self._limit,
             generation=self._generation + 1,
         )
         return carry_adapter().dump_json(carry).decode()
@@ -203,13 +199,23 @@ class SessionWorkflow:
         """Refuse decisions on calls that are not waiting, or are decided already."""
         check_decisions(decisions, self._pending, self._decided)
 
+    @workflow.signal
+    def mark(self, token: str) -> None:
+        """A settle's token: the signals sent before it have been applied."""
+        self._marks.add(token)
+
     @workflow.update
-    async def settle(self) -> str:
+    async def settle(self, token: str) -> str:
         """Wait until the session is idle, waits for decisions, or is closed; its view.
 
-        An empty answer: the session continued as new meanwhile (ask the next run).
+        It first waits for the ``mark`` signal of ``token``: an update may overtake
+        signals sent before it, signals keep their order among themselves. An empty
+        answer: the session continued as new meanwhile (ask the next run).
         """
-        await workflow.wait_condition(lambda: self._status() != "running" or self._rolling)
+        await workflow.wait_condition(
+            lambda: token in self._marks and (self._status() != "running" or self._rolling)
+        )
+        self._marks.discard(token)
         return "" if self._status() == "running" else self.view()
 
     @workflow.query
@@ -246,8 +252,8 @@ def _conversation(messages: list[Message]) -> list[Message]:
 
 
 async def _run(self: SessionWorkflow, carry: str) -> str:
-    """The run method every agent's session workflow class shares."""
-    return await self.execute(carry)
+    """The run method every agent's session workflow class shares (``__init__`` read ``carry``)."""
+    return await self.execute()
 
 
 def session_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
