@@ -9,7 +9,14 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from bastion import Agent, UserError, tool
-from bastion.core import AssistantMessage, Message, ModelRequest, ToolMessage, UserMessage
+from bastion.core import (
+    AssistantMessage,
+    Message,
+    ModelError,
+    ModelRequest,
+    ToolMessage,
+    UserMessage,
+)
 from bastion.distributed import SessionView, TemporalAgent
 from bastion.testing import Call, FunctionModel, Turn
 
@@ -33,10 +40,12 @@ def _last_user(request: ModelRequest) -> str:
 
 
 def _echo(request: ModelRequest) -> Turn | str:
-    """Calls ``hold`` for 'go' and ``pay`` for 'pay N'; else answers 're: <last message>'."""
+    """Calls ``hold`` for 'go', ``pay`` for 'pay N', fails for 'fail'; else 're: <last>'."""
     text = _last_user(request)
     if text == "go":
         return Turn(tool_calls=[Call("hold", {})])
+    if text == "fail":
+        raise ModelError("the model is down", retryable=False)
     if text.startswith("pay "):
         return Turn(tool_calls=[Call("pay", {"amount": int(text.split()[1])})])
     return f"re: {text}"
@@ -176,3 +185,25 @@ async def test_bad_input_is_refused_before_anything_is_sent(
             await session.send("hello?")
         again = await remote.session(client, "chat-3")  # attaches to the closed one
         assert (await again.view()).status == "closed"
+
+
+async def test_a_failed_turn_is_reported_and_the_next_message_runs(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = _session_agent(asyncio.Event(), asyncio.Event())
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "chat-4")
+        await session.send("fail")
+        failed = await session.settle()
+        assert (failed.status, failed.turns) == ("idle", 1)
+        assert failed.error is not None
+        assert "the model is down" in failed.error.message
+        await session.send("hello again")
+        view = await session.settle()
+    assert view.error is None
+    assert _said(view.messages) == [
+        ("user", "fail"),
+        ("user", "hello again"),
+        ("assistant", "re: hello again"),
+    ]
