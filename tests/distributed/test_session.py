@@ -114,6 +114,7 @@ async def test_a_turn_parks_for_approval_and_a_steer_denies_the_undecided_call(
         await session.send("pay 5")
         parked = await session.settle()
         assert parked.status == "awaiting_approval"
+        assert _said(parked.messages) == [("user", "pay 5"), ("assistant", "pay")]
         [call] = parked.pending
         assert (call.tool_name, call.arguments) == ("pay", {"amount": 5})
         with pytest.raises(UserError, match="No call 'nope' is waiting"):

@@ -37,6 +37,7 @@ class SessionCarry:
         continue_after: The history length (events) after which the session continues
             as new, between two turns.
         generation: How many times the session continued as new.
+        error: Why the last turn did not complete, when it did not.
     """
 
     messages: _Messages = field(default_factory=_Messages)
@@ -47,6 +48,7 @@ class SessionCarry:
     state: dict[str, Any] = field(default_factory=dict[str, Any])
     continue_after: int = 10_000
     generation: int = 0
+    error: RunErrorInfo | None = None
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)

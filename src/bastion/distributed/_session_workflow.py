@@ -91,7 +91,7 @@ class SessionWorkflow:
         self._closed = False
         self._rolling = False
         self._marks: set[str] = set()  # the settle tokens whose mark signal arrived
-        self._error: RunErrorInfo | None = None
+        self._error: RunErrorInfo | None = given.error
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
 
@@ -123,6 +123,7 @@ class SessionWorkflow:
             state=self._link.state,
             continue_after=self._limit,
             generation=self._generation + 1,
+            error=self._error,
         )
         return carry_adapter().dump_json(carry).decode()
 
@@ -148,8 +149,8 @@ class SessionWorkflow:
         )
         result = await stream.drain()
         while result.status == "awaiting_approval":
+            self._messages = _conversation(result.messages)  # what the view shows meanwhile
             directive = await self._park(result)
-            self._messages = _conversation(result.messages)
             stream = self.agent.stream(
                 result.state, directive=directive, config=config, session_link=link
             )
