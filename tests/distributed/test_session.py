@@ -176,7 +176,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(
     async with remote.worker(client):
         session = await remote.session(client, "chat-3")
         with pytest.raises(UserError, match="send mode must be 'steer' or 'queue', got 'later'"):
-            await session.send("hi", mode="later")
+            await session.send("hi", mode="later")  # pyright: ignore[reportArgumentType]
         with pytest.raises(UserError, match="non-empty text"):
             await session.send("")
         assert (await session.view()).turns == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -43,7 +43,7 @@ class TemporalSession:
         """The session's id (its workflow id)."""
         return self._handle.id
 
-    async def send(self, text: str, mode: str | None = None) -> None:
+    async def send(self, text: str, mode: Literal["steer", "queue"] | None = None) -> None:
         """Send a message (the ``send`` signal); returns once the server has it.
 
         ``steer`` (default: the agent's ``session_send_mode``) joins the running turn before
@@ -56,8 +56,8 @@ class TemporalSession:
         """
         if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError("TemporalSession.send needs a non-empty text.")
-        chosen = self._send_mode if mode is None else mode
-        if chosen not in _MODES:
+        chosen: str = self._send_mode if mode is None else mode
+        if chosen not in _MODES:  # typed, but a caller may still pass any string
             raise UserError(f"send mode must be 'steer' or 'queue', got {chosen!r}.")
         try:
             await self._handle.signal("send", args=[text, chosen])
