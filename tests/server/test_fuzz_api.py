@@ -11,6 +11,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
@@ -25,6 +26,7 @@ TOKEN = "fuzz-token"
 EXAMPLES = 20  # per operation and mode: the whole test stays within seconds
 
 
+@pytest.mark.timeout(300)  # every operation, twice: about a minute on a busy 2-core machine
 def test_no_generated_request_gets_a_server_error(tmp_path: Path) -> None:
     app = create_app(mailer(), store=f"sqlite:///{tmp_path / 'fuzz.db'}", auth={TOKEN: "acme"})
     schema: Any = schemathesis.openapi.from_asgi("/openapi.json", app)

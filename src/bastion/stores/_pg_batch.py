@@ -87,12 +87,21 @@ class Batcher:
             self._start()
 
     async def _together(self, batch: list[_Statement[Any]]) -> None:
+        from psycopg import DatabaseError
+
         try:
             async with self._pool.connection() as conn:
-                async with conn.pipeline(), conn.transaction():
-                    cursors = [await conn.execute(s.sql, s.params) for s in batch]
-                values = [await s.read(cur) for s, cur in zip(batch, cursors, strict=True)]
-        except Exception:  # the batch as a whole failed: each statement alone says whose
+                try:
+                    async with conn.pipeline(), conn.transaction():
+                        cursors = [await conn.execute(s.sql, s.params) for s in batch]
+                    values = [await s.read(cur) for s, cur in zip(batch, cursors, strict=True)]
+                except DatabaseError:  # a statement failed the batch: each alone says whose
+                    values = None
+        except Exception as error:  # no connection (pool timeout, server gone): all fail
+            for statement in batch:
+                _fail(statement.done, error)
+            return
+        if values is None:
             for statement in batch:
                 await self._alone(statement)
             return
@@ -104,8 +113,7 @@ class Batcher:
             async with self._pool.connection() as conn:
                 value = await statement.read(await conn.execute(statement.sql, statement.params))
         except Exception as error:  # the caller's own failure, raised to it by its future
-            if not statement.done.done():
-                statement.done.set_exception(error)
+            _fail(statement.done, error)
             return
         _settle(statement.done, value)
 
@@ -113,6 +121,11 @@ class Batcher:
 def _observe(done: asyncio.Future[Any]) -> None:
     if not done.cancelled():
         done.exception()
+
+
+def _fail(done: asyncio.Future[Any], error: Exception) -> None:
+    if not done.done():
+        done.set_exception(error)
 
 
 def _settle(done: asyncio.Future[Any], value: object) -> None:
