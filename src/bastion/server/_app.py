@@ -63,8 +63,8 @@ def create_app(
         max_body_bytes: Largest request body accepted (413 above it).
         drain_timeout: Seconds a shutdown waits for runs in flight before stopping them
             after their current step.
-        poll_interval: Seconds between store reads when following a run another server
-            process is running.
+        poll_interval: Seconds between store reads when following a run (or a graph
+            execution) another server process is running.
         takeover_interval: Seconds between scans of the store for runs a dead server
             process left ``running`` (their lease expired), which this process then resumes
             from their journal; ``None``: never take runs over.
@@ -102,7 +102,7 @@ def create_app(
     )
     service = Service(manager, tokens, poll=poll_interval)
     sessions = Sessions(manager)
-    graph_runs = GraphRuns(served_graphs, stores)
+    graph_runs = GraphRuns(served_graphs, stores, poll=poll_interval)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
