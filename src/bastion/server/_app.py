@@ -28,6 +28,7 @@ from ._service import Service
 from ._sessions import Sessions
 from ._sessions_routes import sessions_router
 from ._takeover import watch
+from ._trace_routes import execution_trace_router, trace_router
 
 __all__ = ["create_app"]
 
@@ -130,10 +131,12 @@ def create_app(
     app.state.bastion_graphs = graph_runs
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(trace_router)
     app.include_router(sessions_router)
     app.include_router(agents_router)
     if served_graphs:
         app.include_router(graphs_router)
+        app.include_router(execution_trace_router)
     mount_console(app)
     _admin_routes(app, service, admin_token)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
