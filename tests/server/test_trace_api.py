@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import runpy
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from bastion import Agent, tool
@@ -16,6 +20,8 @@ from bastion.testing import Call, FunctionModel, Turn
 
 from ._console import TOKEN, support
 from .conftest import client, running
+
+DOCS = Path(__file__).parents[2] / "docs"
 
 
 def _shape(span: dict[str, Any], depth: int = 0) -> list[tuple[int, str, str, str]]:
@@ -148,3 +154,35 @@ def test_a_tool_logged_late_keeps_its_own_duration() -> None:
     # a failure with no start logged: its bar is as long as the failed call took
     assert (bad.start, bad.end, bad.status, bad.error) == (2.75, 3.0, "error", "timeout: too slow")
     assert (trace.spans[0].end, trace.live) == (None, True)
+
+
+def test_the_traces_example_of_server_md_prints_what_the_page_says(tmp_path: Path) -> None:
+    text = (DOCS / "server.md").read_text(encoding="utf-8").split("## Traces", 1)[1]
+    script = tmp_path / "trace_example.py"
+    script.write_text(text.split("```python\n", 1)[1].split("```", 1)[0], encoding="utf-8")
+    printed = text.split("prints\n", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == printed
+
+
+async def test_a_map_nodes_element_executions_nest_under_it(sqlite_url: str) -> None:
+    example = runpy.run_path(str(DOCS.parent / "examples" / "graph_review.py"))
+    app = create_app({}, graphs=example["graph"], store=sqlite_url)
+    async with running(app), client(app) as http:
+        started = await http.post("/graphs/review/executions", json={"input": "graphs"})
+        execution = started.json()["execution_id"]
+        await _settle(http, f"/executions/{execution}")
+        [root] = (await http.get(f"/executions/{execution}/trace")).json()["spans"]
+    rows = [row for row in _shape(root) if row[1] in ("graph", "node", "run", "tool")]
+    assert rows == [
+        (0, "graph", "review", "suspended"),
+        (1, "node", "outline", "ok"), (1, "node", "sections", "ok"),
+        *[(2, "graph", "section", "completed"), (3, "node", "write", "ok"),
+          (4, "run", "writer", "completed")] * 3,
+        (1, "node", "draft", "ok"), (1, "node", "editor", "suspended"),
+        (2, "run", "editor", "awaiting_approval"), (4, "tool", "publish", "awaiting_approval"),
+    ]  # fmt: skip

@@ -227,13 +227,19 @@ class _GraphScope:
             graph = self.root
             graph.name, graph.start = str(data.get("key")), at
         else:
-            parent = next(
-                (n for i, n in reversed(self.nodes.items()) if graph_id.startswith(i)), None
-            ) or next((n for n in reversed(self.nodes.values()) if n.end is None), self.root)
+            parent = self._runner(graph_id)
             graph = parent.open(_Span(graph_id, "graph", str(data.get("key")), at))
         graph.attributes["graph_id"] = graph_id
         self.graphs[graph_id] = graph
         return graph
+
+    def _runner(self, graph_id: str) -> _Span:
+        """The node span that runs a nested graph (``key#<node id's path>[index]``)."""
+        path = graph_id.partition("#")[2]
+        for node_id, node in reversed(self.nodes.items()):
+            if path.startswith(node_id.partition("#")[2]):
+                return node
+        return next((n for n in reversed(self.nodes.values()) if n.end is None), self.root)
 
     def _node(self, data: dict[str, Any], at: float) -> _Span:
         node_id = str(data.get("node_id"))
