@@ -8,6 +8,7 @@ import pty
 import re
 import subprocess
 import sys
+import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -92,19 +93,17 @@ async def test_piped_the_fan_out_prints_plain_lines_and_no_bar() -> None:
     assert counts == ["1", "2", "3"]
 
 
-def _graph_run(store: str, *, tty: bool, extra: tuple[str, ...] = ()) -> str:
-    command = [sys.executable, "-m", "bastion.cli", "graph", "run", EXAMPLE, "--input",
-               '"graphs"', "--store", store, *extra]  # fmt: skip
+def _env() -> dict[str, str]:
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
     for name in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
         env.pop(name, None)
-    if not tty:
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=120, check=False)  # fmt: skip
-        assert done.returncode == 1, done.stderr
-        return done.stdout
+    return env
+
+
+def _in_terminal(command: list[str], cwd: Path, exit_code: int) -> str:
+    """What ``command`` shows on a pseudo-terminal (its stdout is a TTY)."""
     main, child = pty.openpty()
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdin=child, stdout=child,
+    process = subprocess.Popen(command, cwd=cwd, env=_env(), stdin=child, stdout=child,
                                stderr=subprocess.DEVNULL)  # fmt: skip
     os.close(child)
     chunks: list[bytes] = []
@@ -117,8 +116,32 @@ def _graph_run(store: str, *, tty: bool, extra: tuple[str, ...] = ()) -> str:
             break
         chunks.append(chunk)
     os.close(main)
-    assert process.wait(timeout=120) == 1
+    assert process.wait(timeout=120) == exit_code
     return _shown(b"".join(chunks).decode(errors="replace"))
+
+
+def _graph_run(store: str, *, tty: bool, extra: tuple[str, ...] = ()) -> str:
+    command = [sys.executable, "-m", "bastion.cli", "graph", "run", EXAMPLE, "--input",
+               '"graphs"', "--store", store, *extra]  # fmt: skip
+    if tty:
+        return _in_terminal(command, ROOT, 1)
+    done = subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    return done.stdout
+
+
+def test_the_fan_out_example_of_cli_md_draws_its_bar_in_bastion_run(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split("## Progress bars")[1]
+    (tmp_path / "lead.py").write_text(
+        textwrap.dedent(text.split("```python\n", 1)[1].split("```", 1)[0]), encoding="utf-8"
+    )
+    command = [sys.executable, "-m", "bastion.cli", "run", "lead.py:lead", "Research tides"]
+    shown = _in_terminal(command, tmp_path, 0)
+    bars = re.findall(r'research\(topic="tides"\) (━*╺?━*)  (\d)/3 children', shown)
+    assert bars, shown
+    assert bars[-1][1] == "3"
+    assert "✓ completed" in shown
 
 
 def test_graph_run_on_a_terminal_shows_nodes_and_map_items_as_bars(tmp_path: Path) -> None:
