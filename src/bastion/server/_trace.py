@@ -91,32 +91,18 @@ class _RunScope:
         self.children: dict[str, _RunScope] = {}
 
     def apply(self, data: dict[str, Any], at: float) -> None:
+        """Take one event of the run (an inner event of a sub-agent goes to its scope)."""
         kind = str(data.get("type"))
         if kind in _MODEL_ENDS or kind == "step.end":
             self._end_model(at)
-        if kind == "agent.start":
-            self._started(data, at)
+        if kind.startswith(("tool.execute.", "tool.approval.requested")):
+            self._tool_event(kind, data, at)
+        elif kind == "agent.start":
+            self._started(data)
         elif kind == "step.start":
             self._step(data, at)
         elif kind == "step.end" and self.step is not None:
-            self.step.close(at, "ok")
-            self.step.tokens = _tokens(data.get("usage"))
-            self.step.attributes["finish_reason"] = data.get("finish_reason")
-            if self.step.children and self.step.children[0].kind == "model":
-                self.step.children[0].tokens = self.step.tokens
-        elif kind == "tool.execute.start":
-            tool = self._tool(data, at)
-            tool.attributes["arguments"] = _text(data.get("arguments", ""))
-        elif kind == "tool.execute.end":
-            tool = self._tool(data, at)
-            tool.close(at, "ok", took=float(data.get("duration") or 0))
-            tool.attributes["result"] = _text(data.get("result", ""))
-        elif kind == "tool.execute.error":
-            tool = self._tool(data, at)
-            tool.close(at, "error", took=float(data.get("duration") or 0))
-            tool.error = f"{data.get('kind')}: {data.get('message')}"
-        elif kind == "tool.approval.requested":
-            self._tool(data, at).status = "awaiting_approval"
+            self._step_ended(data, at, self.step)
         elif kind == "subagent.event":
             self._child(data, at)
         elif kind == "agent.error":
@@ -124,7 +110,28 @@ class _RunScope:
         elif kind == "agent.end":
             self._ended(data, at)
 
-    def _started(self, data: dict[str, Any], at: float) -> None:
+    def _tool_event(self, kind: str, data: dict[str, Any], at: float) -> None:
+        tool = self._tool(data, at)
+        took = float(data.get("duration") or 0)
+        if kind == "tool.execute.start":
+            tool.attributes["arguments"] = _text(data.get("arguments", ""))
+        elif kind == "tool.execute.end":
+            tool.close(at, "ok", took=took)
+            tool.attributes["result"] = _text(data.get("result", ""))
+        elif kind == "tool.execute.error":
+            tool.close(at, "error", took=took)
+            tool.error = f"{data.get('kind')}: {data.get('message')}"
+        elif kind == "tool.approval.requested":
+            tool.status = "awaiting_approval"
+
+    def _step_ended(self, data: dict[str, Any], at: float, step: _Span) -> None:
+        step.close(at, "ok")
+        step.tokens = _tokens(data.get("usage"))
+        step.attributes["finish_reason"] = data.get("finish_reason")
+        if step.children and step.children[0].kind == "model":
+            step.children[0].tokens = step.tokens  # one model call per step
+
+    def _started(self, data: dict[str, Any]) -> None:
         self.run.status = "running"
         self.run.end = None
         self.run.attributes.setdefault("model", data.get("model"))
