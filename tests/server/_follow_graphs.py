@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from bastion.graph import Graph
 
 
-def _gate() -> str:
-    return Path(os.environ["BASTION_TEST_GATE"]).read_text(encoding="utf-8").strip()
+async def _gate() -> str:
+    """The line written to the FIFO, read in a daemon thread: if the test never writes it,
+    the blocked read does not keep the stopped server's process alive."""
+    loop = asyncio.get_running_loop()
+    said: asyncio.Future[str] = loop.create_future()
+
+    def read() -> None:
+        text = Path(os.environ["BASTION_TEST_GATE"]).read_text(encoding="utf-8").strip()
+        loop.call_soon_threadsafe(said.set_result, text)
+
+    threading.Thread(target=read, daemon=True).start()
+    return await said
 
 
 def _relay() -> Graph:
@@ -27,7 +38,7 @@ def _relay() -> Graph:
 
     @graph.node
     async def hold(inputs: list[str]) -> str:
-        said = await asyncio.to_thread(_gate)
+        said = await _gate()
         return f"{inputs[0]}, {said}"
 
     @graph.node

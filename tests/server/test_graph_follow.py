@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -11,6 +12,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from ._agents import Sse, ids, parse_sse
 from .test_takeover import _port_of  # pyright: ignore[reportPrivateUsage]
@@ -19,23 +21,35 @@ ROOT = Path(__file__).parents[2]
 
 
 @asynccontextmanager
-async def _server(store_url: str, gate: Path) -> AsyncGenerator[httpx.AsyncClient]:
-    """``bastion serve --graph`` of the relay graph on ``store_url``, and a client of it."""
+async def _servers(store_url: str, gate: Path) -> AsyncGenerator[list[httpx.AsyncClient]]:
+    """Two ``bastion serve --graph`` processes of the relay graph on one store, started
+    together, and a client of each."""
     env = {**os.environ, "BASTION_TEST_GATE": str(gate)}
-    process = await asyncio.create_subprocess_exec(
+    command = [
         sys.executable, "-m", "bastion.cli", "serve", "--graph",
         "tests/server/_follow_graphs.py:relay", "--store", store_url, "--port", "0",
         "--takeover-interval", "0", "--drain-timeout", "1",
-        cwd=ROOT, env=env, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    ]  # fmt: skip
+    processes = [
+        await asyncio.create_subprocess_exec(
+            *command, cwd=ROOT, env=env, stderr=asyncio.subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
     try:
-        port = await asyncio.wait_for(_port_of(process), timeout=60)
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
-            yield http
+        ports = await asyncio.wait_for(asyncio.gather(*map(_port_of, processes)), timeout=120)
+        async with contextlib.AsyncExitStack() as stack:
+            yield [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60)
+                )
+                for port in ports
+            ]
     finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        await process.wait()
+        for process in processes:
+            if process.returncode is None:
+                process.send_signal(signal.SIGTERM)
+        await asyncio.gather(*(process.wait() for process in processes))
 
 
 async def _read(http: httpx.AsyncClient, execution: str, after: int, stop: str) -> list[Sse]:
@@ -51,17 +65,18 @@ async def _read(http: httpx.AsyncClient, execution: str, after: int, stop: str) 
     return found
 
 
+@pytest.mark.timeout(180)  # two real server processes: ~10 s a backend, 30 under load
 async def test_an_execution_running_on_a_is_followed_live_from_b(
     store_url: str, tmp_path: Path
 ) -> None:
     # covers G-07
     gate = tmp_path / "gate"
     os.mkfifo(gate)
-    async with _server(store_url, gate) as a, _server(store_url, gate) as b:
+    async with _servers(store_url, gate) as (a, b):
         started = await a.post("/graphs/relay/executions", json={"input": "x"})
         assert started.status_code == 202, started.text
         execution = started.json()["execution_id"]
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(90):
             # B sees what A logs while A's `hold` waits: it is live, not a finished log.
             first = await _read(b, execution, 0, stop="node.before")
             first += await _read(b, execution, first[-1].id, stop="node.before")

@@ -212,6 +212,9 @@ class _GraphScope:
         elif kind == "node.before":
             node = self._node(data, at)
             node.attributes["round"] = data.get("round")
+            if node.end is not None:  # run again on a resume: it goes on from here
+                node.attributes["before_resume"] = f"{node.status}: {node.error}"
+                node.end, node.status, node.error = None, "running", None
         elif kind == "node.after":
             node = self._node(data, at)
             node.close(at, "ok")
