@@ -16,7 +16,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeAlias
 
+from rich.console import Console
+
 from ._adapter import Adapter
+from ._progress import rounds_bar
 from ._script import (
     CALLS,
     EXPECTED_CALLS,
@@ -168,26 +171,34 @@ async def _batch(once: Sampler, budget: Budget, into: list[float]) -> None:
 
 
 async def sample_interleaved(
-    samplers: Mapping[str, Sampler], budget: Budget, rounds: int, warmup: int = 3
+    samplers: Mapping[str, Sampler],
+    budget: Budget,
+    rounds: int,
+    warmup: int = 3,
+    console: Console | None = None,
 ) -> Sampled:
     """Time every sampler in ``rounds`` rounds, each taking its share of ``budget`` in turn.
 
     Interleaving spreads load changes on a shared machine over all frameworks alike, so
     the ratios between them stay fair. A sampler that raises is dropped and reported.
+    On a terminal (``console``, default stderr) a bar shows the round and the sampler.
     """
     share = budget.split(rounds)
     samples: dict[str, list[float]] = {name: [] for name in samplers}
     sampled = Sampled()
-    for round_ in range(rounds):
-        for name, once in samplers.items():
-            if name in sampled.errors:
-                continue
-            try:
-                for _ in range(warmup if round_ == 0 else 0):
-                    await once()
-                await _batch(once, share, samples[name])
-            except Exception as exc:  # report it, keep timing the others
-                sampled.errors[name] = f"{type(exc).__name__}: {exc}"
+    with rounds_bar(rounds, console) as bar:
+        for round_ in range(rounds):
+            for name, once in samplers.items():
+                if name in sampled.errors:
+                    continue
+                bar.start(round_, name, rounds * len(samplers))
+                try:
+                    for _ in range(warmup if round_ == 0 else 0):
+                        await once()
+                    await _batch(once, share, samples[name])
+                except Exception as exc:  # report it, keep timing the others
+                    sampled.errors[name] = f"{type(exc).__name__}: {exc}"
+                bar.done()
     sampled.stats = {n: Stat.of(s) for n, s in samples.items() if n not in sampled.errors}
     return sampled
 

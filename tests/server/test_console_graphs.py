@@ -70,4 +70,24 @@ async def test_a_graph_runs_live_in_the_console_and_is_answered_there(sqlite_url
         signals = page.get_by_role("list", name="Signals").get_by_role("listitem")
         await expect(signals.last).to_contain_text("graph.after")
         await shot(page, "graph-completed")
+
+        # The execution's trace: the graph's bar, a bar per node run under it.
+        await page.get_by_role("link", name="Trace").click()
+        chart = page.get_by_role("tree", name="Trace")
+        graph_bar = chart.locator(".trace-row.kind-graph .bar")
+        await expect(graph_bar).to_have_class("bar kind-graph state-completed")
+        nodes = chart.locator(".trace-row.kind-node[data-depth='2'] .name")
+        await expect(nodes).to_have_count(4)
+        assert sorted(await nodes.all_text_contents()) == ["approve", "draft", "notify", "publish"]
+        await chart.locator(".trace-row.kind-node", has_text="publish").locator(".bar").click()
+        attributes = page.get_by_role("table", name="Attributes of publish")
+        await expect(attributes.get_by_role("row", name="output")).to_contain_text("ship it")
+        approve_row = chart.locator(".trace-row.kind-node", has_text="approve")
+        await expect(approve_row.locator(".bar")).to_have_class("bar kind-node state-ok")
+        await approve_row.locator(".bar").click()
+        resumed = page.get_by_role("table", name="Attributes of approve")
+        await expect(resumed.get_by_role("row", name="before_resume")).to_contain_text(
+            "suspended: InterruptRequired"
+        )
+        await shot(page, "trace-execution")
     assert errors == []

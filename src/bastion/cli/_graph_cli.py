@@ -26,6 +26,7 @@ from ._common import EXIT_FAILED_RUN, EXIT_INTERRUPTED, EXIT_USAGE, console, err
 from ._graph_format import pending_line
 from ._graph_render import GraphRenderer
 from ._load import SpecError, load_object
+from ._progress import GraphProgress
 from ._runs import _default_url
 
 __all__ = ["graph_resume", "graph_run", "load_graph", "resume_graph_command"]
@@ -141,14 +142,24 @@ def resume_graph_command(
 
 def _stream(
     output: str,
+    graph: Graph,
     checkpointer: StoreCheckpointer,
     open_stream: Callable[[], Awaitable[GraphStream | GraphResult]],
 ) -> GraphResult | int:
-    on_signal = (
-        _print_json if output == "json" else GraphRenderer(console(plain=output == "plain")).handle
-    )
+    out = console(plain=output != "auto")
+    progress = GraphProgress(graph, out)  # bars on a terminal only
+    lines = GraphRenderer(out).handle
+
+    def on_signal(signal: GraphSignal) -> None:
+        if output == "json":
+            _print_json(signal)
+            return
+        lines(signal)
+        progress.handle(signal)
+
     try:
-        return asyncio.run(_watch(checkpointer, open_stream, on_signal))
+        with progress:
+            return asyncio.run(_watch(checkpointer, open_stream, on_signal))
     except BastionError as exc:  # misuse, an unreachable store, a version conflict
         error(str(exc))
         return EXIT_USAGE
@@ -186,7 +197,7 @@ def graph_run(  # noqa: PLR0917 (typer options)
     async def open_stream() -> GraphStream:
         return graph.stream(value, execution_id=execution_id, checkpointer=checkpointer)
 
-    outcome = _stream(output, checkpointer, open_stream)
+    outcome = _stream(output, graph, checkpointer, open_stream)
     if isinstance(outcome, int):
         raise typer.Exit(outcome)
     raise typer.Exit(_finish(output, checkpointer, outcome, spec, store))
@@ -231,7 +242,7 @@ def graph_resume(  # noqa: PLR0917 (typer options)
         directive = graph_directive(pending, approve or [], deny or [], values or [])
         return await graph.resume_stream(execution_id, directive, checkpointer=checkpointer)
 
-    outcome = _stream(output, checkpointer, open_stream)
+    outcome = _stream(output, graph, checkpointer, open_stream)
     if isinstance(outcome, int):
         raise typer.Exit(outcome)
     raise typer.Exit(_finish(output, checkpointer, outcome, spec, store))

@@ -68,6 +68,7 @@ from bastion.tools import render_output
 
 from ._format import format_call, format_duration, format_summary, preview
 from ._notices import notice
+from ._progress import bar
 
 __all__ = ["Renderer"]
 
@@ -89,6 +90,7 @@ class _ToolRow:
     state: Literal["running", "ok", "error"] = "running"
     detail: str = ""
     duration: float = 0.0
+    done: tuple[float, float] | None = None  # progress reported with a total
 
 
 class Renderer:
@@ -269,6 +271,7 @@ class Renderer:
         done = f"{event.current:g}/{event.total:g}" if event.total else f"{event.current:g}"
         row.detail = f"{done} {event.message}" if event.message else done
         if self._animate:
+            row.done = (event.current, event.total) if event.total else None
             self._refresh_batch()
         else:
             self._console.print(self._row_text(row), soft_wrap=True)
@@ -325,6 +328,9 @@ class Renderer:
 
     @staticmethod
     def _running_label(row: _ToolRow) -> Text:
+        if row.done is not None:  # a bar (on a terminal), then the progress message
+            message = row.detail.partition(" ")[2]
+            return Text.assemble((row.call, "bold"), " ", bar(*row.done), (f" {message}", "cyan"))
         return Text.assemble((row.call, "bold"), (f" running {row.detail}".rstrip(), "cyan"))
 
     @classmethod

@@ -59,4 +59,9 @@ def map_spec(
         elements = select_items(key, items, inputs)
         return (), await ctx.map(graph, elements, max_concurrency=max_concurrency)
 
-    return NodeSpec(key=key, kind="map", invoke=invoke, policies=tuple(policies), target=graph)
+    def count(inputs: list[Any]) -> int:
+        return len(select_items(key, items, inputs))
+
+    return NodeSpec(
+        key=key, kind="map", invoke=invoke, policies=tuple(policies), target=graph, count=count
+    )

@@ -125,6 +125,7 @@ class NodeSpec:
         policies: Node-level policies.
         ref: The registry name it came from (manifests), if any.
         target: What it wraps (the function, Node, Agent or mapped graph), for diagrams.
+        count: For a map node: how many elements it runs on for given inputs (progress).
     """
 
     key: str
@@ -136,6 +137,7 @@ class NodeSpec:
     policies: tuple[Policy, ...] = ()
     ref: str = ""
     target: Any = field(default=None, repr=False)
+    count: Callable[[list[Any]], int] | None = field(default=None, repr=False)
 
 
 def _arity(key: str, fn: Callable[..., Any]) -> int:

@@ -28,6 +28,7 @@ from ._service import Service
 from ._sessions import Sessions
 from ._sessions_routes import sessions_router
 from ._takeover import watch
+from ._trace_routes import execution_trace_router, trace_router
 
 __all__ = ["create_app"]
 
@@ -63,8 +64,8 @@ def create_app(
         max_body_bytes: Largest request body accepted (413 above it).
         drain_timeout: Seconds a shutdown waits for runs in flight before stopping them
             after their current step.
-        poll_interval: Seconds between store reads when following a run another server
-            process is running.
+        poll_interval: Seconds between store reads when following a run (or a graph
+            execution) another server process is running.
         takeover_interval: Seconds between scans of the store for runs a dead server
             process left ``running`` (their lease expired), which this process then resumes
             from their journal; ``None``: never take runs over.
@@ -102,7 +103,7 @@ def create_app(
     )
     service = Service(manager, tokens, poll=poll_interval)
     sessions = Sessions(manager)
-    graph_runs = GraphRuns(served_graphs, stores)
+    graph_runs = GraphRuns(served_graphs, stores, poll=poll_interval)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
@@ -130,10 +131,12 @@ def create_app(
     app.state.bastion_graphs = graph_runs
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(trace_router)
     app.include_router(sessions_router)
     app.include_router(agents_router)
     if served_graphs:
         app.include_router(graphs_router)
+        app.include_router(execution_trace_router)
     mount_console(app)
     _admin_routes(app, service, admin_token)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)

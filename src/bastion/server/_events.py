@@ -13,6 +13,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, cast
 
 from bastion.core import AgentEvent, dump_event
@@ -66,6 +67,17 @@ class EventLog:
             for event in _events(artifact.content):
                 if event.seq > last:  # a seq logged twice (a run resumed after a crash): first
                     found.append(event)
+                    last = event.seq
+        return found
+
+    async def read_timed(self, run_id: str) -> list[tuple[datetime, LoggedEvent]]:
+        """Every event of the run, each once, with the time its batch was written."""
+        found: list[tuple[datetime, LoggedEvent]] = []
+        last = 0
+        for artifact in await self._artifacts.read(run_id=_key(run_id), role=_ROLE):
+            for event in _events(artifact.content):
+                if event.seq > last:
+                    found.append((artifact.created_at, event))
                     last = event.seq
         return found
 

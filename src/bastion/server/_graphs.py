@@ -77,12 +77,27 @@ def _json(signal: object, seq: int) -> str:
     return json.dumps({"seq": seq, **data}, default=repr)
 
 
+def _ends(event: LoggedEvent) -> bool:
+    """Whether a logged signal is the last of its execution's segment."""
+    if event.type == "server.error":
+        return True
+    data = cast("dict[str, Any]", json.loads(event.data))
+    return event.type == "graph.after" and not data.get("ancestry")
+
+
+async def _pause(seconds: float, stopping: asyncio.Event) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), timeout=seconds)
+
+
 class GraphRuns:
     """The served graphs' executions, as one caller may see them."""
 
-    def __init__(self, graphs: Mapping[str, Graph], stores: Stores) -> None:
+    def __init__(self, graphs: Mapping[str, Graph], stores: Stores, *, poll: float = 0.25) -> None:
         self.graphs = dict(graphs)
         self.stores = stores
+        self.poll = poll
+        self.stopping = asyncio.Event()
         self.checkpointer = StoreCheckpointer(stores)
         self.log = EventLog(stores.artifacts)
         self.live: dict[str, _Live] = {}
@@ -195,7 +210,13 @@ class GraphRuns:
         return forked
 
     async def events(self, execution_id: str, after: int) -> AsyncIterator[LoggedEvent]:
-        """The execution's signals after seq ``after``; live ones as they come (check first)."""
+        """The execution's signals after seq ``after`` (check first), each once, in order.
+
+        Missed signals come from the store; while the execution runs in this process the
+        rest come as they are written; while it runs in another server process on the same
+        store, the store is polled every ``poll`` seconds. The stream ends once the
+        execution is not running and its logged signals are all out, or the server stops.
+        """
         last = after
         while True:
             live = self.live.get(execution_id)
@@ -203,14 +224,34 @@ class GraphRuns:
             for event in await self.log.read(execution_id, last):
                 yield event
                 last = event.seq
-            if live is None or changed is None or live.done:
-                if live is not None and live.seq > last:
-                    continue  # the last batch landed after the read: read it too
+            if live is not None and changed is not None and not live.done:
+                await changed.wait()
+            elif live is not None and live.seq > last:
+                continue  # the last batch landed after the read: read it too
+            elif self.stopping.is_set() or await self._settled(execution_id, last):
                 return
-            await changed.wait()
+            else:
+                await _pause(self.poll, self.stopping)
+
+    async def _settled(self, execution_id: str, last: int) -> bool:
+        """Whether no segment of the execution goes on anywhere and its signals are all out.
+
+        A journal that says ``running`` (here, in another process, or left by a dead one)
+        goes on unless the last logged signal ends the execution (``graph.after`` of the
+        execution itself, or the ``server.error`` of a log that failed): the journal then
+        lags. An execution with no journal yet is starting in another process.
+        """
+        tail = await self.log.tail(execution_id)
+        if tail is not None and tail.seq > last:
+            return False
+        if tail is not None and _ends(tail):
+            return True
+        record = await self.stores.journal.get_run(execution_id)
+        return record is not None and record.status != "running"
 
     async def close(self) -> None:
         """Stop the executions running here (their checkpoints make them resumable)."""
+        self.stopping.set()
         tasks = [live.task for live in self.live.values() if live.task is not None]
         for task in tasks:
             task.cancel()

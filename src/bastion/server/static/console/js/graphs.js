@@ -127,7 +127,7 @@ export async function executionView(root, executionId, signal) {
   replace(picture, drawn.view);
 
   const show = (view) => {
-    replace(header, badge(view.status), h("span", {}, "graph ", h("strong", {}, view.graph)), view.output !== null && view.output !== undefined ? h("span", { class: "output" }, "output ", h("code", {}, pretty(view.output))) : null);
+    replace(header, badge(view.status), h("span", {}, "graph ", h("strong", {}, view.graph)), h("a", { href: `#${path}/trace` }, "Trace"), view.output !== null && view.output !== undefined ? h("span", { class: "output" }, "output ", h("code", {}, pretty(view.output))) : null);
     replace(waiting, (view.pending || []).length ? view.pending.map((item) => answerCard(item, path, () => run())) : h("p", { class: "muted" }, "Nothing."));
   };
   show(execution);

@@ -53,6 +53,7 @@ export async function runView(root, runId, signal) {
       run.tenant_id ? h("span", { class: "muted" }, `tenant ${run.tenant_id}`) : null,
       run.session_id && served ? h("a", { class: "mono", href: `#/chat/${encodeURIComponent(run.session_id)}` }, `session ${run.session_id}`) : null,
       run.session_id && !served ? h("span", { class: "muted mono" }, `session ${run.session_id}`) : null,
+      h("a", { href: `#/runs/${encodeURIComponent(runId)}/trace` }, "Trace"),
       run.status === "running" ? h("button", { type: "button", class: "danger", onclick: () => cancel(runId) }, "Cancel run") : null,
     );
     replace(waiting, approvalCards(run.pending || [], base, () => stream()));
