@@ -117,3 +117,8 @@ def crash_graph(workdir: Path) -> TemporalGraph:
     graph.add_node("first", first).add_node("slow", slow).add_node("last", last)
     graph.add_edge("first", "slow").add_edge("slow", "last")
     return TemporalGraph(graph, task_queue=GRAPH_CRASH_QUEUE, heartbeat_timeout=1.0)
+
+
+def served() -> list[Graph]:
+    """The graphs ``bastion worker tests.distributed._graphs:served`` serves."""
+    return [pipeline(), review()]

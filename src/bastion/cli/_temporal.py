@@ -74,8 +74,8 @@ def worker(
         str,
         typer.Argument(
             metavar="MODULE:ATTR",
-            help="An agent, a TemporalAgent, or a list or dict of them (or a function of "
-            "no arguments returning one).",
+            help="An agent, a TemporalAgent, a graph, a TemporalGraph, or a list or dict "
+            "of them (or a function of no arguments returning one).",
             show_default=False,
         ),
     ],
@@ -86,7 +86,13 @@ def worker(
 
     Runs until SIGINT or SIGTERM, then finishes the calls in flight and exits.
     """
-    agents = or_exit(lambda: temporal_agents(load_object(spec), spec, task_queue))
+    from ._temporal_graph import holds_graphs, made_value, serve_graphs
+
+    loaded = or_exit(lambda: made_value(load_object(spec), spec))
+    if holds_graphs(loaded):  # a graph, or graphs: their workflows, nodes and agents
+        serve_graphs(loaded, address, task_queue)
+        return
+    agents = or_exit(lambda: temporal_agents(loaded, spec, task_queue))
     try:
         asyncio.run(_serve(agents, address))
     except UserError as exc:

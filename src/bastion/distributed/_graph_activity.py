@@ -1,10 +1,11 @@
 """The activity that runs one graph node's own code on a worker.
 
 Function nodes and :class:`~bastion.graph.Node` subclasses run here, with a ``ctx`` of their
-own: ``ctx.pause`` (and a raised ``NodeInterrupt``) ends the activity with a ``PAUSED``
-failure carrying what the node showed; the workflow parks until a person answers, then runs
-the node again from its start with the answer, and ``ctx.pause`` returns it at once (the
-local ``graph.resume`` semantics). Any other exception fails the node, its type named.
+own: ``ctx.pause`` (and a raised ``NodeInterrupt``) ends the activity with a result that
+says it paused and what the node showed (not a failure: nothing went wrong); the workflow
+parks until a person answers, then runs the node again from its start with the answer, and
+``ctx.pause`` returns it at once (the local ``graph.resume`` semantics). Any other exception
+fails the node, its type named.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["NO_ANSWER", "PAUSED", "NodeActivity", "node_activity"]
 
-PAUSED = "bastion.Paused"
-"""The ``ApplicationError.type`` of a node that paused (details: payload JSON, reason)."""
+PAUSED = "paused"
+"""The key of a paused node's result (``{"paused": payload, "reason": ...}``); else ``output``."""
 
 NO_ANSWER = ""
 """The answer argument of a node run nobody answered yet (an answer is JSON text)."""
@@ -77,25 +78,15 @@ def node_activity(name: str, graphs: Mapping[str, Graph], heartbeat: float | Non
             output = await _beating(_call(graph.specs[key], values, ctx), heartbeat)
         except NodeInterrupt as asked:
             if answer == NO_ANSWER:
-                raise _paused(asked.payload, asked.reason) from asked
+                return encode_value({PAUSED: asked.payload, "reason": asked.reason})
             output = ctx._answer[0] if ctx._answer else None  # pyright: ignore[reportPrivateUsage]
         except _Paused as paused:
-            raise _paused(paused.payload, paused.reason) from paused
+            return encode_value({PAUSED: paused.payload, "reason": paused.reason})
         except Exception as error:  # the node failed: its type and message go to the workflow
             raise ApplicationError(str(error), type=type(error).__name__) from error
-        return encode_value(output)
+        return encode_value({"output": output})
 
     return run_node
-
-
-def _paused(payload: Any, reason: str) -> ApplicationError:
-    return ApplicationError(
-        reason or "the node asks for a value",
-        encode_value(payload),
-        reason,
-        type=PAUSED,
-        non_retryable=True,
-    )
 
 
 def _context(graph: Graph, key: str, node_id: str, inputs: list[Any]) -> ActivityNodeContext:

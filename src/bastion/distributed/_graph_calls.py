@@ -76,17 +76,15 @@ class NodeCalls:
                     summary=node_id,
                 )
             except ActivityError as error:
-                cause = error.cause
-                if not isinstance(cause, ApplicationError) or cause.type != PAUSED:
-                    raise _node_error(key, error) from None
-                payload, reason = cause.details
-                answer = await self._park(node_id, key, str(payload), str(reason))
-                continue
-            return pydantic_core.from_json(text)
+                raise _node_error(key, error) from None
+            done: dict[str, Any] = pydantic_core.from_json(text)
+            if PAUSED not in done:
+                return done["output"]
+            answer = await self._park(node_id, key, done[PAUSED], str(done["reason"]))
 
-    async def _park(self, node_id: str, key: str, payload: str, reason: str) -> str:
+    async def _park(self, node_id: str, key: str, payload: Any, reason: str) -> str:
         self.pending[node_id] = PendingInput(
-            node_id=node_id, node=key, payload=pydantic_core.from_json(payload), reason=reason
+            node_id=node_id, node=key, payload=payload, reason=reason
         )
         await workflow.wait_condition(lambda: node_id in self.answers)
         del self.pending[node_id]
