@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from bastion import UserError
 from bastion.distributed import TemporalGraph
-from bastion.graph import Graph, RetryPolicy
+from bastion.graph import Graph, NodeContext, RetryPolicy
 
 from ._graphs import counter, pipeline, review, squares, with_agent
 
@@ -109,7 +109,9 @@ async def test_a_paused_node_parks_the_workflow_until_an_update_answers_it(
 ) -> None:
     remote = TemporalGraph(review())
     client = time_skipping.client
-    async with remote.worker(client):
+    # no cache: every workflow task replays the history (the test server keeps no sticky
+    # queue's timeout, so a cached workflow would wait for this worker after it stopped)
+    async with remote.worker(client, max_cached_workflows=0):
         handle = await remote.start(client, "")
         parked = await remote.settle(client, handle.id)
         assert parked.status == "paused"
@@ -120,6 +122,7 @@ async def test_a_paused_node_parks_the_workflow_until_an_update_answers_it(
             "name it",
         )
         assert parked.nodes == {"title@0": "paused"}
+    async with remote.worker(client):  # the parked workflow outlives its worker, rebuilt
         with pytest.raises(UserError, match=r"No node 'review@0' is waiting"):
             await remote.answer(client, handle.id, "review@0", "yes")
         assert await remote.answer(client, handle.id, "title@0", "Temporal") == []
@@ -173,3 +176,35 @@ def test_bad_settings_are_refused_before_anything_is_registered() -> None:
     clash = squares().add_map("again", twin)
     with pytest.raises(UserError, match=r"Two different graphs are named 'square_one'"):
         TemporalGraph(clash)
+
+
+async def test_a_node_that_pauses_twice_runs_again_with_each_answer_in_order(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    runs: list[list[str]] = []
+
+    async def form(inputs: list[Any], ctx: NodeContext) -> str:
+        runs.append([])
+        name = await ctx.pause("name?")
+        runs[-1].append(name)
+        city = await ctx.pause({"asked": name}, reason="city?")
+        return f"{inputs[0]}: {name} from {city}"
+
+    remote = TemporalGraph(Graph("form").add_node("form", form))
+    client = time_skipping.client
+    async with remote.worker(client):
+        handle = await remote.start(client, "card")
+        first = await remote.settle(client, handle.id)
+        await remote.answer(client, handle.id, "form@0", "Ada")
+        second = await remote.settle(client, handle.id)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await client.get_workflow_handle(handle.id).execute_update(  # pyright: ignore[reportUnknownMemberType]
+                "answer", args=["form@0", "{oops"], result_type=list[str]
+            )
+        assert "The answer to 'form@0' is not JSON" in str(refused.value.cause)
+        await remote.answer(client, handle.id, "form@0", "London")
+        result = await remote.result(client, handle.id)
+    assert [(p.payload, p.reason) for p in first.pending] == [("name?", "")]
+    assert [(p.payload, p.reason) for p in second.pending] == [({"asked": "Ada"}, "city?")]
+    assert result.output == "card: Ada from London"
+    assert runs == [[], ["Ada"], ["Ada"]]  # from its start each time, each answer in order

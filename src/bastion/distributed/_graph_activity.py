@@ -3,9 +3,9 @@
 Function nodes and :class:`~bastion.graph.Node` subclasses run here, with a ``ctx`` of their
 own: ``ctx.pause`` (and a raised ``NodeInterrupt``) ends the activity with a result that
 says it paused and what the node showed (not a failure: nothing went wrong); the workflow
-parks until a person answers, then runs the node again from its start with the answer, and
-``ctx.pause`` returns it at once (the local ``graph.resume`` semantics). Any other exception
-fails the node, its type named.
+parks until a person answers, then runs the node again from its start with the answers so
+far: each ``ctx.pause`` returns the next one at once (the local ``graph.resume`` semantics).
+Any other exception fails the node, its type named.
 """
 
 from __future__ import annotations
@@ -30,13 +30,10 @@ if TYPE_CHECKING:
     from bastion.graph import Graph
     from bastion.graph._nodes import NodeSpec
 
-__all__ = ["NO_ANSWER", "PAUSED", "NodeActivity", "node_activity"]
+__all__ = ["PAUSED", "ActivityNodeContext", "NodeActivity", "node_activity"]
 
 PAUSED = "paused"
 """The key of a paused node's result (``{"paused": payload, "reason": ...}``); else ``output``."""
-
-NO_ANSWER = ""
-"""The answer argument of a node run nobody answered yet (an answer is JSON text)."""
 
 NodeActivity = Callable[[str, str, str, str, str], Awaitable[str]]
 
@@ -49,37 +46,40 @@ class _Paused(Exception):
 
 
 class ActivityNodeContext(NodeContext):
-    """The ``ctx`` of a node run in an activity: ``pause`` returns the answer, if any."""
+    """The ``ctx`` of a node run in an activity: each ``pause`` returns the next answer."""
 
-    __slots__ = ("_answer",)
+    __slots__ = ("_answers",)
 
-    def __init__(self, execution: Execution, key: str, node_id: str, inputs: list[Any]) -> None:
+    def __init__(
+        self, execution: Execution, key: str, node_id: str, inputs: list[Any], answers: list[Any]
+    ) -> None:
         super().__init__(execution, key, node_id, inputs)
-        self._answer: tuple[Any] | None = None
+        self._answers = answers
 
     async def pause(self, payload: Any = None, *, reason: str = "") -> Any:
-        """The person's answer; without one yet, the workflow parks for it."""
-        if self._answer is None:
+        """The next answer given to this node; without one yet, the workflow parks for it."""
+        return self.next_answer(payload, reason)
+
+    def next_answer(self, payload: Any, reason: str) -> Any:
+        """The next answer, in the order the node asked (raises when none is left)."""
+        if not self._answers:
             raise _Paused(payload, reason)
-        return self._answer[0]
+        return self._answers.pop(0)
 
 
 def node_activity(name: str, graphs: Mapping[str, Graph], heartbeat: float | None) -> NodeActivity:
     """The activity running node ``key`` of ``graphs[graph_key]`` on JSON ``inputs``."""
 
     @activity.defn(name=name)
-    async def run_node(graph_key: str, key: str, node_id: str, inputs: str, answer: str) -> str:
+    async def run_node(graph_key: str, key: str, node_id: str, inputs: str, answers: str) -> str:
         graph = graphs[graph_key]
         values: list[Any] = pydantic_core.from_json(inputs)
-        ctx = _context(graph, key, node_id, values)
-        if answer != NO_ANSWER:
-            ctx._answer = (pydantic_core.from_json(answer),)  # pyright: ignore[reportPrivateUsage]
+        ctx = _context(graph, key, node_id, values, pydantic_core.from_json(answers))
         try:
-            output = await _beating(_call(graph.specs[key], values, ctx), heartbeat)
-        except NodeInterrupt as asked:
-            if answer == NO_ANSWER:
-                return encode_value({PAUSED: asked.payload, "reason": asked.reason})
-            output = ctx._answer[0] if ctx._answer else None  # pyright: ignore[reportPrivateUsage]
+            try:
+                output = await _beating(_call(graph.specs[key], values, ctx), heartbeat)
+            except NodeInterrupt as asked:  # the answer is the node's output
+                output = ctx.next_answer(asked.payload, asked.reason)
         except _Paused as paused:
             return encode_value({PAUSED: paused.payload, "reason": paused.reason})
         except Exception as error:  # the node failed: its type and message go to the workflow
@@ -89,7 +89,9 @@ def node_activity(name: str, graphs: Mapping[str, Graph], heartbeat: float | Non
     return run_node
 
 
-def _context(graph: Graph, key: str, node_id: str, inputs: list[Any]) -> ActivityNodeContext:
+def _context(
+    graph: Graph, key: str, node_id: str, inputs: list[Any], answers: list[Any]
+) -> ActivityNodeContext:
     """A ``ctx`` on a one-node execution of its own, on the graph's governor."""
     governor = graph.governor if graph.governor is not None else Governor(clock=graph.clock)
     workflow_id = activity.info().workflow_id or "activity"
@@ -101,7 +103,7 @@ def _context(graph: Graph, key: str, node_id: str, inputs: list[Any]) -> Activit
         clock=graph.clock,
     )
     execution = Execution(run, graph, workflow_id.replace("#", "_"), None)
-    return ActivityNodeContext(execution, key, node_id, inputs)
+    return ActivityNodeContext(execution, key, node_id, inputs, answers)
 
 
 async def _call(spec: NodeSpec, inputs: list[Any], ctx: NodeContext) -> Any:

@@ -23,7 +23,7 @@ from bastion.core import RunFailed
 from bastion.graph import Graph
 
 from ._codec import encode_value
-from ._graph_activity import NO_ANSWER, PAUSED
+from ._graph_activity import PAUSED
 from ._graph_views import PendingInput, graph_result_adapter
 from ._proxies import WorkflowClock, _remote_error  # pyright: ignore[reportPrivateUsage]
 from ._views import result_adapter
@@ -62,13 +62,17 @@ class NodeCalls:
         self.answers: dict[str, str] = {}
 
     async def node(self, graph_key: str, key: str, node_id: str, inputs: list[Any]) -> Any:
-        """Run the node activity, parking for an answer each time the node pauses."""
-        calls, answer = self.calls, NO_ANSWER
+        """Run the node activity; its output.
+
+        Each time the node pauses, the workflow parks for an answer, then runs the node
+        again with every answer so far.
+        """
+        calls, answers = self.calls, list[Any]()
         while True:
             try:
                 text = await workflow.execute_activity(
                     calls.node,
-                    args=[graph_key, key, node_id, encode_value(inputs), answer],
+                    args=[graph_key, key, node_id, encode_value(inputs), encode_value(answers)],
                     result_type=str,
                     start_to_close_timeout=calls.timeout,
                     heartbeat_timeout=calls.heartbeat,
@@ -81,6 +85,7 @@ class NodeCalls:
             if PAUSED not in done:
                 return done["output"]
             answer = await self._park(node_id, key, done[PAUSED], str(done["reason"]))
+            answers.append(pydantic_core.from_json(answer))
 
     async def _park(self, node_id: str, key: str, payload: Any, reason: str) -> str:
         self.pending[node_id] = PendingInput(

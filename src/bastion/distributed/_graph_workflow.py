@@ -58,13 +58,17 @@ class GraphWorkflow:
         execution_id = info.workflow_id.replace("#", "_").replace("|", "_")
         self._root = f"{graph.key}#{execution_id}"
         with id_source(lambda: workflow.uuid4().hex):
-            stream = graph.stream(
-                pydantic_core.from_json(input_text), execution_id=execution_id, governor=governor
+            # The execution with a sink, as ``stream`` makes it, minus its async generator:
+            # a workflow evicted from a worker's cache closes its coroutines, and a
+            # generator's cleanup would then await in a closing coroutine.
+            _, execution = graph._start(  # pyright: ignore[reportPrivateUsage]
+                pydantic_core.from_json(input_text),
+                self._track,
+                execution_id=execution_id,
+                governor=governor,
+                checkpointer=None,
             )
-            async for signal in stream:
-                self._track(signal)
-        result = stream.result
-        assert result is not None
+            result = await execution.execute()
         self._ended = result.status
         await workflow.wait_condition(workflow.all_handlers_finished)
         return _encode(info.workflow_id, result)
