@@ -42,7 +42,6 @@ async def _worker(address: str, workdir: Path) -> AsyncGenerator[asyncio.subproc
         await process.wait()
 
 
-# covers TGRAPH-CRASH
 @pytest.mark.timeout(180)  # real processes and a dev server on a shared machine
 async def test_a_killed_worker_is_replaced_and_no_finished_node_runs_again(
     dev_server: WorkflowEnvironment, tmp_path: Path

@@ -33,7 +33,6 @@ async def _scheduled(handle: WorkflowHandle[Any, str]) -> tuple[list[str], list[
     return nodes, children
 
 
-# covers TGRAPH-DAG
 async def test_a_dag_runs_as_a_workflow_with_each_node_an_activity(
     time_skipping: WorkflowEnvironment,
 ) -> None:
@@ -103,7 +102,6 @@ async def test_an_agent_node_runs_as_the_agents_own_child_workflow(
     assert nodes == ["ask@0", "shout@0"]  # the agent's own calls are in its workflow
 
 
-# covers TGRAPH-PAUSE
 async def test_a_paused_node_parks_the_workflow_until_an_update_answers_it(
     time_skipping: WorkflowEnvironment,
 ) -> None:

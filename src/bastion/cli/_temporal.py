@@ -16,7 +16,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -41,6 +41,7 @@ __all__ = [
     "TEMPORAL_OPTION",
     "TaskQueue",
     "resume_on_temporal",
+    "run_client",
     "run_on_temporal",
     "worker",
 ]
@@ -255,14 +256,10 @@ def _outcome(
             return workflow_id, status, None
         return workflow_id, status, await _refusing(agent.result(client, workflow_id))
 
-    try:
-        workflow_id, status, result = asyncio.run(go())
-    except UserError as exc:
-        error(str(exc))
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        error("interrupted (the workflow goes on; 'bastion worker' serves it)")
-        return EXIT_INTERRUPTED
+    outcome = run_client(go)
+    if isinstance(outcome, int):
+        return outcome
+    workflow_id, status, result = outcome
     if output == "json":
         _write_json(workflow_id, status, result)
     elif result is None:
@@ -272,6 +269,18 @@ def _outcome(
     else:
         _print_result(result, output)
     return 0 if result is not None and result.ok else EXIT_FAILED_RUN
+
+
+def run_client(go: Callable[[], Coroutine[Any, Any, _T]]) -> _T | int:
+    """``asyncio.run(go())``; a refusal or an interrupt is printed, its exit code returned."""
+    try:
+        return asyncio.run(go())
+    except UserError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        error("interrupted (the workflow goes on; 'bastion worker' serves it)")
+        return EXIT_INTERRUPTED
 
 
 async def _refusing(awaitable: Awaitable[_T]) -> _T:

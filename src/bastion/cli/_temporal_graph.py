@@ -23,9 +23,10 @@ from rich.text import Text
 from bastion.core import UserError
 from bastion.graph import Graph
 
-from ._common import EXIT_FAILED_RUN, EXIT_INTERRUPTED, EXIT_USAGE, Output, console, error, or_exit
+from ._common import EXIT_FAILED_RUN, EXIT_USAGE, Output, console, error, or_exit
+from ._graph_cli import _input
 from ._load import SpecError, _call_factory, load_object
-from ._temporal import TEMPORAL_OPTION, TaskQueue, _connect, _refusing
+from ._temporal import TEMPORAL_OPTION, TaskQueue, _connect, _refusing, run_client
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -178,22 +179,13 @@ def graph_answer(  # noqa: PLR0917 (typer arguments and options)
         error("graph answer needs --graph MODULE:ATTR and --temporal ADDRESS.")
         raise typer.Exit(EXIT_USAGE)
     graph = _one_graph(spec, task_queue)
-    answer = _json_or_text(value)
+    answer = _input(value)
 
     async def go(client: Client) -> str:
         await graph.answer(client, workflow_id, node_id, answer)
         return workflow_id
 
     raise typer.Exit(_outcome(graph, spec, address, "json" if json_lines else "auto", go))
-
-
-def _json_or_text(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _outcome(graph: TemporalGraph, spec: str, address: str, output: Output, work: Any) -> int:
@@ -207,23 +199,20 @@ def _outcome(graph: TemporalGraph, spec: str, address: str, output: Output, work
             return workflow_id, status, None
         return workflow_id, status, await _refusing(graph.result(client, workflow_id))
 
-    try:
-        workflow_id, status, result = asyncio.run(go())
-    except UserError as exc:
-        error(str(exc))
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        error("interrupted (the workflow goes on; 'bastion worker' serves it)")
-        return EXIT_INTERRUPTED
+    outcome = run_client(go)
+    if isinstance(outcome, int):
+        return outcome
+    workflow_id, status, result = outcome
     if output == "json":
         _write_json(workflow_id, status, result)
-    elif result is None:
-        out = console(plain=output == "plain")
-        for line in _pending_lines(status, workflow_id, spec, address):
-            out.print(Text(line), soft_wrap=True)
-    else:
+        return 0 if result is not None and result.ok else EXIT_FAILED_RUN
+    if result is not None:
         _print_result(result, output)
-    return 0 if result is not None and result.ok else EXIT_FAILED_RUN
+        return 0 if result.ok else EXIT_FAILED_RUN
+    out = console(plain=output == "plain")
+    for line in _pending_lines(status, workflow_id, spec, address):
+        out.print(Text(line), soft_wrap=True)
+    return EXIT_FAILED_RUN
 
 
 def _print_result(result: GraphWorkflowResult, output: Output) -> None:

@@ -144,23 +144,20 @@ class TemporalGraph:
     ) -> GraphWorkflowResult:
         """Start an execution and wait for its end (through any pauses answered meanwhile)."""
         handle = await self.start(client, input, workflow_id=workflow_id)
-        return graph_result_adapter().validate_json(await handle.result())
+        return await self.result(client, handle.id)
 
     async def result(self, client: Client, workflow_id: str) -> GraphWorkflowResult:
         """Wait for the end of the execution ``workflow_id``."""
-        handle = client.get_workflow_handle(workflow_id, result_type=str)
-        return graph_result_adapter().validate_json(await handle.result())
+        text = await _ask(client, workflow_id, "result")
+        return graph_result_adapter().validate_json(text)
 
     async def status(self, client: Client, workflow_id: str) -> GraphWorkflowStatus:
         """What the execution ``workflow_id`` is doing: its node states, paused nodes."""
-        handle = client.get_workflow_handle(workflow_id)
-        return graph_status_adapter().validate_json(await handle.query("status", result_type=str))
+        return graph_status_adapter().validate_json(await _ask(client, workflow_id, "status"))
 
     async def settle(self, client: Client, workflow_id: str) -> GraphWorkflowStatus:
         """Wait until a node of ``workflow_id`` waits for an answer, or it ends; its status."""
-        handle = client.get_workflow_handle(workflow_id)
-        text: str = await handle.execute_update("settle", result_type=str)  # pyright: ignore[reportUnknownMemberType]
-        return graph_status_adapter().validate_json(text)
+        return graph_status_adapter().validate_json(await _ask(client, workflow_id, "settle"))
 
     async def answer(
         self, client: Client, workflow_id: str, node_id: str, value: Any = None
@@ -186,6 +183,16 @@ class TemporalGraph:
             cause = error.cause
             raise UserError(str(getattr(cause, "message", cause))) from None
         return waiting
+
+
+async def _ask(client: Client, workflow_id: str, what: str) -> str:
+    """The workflow's result, its ``status`` query or its ``settle`` update, as JSON text."""
+    handle = client.get_workflow_handle(workflow_id, result_type=str)
+    if what == "result":
+        return await handle.result()
+    if what == "status":
+        return await handle.query(what, result_type=str)
+    return await handle.execute_update(what, result_type=str)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
 
 
 def _graphs(graph: Graph) -> dict[str, Graph]:
