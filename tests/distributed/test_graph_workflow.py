@@ -68,8 +68,10 @@ async def test_a_cycle_runs_its_rounds_in_one_workflow(time_skipping: WorkflowEn
     async with remote.worker(client):
         result = await remote.run(client, 0)
         status = await remote.status(client, result.workflow_id)
+        settled = await remote.settle(client, result.workflow_id)  # closed: no update runs
     assert (result.status, result.output, result.rounds) == ("completed", "reached 3", 3)
     assert list(status.nodes) == ["inc@0", "inc@1", "inc@2", "done@2"]
+    assert settled == status
 
 
 async def test_a_map_node_fans_out_one_child_workflow_per_element(

@@ -8,8 +8,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticSerializationError
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import RetryPolicy
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from bastion.core import UserError
@@ -190,9 +191,14 @@ async def _ask(client: Client, workflow_id: str, what: str) -> str:
     handle = client.get_workflow_handle(workflow_id, result_type=str)
     if what == "result":
         return await handle.result()
-    if what == "status":
-        return await handle.query(what, result_type=str)
-    return await handle.execute_update(what, result_type=str)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if what == "settle":
+        try:
+            return await handle.execute_update(what, result_type=str)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        except RPCError:  # no update reaches a closed workflow: it has settled, read it
+            described = await handle.describe()
+            if described.status == WorkflowExecutionStatus.RUNNING:
+                raise
+    return await handle.query("status", result_type=str)
 
 
 def _graphs(graph: Graph) -> dict[str, Graph]:
