@@ -58,9 +58,9 @@ async def main(runs: int) -> None:
     chain, mapped = TemporalGraph(_chain()), TemporalGraph(_map(), task_queue="bench-map")
     local_chain, local_map = _chain(), _map()
     server = shutil.which("temporal")
-    cases: dict[str, tuple[int, Callable[[], Awaitable[Any]], Any]] = {}
-    start = WorkflowEnvironment.start_local  # pyright: ignore[reportUnknownMemberType]
-    async with await start(dev_server_existing_path=server) as env:
+    async with await WorkflowEnvironment.start_local(  # pyright: ignore[reportUnknownMemberType]
+        dev_server_existing_path=server
+    ) as env:
         client = env.client
 
         async def temporal(remote: TemporalGraph, value: Any) -> Any:
