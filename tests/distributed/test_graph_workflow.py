@@ -11,9 +11,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from bastion import UserError
-from bastion.distributed import TemporalGraph
+from bastion.distributed import TemporalAgent, TemporalGraph
 from bastion.graph import Graph, NodeContext, RetryPolicy
 
+from ._agents import mailer
 from ._graphs import counter, pipeline, review, squares, with_agent
 
 
@@ -82,8 +83,10 @@ async def test_a_map_node_fans_out_one_child_workflow_per_element(
     async with remote.worker(client):
         handle = await remote.start(client, [1, 2, 3])
         result = await remote.result(client, handle.id)
+        status = await remote.status(client, handle.id)
         _, children = await _scheduled(handle)
     assert (result.status, result.output) == ("completed", 14)
+    assert status.children == {"each@0": children}
     assert result.outputs["each"] == [1, 4, 9]
     assert children == [f"{handle.id}/each@0[{i}]" for i in range(3)]
     child = await remote.result(client, children[2])
@@ -208,3 +211,26 @@ async def test_a_node_that_pauses_twice_runs_again_with_each_answer_in_order(
     assert [(p.payload, p.reason) for p in second.pending] == [({"asked": "Ada"}, "city?")]
     assert result.output == "card: Ada from London"
     assert runs == [[], ["Ada"], ["Ada"]]  # from its start each time, each answer in order
+
+
+async def test_an_agent_nodes_approval_is_decided_on_its_child_workflow(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = TemporalGraph(Graph("mail_graph").add_node("mailer", mailer()))
+    decider = TemporalAgent(mailer(), task_queue=remote.task_queue)
+    client = time_skipping.client
+    async with remote.worker(client):
+        handle = await remote.start(client, "Mail Bob")
+        async for event in handle.fetch_history_events(wait_new_event=True):
+            if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+                break
+        status = await remote.status(client, handle.id)
+        [child] = status.children["mailer@0"]
+        parked = await decider.settle(client, child)
+        [pending] = parked.pending
+        await decider.approve(client, child, pending.tool_call_id)
+        result = await remote.result(client, handle.id)
+    assert (status.status, status.nodes) == ("running", {"mailer@0": "running"})
+    assert child == f"{handle.id}/mailer@0"
+    assert (parked.status, pending.tool_name) == ("awaiting_approval", "send_email")
+    assert (result.status, result.output) == ("completed", "Done.")

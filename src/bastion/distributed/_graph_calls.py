@@ -60,6 +60,7 @@ class NodeCalls:
         self.calls = calls
         self.pending: dict[str, PendingInput] = {}
         self.answers: dict[str, str] = {}
+        self.children: dict[str, list[str]] = {}
 
     async def node(self, graph_key: str, key: str, node_id: str, inputs: list[Any]) -> Any:
         """Run the node activity; its output.
@@ -97,11 +98,13 @@ class NodeCalls:
 
     async def agent(self, agent: Agent[Any, Any], prompt: str, node_id: str) -> Any:
         """Run ``agent`` as its own workflow, a child of this one; its output."""
+        child = f"{workflow.info().workflow_id}/{node_id}"
+        self.children[node_id] = [child]
         try:
             text: str = await workflow.execute_child_workflow(
                 f"bastion.agent.{agent.name}",
                 prompt,
-                id=f"{workflow.info().workflow_id}/{node_id}",
+                id=child,
                 task_queue=self.calls.task_queue,
                 result_type=str,
             )
@@ -124,6 +127,7 @@ class NodeCalls:
         """Run ``graph`` once per item, each a child workflow; the outputs in order."""
         base = f"{workflow.info().workflow_id}/{node_id}"
         outputs: list[Any] = [None] * len(items)
+        self.children[node_id] = [f"{base}[{index}]" for index in range(len(items))]
         indexes = iter(range(len(items)))
 
         async def worker() -> None:

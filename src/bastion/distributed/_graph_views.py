@@ -79,11 +79,14 @@ class GraphWorkflowStatus:
         status: ``running``, ``paused`` (a node waits for an answer), or how it ended.
         nodes: The state of each node run so far, by ``<key>@<round>``, in start order.
         pending: The nodes waiting for an answer.
+        children: The child workflows each agent or map node started, by node run: where
+            an agent's approvals, or a pause inside a mapped element, are decided.
     """
 
     status: GraphWorkflowStatusName
     nodes: dict[str, NodeStateName] = field(default_factory=dict[str, NodeStateName])
     pending: list[PendingInput] = field(default_factory=list[PendingInput])
+    children: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
 
 
 @cache

@@ -119,8 +119,12 @@ class GraphWorkflow:
         for node in waiting:
             nodes[node] = "paused"
         status: GraphWorkflowStatusName = self._ended or ("paused" if waiting else "running")
+        calls = self._calls
         view = GraphWorkflowStatus(
-            status=status, nodes=nodes, pending=[self._calls.pending[n] for n in waiting]
+            status=status,
+            nodes=nodes,
+            pending=[calls.pending[n] for n in waiting],
+            children={k: list(v) for k, v in calls.children.items()},
         )
         return graph_status_adapter().dump_json(view).decode()
 
