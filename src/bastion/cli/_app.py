@@ -38,6 +38,7 @@ from ._temporal import (
     run_on_temporal,
     worker,
 )
+from ._temporal_graph import graph_answer
 
 __all__ = ["app", "main"]
 
@@ -79,6 +80,7 @@ graph_app.command("resume")(graph_resume)
 graph_app.command("show")(graph_show)
 graph_app.command("history")(history)
 graph_app.command("fork")(fork)
+graph_app.command("answer")(graph_answer)
 app.add_typer(graph_app, name="graph")
 app.command("models")(models)
 app.add_typer(mcp_app, name="mcp")

@@ -28,6 +28,7 @@ from ._graph_render import GraphRenderer
 from ._load import SpecError, load_object
 from ._progress import GraphProgress
 from ._runs import _default_url
+from ._temporal import TEMPORAL_OPTION, TaskQueue
 
 __all__ = ["graph_resume", "graph_run", "load_graph", "resume_graph_command"]
 
@@ -183,10 +184,22 @@ def graph_run(  # noqa: PLR0917 (typer options)
     json_lines: Annotated[bool, typer.Option("--json", help="One JSON line per signal.")] = False,
     plain: Annotated[bool, typer.Option("--plain", help="Plain text, no colors.")] = False,
     store: Annotated[str | None, _STORE] = None,
+    temporal: Annotated[str | None, TEMPORAL_OPTION] = None,
+    task_queue: TaskQueue = None,
 ) -> None:
     """Run a graph on an input, checkpointed, and watch its nodes live."""
-    graph = or_exit(lambda: load_graph(spec))
     output = "json" if json_lines else "plain" if plain else "auto"
+    if temporal is not None:  # a workflow: the server's history is its checkpoint
+        from ._temporal_graph import run_graph_on_temporal
+
+        value = _input(input_text)
+        raise typer.Exit(
+            run_graph_on_temporal(spec, value, temporal, task_queue, execution_id, output)
+        )
+    if task_queue is not None:
+        error("--task-queue needs --temporal ADDRESS.")
+        raise typer.Exit(EXIT_USAGE)
+    graph = or_exit(lambda: load_graph(spec))
     try:
         checkpointer = _checkpointer(graph, store)
     except UserError as exc:

@@ -16,7 +16,7 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -41,6 +41,7 @@ __all__ = [
     "TEMPORAL_OPTION",
     "TaskQueue",
     "resume_on_temporal",
+    "run_client",
     "run_on_temporal",
     "worker",
 ]
@@ -74,8 +75,8 @@ def worker(
         str,
         typer.Argument(
             metavar="MODULE:ATTR",
-            help="An agent, a TemporalAgent, or a list or dict of them (or a function of "
-            "no arguments returning one).",
+            help="An agent, a TemporalAgent, a graph, a TemporalGraph, or a list or dict "
+            "of them (or a function of no arguments returning one).",
             show_default=False,
         ),
     ],
@@ -86,7 +87,13 @@ def worker(
 
     Runs until SIGINT or SIGTERM, then finishes the calls in flight and exits.
     """
-    agents = or_exit(lambda: temporal_agents(load_object(spec), spec, task_queue))
+    from ._temporal_graph import holds_graphs, made_value, serve_graphs
+
+    loaded = or_exit(lambda: made_value(load_object(spec), spec))
+    if holds_graphs(loaded):  # a graph, or graphs: their workflows, nodes and agents
+        serve_graphs(loaded, address, task_queue)
+        return
+    agents = or_exit(lambda: temporal_agents(loaded, spec, task_queue))
     try:
         asyncio.run(_serve(agents, address))
     except UserError as exc:
@@ -249,14 +256,10 @@ def _outcome(
             return workflow_id, status, None
         return workflow_id, status, await _refusing(agent.result(client, workflow_id))
 
-    try:
-        workflow_id, status, result = asyncio.run(go())
-    except UserError as exc:
-        error(str(exc))
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        error("interrupted (the workflow goes on; 'bastion worker' serves it)")
-        return EXIT_INTERRUPTED
+    outcome = run_client(go)
+    if isinstance(outcome, int):
+        return outcome
+    workflow_id, status, result = outcome
     if output == "json":
         _write_json(workflow_id, status, result)
     elif result is None:
@@ -266,6 +269,18 @@ def _outcome(
     else:
         _print_result(result, output)
     return 0 if result is not None and result.ok else EXIT_FAILED_RUN
+
+
+def run_client(go: Callable[[], Coroutine[Any, Any, _T]]) -> _T | int:
+    """``asyncio.run(go())``; a refusal or an interrupt is printed, its exit code returned."""
+    try:
+        return asyncio.run(go())
+    except UserError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        error("interrupted (the workflow goes on; 'bastion worker' serves it)")
+        return EXIT_INTERRUPTED
 
 
 async def _refusing(awaitable: Awaitable[_T]) -> _T:
