@@ -1,0 +1,92 @@
+"""Governance on Temporal: budgets counted in a store every worker shares, raised by update."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from bastion import Agent
+from bastion.core import UserError
+from bastion.distributed import TemporalAgent
+from bastion.governance import Budget, Governor
+from bastion.stores import StoreCounters, open_store
+from bastion.testing import FunctionModel, isolated_store
+
+from ._governed import spender
+
+
+async def _spent(url: str, budget: Budget) -> float:
+    """What another process reads of the budget's counter in the shared store."""
+    async with open_store(url) as stores:
+        governor = Governor(budget=budget, store=StoreCounters(stores.counters))
+        [view] = await governor.counters("llm")
+        return view.accumulated
+
+
+async def test_a_budget_reached_parks_the_run_until_an_update_raises_it(  # covers TGOV-BUDGET
+    time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client = time_skipping.client
+    async with isolated_store("postgres", tmp_path) as url:
+        remote = spender("bastion-test-tgov-budget", url)
+        async with remote.worker(client):
+            handle = await remote.start(client, "Is tea in stock?")
+            parked = await remote.settle(client, handle.id)
+            assert parked.status == "awaiting_approval"
+            assert parked.pending == []  # nothing but the budget waits
+            [waiting] = parked.interrupts
+            assert (waiting.kind, waiting.on, waiting.oracle, waiting.limit_type) == (
+                "limit",
+                "model",
+                "llm",
+                "cost",
+            )
+            assert (waiting.current, waiting.max, waiting.approvers) == (0.6, 0.5, ("human:cfo",))
+            assert (await remote.status(client, handle.id)).interrupts == [waiting]
+            assert await _spent(url, Budget(cost_usd=0.5)) == pytest.approx(0.6)
+
+            with pytest.raises(UserError, match="raises nothing: its max is 0.5"):
+                await remote.raise_budget(client, handle.id, waiting.id, 0.5)
+            with pytest.raises(UserError, match="'intern' may not raise this limit"):
+                await remote.raise_budget(client, handle.id, waiting.id, 2, approver="intern")
+            with pytest.raises(UserError, match="No interrupt 'int_nope' is waiting"):
+                await remote.raise_budget(client, handle.id, "int_nope", 2)
+            assert await remote.raise_budget(client, handle.id, waiting.id, 2) == []
+
+            result = await remote.result(client, handle.id)
+        assert result.ok, result.error
+        assert result.output == "Tea is in stock."
+        assert result.usage.cost_usd == pytest.approx(1.2)
+        assert await _spent(url, Budget(cost_usd=0.5)) == pytest.approx(1.2)
+
+
+async def test_a_raise_past_the_ceiling_is_refused_and_the_run_stays_parked(
+    time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client = time_skipping.client
+    url = f"sqlite:///{tmp_path / 'counters.db'}"
+    remote = spender("bastion-test-tgov-ceiling", url)
+    async with remote.worker(client):
+        handle = await remote.start(client, "Is tea in stock?")
+        [waiting] = (await remote.settle(client, handle.id)).interrupts
+        assert await remote.raise_budget(client, handle.id, waiting.id, 50) == []
+        again = await remote.settle(client, handle.id)
+        assert again.status == "awaiting_approval"  # the ceiling ($5) refused the raise
+        assert [i.id for i in again.interrupts] == [waiting.id]
+        assert await remote.raise_budget(client, handle.id, waiting.id, 5) == []
+        assert (await remote.result(client, handle.id)).ok
+
+
+def test_governance_needs_a_counter_store_every_worker_shares() -> None:
+    agent = Agent("budgeted", model=FunctionModel(lambda _: "hi"), budget=Budget(cost_usd=1))
+    with pytest.raises(UserError, match=r"has governance: give TemporalAgent\(counters="):
+        TemporalAgent(agent)
+    with pytest.raises(UserError, match="live in one process"):
+        TemporalAgent(agent, counters="memory://")
+    with pytest.raises(UserError, match="no supported scheme|Unsupported|scheme"):
+        TemporalAgent(agent, counters="mysql://db")
+    plain = Agent("plain", model=FunctionModel(lambda _: "hi"))
+    with pytest.raises(UserError, match="has no policies or budget"):
+        TemporalAgent(plain, counters="sqlite:///c.db")
