@@ -12,7 +12,7 @@ from bastion.governance import Budget, Limit
 from bastion.testing import Call, FunctionModel, Turn
 
 METERED_QUEUE = "bastion-test-tgov-metered"
-METERED_CALLS = 300
+METERED_CALLS = 100
 """The ``calls`` limit every worker of the ``metered`` agent shares."""
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -9,12 +14,15 @@ from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent
 from bastion.core import UserError
-from bastion.distributed import TemporalAgent
-from bastion.governance import Budget, Governor
+from bastion.distributed import TemporalAgent, WorkflowResult
+from bastion.governance import Budget, Governor, Limit
 from bastion.stores import StoreCounters, open_store
 from bastion.testing import FunctionModel, isolated_store
 
-from ._governed import spender
+from ._governed import METERED_CALLS, metered, spender
+
+WORKER = Path(__file__).with_name("_governed_worker.py")
+RUNS = 500
 
 
 async def _spent(url: str, budget: Budget) -> float:
@@ -90,3 +98,68 @@ def test_governance_needs_a_counter_store_every_worker_shares() -> None:
     plain = Agent("plain", model=FunctionModel(lambda _: "hi"))
     with pytest.raises(UserError, match="has no policies or budget"):
         TemporalAgent(plain, counters="sqlite:///c.db")
+
+
+@asynccontextmanager
+async def _worker(address: str, counters: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(WORKER),
+        address,
+        counters,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    try:
+        assert process.stdout is not None
+        line = await process.stdout.readline()
+        assert line.decode().strip() == "WORKER_READY", f"the worker said {line!r}"
+        yield process
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+@pytest.mark.timeout(300)
+async def test_concurrent_runs_on_two_workers_never_overspend_a_shared_limit(  # covers TGOV-SHARED
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client = dev_server.client
+    address = client.service_client.config.target_host
+    async with isolated_store("redis", tmp_path) as url:
+        remote = metered(url)
+        async with _worker(address, url) as one, _worker(address, url) as two:
+            # all 500 in flight at once; at most 25 client calls at a time (the dev server
+            # times out requests beyond what it can take on this machine)
+            gate = asyncio.Semaphore(25)
+
+            async def run(i: int) -> WorkflowResult[str]:
+                async with gate:
+                    handle = await remote.start(client, f"Run {i}")
+                await started.wait()
+                async with gate:
+                    return await remote.result(client, handle.id)
+
+            started = asyncio.Event()
+            runs = [asyncio.ensure_future(run(i)) for i in range(RUNS)]
+            started.set()
+            results = await asyncio.gather(*runs)
+        done = [r for r in results if r.ok]
+        refused = [r for r in results if not r.ok]
+        # No call past the limit. A counter write whose answer was lost (a workflow task
+        # timed out on a loaded machine, so its local activity ran again) counts twice:
+        # fewer runs may then complete than the limit allows, never more.
+        assert 0 < len(done) <= METERED_CALLS
+        served_by = {r.text for r in done}
+        assert served_by == {f"served by {one.pid}", f"served by {two.pid}"}
+        assert {(r.status, r.error and r.error.code) for r in refused} == {
+            ("failed", "budget_exceeded")
+        }
+        assert len(done) + len(refused) == RUNS
+        async with open_store(url) as stores:
+            governor = Governor(
+                oracles={"llm": [Limit(type="calls", max=METERED_CALLS, window="day")]},
+                store=StoreCounters(stores.counters),
+            )
+            [view] = await governor.counters("llm")
+        assert view.accumulated == METERED_CALLS  # the shared counter stopped at the limit
