@@ -58,5 +58,13 @@ def metered(counters: str) -> TemporalAgent[str]:
     return TemporalAgent(agent, task_queue=METERED_QUEUE, counters=counters)
 
 
+COUNTERS_ENV = "BASTION_TEST_TGOV_COUNTERS"
+
+
+def cli_spender() -> TemporalAgent[str]:
+    """``spender`` for the CLI tests: its counters' URL comes from ``COUNTERS_ENV``."""
+    return spender("bastion-test-tgov-cli", os.environ[COUNTERS_ENV])
+
+
 if __name__ == "__main__":
     sys.exit("import this module; run tests/distributed/_governed_worker.py to start a worker")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -55,7 +55,7 @@ async def test_a_budget_reached_parks_the_run_until_an_update_raises_it(  # cove
             assert (await remote.status(client, handle.id)).interrupts == [waiting]
             assert await _spent(url, Budget(cost_usd=0.5)) == pytest.approx(0.6)
 
-            with pytest.raises(UserError, match="raises nothing: its max is 0.5"):
+            with pytest.raises(UserError, match=r"raises nothing: its max is 0\.5"):
                 await remote.raise_budget(client, handle.id, waiting.id, 0.5)
             with pytest.raises(UserError, match="'intern' may not raise this limit"):
                 await remote.raise_budget(client, handle.id, waiting.id, 2, approver="intern")
@@ -93,7 +93,7 @@ def test_governance_needs_a_counter_store_every_worker_shares() -> None:
         TemporalAgent(agent)
     with pytest.raises(UserError, match="live in one process"):
         TemporalAgent(agent, counters="memory://")
-    with pytest.raises(UserError, match="no supported scheme|Unsupported|scheme"):
+    with pytest.raises(UserError, match="scheme"):
         TemporalAgent(agent, counters="mysql://db")
     plain = Agent("plain", model=FunctionModel(lambda _: "hi"))
     with pytest.raises(UserError, match="has no policies or budget"):
@@ -101,7 +101,7 @@ def test_governance_needs_a_counter_store_every_worker_shares() -> None:
 
 
 @asynccontextmanager
-async def _worker(address: str, counters: str) -> AsyncIterator[asyncio.subprocess.Process]:
+async def _worker(address: str, counters: str) -> AsyncGenerator[asyncio.subprocess.Process]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         str(WORKER),

@@ -24,7 +24,7 @@ from bastion.governance import decision_from_dict
 from bastion.tools import InterruptResolution
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
 
     from temporalio.client import Client
 
@@ -35,7 +35,6 @@ __all__ = [
     "GovernedWorkflow",
     "InterruptClient",
     "WorkflowInterrupt",
-    "pending_interrupts",
     "resolutions_adapter",
 ]
 
@@ -271,8 +270,3 @@ async def _send(client: Client, workflow_id: str, payload: str) -> list[str]:
         cause = error.cause
         raise UserError(str(getattr(cause, "message", cause))) from None
     return waiting
-
-
-def pending_interrupts(items: Sequence[WorkflowInterrupt]) -> dict[str, dict[str, Any]]:
-    """The interrupts by id, in the journaled form ``--raise`` and ``--deny`` read."""
-    return {item.id: item.to_dict() for item in items}
