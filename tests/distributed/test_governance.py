@@ -19,6 +19,7 @@ from bastion.distributed import TemporalAgent, WorkflowResult
 from bastion.governance import Budget, Governor, Limit
 from bastion.stores import StoreCounters, open_store
 from bastion.testing import FunctionModel, isolated_store
+from bastion.tools import InterruptResolution
 
 from ._governed import METERED_CALLS, metered, spender
 
@@ -90,6 +91,23 @@ async def test_a_raise_past_the_ceiling_is_refused_and_the_run_stays_parked(
         assert [i.id for i in again.interrupts] == [waiting.id]
         assert await remote.raise_budget(client, handle.id, waiting.id, 5) == []
         assert (await remote.result(client, handle.id)).ok
+
+
+async def test_a_denied_interrupt_fails_the_run_as_a_local_denial_does(
+    time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client = time_skipping.client
+    remote = spender("bastion-test-tgov-deny", f"sqlite:///{tmp_path / 'counters.db'}")
+    async with remote.worker(client):
+        handle = await remote.start(client, "Is tea in stock?")
+        [waiting] = (await remote.settle(client, handle.id)).interrupts
+        deny = {"decision": "deny", "reason": "Over budget this month"}
+        resolution = InterruptResolution(interrupt_id=waiting.id, decision=deny)
+        assert await remote.resolve(client, handle.id, resolution) == []
+        result = await remote.result(client, handle.id)
+    assert (result.status, result.error and result.error.code) == ("failed", "policy_denied")
+    assert result.error is not None
+    assert "Over budget this month" in result.error.message
 
 
 def test_governance_needs_a_counter_store_every_worker_shares() -> None:
