@@ -186,3 +186,11 @@ async def test_concurrent_runs_on_two_workers_never_overspend_a_shared_limit(  #
             )
             [view] = await governor.counters("llm")
         assert view.accumulated == METERED_CALLS  # the shared counter stopped at the limit
+
+
+async def test_a_governed_agent_has_no_session_on_temporal_yet(
+    time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    remote = spender("bastion-test-tgov-session", f"sqlite:///{tmp_path / 'counters.db'}")
+    with pytest.raises(UserError, match="sessions on Temporal do not carry it yet"):
+        await remote.session(time_skipping.client, "s1")

@@ -247,7 +247,7 @@ async def _serve(agents: Sequence[TemporalAgent[object]], address: str) -> None:
     async with contextlib.AsyncExitStack() as stack:
         for queue, served in queues.items():
             activities = [a for agent in served for a in agent.activities]
-            workflows = [agent.workflow for agent in served]
+            workflows = [w for agent in served for w in (agent.workflow, agent.session_workflow)]
             await stack.enter_async_context(
                 Worker(client, task_queue=queue, workflows=workflows, activities=activities)
             )
