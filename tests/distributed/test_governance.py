@@ -35,7 +35,7 @@ async def _spent(url: str, budget: Budget) -> float:
         return view.accumulated
 
 
-async def test_a_budget_reached_parks_the_run_until_an_update_raises_it(  # covers TGOV-BUDGET
+async def test_a_budget_reached_parks_the_run_until_an_update_raises_it(  # covers L-24
     time_skipping: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     client = time_skipping.client
@@ -76,7 +76,7 @@ async def test_a_budget_reached_parks_the_run_until_an_update_raises_it(  # cove
         assert replayed.replay_failure is None
 
 
-async def test_a_raise_past_the_ceiling_is_refused_and_the_run_stays_parked(
+async def test_a_raise_past_the_ceiling_is_refused_and_the_run_stays_parked(  # covers L-23
     time_skipping: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     client = time_skipping.client
@@ -144,7 +144,7 @@ async def _worker(address: str, counters: str) -> AsyncGenerator[asyncio.subproc
 
 
 @pytest.mark.timeout(300)
-async def test_concurrent_runs_on_two_workers_never_overspend_a_shared_limit(  # covers TGOV-SHARED
+async def test_concurrent_runs_on_two_workers_never_overspend_a_shared_limit(
     dev_server: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     client = dev_server.client

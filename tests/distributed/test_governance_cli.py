@@ -38,7 +38,7 @@ async def _bastion(env: dict[str, str], *args: str) -> subprocess.CompletedProce
 
 
 @pytest.mark.timeout(180)  # four command processes on a shared 2-core machine
-async def test_a_parked_budget_is_raised_from_the_cli(  # covers TGOV-CLI-RAISE
+async def test_a_parked_budget_is_raised_from_the_cli(
     dev_server: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     address = dev_server.client.service_client.config.target_host
