@@ -12,7 +12,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from bastion import Agent, Budget, RunContext, UserError, tool
+from bastion import Agent, RunContext, UserError, tool
 from bastion.core import ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
@@ -118,9 +118,6 @@ async def test_the_update_refuses_a_call_that_is_not_waiting_and_a_denial_reache
 
 
 def test_parts_that_do_not_run_on_temporal_yet_are_refused_by_name() -> None:
-    agent = Agent("governed", model=ScriptedModel(["hi"]), budget=Budget(cost_usd=1.0))
-    with pytest.raises(UserError, match=r"cannot run on Temporal yet: it uses governance"):
-        TemporalAgent(agent)
     streaming = Agent("streaming", model=ScriptedModel(["hi"]), tools=[lines, whoami])
     with pytest.raises(UserError, match=r"'lines' streams its output; tool 'whoami' takes a"):
         TemporalAgent(streaming)

@@ -24,7 +24,6 @@ from bastion.agent import RunResult, causal_chain, run_state_to_json
 from bastion.core import BastionError, UserError
 from bastion.stores import DEFAULT_STORE_URL, STORE_ENV, JournalEntry, RunRecord, Stores, open_store
 from bastion.testing import ReplayModel
-from bastion.tools import ApprovalDecision
 
 from ._common import EXIT_INTERRUPTED, EXIT_USAGE, console, error, or_exit, stream_run
 from ._decisions import (
@@ -277,11 +276,14 @@ def resume(  # noqa: PLR0917 (typer options)
     """
     output = "json" if json_lines else "plain" if plain else "auto"
     if temporal is not None:
-        if raise_to or answer or store:
-            error("With --temporal, decide with --approve, --deny or --happened.")
+        if answer or store:
+            error(
+                "With --temporal, decide with --approve, --deny, --happened or --raise "
+                "(--answer answers an MCP server's question: such agents do not run on Temporal)."
+            )
             raise typer.Exit(EXIT_USAGE)
-        approvals = _decisions_or_exit(approve, deny, happened)
-        code = resume_on_temporal(run_id, agent_spec, temporal, task_queue, approvals, output)
+        options = (approve or [], deny or [], happened or [], raise_to or [])
+        code = resume_on_temporal(run_id, agent_spec, temporal, task_queue, options, output)
         raise typer.Exit(code)
     if _is_graph(agent_spec):  # a graph execution: the graph resumes it
         if happened or raise_to or answer:
@@ -363,17 +365,6 @@ def replay(  # noqa: PLR0917 (typer options)
         scratch, lambda: recording.rerun(scratch, recorded_results=recorded_results), output
     )
     raise typer.Exit(code)
-
-
-def _decisions_or_exit(
-    approve: list[str] | None, deny: list[str] | None, happened: list[str] | None
-) -> list[ApprovalDecision]:
-    try:
-        directive = build_directive(approve or [], deny or [], happened or [], [], {})
-    except UserError as exc:
-        error(str(exc))
-        raise typer.Exit(EXIT_USAGE) from None
-    return [] if directive is None else list(directive.approvals)
 
 
 def _is_graph(spec: str) -> bool:

@@ -32,8 +32,12 @@ from ._load import SpecError, _call_factory, load_object
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-    from bastion.distributed import TemporalAgent, WorkflowResult, WorkflowStatus
-    from bastion.tools import ApprovalDecision
+    from bastion.distributed import (
+        TemporalAgent,
+        WorkflowInterrupt,
+        WorkflowResult,
+        WorkflowStatus,
+    )
 
 __all__ = [
     "TEMPORAL_ENV",
@@ -119,17 +123,38 @@ def resume_on_temporal(  # noqa: PLR0917 (the options of runs resume)
     spec: str,
     address: str,
     task_queue: str | None,
-    approvals: Sequence[ApprovalDecision],
+    options: tuple[Sequence[str], Sequence[str], Sequence[str], Sequence[str]],
     output: Output,
 ) -> int:
-    """Send the decisions to the parked workflow as its ``decide`` update; print the outcome."""
+    """Send the decisions to the parked workflow as updates; print the outcome.
+
+    ``options`` are the ``--approve``, ``--deny``, ``--happened`` and ``--raise`` values,
+    read as for a local run: ``--deny`` of a pending interrupt denies it, ``--raise
+    ID=MAX`` raises the limit it waits on. Interrupts go as the ``resolve`` update, call
+    decisions as ``decide``.
+    """
     [agent] = _one_agent(spec, task_queue)
-    if not approvals:
-        error("Give a decision: --approve CALL_ID, --deny CALL_ID[:REASON] or --happened.")
+    approve, deny, happened, raise_to = options
+    if not (approve or deny or happened or raise_to):
+        error(
+            "Give a decision: --approve CALL_ID, --deny ID[:REASON], --happened CALL_ID or "
+            "--raise INTERRUPT_ID=MAX."
+        )
         raise typer.Exit(EXIT_USAGE)
 
     async def go(client: Client) -> tuple[str, WorkflowStatus]:
-        await agent.decide(client, workflow_id, *approvals)
+        from ._decisions import build_directive
+
+        interrupts: dict[str, Any] = {}
+        if deny or raise_to:  # which ids are interrupts, and which limit each waits on
+            status = await agent.status(client, workflow_id)
+            interrupts = {i.id: i.to_dict() for i in status.interrupts}
+        directive = build_directive(approve, deny, happened, raise_to, interrupts)
+        assert directive is not None  # some option was given
+        if directive.interrupts:
+            await agent.resolve(client, workflow_id, *directive.interrupts)
+        if directive.approvals:
+            await agent.decide(client, workflow_id, *directive.approvals)
         return workflow_id, await agent.settle(client, workflow_id)
 
     return _outcome(agent, spec, address, output, go)
@@ -333,5 +358,18 @@ def _pending_lines(status: WorkflowStatus, workflow_id: str, spec: str, address:
         call = format_call(request.tool_name, json.dumps(request.arguments))
         lines.append(f"  {request.tool_call_id}  {call}")
         parts += ["--approve", request.tool_call_id]
-    lines += ["Decide it with (or --deny CALL_ID[:REASON]):", f"  {shlex.join(parts)}"]
+    for interrupt in status.interrupts:
+        lines.append(f"  {interrupt.id}  {_limit(interrupt)}  [interrupt]: {interrupt.reason}")
+        parts += ["--raise", f"{interrupt.id}=MAX"]
+    lines += ["Decide it with (or --deny ID[:REASON]):", f"  {shlex.join(parts)}"]
     return lines
+
+
+def _limit(interrupt: WorkflowInterrupt) -> str:
+    """``llm cost per day: 0.6 of max 0.5``: the limit an interrupt waits on."""
+    what = f"{interrupt.oracle} {interrupt.limit_type or interrupt.kind}"
+    if interrupt.window:
+        what += f" per {interrupt.window}"
+    if interrupt.max is not None:
+        what += f": {interrupt.current or 0:g} of max {interrupt.max:g}"
+    return what

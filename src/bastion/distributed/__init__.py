@@ -12,6 +12,7 @@ from ._graph_views import (
     NodeStateName,
     PendingInput,
 )
+from ._interrupts import WorkflowInterrupt
 from ._proxies import WorkflowClock
 from ._session import TemporalSession
 from ._session_views import SessionStatusName, SessionView
@@ -29,6 +30,7 @@ __all__ = [
     "TemporalGraph",
     "TemporalSession",
     "WorkflowClock",
+    "WorkflowInterrupt",
     "WorkflowResult",
     "WorkflowStatus",
     "WorkflowStatusName",

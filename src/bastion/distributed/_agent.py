@@ -15,6 +15,8 @@ from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
 from ._activities import model_activity, tool_activity
+from ._governance import counter_stores, counters_activity
+from ._interrupts import InterruptClient
 from ._proxies import Activities
 from ._session import TemporalSession, open_session
 from ._session_workflow import session_workflow
@@ -31,13 +33,14 @@ if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import Agent, RunConfig
+    from bastion.stores import Stores
 
 __all__ = ["TemporalAgent"]
 
 OutputT = TypeVar("OutputT")
 
 
-class TemporalAgent(Generic[OutputT]):
+class TemporalAgent(InterruptClient, Generic[OutputT]):
     """Runs an :class:`~bastion.Agent` as a durable Temporal workflow.
 
     The agent's loop runs as workflow code; each model call and each tool call is an activity
@@ -51,10 +54,13 @@ class TemporalAgent(Generic[OutputT]):
             ``timeout`` wins for its calls).
         heartbeat_timeout: Seconds without a heartbeat after which the worker of a model or
             tool call is taken for lost (``None``: only ``activity_timeout`` tells).
+        counters: For an agent with governance (policies, budget): the store every worker
+            counts its limits in (a ``postgresql://``, ``redis://`` or ``sqlite:///`` URL,
+            or a ``Stores``); the agent's own store when omitted.
 
     Raises:
         UserError: The agent uses a part that does not run on Temporal yet (see
-            ``docs/scale-out.md``).
+            ``docs/scale-out.md``), or has governance and no shared counter store.
     """
 
     def __init__(
@@ -64,8 +70,10 @@ class TemporalAgent(Generic[OutputT]):
         task_queue: str | None = None,
         activity_timeout: float = 300.0,
         heartbeat_timeout: float | None = None,
+        counters: str | Stores | None = None,
     ) -> None:
         _check_supported(agent.config)
+        stores = counter_stores(agent, counters)
         if activity_timeout <= 0:
             raise UserError(f"activity_timeout must be > 0 seconds, got {activity_timeout!r}.")
         if heartbeat_timeout is not None and heartbeat_timeout <= 0:
@@ -81,6 +89,7 @@ class TemporalAgent(Generic[OutputT]):
             heartbeat=None if heartbeat_timeout is None else timedelta(seconds=heartbeat_timeout),
             retry=_retry_policy(config.retry or RetryConfig()),
             no_retry=RetryPolicy(maximum_attempts=1),
+            counters="" if stores is None else f"{self.workflow_name}.counters",
         )
         beat = None if heartbeat_timeout is None else heartbeat_timeout / 3
         self.workflow = agent_workflow(agent, self.workflow_name, activities)
@@ -91,8 +100,10 @@ class TemporalAgent(Generic[OutputT]):
         self.activities = (
             model_activity(activities.model, config.models, beat),
             tool_activity(activities.tool, config.catalog.registry, beat),
-        )
+        ) + (() if stores is None else (counters_activity(activities.counters, stores),))
         """The activity functions (register them with the workflow)."""
+        self.counters = stores
+        """The store the workers count governance limits in (``None``: no governance)."""
         self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
 
     def worker(self, client: Client, **options: Any) -> Worker:
@@ -176,7 +187,15 @@ class TemporalAgent(Generic[OutputT]):
 
         ``continue_after``: the history length (events) after which the workflow continues
         as new between two turns, carrying the transcript, usage and waiting messages.
+
+        Raises:
+            UserError: The agent has governance (not built for sessions on Temporal yet).
         """
+        if self.counters is not None:
+            raise UserError(
+                f"Agent {self.agent.name!r} has governance: sessions on Temporal do not "
+                "carry it yet; run it with start() / run() (see docs/scale-out.md)."
+            )
         return await open_session(
             client,
             workflow=self.session_workflow_name,
@@ -217,7 +236,6 @@ def _check_supported(config: RunConfig) -> None:
     refused = [
         reason
         for reason, present in (
-            ("governance (policies, budgets)", config.governance is not None),
             ("context compaction", config.context is not None),
             ("code mode", config.code_mode is not None),
             ("tool sources (MCP servers)", bool(config.tool_sources.sources)),

@@ -58,6 +58,7 @@ class Activities:
     heartbeat: timedelta | None
     retry: RetryPolicy
     no_retry: RetryPolicy
+    counters: str = ""  # the governance counters' local activity ("": no governance)
 
 
 class ActivityModel(Model):

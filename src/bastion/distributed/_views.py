@@ -11,6 +11,8 @@ from pydantic import TypeAdapter
 from bastion.core import RunErrorInfo, Usage
 from bastion.tools import ApprovalDecision, ApprovalRequest
 
+from ._interrupts import WorkflowInterrupt
+
 __all__ = [
     "WorkflowResult",
     "WorkflowStatus",
@@ -65,11 +67,13 @@ class WorkflowStatus:
         status: ``running``, ``awaiting_approval``, or how the run ended.
         pending: The calls waiting for a decision (with ``awaiting_approval``).
         usage: Usage of the model calls made so far.
+        interrupts: The governance interrupts waiting for a decision (a budget reached).
     """
 
     status: WorkflowStatusName
     pending: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
     usage: Usage = field(default_factory=Usage)
+    interrupts: list[WorkflowInterrupt] = field(default_factory=list[WorkflowInterrupt])
 
 
 @cache

@@ -20,6 +20,8 @@ from bastion.agent._catalog import ToolCatalog
 from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
+from ._governance import governed
+from ._interrupts import GovernedWorkflow
 from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
 from ._shared import check_decisions, define_workflow
 from ._views import (
@@ -85,13 +87,14 @@ def _executor(executor: ToolExecutor, clock: WorkflowClock) -> ToolExecutor:
     return twin
 
 
-class AgentWorkflow:
+class AgentWorkflow(GovernedWorkflow):
     """The workflow of one agent; :func:`agent_workflow` makes one subclass per agent."""
 
     agent: Agent[Any, Any]
     activities: Activities
 
     def __init__(self) -> None:
+        super().__init__()
         self._status = WorkflowStatus(status="running")
         self._usage = [Usage()]
         self._pending: dict[str, ApprovalRequest] = {}
@@ -101,12 +104,15 @@ class AgentWorkflow:
         """Run the agent to its end, parking at each approval until it is decided."""
         agent = self.agent
         config = workflow_config(agent.config, self.activities, self._usage)
+        config = governed(config, self.activities.counters)
         with id_source(lambda: workflow.uuid4().hex):
             result = await agent.run(prompt, config=config)
             while result.status == "awaiting_approval":
                 self._park(result)
-                await workflow.wait_condition(lambda: len(self._decided) == len(self._pending))
-                directive = Directive(approvals=list(self._decided.values()))
+                await workflow.wait_condition(self._all_decided)
+                directive = Directive(
+                    approvals=list(self._decided.values()), interrupts=self.take_resolutions()
+                )
                 self._pending, self._decided = {}, {}
                 self._status = WorkflowStatus(status="running", usage=self._usage[0])
                 result = await agent.run(result.state, directive=directive, config=config)
@@ -115,10 +121,18 @@ class AgentWorkflow:
         return _encode(workflow.info().workflow_id, result)
 
     def _park(self, result: RunResult[Any]) -> None:
-        self._pending = {p.tool_call_id: p for p in result.pending_approvals}
+        held = self.park_interrupts(result)  # calls held by an interrupt: decided with it
+        pending = result.pending_approvals
+        self._pending = {p.tool_call_id: p for p in pending if p.tool_call_id not in held}
         self._status = WorkflowStatus(
-            status="awaiting_approval", pending=list(self._pending.values()), usage=result.usage
+            status="awaiting_approval",
+            pending=list(self._pending.values()),
+            usage=result.usage,
+            interrupts=self.interrupt_views(),
         )
+
+    def _all_decided(self) -> bool:
+        return len(self._decided) == len(self._pending) and self.interrupts_decided()
 
     @workflow.update
     async def decide(self, decisions: str) -> list[str]:

@@ -79,13 +79,32 @@ class Governor:
             node_policies=node_policies or {},
             budgets=[budget] if isinstance(budget, Budget) else list(budget or ()),
         )
+        self._wire(table, handle_interrupt, interrupt_timeout)
+
+    def _wire(
+        self, table: PolicyTable, handler: InterruptHandler | None, timeout: float | None
+    ) -> None:
+        """Build the parts around ``table``, ``self.store`` and ``self.clock``."""
         self._table = table
         self._plans = table.plans  # read directly: a cached plan costs no call
         self._bus = SignalBus()
         self._book = CounterBook(self.store, self.clock, self._bus, table.limits)
-        self._desk = InterruptDesk(self, self._book, handle_interrupt, interrupt_timeout)
+        self._desk = InterruptDesk(self, self._book, handler, timeout)
         self._ids = itertools.count(1)
         self._guard = Guard(self._book, self._desk, self._ids)
+
+    def fork(self, *, store: LimitCounters, clock: Clock) -> Governor:
+        """A governor with these policies and limits, counting in ``store`` on ``clock``.
+
+        It shares nothing else: its mutations, pending interrupts, decisions and
+        subscribers start empty. A host that runs each run in its own context (a Temporal
+        workflow) gives each run one, on counters every process shares.
+        """
+        twin = Governor.__new__(Governor)
+        twin.clock, twin.store = clock, store
+        twin._wire(self._table, self._desk.handler, self._desk.timeout)
+        twin.max_interrupt_rounds = self.max_interrupt_rounds
+        return twin
 
     # -- configuration held by the parts --------------------------------------------------
 

@@ -1,0 +1,272 @@
+"""Governance interrupts of an agent workflow: parked like approvals, decided by an update.
+
+A run that reaches a mutable limit (a budget with ``mutable_by``) or a policy asking for a
+decision parks: the ``status`` query lists the interrupt (:class:`WorkflowInterrupt`), the
+``resolve`` update decides it (raise the limit, deny, retry, or give a result), and the run
+goes on once everything it waits for is decided. :class:`GovernedWorkflow` is the workflow's
+side, :class:`InterruptClient` the client's (``TemporalAgent.raise_budget``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pydantic import TypeAdapter
+from temporalio import workflow
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from bastion.core import UserError
+from bastion.governance import decision_from_dict
+from bastion.tools import InterruptResolution
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from temporalio.client import Client
+
+    from bastion.agent import RunResult
+    from bastion.governance import SuspendedInterrupt
+
+__all__ = [
+    "GovernedWorkflow",
+    "InterruptClient",
+    "WorkflowInterrupt",
+    "resolutions_adapter",
+]
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class WorkflowInterrupt:
+    """A governance interrupt a parked workflow waits on (in its ``status``).
+
+    Attributes:
+        id: The interrupt's id: what ``raise_budget`` / ``resolve`` decide.
+        kind: ``limit`` (a mutable limit was reached) or ``policy``.
+        on: What it paused: a ``model`` call, a ``tool`` call or a tool-call ``round``.
+        action: The oracle key of the paused action (``llm:<provider>:<model>``, ...).
+        oracle: The key owning the limit.
+        limit_type: The limit's type (``cost``, ``calls``, ...), for a limit.
+        window: The limit's window label.
+        current: The counter when the limit was checked.
+        max: The limit's max then.
+        approvers: Who may raise it.
+        reason: A sentence for humans.
+        tool_call_ids: The tool calls it holds.
+    """
+
+    id: str
+    kind: Literal["limit", "policy"]
+    on: Literal["model", "tool", "round"]
+    action: str
+    oracle: str
+    limit_type: str | None = None
+    window: str | None = None
+    current: float | None = None
+    max: float | None = None
+    approvers: tuple[str, ...] = ()
+    reason: str = ""
+    tool_call_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat JSON form the CLI's ``--raise`` reads (as a journaled interrupt's)."""
+        return cast("dict[str, Any]", interrupts_adapter().dump_python([self], mode="json")[0])
+
+
+def _view(item: SuspendedInterrupt) -> WorkflowInterrupt:
+    interrupt = item.interrupt
+    return WorkflowInterrupt(
+        id=interrupt.id,
+        kind=interrupt.kind,
+        on=item.on,
+        action=interrupt.action,
+        oracle=interrupt.oracle,
+        limit_type=interrupt.limit_type,
+        window=interrupt.window,
+        current=interrupt.current,
+        max=interrupt.max,
+        approvers=interrupt.approvers,
+        reason=interrupt.reason,
+        tool_call_ids=item.tool_call_ids,
+    )
+
+
+@cache
+def interrupts_adapter() -> TypeAdapter[list[WorkflowInterrupt]]:
+    """The adapter of interrupt views."""
+    return TypeAdapter(list[WorkflowInterrupt])
+
+
+@cache
+def resolutions_adapter() -> TypeAdapter[list[dict[str, Any]]]:
+    """The adapter of what the ``resolve`` update carries: ``interrupt_id`` and ``decision``."""
+    return TypeAdapter(list[dict[str, Any]])
+
+
+class GovernedWorkflow:
+    """The interrupts a parked agent workflow waits on, and the update that decides them."""
+
+    def __init__(self) -> None:
+        self._interrupts: dict[str, WorkflowInterrupt] = {}
+        self._resolved: dict[str, InterruptResolution] = {}
+
+    def park_interrupts(self, result: RunResult[Any]) -> set[str]:
+        """Hold the run's interrupts; the ids of the tool calls they hold."""
+        state = result.state
+        items = [] if state is None else state.interrupts
+        self._interrupts = {item.id: _view(item) for item in items}
+        self._resolved = {}
+        return {call for item in items for call in item.tool_call_ids}
+
+    def interrupt_views(self) -> list[WorkflowInterrupt]:
+        """The interrupts the run waits on."""
+        return list(self._interrupts.values())
+
+    def interrupts_decided(self) -> bool:
+        """Whether every interrupt the run waits on is decided."""
+        return len(self._resolved) == len(self._interrupts)
+
+    def take_resolutions(self) -> list[InterruptResolution]:
+        """The decisions, for the directive that resumes the run (and forget them)."""
+        resolutions = list(self._resolved.values())
+        self._interrupts, self._resolved = {}, {}
+        return resolutions
+
+    @workflow.update
+    async def resolve(self, resolutions: str) -> list[str]:
+        """Decide pending interrupts; returns the interrupt ids still waiting."""
+        for resolution in self._checked(resolutions):
+            self._resolved[resolution.interrupt_id] = resolution
+        return [i for i in self._interrupts if i not in self._resolved]
+
+    @resolve.validator
+    def check_resolutions(self, resolutions: str) -> None:
+        """Refuse decisions on interrupts not waiting, decided already, or malformed."""
+        self._checked(resolutions)
+
+    def _checked(self, resolutions: str) -> list[InterruptResolution]:
+        try:
+            given = resolutions_adapter().validate_json(resolutions)
+        except ValueError as error:
+            raise ApplicationError(f"Malformed interrupt decisions: {error}") from None
+        return [self._resolution(item) for item in given]
+
+    def _resolution(self, item: Mapping[str, Any]) -> InterruptResolution:
+        interrupt_id = str(item.get("interrupt_id", ""))
+        interrupt = self._interrupts.get(interrupt_id)
+        if interrupt is None:
+            waiting = ", ".join(self._interrupts) or "none"
+            raise ApplicationError(
+                f"No interrupt {interrupt_id!r} is waiting for a decision (waiting: {waiting})."
+            )
+        if interrupt_id in self._resolved:
+            raise ApplicationError(f"Interrupt {interrupt_id!r} is already decided.")
+        decision = dict(cast("Mapping[str, Any]", item.get("decision") or {}))
+        if decision.get("decision") == "mutate":
+            _check_raise(interrupt, decision)
+            decision.setdefault("oracle", interrupt.oracle)
+            decision.setdefault("limit_type", interrupt.limit_type)
+            if decision.get("window") is None:
+                decision["window"] = interrupt.window
+        try:
+            decision_from_dict(decision)
+        except (UserError, KeyError, TypeError, ValueError) as error:
+            raise ApplicationError(f"Malformed decision on {interrupt_id!r}: {error}") from None
+        return InterruptResolution(interrupt_id=interrupt_id, decision=decision)
+
+
+def _check_raise(interrupt: WorkflowInterrupt, decision: Mapping[str, Any]) -> None:
+    """Refuse a raise of what is no limit, to no number, or by someone who may not."""
+    if interrupt.kind != "limit":
+        raise ApplicationError(
+            f"Interrupt {interrupt.id!r} is a policy's, not a limit's: nothing to raise."
+        )
+    maximum = decision.get("max")
+    if isinstance(maximum, bool) or not isinstance(maximum, int | float) or not maximum >= 0:
+        raise ApplicationError(f"A raise needs a max >= 0, got {maximum!r}.")
+    if interrupt.max is not None and maximum <= interrupt.max:
+        raise ApplicationError(
+            f"Raising {interrupt.limit_type} on {interrupt.oracle!r} to {maximum:g} raises "
+            f"nothing: its max is {interrupt.max:g}."
+        )
+    approver = decision.get("approver")
+    if approver is not None and approver not in interrupt.approvers:
+        allowed = ", ".join(repr(a) for a in interrupt.approvers) or "nobody"
+        raise ApplicationError(f"{approver!r} may not raise this limit (allowed: {allowed}).")
+
+
+class InterruptClient:
+    """``TemporalAgent``'s methods that decide a parked workflow's governance interrupts."""
+
+    async def resolve(
+        self, client: Client, workflow_id: str, *resolutions: InterruptResolution
+    ) -> list[str]:
+        """Decide pending interrupts (``mutate``, ``deny``, ``retry``, ``result``).
+
+        A ``mutate`` decision may leave out ``oracle``, ``limit_type`` and ``window``: the
+        interrupt's limit is meant. Returns the interrupt ids still waiting; the run goes
+        on once every interrupt and approval it waits for is decided.
+
+        Raises:
+            UserError: No decision, or the workflow refused one (an interrupt not waiting,
+                decided already, a raise that raises nothing or by someone who may not).
+        """
+        if not resolutions:
+            raise UserError("TemporalAgent.resolve needs at least one InterruptResolution.")
+        payload = [
+            {"interrupt_id": r.interrupt_id, "decision": _decision_data(r.decision)}
+            for r in resolutions
+        ]
+        text = resolutions_adapter().dump_json(payload).decode()
+        return await _send(client, workflow_id, text)
+
+    async def raise_budget(
+        self,
+        client: Client,
+        workflow_id: str,
+        interrupt_id: str,
+        maximum: float,
+        *,
+        approver: str | None = None,
+    ) -> list[str]:
+        """Raise the limit interrupt ``interrupt_id`` waits on to ``maximum``, and go on.
+
+        The raise is written beside the shared counters: every worker sees it (until the
+        window it was granted in ends). The limit's rules (``mutable_by``, ``ceiling``)
+        still judge it when the run resumes: a refused raise leaves the interrupt pending.
+        Returns the interrupt ids still waiting.
+
+        Raises:
+            UserError: ``maximum`` is no number >= 0, or the workflow refused the raise.
+        """
+        if isinstance(maximum, bool) or not isinstance(maximum, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"raise_budget needs a number maximum, got {maximum!r}.")
+        if math.isnan(maximum) or maximum < 0:
+            raise UserError(f"raise_budget needs a maximum >= 0, got {maximum!r}.")
+        decision: dict[str, Any] = {"decision": "mutate", "max": float(maximum)}
+        if approver is not None:
+            decision["approver"] = approver
+        resolution = InterruptResolution(interrupt_id=interrupt_id, decision=decision)
+        return await self.resolve(client, workflow_id, resolution)
+
+
+def _decision_data(decision: Any) -> dict[str, Any]:
+    if isinstance(decision, dict):
+        return cast("dict[str, Any]", decision)
+    data = {k: getattr(decision, k) for k in decision.__dataclass_fields__}  # a decision class
+    return cast("dict[str, Any]", data)
+
+
+async def _send(client: Client, workflow_id: str, payload: str) -> list[str]:
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        waiting: list[str] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+            "resolve", payload, result_type=list[str]
+        )
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        raise UserError(str(getattr(cause, "message", cause))) from None
+    return waiting
