@@ -13,7 +13,7 @@ from opentelemetry.trace import Span
 
 from bastion.core import AgentEvent, AgentStartEvent, ListenerWarning, RunContext
 
-from ._metrics import GenAIMetrics
+from ._metrics import metrics_for
 from ._names import PARENT_RUN_ID, PARENT_TOOL_CALL_ID
 from ._redact import Redactor
 from ._run_spans import CONTENT_TYPES, SKIPPED_TYPES, RunSpans, Settings
@@ -46,7 +46,7 @@ class Instrumentation:
         tracer = _light(provider) or trace.get_tracer(SCOPE, tracer_provider=provider)
         meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
         self._settings = Settings(
-            tracer=tracer, metrics=GenAIMetrics(meter), redactor=redactor, step_spans=step_spans
+            tracer=tracer, metrics=metrics_for(meter), redactor=redactor, step_spans=step_spans
         )
         self._runs: dict[str, RunSpans] = {}
         # Without content capture, the pieces of an answer change no span either: a run

@@ -96,16 +96,44 @@ class Settings:
     metrics: GenAIMetrics
     redactor: Redactor | None  # None: message content is not captured
     step_spans: bool = True  # False: model and tool calls are children of the run's span
+    # A model call's span name and starting attributes, by model (built once each).
+    chats: dict[str, tuple[str, dict[str, Any]]] = field(
+        default_factory=dict[str, tuple[str, dict[str, Any]]]
+    )
+
+    def child(self, name: str, parent: Span, kind: SpanKind, attributes: dict[str, Any]) -> Span:
+        """A span below ``parent`` (the light tracer builds no context object for it)."""
+        tracer = self.tracer
+        start_child = getattr(tracer, "start_child", None)
+        if start_child is not None:
+            found: Span = start_child(name, parent, kind, attributes)
+            return found
+        context = trace.set_span_in_context(parent)
+        return tracer.start_span(name, context=context, kind=kind, attributes=attributes)
+
+    def chat(self, model: str) -> tuple[str, dict[str, Any]]:
+        """A model call's span name and a fresh copy of its starting attributes."""
+        found = self.chats.get(model)
+        if found is None:
+            found = self.chats[model] = (f"chat {split_model(model)[1]}", chat_attributes(model))
+        return found[0], dict(found[1])
 
 
-@dataclass(slots=True)
 class _Chat:
-    span: Span
-    model: str
-    started: int
-    ended: int | None = None
-    text: list[str] = field(default_factory=list[str])
-    calls: list[ToolCall] = field(default_factory=list[ToolCall])
+    __slots__ = ("calls", "ended", "model", "span", "started", "text")
+
+    def __init__(self, span: Span, model: str, *, content: bool) -> None:
+        self.span = span
+        self.model = model
+        self.started = time.time_ns()
+        self.ended: int | None = None
+        # The answer's pieces, kept only when content is captured.
+        self.text: list[str] = [] if content else _NO_TEXT
+        self.calls: list[ToolCall] = [] if content else _NO_CALLS
+
+
+_NO_TEXT: list[str] = []
+_NO_CALLS: list[ToolCall] = []
 
 
 class RunSpans:
@@ -116,7 +144,6 @@ class RunSpans:
         "_finished",
         "_parent",
         "_recording",
-        "_run_parent",
         "_settings",
         "_step",
         "run",
@@ -129,7 +156,7 @@ class RunSpans:
         # A run the sampler left out records nothing: its steps, model and tool calls all
         # stand for the run's own (non-recording) span, which still carries the context.
         self._recording = run.is_recording()
-        self._run_parent = self._parent = trace.set_span_in_context(run)
+        self._parent = run  # the span new model and tool call spans go under
         self._step: Span | None = None
         self._chat: _Chat | None = None
         self.tools: dict[str, Span] = {}
@@ -172,32 +199,55 @@ class RunSpans:
 
     def on_event(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
         """Advance the spans; True when the run ended (its spans are all closed)."""
-        if self._chat is not None and self._chat.ended is None:
-            self._on_stream(event)
-        if event.type in QUIET_TYPES:  # most events: pieces of a stream
+        chat = self._chat
+        if chat is not None and chat.ended is None:
+            self._on_stream(chat, event)
+        kind = event.type
+        if kind in QUIET_TYPES:  # most events: pieces of a stream
             return False
-        match event:
-            case StepStartEvent():
-                self._flush_results(ctx)
-                self._start_step(ctx, event)
-            case StepEndEvent():
-                self._flush_results(ctx)
-                self._end_step(event)
-            case ToolExecuteStartEvent():
-                self._start_tool(event)
-            case ToolExecuteEndEvent() | ToolExecuteErrorEvent():
-                self._end_tool(event)
-            case ModelFellbackEvent():
-                self._fall_back(ctx, event)
-            case AgentErrorEvent():
-                _fail(self.run, event.code, event.message)
-            case AgentEndEvent():
-                self._flush_results(ctx)
-                self._end(event)
-                return True
-            case _:
-                self._note(event)
+        handler = _HANDLERS.get(kind)
+        if handler is None:
+            self._note(event)
+            return False
+        return handler(self, ctx, event)
+
+    def _on_step_start(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, StepStartEvent)
+        self._flush_results(ctx)
+        self._start_step(ctx, event)
         return False
+
+    def _on_step_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, StepEndEvent)
+        self._flush_results(ctx)
+        self._end_step(event)
+        return False
+
+    def _on_tool_start(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, ToolExecuteStartEvent)
+        self._start_tool(event)
+        return False
+
+    def _on_tool_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, ToolExecuteEndEvent | ToolExecuteErrorEvent)
+        self._end_tool(event)
+        return False
+
+    def _on_fellback(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, ModelFellbackEvent)
+        self._fall_back(ctx, event)
+        return False
+
+    def _on_error(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, AgentErrorEvent)
+        _fail(self.run, event.code, event.message)
+        return False
+
+    def _on_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, AgentEndEvent)
+        self._flush_results(ctx)
+        self._end(event)
+        return True
 
     def _note(self, event: AgentEvent) -> None:
         """Any other milestone (approvals, interrupts, guardrails...) as a span event."""
@@ -207,9 +257,7 @@ class RunSpans:
         span = self.span_for(tool_call_id) if tool_call_id else self.current()
         span.add_event(span_event_name(event), event_attributes(event))
 
-    def _on_stream(self, event: AgentEvent) -> None:
-        chat = self._chat
-        assert chat is not None
+    def _on_stream(self, chat: _Chat, event: AgentEvent) -> None:
         if event.type not in STREAM_TYPES:
             chat.ended = time.time_ns()
             self._settings.metrics.duration(chat.model, (chat.ended - chat.started) / 1e9)
@@ -224,34 +272,26 @@ class RunSpans:
         if event.type == "agent.model.retry":
             chat.span.add_event(span_event_name(event), event_attributes(event))
 
-    def _child(self, name: str, kind: SpanKind, attributes: Callable[[], dict[str, Any]]) -> Span:
-        """A span below the current step (or the run); the run's own when not recording."""
-        if not self._recording:
-            return self.run
-        return self._settings.tracer.start_span(
-            name, context=self._parent, kind=kind, attributes=attributes()
-        )
-
     def _start_step(self, ctx: RunContext[Any], event: StepStartEvent) -> None:
         self._close_step()
-        if self._recording and self._settings.step_spans:
-            step = self._child(
-                f"step {event.step}", SpanKind.INTERNAL, lambda: {"bastion.step": event.step}
+        settings = self._settings
+        if self._recording and settings.step_spans:
+            self._step = self._parent = settings.child(
+                f"step {event.step}", self.run, SpanKind.INTERNAL, {"bastion.step": event.step}
             )
-            self._step = step
-            self._parent = trace.set_span_in_context(step)
         self._open_chat(ctx, event.model)
 
     def _open_chat(self, ctx: RunContext[Any], model: str) -> None:
-        def attributes() -> dict[str, Any]:
-            found = chat_attributes(model)
-            redactor = self._settings.redactor
+        settings = self._settings
+        redactor = settings.redactor
+        if self._recording:
+            name, attributes = settings.chat(model)
             if redactor is not None:
-                found["gen_ai.input.messages"] = redactor.messages(ctx.messages)
-            return found
-
-        span = self._child(f"chat {split_model(model)[1]}", SpanKind.CLIENT, attributes)
-        self._chat = _Chat(span, model, time.time_ns())
+                attributes["gen_ai.input.messages"] = redactor.messages(ctx.messages)
+            span = settings.child(name, self._parent, SpanKind.CLIENT, attributes)
+        else:
+            span = self.run
+        self._chat = _Chat(span, model, content=redactor is not None)
 
     def _end_step(self, event: StepEndEvent) -> None:
         chat = self._chat
@@ -295,23 +335,25 @@ class RunSpans:
         self._open_chat(ctx, event.next_model)
 
     def _start_tool(self, event: ToolExecuteStartEvent) -> None:
-        def attributes() -> dict[str, Any]:
-            found: dict[str, Any] = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": event.tool_name,
-                "gen_ai.tool.call.id": event.tool_call_id,
-                "gen_ai.tool.type": "function",
-            }
-            if event.sandbox is not None:
-                found["bastion.tool.sandbox"] = event.sandbox
-            redactor = self._settings.redactor
-            if redactor is not None:
-                args = redactor.json_text(event.arguments)
-                found["gen_ai.tool.call.arguments"] = json.dumps(args, ensure_ascii=False)
-            return found
-
+        if not self._recording:
+            self.tools[event.tool_call_id] = self.run
+            return
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": event.tool_name,
+            "gen_ai.tool.call.id": event.tool_call_id,
+            "gen_ai.tool.type": "function",
+        }
+        if event.sandbox is not None:
+            attributes["bastion.tool.sandbox"] = event.sandbox
+        redactor = self._settings.redactor
+        if redactor is not None:
+            args = redactor.json_text(event.arguments)
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(args, ensure_ascii=False)
         name = f"execute_tool {event.tool_name}"
-        self.tools[event.tool_call_id] = self._child(name, SpanKind.INTERNAL, attributes)
+        self.tools[event.tool_call_id] = self._settings.child(
+            name, self._parent, SpanKind.INTERNAL, attributes
+        )
 
     def _end_tool(self, event: ToolExecuteEndEvent | ToolExecuteErrorEvent) -> None:
         span = self.tools.pop(event.tool_call_id, None)
@@ -347,7 +389,7 @@ class RunSpans:
         if self._step is not None:
             self._step.end()
             self._step = None
-            self._parent = self._run_parent
+            self._parent = self.run
 
     def _end(self, event: AgentEndEvent) -> None:
         for span in self.tools.values():
@@ -366,6 +408,20 @@ class RunSpans:
         if event.status == "failed" and event.error is not None:
             _fail(self.run, event.error.code, event.error.message)
         self.run.end()
+
+
+_Handler = Callable[[RunSpans, RunContext[Any], AgentEvent], bool]
+# What each event type does to the spans (any other type becomes a span event, or nothing).
+_HANDLERS: dict[str, _Handler] = {
+    "step.start": RunSpans._on_step_start,  # pyright: ignore[reportPrivateUsage]
+    "step.end": RunSpans._on_step_end,  # pyright: ignore[reportPrivateUsage]
+    "tool.execute.start": RunSpans._on_tool_start,  # pyright: ignore[reportPrivateUsage]
+    "tool.execute.end": RunSpans._on_tool_end,  # pyright: ignore[reportPrivateUsage]
+    "tool.execute.error": RunSpans._on_tool_end,  # pyright: ignore[reportPrivateUsage]
+    "agent.model.fellback": RunSpans._on_fellback,  # pyright: ignore[reportPrivateUsage]
+    "agent.error": RunSpans._on_error,  # pyright: ignore[reportPrivateUsage]
+    "agent.end": RunSpans._on_end,  # pyright: ignore[reportPrivateUsage]
+}
 
 
 def _fail(span: Span, error_type: str, message: str) -> None:
