@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import html.parser
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from bastion.core import RunContext, UserError
+from bastion.observability import trace_headers
 from bastion.security import PROVENANCE
 from bastion.tools._outcome import ToolError
 from bastion.tools._tool import Tool, ToolResult, tool
@@ -71,8 +72,11 @@ async def fetch(
     max_bytes: int = FETCH_MAX_BYTES,
     resolver: Resolver = system_resolver,
     transport: httpx.AsyncBaseTransport | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> FetchResult:
     """GET ``url`` under the SSRF guard, following up to 5 redirects.
+
+    ``headers`` go with every hop (the tool passes the W3C trace context when tracing is on).
 
     Raises:
         BlockedAddress: A hop would reach a refused address.
@@ -95,7 +99,11 @@ async def fetch(
             request = client.build_request(
                 "GET",
                 current.copy_with(host=address),
-                headers={"Host": current.netloc.decode("ascii"), "User-Agent": _USER_AGENT},
+                headers={
+                    **(headers or {}),
+                    "Host": current.netloc.decode("ascii"),
+                    "User-Agent": _USER_AGENT,
+                },
                 extensions={"sni_hostname": host} if current.scheme == "https" else {},
             )
             response = await client.send(request, stream=True)
@@ -214,7 +222,12 @@ def web_fetch_tool(
         """
         try:
             result = await fetch(
-                url, policy=policy, timeout=timeout, max_bytes=max_bytes, resolver=resolver
+                url,
+                policy=policy,
+                timeout=timeout,
+                max_bytes=max_bytes,
+                resolver=resolver,
+                headers=trace_headers(ctx),  # the tool call's trace context, when traced
             )
         except BlockedAddress as exc:
             raise ToolError(str(exc), kind="sandbox_violation") from None
