@@ -59,7 +59,10 @@ async def _run(provider: TracerProvider, *, light: bool) -> list[ReadableSpan]:
         primary = ScriptedModel([busy, busy], name="primary")  # each step falls back
         script: list[Turn | str] = [
             Turn(
-                tool_calls=[Call("weather", {"city": "Oslo"}, id="c1"), Call("broken", {}, id="c2")],
+                tool_calls=[
+                    Call("weather", {"city": "Oslo"}, id="c1"),
+                    Call("broken", {}, id="c2"),
+                ],
                 usage=Usage(prompt_tokens=10, completion_tokens=3),
             ),
             Turn(text="Sunny.", usage=Usage(prompt_tokens=20, completion_tokens=2)),

@@ -15,8 +15,8 @@ from bastion.mcp import MCPServer
 from bastion.observability import uninstrument
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools.builtins import web_fetch_tool
+from tests.mcp.conftest import HttpDemo
 
-from ..mcp.conftest import HttpDemo
 from .test_tracing import Traced
 
 

@@ -590,4 +590,3 @@ async def test_a_run_inside_an_application_span_is_its_child(traced: Traced) -> 
     with provider.get_tracer("app").start_as_current_span("request"):
         await Agent("a", model=ScriptedModel(["hi"])).run("go")
     assert traced.tree() == ["request", "  invoke_agent a", "    step 1", "      chat scripted"]
-

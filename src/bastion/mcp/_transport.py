@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias, cast
 
 if TYPE_CHECKING:
     import httpx2
@@ -144,10 +144,19 @@ async def _trace_context_headers(request: httpx2.Request) -> None:
         message: Any = json.loads(body)
     except ValueError:
         return
-    params = message.get("params") if isinstance(message, dict) else None
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if isinstance(meta, dict):
-        for key in _TRACE_KEYS:
-            value = meta.get(key)
-            if isinstance(value, str):
-                request.headers[key] = value
+    meta = _meta_of(message)
+    for key in _TRACE_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str):
+            request.headers[key] = value
+
+
+def _meta_of(message: object) -> dict[str, object]:
+    """The ``params._meta`` object of a JSON-RPC message (empty without one)."""
+    if not isinstance(message, dict):
+        return {}
+    params = cast("dict[str, object]", message).get("params")
+    if not isinstance(params, dict):
+        return {}
+    meta = cast("dict[str, object]", params).get("_meta")
+    return cast("dict[str, object]", meta) if isinstance(meta, dict) else {}

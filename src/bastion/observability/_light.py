@@ -172,8 +172,10 @@ class LightTracer:
 
 
 class LightSpan(trace.Span, ReadableSpan):  # pyright: ignore[reportIncompatibleMethodOverride]
-    """A span that is its own ``ReadableSpan`` (as the SDK's own span is): plain fields
-    while it is open, handed to the processors as it is when it ends (no copy)."""
+    """A span that is its own ``ReadableSpan``, as the SDK's own span is.
+
+    Plain fields while it is open; handed to the processors as it is when it ends (no copy).
+    """
 
     def __init__(  # noqa: PLR0917 - one span's parts, as the SDK's own span takes them
         self,

@@ -108,8 +108,12 @@ class GenAIMetrics:
     def tokens(self, model: str, response_model: str, usage: Usage) -> None:
         """Record the input and output tokens of one model call."""
         pending = self._pending
-        pending.append((self._tokens, usage.input_tokens, self._labels(model, response_model, "input")))
-        pending.append((self._tokens, usage.output_tokens, self._labels(model, response_model, "output")))
+        pending.append(
+            (self._tokens, usage.input_tokens, self._labels(model, response_model, "input"))
+        )
+        pending.append(
+            (self._tokens, usage.output_tokens, self._labels(model, response_model, "output"))
+        )
         if len(pending) >= FLUSH_AT:
             self.flush()
 
