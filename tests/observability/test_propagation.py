@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import pytest
 
 from bastion import Agent
+from bastion.core import UserError
 from bastion.mcp import MCPServer
 from bastion.observability import uninstrument
 from bastion.testing import Call, ScriptedModel, Turn
@@ -73,19 +74,27 @@ class Page(BaseHTTPRequestHandler):
         pass
 
 
-async def test_web_fetch_sends_the_tool_calls_trace_context(traced: Traced) -> None:
+async def test_web_fetch_sends_the_trace_context_only_when_asked(traced: Traced) -> None:
     server = HTTPServer(("127.0.0.1", 0), Page)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     Page.seen.clear()
     url = f"http://127.0.0.1:{server.server_port}/page"
-    fetch = web_fetch_tool(allow=["127.0.0.1"])
     script: list[Turn | str] = [Turn(tool_calls=[Call("web_fetch", {"url": url}, id="w1")]), "ok"]
     try:
-        result = await Agent("a", model=ScriptedModel(script), tools=[fetch]).run("go")
+        for trace_context in (False, True):
+            traced.exporter.clear()
+            fetch = web_fetch_tool(allow=["127.0.0.1"], trace_context=trace_context)
+            result = await Agent("a", model=ScriptedModel(script), tools=[fetch]).run("go")
+            assert result.output == "ok"
     finally:
         server.shutdown()
         server.server_close()
-    assert result.output == "ok"
-    (header,) = Page.seen
+    untraced, header = Page.seen
+    assert untraced == ""  # the default: sites fetched get no trace id
     assert header.split("-")[1:3] == _ids(traced, "execute_tool web_fetch")
+
+
+def test_web_fetch_trace_context_must_be_a_bool() -> None:
+    with pytest.raises(UserError, match="trace_context must be a bool"):
+        web_fetch_tool(trace_context="yes")  # type: ignore[arg-type]

@@ -193,6 +193,7 @@ def web_fetch_tool(
     max_bytes: int = FETCH_MAX_BYTES,
     resolver: Resolver = system_resolver,
     name: str = "web_fetch",
+    trace_context: bool = False,
 ) -> Tool:
     """Make a ``web_fetch`` tool.
 
@@ -203,15 +204,21 @@ def web_fetch_tool(
         max_bytes: Bytes of the body kept.
         resolver: Resolves host names (default: the system resolver).
         name: The tool's name.
+        trace_context: Send the tool call's W3C trace context (``traceparent``) with each
+            request while tracing is on. Off by default: the sites fetched are arbitrary,
+            and a trace id handed to them says which run asked.
 
     Raises:
-        UserError: An ``allow`` entry is not a network, or a limit is not positive.
+        UserError: An ``allow`` entry is not a network, a limit is not positive, or
+            ``trace_context`` is not a bool.
     """
     policy = AddressPolicy.of(allow)
     if not timeout > 0 or not max_bytes > 0:
         raise UserError(
             f"web_fetch_tool: timeout and max_bytes must be > 0, got {timeout!r}, {max_bytes!r}."
         )
+    if not isinstance(trace_context, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"web_fetch_tool: trace_context must be a bool, not {trace_context!r}.")
 
     async def web_fetch(ctx: RunContext[Any], url: str) -> ToolResult:
         """Fetch a web page or file by HTTP(S) GET and return its text (HTML reduced to text).
@@ -227,7 +234,7 @@ def web_fetch_tool(
                 timeout=timeout,
                 max_bytes=max_bytes,
                 resolver=resolver,
-                headers=trace_headers(ctx),  # the tool call's trace context, when traced
+                headers=trace_headers(ctx) if trace_context else None,
             )
         except BlockedAddress as exc:
             raise ToolError(str(exc), kind="sandbox_violation") from None
