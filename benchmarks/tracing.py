@@ -52,6 +52,7 @@ from ._script import EXPECTED_OUTPUT, INSTRUCTIONS, PROMPT, SCENARIO, TOOLS
 EXPECTED = EXPECTED_OUTPUT["loop_async"]
 SPANS_PER_RUN = 12
 VALUES_PER_RUN = 12  # token usage (input, output) and duration of 4 model calls
+COLLECT = "metric collection, per traced run (reader's thread, not in the rows above)"
 
 
 class CountingExporter(SpanExporter):
@@ -169,34 +170,45 @@ async def measure(runs: int = 2_100) -> dict[str, tuple[float, float]]:
 async def breakdown(runs: int = 1_500) -> dict[str, float]:
     """Median CPU µs per run (``time.process_time``: steadier on a loaded machine) of the
     parts of tracing: event handling alone (every run sampled out, no-op meter), plus the
-    metrics, plus the spans."""
+    metrics (a meter with a reader), plus the spans; and the reader's collection of a
+    traced run's metric values, after each round (off the runs' path)."""
     from opentelemetry.metrics import NoOpMeterProvider
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
     exporter = CountingExporter()
     dropped, kept = _provider(exporter, ALWAYS_OFF), _provider(exporter)
+    reader = InMemoryMetricReader({Histogram: AggregationTemporality.DELTA})
+    meter_provider = MeterProvider(metric_readers=[reader])
     variants: dict[str, Callable[[], object]] = {
         "off": uninstrument,
         "events only (sampled out, no-op meter)": lambda: instrument(
             tracer_provider=dropped, meter_provider=NoOpMeterProvider()
         ),
         "events + metrics (sampled out)": lambda: instrument(
-            tracer_provider=dropped, meter_provider=MeterProvider()
+            tracer_provider=dropped, meter_provider=meter_provider
         ),
         "events + metrics + spans (on)": lambda: instrument(
-            tracer_provider=kept, meter_provider=MeterProvider()
+            tracer_provider=kept, meter_provider=meter_provider
         ),
     }
     agent = _agent()
+    n = runs // 5
     times: dict[str, list[float]] = {label: [] for label in variants}
+    times[COLLECT] = []
     for round in range(6):
         for label, install in variants.items():
             install()
             start = time.process_time()
-            for _ in range(runs // 5):
+            for _ in range(n):
                 await agent.run(PROMPT)
+            elapsed = time.process_time() - start
+            start = time.process_time()
+            _metric_values(reader)
+            collected = time.process_time() - start
             if round:
-                times[label].append((time.process_time() - start) / (runs // 5) * 1e6)
+                times[label].append(elapsed / n * 1e6)
+                if label == "events + metrics + spans (on)":
+                    times[COLLECT].append(collected / n * 1e6)
     uninstrument()
     kept.shutdown()
     return {label: statistics.median(t) for label, t in times.items()}
@@ -208,7 +220,8 @@ async def main() -> None:
         print("| tracing | CPU µs/run | overhead |")
         print("|---|---|---|")
         for label, value in parts.items():
-            print(f"| {label} | {value:.0f} | {(value / parts['off'] - 1) * 100:+.1f}% |")
+            share = value if label == COLLECT else value - parts["off"]
+            print(f"| {label} | {value:.0f} | {share / parts['off'] * 100:+.1f}% |")
         return
     figures = await measure()
     off = figures["off"][0]

@@ -63,21 +63,21 @@ class Instrumentation:
         if event.type in self._skipped:
             return
         try:
-            self._observe(ctx, event)
-        except Exception as exc:  # an observer must not break the run
+            if isinstance(event, AgentStartEvent):  # a run (or a resumed run's segment)
+                self._start(ctx, event)
+                return
+            spans = self._runs.get(event.run_id)
+            if spans is not None and spans.on_event(ctx, event):
+                del self._runs[event.run_id]
+        except Exception as exc:  # an observer must not break the run: a typed warning
             warnings.warn(
                 f"Tracing failed on {event.type!r}: {type(exc).__name__}: {exc}",
                 ListenerWarning,
                 stacklevel=2,
             )
 
-    def _observe(self, ctx: RunContext[Any], event: AgentEvent) -> None:
-        if isinstance(event, AgentStartEvent):
-            self._runs[event.run_id] = RunSpans.open(self._settings, ctx, event, self._parent(ctx))
-            return
-        spans = self._runs.get(event.run_id)
-        if spans is not None and spans.on_event(ctx, event):
-            del self._runs[event.run_id]
+    def _start(self, ctx: RunContext[Any], event: AgentStartEvent) -> None:
+        self._runs[event.run_id] = RunSpans.open(self._settings, ctx, event, self._parent(ctx))
 
     def _parent(self, ctx: RunContext[Any]) -> Context:
         """A sub-agent run's parent: the tool span of the call that runs it."""
