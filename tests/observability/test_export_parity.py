@@ -201,3 +201,33 @@ def test_a_meter_nobody_collects_from_is_fed_once_the_queue_fills() -> None:
     assert len(metrics._pending) == 0  # pyright: ignore[reportPrivateUsage]
     (first, second) = _points(provider, reader)
     assert (first[3], second[3]) == (FLUSH_AT // 2, FLUSH_AT // 2)
+
+
+async def test_metric_exemplars_point_at_the_model_calls_span() -> None:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    meter_provider, reader, _ = _meter()
+    instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    try:
+        await Agent("a", model=ScriptedModel(["hi"])).run("go")
+    finally:
+        uninstrument()
+    (chat,) = [s for s in exporter.get_finished_spans() if s.name == "chat scripted"]
+    assert chat.context is not None
+    data = reader.get_metrics_data()
+    assert data is not None
+    exemplars = [
+        (metric.name, exemplar.trace_id, exemplar.span_id)
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        for point in metric.data.data_points
+        for exemplar in point.exemplars
+    ]
+    ids = (chat.context.trace_id, chat.context.span_id)
+    assert sorted(exemplars) == [
+        ("gen_ai.client.operation.duration", *ids),
+        ("gen_ai.client.token.usage", *ids),
+        ("gen_ai.client.token.usage", *ids),
+    ]

@@ -14,7 +14,9 @@ import weakref
 from collections import deque
 from collections.abc import Iterable
 
+from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Histogram, Meter, Observation
+from opentelemetry.trace import Span
 
 from bastion.core import Usage
 
@@ -28,7 +30,8 @@ DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 
 # Values held before a run feeds them to the meter itself (no reader collected them).
 FLUSH_AT = 4096
 
-_Record = tuple[Histogram, float, dict[str, str]]
+# A value, its histogram and attributes, and the model call's span (for exemplars).
+_Record = tuple[Histogram, float, dict[str, str], Span | None]
 # Every live instance, and the one of each meter: any collection flushes them all (a
 # meter registers a callback once per name, so a second instance's would be ignored).
 _LIVE: weakref.WeakSet[GenAIMetrics] = weakref.WeakSet()
@@ -99,20 +102,23 @@ class GenAIMetrics:
                 found["gen_ai.token.type"] = token_type
         return found
 
-    def duration(self, model: str, seconds: float) -> None:
-        """Record how long one model call took."""
-        self._pending.append((self._duration, seconds, self._labels(model)))
+    def duration(self, model: str, seconds: float, span: Span | None = None) -> None:
+        """Record how long one model call (whose span is ``span``) took."""
+        self._pending.append((self._duration, seconds, self._labels(model), span))
         if len(self._pending) >= FLUSH_AT:
             self.flush()
 
-    def tokens(self, model: str, response_model: str, usage: Usage) -> None:
-        """Record the input and output tokens of one model call."""
+    def tokens(
+        self, model: str, response_model: str, usage: Usage, span: Span | None = None
+    ) -> None:
+        """Record the input and output tokens of one model call (whose span is ``span``)."""
         pending = self._pending
+        labels = self._labels
         pending.append(
-            (self._tokens, usage.input_tokens, self._labels(model, response_model, "input"))
+            (self._tokens, usage.input_tokens, labels(model, response_model, "input"), span)
         )
         pending.append(
-            (self._tokens, usage.output_tokens, self._labels(model, response_model, "output"))
+            (self._tokens, usage.output_tokens, labels(model, response_model, "output"), span)
         )
         if len(pending) >= FLUSH_AT:
             self.flush()
@@ -122,7 +128,9 @@ class GenAIMetrics:
         pending = self._pending
         while pending:
             try:
-                histogram, value, attributes = pending.popleft()
+                histogram, value, attributes, span = pending.popleft()
             except IndexError:  # another thread took the last one
                 return
-            histogram.record(value, attributes)
+            # The model call's span as the context: a sampled one becomes the exemplar.
+            context = None if span is None else trace.set_span_in_context(span)
+            histogram.record(value, attributes, context)

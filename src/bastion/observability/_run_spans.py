@@ -260,7 +260,8 @@ class RunSpans:
     def _on_stream(self, chat: _Chat, event: AgentEvent) -> None:
         if event.type not in STREAM_TYPES:
             chat.ended = time.time_ns()
-            self._settings.metrics.duration(chat.model, (chat.ended - chat.started) / 1e9)
+            seconds = (chat.ended - chat.started) / 1e9
+            self._settings.metrics.duration(chat.model, seconds, chat.span)
         elif self._settings.redactor is not None:
             if isinstance(event, TextCompleteEvent):
                 chat.text.append(event.text)
@@ -305,7 +306,7 @@ class RunSpans:
                     "gen_ai.usage.output_tokens": usage.output_tokens,
                 }
             )
-            self._settings.metrics.tokens(chat.model, event.model, usage)
+            self._settings.metrics.tokens(chat.model, event.model, usage, chat.span)
             self._output(chat, event.finish_reason)
             chat.span.end(end_time=chat.ended)
             self._chat = None
