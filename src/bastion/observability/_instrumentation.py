@@ -16,7 +16,8 @@ from bastion.core import AgentEvent, AgentStartEvent, ListenerWarning, RunContex
 from ._metrics import metrics_for
 from ._names import PARENT_RUN_ID, PARENT_TOOL_CALL_ID
 from ._redact import Redactor
-from ._run_spans import CONTENT_TYPES, SKIPPED_TYPES, RunSpans, Settings
+from ._run_spans import CONTENT_TYPES, SKIPPED_TYPES, RunSpans
+from ._settings import Settings
 
 if TYPE_CHECKING:
     from ._light import LightTracer

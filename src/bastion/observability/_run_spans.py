@@ -13,12 +13,10 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from bastion.core import (
     AgentEndEvent,
@@ -41,21 +39,20 @@ from bastion.core import (
     ToolMessage,
 )
 
-from ._metrics import GenAIMetrics
 from ._names import (
     CONTINUES,
     agent_attributes,
-    chat_attributes,
     event_attributes,
     span_event_name,
     split_model,
 )
-from ._redact import REDACTED, Redactor
+from ._redact import REDACTED
+from ._settings import Settings, continued
 
 if TYPE_CHECKING:
-    from ._light import LightTracer
+    pass
 
-__all__ = ["CONTENT_TYPES", "SKIPPED_TYPES", "RunSpans", "Settings"]
+__all__ = ["CONTENT_TYPES", "SKIPPED_TYPES", "RunSpans"]
 
 # Pieces of the model's stream: while they arrive, the model call is still going on.
 STREAM_TYPES = frozenset(
@@ -86,37 +83,6 @@ SKIPPED_TYPES = frozenset(
         "subagent.event",
     }
 )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    """What the instrumentation records, shared by every run."""
-
-    tracer: trace.Tracer | LightTracer  # light: SDK spans built without the SDK's overhead
-    metrics: GenAIMetrics
-    redactor: Redactor | None  # None: message content is not captured
-    step_spans: bool = True  # False: model and tool calls are children of the run's span
-    # A model call's span name and starting attributes, by model (built once each).
-    chats: dict[str, tuple[str, dict[str, Any]]] = field(
-        default_factory=dict[str, tuple[str, dict[str, Any]]]
-    )
-
-    def child(self, name: str, parent: Span, kind: SpanKind, attributes: dict[str, Any]) -> Span:
-        """A span below ``parent`` (the light tracer builds no context object for it)."""
-        tracer = self.tracer
-        start_child = getattr(tracer, "start_child", None)
-        if start_child is not None:
-            found: Span = start_child(name, parent, kind, attributes)
-            return found
-        context = trace.set_span_in_context(parent)
-        return tracer.start_span(name, context=context, kind=kind, attributes=attributes)
-
-    def chat(self, model: str) -> tuple[str, dict[str, Any]]:
-        """A model call's span name and a fresh copy of its starting attributes."""
-        found = self.chats.get(model)
-        if found is None:
-            found = self.chats[model] = (f"chat {split_model(model)[1]}", chat_attributes(model))
-        return found[0], dict(found[1])
 
 
 class _Chat:
@@ -168,7 +134,7 @@ class RunSpans:
         cls, settings: Settings, ctx: RunContext[Any], event: AgentStartEvent, parent: Context
     ) -> RunSpans:
         """Start the run's span (its parent and the link to a resumed run's trace given)."""
-        links = _continued(ctx) if event.resumed else []
+        links = continued(ctx) if event.resumed else []
         span = settings.tracer.start_span(
             f"invoke_agent {event.agent_name}",
             context=parent,
@@ -428,17 +394,3 @@ _HANDLERS: dict[str, _Handler] = {
 def _fail(span: Span, error_type: str, message: str) -> None:
     span.set_attribute("error.type", error_type)
     span.set_status(Status(StatusCode.ERROR, message))
-
-
-def _continued(ctx: RunContext[Any]) -> list[Link]:
-    """A link to the span of the run segment this resumed run continues, when recorded."""
-    stored = ctx.metadata.get(CONTINUES)
-    if not isinstance(stored, dict):
-        return []
-    try:
-        trace_id = int(str(stored["trace_id"]), 16)  # pyright: ignore[reportUnknownArgumentType]
-        span_id = int(str(stored["span_id"]), 16)  # pyright: ignore[reportUnknownArgumentType]
-    except (KeyError, ValueError):
-        return []
-    context = trace.SpanContext(trace_id, span_id, is_remote=True)
-    return [Link(context, {"bastion.link": "resumed_from"})]
