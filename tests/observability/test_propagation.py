@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, ClassVar
 
 import pytest
+import uvicorn
 
 from bastion import Agent
 from bastion.core import UserError
@@ -16,7 +19,7 @@ from bastion.mcp import MCPServer
 from bastion.observability import uninstrument
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools.builtins import web_fetch_tool
-from tests.mcp.conftest import HttpDemo
+from tests.mcp import demo_server as demo
 
 from .test_tracing import Traced
 
@@ -37,15 +40,24 @@ async def test_http_mcp_calls_carry_the_trace_context_in_headers_and_meta(
     traced: Traced,
 ) -> None:
     # covers C21
-    demo = HttpDemo()
-    await demo.start()
+    # The demo server's streamable HTTP app, served in this process on a socket that
+    # listens before the client connects (the client's requests wait in its backlog).
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    app = demo.server.streamable_http_app()
+    serving = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    task = asyncio.create_task(serving.serve(sockets=[sock]))
     try:
-        server = MCPServer.http(demo.url, name="demo")
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        server = MCPServer.http(url, name="demo")
         script: list[Turn | str] = [Turn(tool_calls=[Call("trace_context", {}, id="h1")]), "ok"]
         async with Agent("a", model=ScriptedModel(script), tools=[server]) as agent:
             events = [e async for e in agent.stream("go")]
     finally:
-        await demo.kill()
+        serving.should_exit = True
+        await task
+        sock.close()
 
     (end,) = [e for e in events if e.type == "tool.execute.end"]
     wrapped = end.result.splitlines()  # the untrusted-data wrapping around the result
