@@ -1,6 +1,7 @@
 """OpenTelemetry tracing: what it costs a run, on and off (issue 20).
 
-Run as ``python -m benchmarks.tracing`` (``… breakdown``: CPU time of each part). The
+Run as ``python -m benchmarks.tracing`` (``… breakdown``: CPU time of each part; ``… tap``:
+CPU time of the tracing tap alone, fed a recorded run's events). The
 agent is the overhead benchmark's S1 agent (``loop_async``: 3 sequential async tool
 calls, then the answer; 4 model steps on ``FunctionModel``). Timed, interleaved in 14
 rounds, µs per run (the median round, and the best one):
@@ -216,7 +217,66 @@ async def breakdown(runs: int = 1_500) -> dict[str, float]:
     return {label: statistics.median(t) for label, t in times.items()}
 
 
+class _Recorder:
+    """A run tap that keeps every (context, event) pair of the runs it sees."""
+
+    needs_deltas = False  # as tracing without content capture: a quiet run
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Any, Any]] = []
+
+    def __call__(self, ctx: Any, event: Any) -> None:
+        self.seen.append((ctx, event))
+
+
+async def tap_alone(runs: int = 3_000) -> dict[str, float]:
+    """Median CPU µs per S1 run of the tracing tap alone, fed a recorded run's events in a
+    loop (15 interleaved rounds; metric values collected between rounds, not timed)."""
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    from bastion.core import set_run_tap
+
+    recorder = _Recorder()
+    set_run_tap(recorder)
+    await _agent().run(PROMPT)
+    set_run_tap(None)
+    exporter = CountingExporter()
+    dropped, kept = _provider(exporter, ALWAYS_OFF), _provider(exporter)
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    variants: dict[str, Callable[[], Any]] = {
+        "events only (sampled out, no-op meter)": lambda: instrument(
+            tracer_provider=dropped, meter_provider=NoOpMeterProvider()
+        ),
+        "+ metrics (SDK meter with a reader)": lambda: instrument(
+            tracer_provider=dropped, meter_provider=meter_provider
+        ),
+        "+ spans (on)": lambda: instrument(tracer_provider=kept, meter_provider=meter_provider),
+    }
+    n = runs // 15
+    times: dict[str, list[float]] = {label: [] for label in variants}
+    for _ in range(15):
+        for label, install in variants.items():
+            tap = install()
+            start = time.process_time()
+            for _ in range(n):
+                for ctx, event in recorder.seen:
+                    tap(ctx, event)
+            times[label].append((time.process_time() - start) / n * 1e6)
+            reader.collect()
+    uninstrument()
+    kept.shutdown()
+    return {label: statistics.median(t) for label, t in times.items()}
+
+
 async def main() -> None:
+    if sys.argv[1:] == ["tap"]:
+        print("| tap alone | CPU µs per S1 run |")
+        print("|---|---|")
+        for label, value in (await tap_alone()).items():
+            print(f"| {label} | {value:.0f} |")
+        return
     if sys.argv[1:] == ["breakdown"]:
         parts = await breakdown()
         print("| tracing | CPU µs/run | overhead |")
