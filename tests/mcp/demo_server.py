@@ -9,6 +9,7 @@ call of ``count`` appends a line to, so a test sees how often the tool really ra
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import warnings
 
@@ -57,6 +58,16 @@ def authorization(ctx: Context) -> str:
     request = ctx.request_context.request
     headers = getattr(request, "headers", None)
     return "" if headers is None else str(headers.get("authorization", ""))
+
+
+@server.tool()
+def trace_context(ctx: Context) -> str:
+    """The traceparent of the call: its HTTP header and its ``_meta`` (JSON)."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    header = "" if headers is None else str(headers.get("traceparent", ""))
+    sent = str(dict(ctx.request_context.meta or {}).get("traceparent", ""))
+    return json.dumps({"header": header, "meta": sent})
 
 
 class Approval(BaseModel):

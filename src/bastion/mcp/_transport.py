@@ -9,14 +9,16 @@ enters the SDK's transport context on an exit stack owned by the connection's ta
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias, cast
 
 if TYPE_CHECKING:
+    import httpx2
     from mcp.client._transport import TransportStreams
 
 __all__ = ["Transport", "TransportKind", "open_transport"]
@@ -109,6 +111,7 @@ async def open_transport(
             headers=dict(transport.headers),
             timeout=httpx2.Timeout(seconds, read=None),  # calls have their own deadline
             follow_redirects=False,
+            event_hooks={"request": [_trace_context_headers]},
         )
         await stack.enter_async_context(client)
         return await stack.enter_async_context(
@@ -123,3 +126,37 @@ async def open_transport(
     from mcp.client._memory import InMemoryTransport
 
     return await stack.enter_async_context(InMemoryTransport(transport.server))
+
+
+_TRACE_KEYS = ("traceparent", "tracestate")
+
+
+async def _trace_context_headers(request: httpx2.Request) -> None:
+    """Send a tool call's W3C trace context (in its ``_meta``) as HTTP headers too.
+
+    The call's message is written by the transport's own task, outside the run's context,
+    so the headers are read back from the JSON-RPC message the request carries.
+    """
+    body: bytes = request.content
+    if b'"traceparent"' not in body:
+        return
+    try:
+        message: Any = json.loads(body)
+    except ValueError:
+        return
+    meta = _meta_of(message)
+    for key in _TRACE_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str):
+            request.headers[key] = value
+
+
+def _meta_of(message: object) -> dict[str, object]:
+    """The ``params._meta`` object of a JSON-RPC message (empty without one)."""
+    if not isinstance(message, dict):
+        return {}
+    params = cast("dict[str, object]", message).get("params")
+    if not isinstance(params, dict):
+        return {}
+    meta = cast("dict[str, object]", params).get("_meta")
+    return cast("dict[str, object]", meta) if isinstance(meta, dict) else {}

@@ -13,10 +13,11 @@ from opentelemetry.trace import Span
 
 from bastion.core import AgentEvent, AgentStartEvent, ListenerWarning, RunContext
 
-from ._metrics import GenAIMetrics
+from ._metrics import metrics_for
 from ._names import PARENT_RUN_ID, PARENT_TOOL_CALL_ID
 from ._redact import Redactor
-from ._run_spans import CONTENT_TYPES, SKIPPED_TYPES, RunSpans, Settings
+from ._run_spans import CONTENT_TYPES, SKIPPED_TYPES, RunSpans
+from ._settings import Settings
 
 if TYPE_CHECKING:
     from ._light import LightTracer
@@ -46,7 +47,7 @@ class Instrumentation:
         tracer = _light(provider) or trace.get_tracer(SCOPE, tracer_provider=provider)
         meter = metrics.get_meter(SCOPE, meter_provider=meter_provider)
         self._settings = Settings(
-            tracer=tracer, metrics=GenAIMetrics(meter), redactor=redactor, step_spans=step_spans
+            tracer=tracer, metrics=metrics_for(meter), redactor=redactor, step_spans=step_spans
         )
         self._runs: dict[str, RunSpans] = {}
         # Without content capture, the pieces of an answer change no span either: a run
@@ -63,21 +64,21 @@ class Instrumentation:
         if event.type in self._skipped:
             return
         try:
-            self._observe(ctx, event)
-        except Exception as exc:  # an observer must not break the run
+            if isinstance(event, AgentStartEvent):  # a run (or a resumed run's segment)
+                self._start(ctx, event)
+                return
+            spans = self._runs.get(event.run_id)
+            if spans is not None and spans.on_event(ctx, event):
+                del self._runs[event.run_id]
+        except Exception as exc:  # an observer must not break the run: a typed warning
             warnings.warn(
                 f"Tracing failed on {event.type!r}: {type(exc).__name__}: {exc}",
                 ListenerWarning,
                 stacklevel=2,
             )
 
-    def _observe(self, ctx: RunContext[Any], event: AgentEvent) -> None:
-        if isinstance(event, AgentStartEvent):
-            self._runs[event.run_id] = RunSpans.open(self._settings, ctx, event, self._parent(ctx))
-            return
-        spans = self._runs.get(event.run_id)
-        if spans is not None and spans.on_event(ctx, event):
-            del self._runs[event.run_id]
+    def _start(self, ctx: RunContext[Any], event: AgentStartEvent) -> None:
+        self._runs[event.run_id] = RunSpans.open(self._settings, ctx, event, self._parent(ctx))
 
     def _parent(self, ctx: RunContext[Any]) -> Context:
         """A sub-agent run's parent: the tool span of the call that runs it."""

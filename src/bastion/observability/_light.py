@@ -1,12 +1,12 @@
-"""Light spans: a run's spans built straight into the SDK's ``ReadableSpan`` at their end.
+"""Light spans: a run's spans as plain ``ReadableSpan`` s, handed to the processors at their end.
 
 The OpenTelemetry SDK's own span (``Tracer.start_span``) costs tens of µs in CPython: locks,
 attribute validation and bounding on every write, processor callbacks at its start. A
 run's spans have a fixed, known shape (a few scalar attributes set by Bastion itself), so
 when the tracer provider is the SDK's and its span processors do nothing when a span
 starts (``BatchSpanProcessor``, ``SimpleSpanProcessor``), Bastion keeps each open span as a
-plain object and, at its end, hands one finished ``ReadableSpan`` to the provider's
-processors, which export it as they would any other. The sampler, the id generator and the
+``ReadableSpan`` with plain fields and, at its end, hands it to the provider's processors,
+which export it as they would any other. The sampler, the id generator and the
 resource are the provider's, used exactly as its tracer uses them. Any other provider or
 processor gets the SDK's tracer (:func:`light_tracer` returns ``None``).
 """
@@ -59,7 +59,7 @@ def light_tracer(provider: object, scope: str) -> LightTracer | None:
 class LightTracer:
     """Starts :class:`LightSpan` s the way the SDK's tracer starts its spans."""
 
-    __slots__ = ("_ids", "_inherits", "_processors", "_provider", "_scope")
+    __slots__ = ("_ids", "_inherits", "_processors", "_provider", "_resource", "_scope")
 
     def __init__(
         self,
@@ -70,6 +70,7 @@ class LightTracer:
         self._provider = provider
         self._processors = processors
         self._scope = scope
+        self._resource = provider.resource
         self._ids = provider.id_generator
         # The default sampler (and any ParentBased one that samples below a sampled local
         # parent): a child of a sampled span of ours is sampled, no question asked.
@@ -102,6 +103,22 @@ class LightTracer:
             )
             return LightSpan(self, name, span_context, parent, kind, attributes or {}, links)
         return self._sampled_span(name, context, parent, kind, attributes or {}, links)
+
+    def start_child(
+        self, name: str, parent: trace.Span, kind: SpanKind, attributes: dict[str, Any]
+    ) -> trace.Span:
+        """A span below ``parent`` (no context object is built for a light parent)."""
+        if self._inherits and isinstance(parent, LightSpan):
+            context = parent.get_span_context()
+            span_context = SpanContext(
+                context.trace_id,
+                self._ids.generate_span_id(),
+                False,
+                context.trace_flags,
+                context.trace_state,
+            )
+            return LightSpan(self, name, span_context, context, kind, attributes, ())
+        return self.start_span(name, trace.set_span_in_context(parent), kind, attributes)
 
     def _sampled_span(  # noqa: PLR0917 - start_span's arguments, resolved
         self,
@@ -138,15 +155,15 @@ class LightTracer:
             self, name, span_context, parent if parent.is_valid else None, kind, attributes, links
         )
 
-    def finish(self, span: ReadableSpan) -> None:
-        """Hand a finished span to the provider's processors (they export it)."""
-        for processor in self._processors:
-            processor.on_end(span)
+    @property
+    def processors(self) -> tuple[SpanProcessor, ...]:
+        """The provider's processors: each finished span goes to their ``on_end``."""
+        return self._processors
 
     @property
     def resource(self) -> Any:
         """The provider's resource."""
-        return self._provider.resource
+        return self._resource
 
     @property
     def scope(self) -> InstrumentationScope:
@@ -154,22 +171,11 @@ class LightTracer:
         return self._scope
 
 
-class LightSpan(trace.Span):
-    """An open span: plain fields until :meth:`end` builds its ``ReadableSpan``."""
+class LightSpan(trace.Span, ReadableSpan):  # pyright: ignore[reportIncompatibleMethodOverride]
+    """A span that is its own ``ReadableSpan``, as the SDK's own span is.
 
-    __slots__ = (
-        "_attributes",
-        "_context",
-        "_end_time",
-        "_events",
-        "_kind",
-        "_links",
-        "_name",
-        "_parent",
-        "_start_time",
-        "_status",
-        "_tracer",
-    )
+    Plain fields while it is open; handed to the processors as it is when it ends (no copy).
+    """
 
     def __init__(  # noqa: PLR0917 - one span's parts, as the SDK's own span takes them
         self,
@@ -181,6 +187,7 @@ class LightSpan(trace.Span):
         attributes: dict[str, Any],
         links: Sequence[Link],
     ) -> None:
+        # The fields ``ReadableSpan`` reads (its ``__init__`` would only set them too).
         self._tracer = tracer
         self._name = name
         self._context = context
@@ -188,8 +195,11 @@ class LightSpan(trace.Span):
         self._kind = kind
         self._attributes = attributes
         self._links = tuple(links)
-        self._events: list[Event] = []
+        self._events: tuple[Event, ...] = ()
         self._status = _UNSET
+        self._resource = tracer.resource
+        self._instrumentation_scope = tracer.scope
+        self._instrumentation_info = None
         self._start_time = time.time_ns()
         self._end_time: int | None = None
 
@@ -203,8 +213,9 @@ class LightSpan(trace.Span):
 
     def set_attributes(self, attributes: Mapping[str, AttributeValue]) -> None:
         """Set attributes (sequences are kept as tuples, as the SDK keeps them)."""
-        for key, value in attributes.items():
-            self.set_attribute(key, value)
+        if self._end_time is None:
+            for key, value in attributes.items():
+                self._attributes[key] = tuple(value) if isinstance(value, list) else value
 
     def set_attribute(self, key: str, value: AttributeValue) -> None:
         """Set one attribute."""
@@ -216,7 +227,8 @@ class LightSpan(trace.Span):
     ) -> None:
         """Add a span event (now, unless ``timestamp`` says when)."""
         if self._end_time is None:
-            self._events.append(Event(name, attributes, timestamp or time.time_ns()))
+            event = Event(name, attributes, timestamp or time.time_ns())
+            self._events = (*self._events, event)
 
     def add_link(self, context: SpanContext, attributes: Attributes = None) -> None:
         """Add a link to another span."""
@@ -225,7 +237,8 @@ class LightSpan(trace.Span):
 
     def update_name(self, name: str) -> None:
         """Rename the span."""
-        self._name = name
+        if self._end_time is None:
+            self._name = name
 
     def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
         """Set the status (an ``OK`` one is final, as in the SDK)."""
@@ -250,24 +263,9 @@ class LightSpan(trace.Span):
         self.add_event("exception", found, timestamp)
 
     def end(self, end_time: int | None = None) -> None:
-        """End the span: its ``ReadableSpan`` goes to the processors (once)."""
+        """End the span: it goes to the processors, as it is, once; it changes no more."""
         if self._end_time is not None:
             return
         self._end_time = end_time or time.time_ns()
-        tracer = self._tracer
-        tracer.finish(
-            ReadableSpan(
-                self._name,
-                context=self._context,
-                parent=self._parent,
-                resource=tracer.resource,
-                attributes=self._attributes,
-                events=tuple(self._events),
-                links=self._links,
-                kind=self._kind,
-                status=self._status,
-                start_time=self._start_time,
-                end_time=self._end_time,
-                instrumentation_scope=tracer.scope,
-            )
-        )
+        for processor in self._tracer.processors:
+            processor.on_end(self)

@@ -13,12 +13,10 @@ import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from bastion.core import (
     AgentEndEvent,
@@ -41,21 +39,20 @@ from bastion.core import (
     ToolMessage,
 )
 
-from ._metrics import GenAIMetrics
 from ._names import (
     CONTINUES,
     agent_attributes,
-    chat_attributes,
     event_attributes,
     span_event_name,
     split_model,
 )
-from ._redact import REDACTED, Redactor
+from ._redact import REDACTED
+from ._settings import Settings, continued
 
 if TYPE_CHECKING:
-    from ._light import LightTracer
+    pass
 
-__all__ = ["CONTENT_TYPES", "SKIPPED_TYPES", "RunSpans", "Settings"]
+__all__ = ["CONTENT_TYPES", "SKIPPED_TYPES", "RunSpans"]
 
 # Pieces of the model's stream: while they arrive, the model call is still going on.
 STREAM_TYPES = frozenset(
@@ -88,24 +85,21 @@ SKIPPED_TYPES = frozenset(
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Settings:
-    """What the instrumentation records, shared by every run."""
-
-    tracer: trace.Tracer | LightTracer  # light: SDK spans built without the SDK's overhead
-    metrics: GenAIMetrics
-    redactor: Redactor | None  # None: message content is not captured
-    step_spans: bool = True  # False: model and tool calls are children of the run's span
-
-
-@dataclass(slots=True)
 class _Chat:
-    span: Span
-    model: str
-    started: int
-    ended: int | None = None
-    text: list[str] = field(default_factory=list[str])
-    calls: list[ToolCall] = field(default_factory=list[ToolCall])
+    __slots__ = ("calls", "ended", "model", "span", "started", "text")
+
+    def __init__(self, span: Span, model: str, *, content: bool) -> None:
+        self.span = span
+        self.model = model
+        self.started = time.time_ns()
+        self.ended: int | None = None
+        # The answer's pieces, kept only when content is captured.
+        self.text: list[str] = [] if content else _NO_TEXT
+        self.calls: list[ToolCall] = [] if content else _NO_CALLS
+
+
+_NO_TEXT: list[str] = []
+_NO_CALLS: list[ToolCall] = []
 
 
 class RunSpans:
@@ -116,7 +110,6 @@ class RunSpans:
         "_finished",
         "_parent",
         "_recording",
-        "_run_parent",
         "_settings",
         "_step",
         "run",
@@ -129,7 +122,7 @@ class RunSpans:
         # A run the sampler left out records nothing: its steps, model and tool calls all
         # stand for the run's own (non-recording) span, which still carries the context.
         self._recording = run.is_recording()
-        self._run_parent = self._parent = trace.set_span_in_context(run)
+        self._parent = run  # the span new model and tool call spans go under
         self._step: Span | None = None
         self._chat: _Chat | None = None
         self.tools: dict[str, Span] = {}
@@ -141,7 +134,7 @@ class RunSpans:
         cls, settings: Settings, ctx: RunContext[Any], event: AgentStartEvent, parent: Context
     ) -> RunSpans:
         """Start the run's span (its parent and the link to a resumed run's trace given)."""
-        links = _continued(ctx) if event.resumed else []
+        links = continued(ctx) if event.resumed else []
         span = settings.tracer.start_span(
             f"invoke_agent {event.agent_name}",
             context=parent,
@@ -172,32 +165,55 @@ class RunSpans:
 
     def on_event(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
         """Advance the spans; True when the run ended (its spans are all closed)."""
-        if self._chat is not None and self._chat.ended is None:
-            self._on_stream(event)
-        if event.type in QUIET_TYPES:  # most events: pieces of a stream
+        chat = self._chat
+        if chat is not None and chat.ended is None:
+            self._on_stream(chat, event)
+        kind = event.type
+        if kind in QUIET_TYPES:  # most events: pieces of a stream
             return False
-        match event:
-            case StepStartEvent():
-                self._flush_results(ctx)
-                self._start_step(ctx, event)
-            case StepEndEvent():
-                self._flush_results(ctx)
-                self._end_step(event)
-            case ToolExecuteStartEvent():
-                self._start_tool(event)
-            case ToolExecuteEndEvent() | ToolExecuteErrorEvent():
-                self._end_tool(event)
-            case ModelFellbackEvent():
-                self._fall_back(ctx, event)
-            case AgentErrorEvent():
-                _fail(self.run, event.code, event.message)
-            case AgentEndEvent():
-                self._flush_results(ctx)
-                self._end(event)
-                return True
-            case _:
-                self._note(event)
+        handler = _HANDLERS.get(kind)
+        if handler is None:
+            self._note(event)
+            return False
+        return handler(self, ctx, event)
+
+    def _on_step_start(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, StepStartEvent)
+        self._flush_results(ctx)
+        self._start_step(ctx, event)
         return False
+
+    def _on_step_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, StepEndEvent)
+        self._flush_results(ctx)
+        self._end_step(event)
+        return False
+
+    def _on_tool_start(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, ToolExecuteStartEvent)
+        self._start_tool(event)
+        return False
+
+    def _on_tool_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, ToolExecuteEndEvent | ToolExecuteErrorEvent)
+        self._end_tool(event)
+        return False
+
+    def _on_fellback(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, ModelFellbackEvent)
+        self._fall_back(ctx, event)
+        return False
+
+    def _on_error(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, AgentErrorEvent)
+        _fail(self.run, event.code, event.message)
+        return False
+
+    def _on_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+        assert isinstance(event, AgentEndEvent)
+        self._flush_results(ctx)
+        self._end(event)
+        return True
 
     def _note(self, event: AgentEvent) -> None:
         """Any other milestone (approvals, interrupts, guardrails...) as a span event."""
@@ -207,12 +223,11 @@ class RunSpans:
         span = self.span_for(tool_call_id) if tool_call_id else self.current()
         span.add_event(span_event_name(event), event_attributes(event))
 
-    def _on_stream(self, event: AgentEvent) -> None:
-        chat = self._chat
-        assert chat is not None
+    def _on_stream(self, chat: _Chat, event: AgentEvent) -> None:
         if event.type not in STREAM_TYPES:
             chat.ended = time.time_ns()
-            self._settings.metrics.duration(chat.model, (chat.ended - chat.started) / 1e9)
+            seconds = (chat.ended - chat.started) / 1e9
+            self._settings.metrics.duration(chat.model, seconds, chat.span)
         elif self._settings.redactor is not None:
             if isinstance(event, TextCompleteEvent):
                 chat.text.append(event.text)
@@ -224,34 +239,26 @@ class RunSpans:
         if event.type == "agent.model.retry":
             chat.span.add_event(span_event_name(event), event_attributes(event))
 
-    def _child(self, name: str, kind: SpanKind, attributes: Callable[[], dict[str, Any]]) -> Span:
-        """A span below the current step (or the run); the run's own when not recording."""
-        if not self._recording:
-            return self.run
-        return self._settings.tracer.start_span(
-            name, context=self._parent, kind=kind, attributes=attributes()
-        )
-
     def _start_step(self, ctx: RunContext[Any], event: StepStartEvent) -> None:
         self._close_step()
-        if self._recording and self._settings.step_spans:
-            step = self._child(
-                f"step {event.step}", SpanKind.INTERNAL, lambda: {"bastion.step": event.step}
+        settings = self._settings
+        if self._recording and settings.step_spans:
+            self._step = self._parent = settings.child(
+                f"step {event.step}", self.run, SpanKind.INTERNAL, {"bastion.step": event.step}
             )
-            self._step = step
-            self._parent = trace.set_span_in_context(step)
         self._open_chat(ctx, event.model)
 
     def _open_chat(self, ctx: RunContext[Any], model: str) -> None:
-        def attributes() -> dict[str, Any]:
-            found = chat_attributes(model)
-            redactor = self._settings.redactor
+        settings = self._settings
+        redactor = settings.redactor
+        if self._recording:
+            name, attributes = settings.chat(model)
             if redactor is not None:
-                found["gen_ai.input.messages"] = redactor.messages(ctx.messages)
-            return found
-
-        span = self._child(f"chat {split_model(model)[1]}", SpanKind.CLIENT, attributes)
-        self._chat = _Chat(span, model, time.time_ns())
+                attributes["gen_ai.input.messages"] = redactor.messages(ctx.messages)
+            span = settings.child(name, self._parent, SpanKind.CLIENT, attributes)
+        else:
+            span = self.run
+        self._chat = _Chat(span, model, content=redactor is not None)
 
     def _end_step(self, event: StepEndEvent) -> None:
         chat = self._chat
@@ -265,7 +272,7 @@ class RunSpans:
                     "gen_ai.usage.output_tokens": usage.output_tokens,
                 }
             )
-            self._settings.metrics.tokens(chat.model, event.model, usage)
+            self._settings.metrics.tokens(chat.model, event.model, usage, chat.span)
             self._output(chat, event.finish_reason)
             chat.span.end(end_time=chat.ended)
             self._chat = None
@@ -295,23 +302,25 @@ class RunSpans:
         self._open_chat(ctx, event.next_model)
 
     def _start_tool(self, event: ToolExecuteStartEvent) -> None:
-        def attributes() -> dict[str, Any]:
-            found: dict[str, Any] = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": event.tool_name,
-                "gen_ai.tool.call.id": event.tool_call_id,
-                "gen_ai.tool.type": "function",
-            }
-            if event.sandbox is not None:
-                found["bastion.tool.sandbox"] = event.sandbox
-            redactor = self._settings.redactor
-            if redactor is not None:
-                args = redactor.json_text(event.arguments)
-                found["gen_ai.tool.call.arguments"] = json.dumps(args, ensure_ascii=False)
-            return found
-
+        if not self._recording:
+            self.tools[event.tool_call_id] = self.run
+            return
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": event.tool_name,
+            "gen_ai.tool.call.id": event.tool_call_id,
+            "gen_ai.tool.type": "function",
+        }
+        if event.sandbox is not None:
+            attributes["bastion.tool.sandbox"] = event.sandbox
+        redactor = self._settings.redactor
+        if redactor is not None:
+            args = redactor.json_text(event.arguments)
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(args, ensure_ascii=False)
         name = f"execute_tool {event.tool_name}"
-        self.tools[event.tool_call_id] = self._child(name, SpanKind.INTERNAL, attributes)
+        self.tools[event.tool_call_id] = self._settings.child(
+            name, self._parent, SpanKind.INTERNAL, attributes
+        )
 
     def _end_tool(self, event: ToolExecuteEndEvent | ToolExecuteErrorEvent) -> None:
         span = self.tools.pop(event.tool_call_id, None)
@@ -347,7 +356,7 @@ class RunSpans:
         if self._step is not None:
             self._step.end()
             self._step = None
-            self._parent = self._run_parent
+            self._parent = self.run
 
     def _end(self, event: AgentEndEvent) -> None:
         for span in self.tools.values():
@@ -368,20 +377,20 @@ class RunSpans:
         self.run.end()
 
 
+_Handler = Callable[[RunSpans, RunContext[Any], AgentEvent], bool]
+# What each event type does to the spans (any other type becomes a span event, or nothing).
+_HANDLERS: dict[str, _Handler] = {
+    "step.start": RunSpans._on_step_start,  # pyright: ignore[reportPrivateUsage]
+    "step.end": RunSpans._on_step_end,  # pyright: ignore[reportPrivateUsage]
+    "tool.execute.start": RunSpans._on_tool_start,  # pyright: ignore[reportPrivateUsage]
+    "tool.execute.end": RunSpans._on_tool_end,  # pyright: ignore[reportPrivateUsage]
+    "tool.execute.error": RunSpans._on_tool_end,  # pyright: ignore[reportPrivateUsage]
+    "agent.model.fellback": RunSpans._on_fellback,  # pyright: ignore[reportPrivateUsage]
+    "agent.error": RunSpans._on_error,  # pyright: ignore[reportPrivateUsage]
+    "agent.end": RunSpans._on_end,  # pyright: ignore[reportPrivateUsage]
+}
+
+
 def _fail(span: Span, error_type: str, message: str) -> None:
     span.set_attribute("error.type", error_type)
     span.set_status(Status(StatusCode.ERROR, message))
-
-
-def _continued(ctx: RunContext[Any]) -> list[Link]:
-    """A link to the span of the run segment this resumed run continues, when recorded."""
-    stored = ctx.metadata.get(CONTINUES)
-    if not isinstance(stored, dict):
-        return []
-    try:
-        trace_id = int(str(stored["trace_id"]), 16)  # pyright: ignore[reportUnknownArgumentType]
-        span_id = int(str(stored["span_id"]), 16)  # pyright: ignore[reportUnknownArgumentType]
-    except (KeyError, ValueError):
-        return []
-    context = trace.SpanContext(trace_id, span_id, is_remote=True)
-    return [Link(context, {"bastion.link": "resumed_from"})]

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import html.parser
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from bastion.core import RunContext, UserError
+from bastion.observability import trace_headers
 from bastion.security import PROVENANCE
 from bastion.tools._outcome import ToolError
 from bastion.tools._tool import Tool, ToolResult, tool
@@ -71,8 +72,11 @@ async def fetch(
     max_bytes: int = FETCH_MAX_BYTES,
     resolver: Resolver = system_resolver,
     transport: httpx.AsyncBaseTransport | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> FetchResult:
     """GET ``url`` under the SSRF guard, following up to 5 redirects.
+
+    ``headers`` go with every hop (the tool passes the W3C trace context when tracing is on).
 
     Raises:
         BlockedAddress: A hop would reach a refused address.
@@ -95,7 +99,11 @@ async def fetch(
             request = client.build_request(
                 "GET",
                 current.copy_with(host=address),
-                headers={"Host": current.netloc.decode("ascii"), "User-Agent": _USER_AGENT},
+                headers={
+                    **(headers or {}),
+                    "Host": current.netloc.decode("ascii"),
+                    "User-Agent": _USER_AGENT,
+                },
                 extensions={"sni_hostname": host} if current.scheme == "https" else {},
             )
             response = await client.send(request, stream=True)
@@ -185,6 +193,7 @@ def web_fetch_tool(
     max_bytes: int = FETCH_MAX_BYTES,
     resolver: Resolver = system_resolver,
     name: str = "web_fetch",
+    trace_context: bool = False,
 ) -> Tool:
     """Make a ``web_fetch`` tool.
 
@@ -195,15 +204,21 @@ def web_fetch_tool(
         max_bytes: Bytes of the body kept.
         resolver: Resolves host names (default: the system resolver).
         name: The tool's name.
+        trace_context: Send the tool call's W3C trace context (``traceparent``) with each
+            request while tracing is on. Off by default: the sites fetched are arbitrary,
+            and a trace id handed to them says which run asked.
 
     Raises:
-        UserError: An ``allow`` entry is not a network, or a limit is not positive.
+        UserError: An ``allow`` entry is not a network, a limit is not positive, or
+            ``trace_context`` is not a bool.
     """
     policy = AddressPolicy.of(allow)
     if not timeout > 0 or not max_bytes > 0:
         raise UserError(
             f"web_fetch_tool: timeout and max_bytes must be > 0, got {timeout!r}, {max_bytes!r}."
         )
+    if not isinstance(trace_context, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"web_fetch_tool: trace_context must be a bool, not {trace_context!r}.")
 
     async def web_fetch(ctx: RunContext[Any], url: str) -> ToolResult:
         """Fetch a web page or file by HTTP(S) GET and return its text (HTML reduced to text).
@@ -214,7 +229,12 @@ def web_fetch_tool(
         """
         try:
             result = await fetch(
-                url, policy=policy, timeout=timeout, max_bytes=max_bytes, resolver=resolver
+                url,
+                policy=policy,
+                timeout=timeout,
+                max_bytes=max_bytes,
+                resolver=resolver,
+                headers=trace_headers(ctx) if trace_context else None,
             )
         except BlockedAddress as exc:
             raise ToolError(str(exc), kind="sandbox_violation") from None
