@@ -15,8 +15,10 @@ from bastion.agent import RetryConfig
 from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
-from ._activities import model_activity, tool_activity
+from ._fan_out_client import check_merges
+from ._multi import FanOutMethods, multi_agent_refusals, registrations, runs_in_workflow
 from ._proxies import Activities
+from ._reach import reachable, retry_policy
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -27,16 +29,19 @@ from ._views import (
 from ._workflow import agent_workflow
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import Agent, RunConfig
+    from bastion.agent._merge import Merge
 
 __all__ = ["TemporalAgent"]
 
 OutputT = TypeVar("OutputT")
 
 
-class TemporalAgent(Generic[OutputT]):
+class TemporalAgent(FanOutMethods, Generic[OutputT]):
     """Runs an :class:`~bastion.Agent` as a durable Temporal workflow.
 
     The agent's loop runs as workflow code; each model call and each tool call is an activity
@@ -50,6 +55,10 @@ class TemporalAgent(Generic[OutputT]):
             ``timeout`` wins for its calls).
         heartbeat_timeout: Seconds without a heartbeat after which the worker of a model or
             tool call is taken for lost (``None``: only ``activity_timeout`` tells).
+        children: Agents its fan-outs run (:meth:`fan_out`); handoff targets and
+            sub-agents are found on their own.
+        merges: Merge strategies fan-outs may name (functions, ``Judge`` with a function
+            judge), by name: the workers run the merge.
 
     Raises:
         UserError: The agent uses a part that does not run on Temporal yet (see
@@ -63,8 +72,12 @@ class TemporalAgent(Generic[OutputT]):
         task_queue: str | None = None,
         activity_timeout: float = 300.0,
         heartbeat_timeout: float | None = None,
+        children: Sequence[Agent[Any, Any]] = (),
+        merges: Mapping[str, Merge] | None = None,
     ) -> None:
-        _check_supported(agent.config)
+        reach = reachable(agent, children)
+        for reached in reach.values():
+            _check_supported(reached.config)
         if activity_timeout <= 0:
             raise UserError(f"activity_timeout must be > 0 seconds, got {activity_timeout!r}.")
         if heartbeat_timeout is not None and heartbeat_timeout <= 0:
@@ -78,17 +91,19 @@ class TemporalAgent(Generic[OutputT]):
             tool=f"{self.workflow_name}.tool",
             timeout=timedelta(seconds=activity_timeout),
             heartbeat=None if heartbeat_timeout is None else timedelta(seconds=heartbeat_timeout),
-            retry=_retry_policy(config.retry or RetryConfig()),
+            retry=retry_policy(config.retry or RetryConfig()),
             no_retry=RetryPolicy(maximum_attempts=1),
         )
         beat = None if heartbeat_timeout is None else heartbeat_timeout / 3
         self.workflow = agent_workflow(agent, self.workflow_name, activities)
         """The workflow class (register it on your own ``Worker`` if you build one)."""
-        self.activities = (
-            model_activity(activities.model, config.models, beat),
-            tool_activity(activities.tool, config.catalog.registry, beat),
+        self.reach = reach
+        """Every agent a run may come to run (handoffs, sub-agents, ``children``), by name."""
+        self.merges = check_merges(f"TemporalAgent({agent.name!r})", merges)
+        self.workflows, self.activities = registrations(
+            reach, self.workflow, activities, self.merges, beat
         )
-        """The activity functions (register them with the workflow)."""
+        """The workflow classes and activity functions (register them on your own ``Worker``)."""
         self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
 
     def worker(self, client: Client, **options: Any) -> Worker:
@@ -96,7 +111,7 @@ class TemporalAgent(Generic[OutputT]):
         return Worker(
             client,
             task_queue=self.task_queue,
-            workflows=[self.workflow],
+            workflows=list(self.workflows),
             activities=list(self.activities),
             **options,
         )
@@ -190,17 +205,6 @@ class TemporalAgent(Generic[OutputT]):
         )
 
 
-def _retry_policy(retry: RetryConfig) -> RetryPolicy:
-    """The activity retry policy of the agent's model retry settings."""
-    initial = max(retry.initial_delay, 0.001)
-    return RetryPolicy(
-        initial_interval=timedelta(seconds=initial),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=max(retry.max_delay, initial)),
-        maximum_attempts=retry.max_retries + 1,
-    )
-
-
 def _check_supported(config: RunConfig) -> None:
     """Refuse, by name, what the workflow cannot run yet (before anything is registered)."""
     refused = [
@@ -213,8 +217,9 @@ def _check_supported(config: RunConfig) -> None:
         )
         if present
     ]
+    refused += multi_agent_refusals(config)
     for tool in config.catalog.registry.values():
-        if tool.takes_ctx:
+        if tool.takes_ctx and not runs_in_workflow(tool):
             refused.append(f"tool {tool.name!r} takes a RunContext")
         if tool.kind == "async_gen":
             refused.append(f"tool {tool.name!r} streams its output")

@@ -22,7 +22,7 @@ from bastion.agent._catalog import ToolCatalog
 from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
-from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
+from ._proxies import Activities, ActivityModel, WorkflowClock
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -30,6 +30,7 @@ from ._views import (
     result_adapter,
     status_adapter,
 )
+from ._wiring import workflow_parts
 
 if TYPE_CHECKING:
     from bastion.agent import Agent, RunConfig, RunResult
@@ -45,10 +46,8 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
     """
     clock = WorkflowClock()
     models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(config.models))
-    registry = ToolRegistry(
-        [proxy_tool(t, activities) for t in config.catalog.registry.values()],
-        owner=f"Agent {config.name!r}",
-    )
+    tools, handoffs = workflow_parts(config, activities, usage)
+    registry = ToolRegistry(tools, owner=f"Agent {config.name!r}")
     catalog = ToolCatalog(registry)
     return replace(
         config,
@@ -60,6 +59,7 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
         executor=_executor(config.executor, clock),
         retry=RetryConfig(max_retries=0),
         store=None,
+        handoffs=handoffs,
     )
 
 
