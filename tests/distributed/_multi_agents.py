@@ -32,6 +32,16 @@ def researchers() -> tuple[Agent[None, str], Agent[None, str], Agent[None, str]]
     return alpha, beta, gamma
 
 
+def stalled() -> Agent[None, str]:
+    """A child whose model never answers (a sibling's success cancels it)."""
+
+    async def never(request: ModelRequest) -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    return Agent("stalled", model=FunctionModel(never))
+
+
 def lead() -> Agent[None, str]:
     """The host of the fan-outs (its own model is never called by a fan-out)."""
     return Agent("lead", model=ScriptedModel(["unused"]))

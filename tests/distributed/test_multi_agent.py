@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from bastion.agent import ChildBudget
 from bastion.distributed import TemporalAgent
 
-from ._multi_agents import boss, lead, researchers, triage_desk
+from ._multi_agents import boss, lead, researchers, stalled, triage_desk
+from .test_workflow import _activities  # pyright: ignore[reportPrivateUsage]
 
 
 async def _children(handle: WorkflowHandle[object, str]) -> list[tuple[str, str]]:
@@ -59,3 +60,71 @@ async def test_a_fan_out_of_three_children_merges_as_the_local_fan_out(
     assert [c.run_id for c in result.children] == ["fan-1/alpha", "fan-1/beta", "fan-1/gamma"]
     assert result.usage == local.usage
     assert result.usage.requests == 4  # alpha 1, beta 2 (stopped at its budget), gamma 1
+
+
+async def test_a_handoff_continues_the_workflow_with_the_target_as_locally(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    local_triage, _ = triage_desk()
+    local = await local_triage.run("I want a refund")
+    triage, _ = triage_desk()
+    remote_agent = TemporalAgent(triage)
+    assert set(remote_agent.reach) == {"triage", "billing"}
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        handle = await remote_agent.start(client, "I want a refund")
+        result = await remote_agent.result(client, handle.id)
+        scheduled = await _activities(handle)
+        started = await _children(handle)
+    assert (result.status, result.output) == ("completed", "Your refund is 42 EUR.")
+    assert (result.text, result.steps, result.usage) == (local.text, local.steps, local.usage)
+    # one workflow: the target's model and tool calls are its own activities, no child
+    assert scheduled == [
+        "bastion.agent.triage.model",
+        "bastion.agent.billing.model",
+        "bastion.agent.billing.tool",
+        "bastion.agent.billing.model",
+    ]
+    assert started == []
+
+
+async def test_a_sub_agent_task_tool_runs_the_sub_agent_as_a_child_workflow(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    local = await boss().run("Ask the explorer")
+    remote_agent = TemporalAgent(boss())
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        handle = await remote_agent.start(client, "Ask the explorer")
+        result = await remote_agent.result(client, handle.id)
+        [(kind, child_id)] = await _children(handle)
+        child = await remote_agent.result(client, child_id)
+    assert (result.status, result.output) == ("completed", "The explorer says: It is 7.")
+    assert result.output == local.output
+    assert kind == "bastion.agent.explorer.child"
+    assert child_id == child.run_id  # the child's run id is its workflow's id
+    # the child's usage (two model calls) joins the parent's (two), as locally
+    assert result.usage.requests == local.usage.requests == 4
+    assert result.usage == local.usage
+
+
+async def test_first_success_cancels_the_children_still_running(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    alpha, _, _ = researchers()
+    waiting = stalled()
+    remote_agent = TemporalAgent(lead(), children=[alpha, waiting])
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        result = await remote_agent.fan_out(
+            client,
+            [(alpha, "go"), (waiting, "wait")],
+            merge="first_success",
+            fan_out_id="fan-first",
+        )
+        cancelled = await client.get_workflow_handle("fan-first/stalled").describe()
+    assert (result.output, result.chosen) == ("Alpha found 1.", "alpha")
+    summary = [(c.name, c.status, c.error.code if c.error else None) for c in result.children]
+    assert summary == [("alpha", "completed", None), ("stalled", "aborted", "cancelled")]
+    # the sibling's workflow was cancelled once the winner was known
+    assert cancelled.status == WorkflowExecutionStatus.CANCELED

@@ -19,6 +19,7 @@ untrusted content.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,10 @@ class ChildWorkflow(AgentWorkflow):
                 outcome = await self._budgeted(config, request, run_id)
             else:
                 outcome = await self._parking(config, request, run_id)
+        if workflow.cancellation_reason() is not None:
+            # The parent cancelled it (a sibling won first_success): end CANCELED, whatever
+            # the loop made of its cancelled activity.
+            raise asyncio.CancelledError
         self._status = WorkflowStatus(status=outcome.status, usage=outcome.usage)  # type: ignore[arg-type]
         await workflow.wait_condition(workflow.all_handlers_finished)
         return outcome_adapter().dump_json(outcome).decode()

@@ -238,6 +238,8 @@ class _ChildWorkflowStream:
                 raise  # the fan-out itself is cancelled
             return None
         outcome = outcome_adapter().validate_json(text)
+        if self._aborted and outcome.status != "completed":
+            return None  # it ended as it was cancelled: an aborted child, as locally
         return RunResult(
             run_id=outcome.run_id,
             agent_name=outcome.agent_name,
