@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from bastion.agent import ChildBudget
+from bastion import Agent, UserError
+from bastion.agent import ChildBudget, ChildResult, Judge
 from bastion.distributed import TemporalAgent
+from bastion.testing import ScriptedModel
 
 from ._multi_agents import boss, lead, researchers, stalled, triage_desk
 from .test_workflow import _activities  # pyright: ignore[reportPrivateUsage]
@@ -60,6 +65,45 @@ async def test_a_fan_out_of_three_children_merges_as_the_local_fan_out(
     assert [c.run_id for c in result.children] == ["fan-1/alpha", "fan-1/beta", "fan-1/gamma"]
     assert result.usage == local.usage
     assert result.usage.requests == 4  # alpha 1, beta 2 (stopped at its budget), gamma 1
+    async with remote_agent.worker(client):
+        # the same fan-out id again: its result, nothing run again (the scripts are spent)
+        again = await remote_agent.fan_out(client, [(children[0], "a")], fan_out_id="fan-1")
+    assert again == result
+
+
+async def test_a_merge_registered_by_name_runs_on_the_workers(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    def backwards(children: Sequence[ChildResult]) -> str:
+        return " | ".join(f"{c.name}: {c.output}" for c in reversed(children) if c.ok)
+
+    alpha, beta, gamma = researchers()
+    remote_agent = TemporalAgent(lead(), children=[alpha, gamma], merges={"backwards": backwards})
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        result = await remote_agent.fan_out(client, [(alpha, "a"), (gamma, "c")], merge="backwards")
+        with pytest.raises(UserError, match="not registered"):
+            await remote_agent.fan_out(client, [(alpha, "a")], merge=lambda _: "x")
+        with pytest.raises(UserError, match="agent 'beta', which this TemporalAgent does not"):
+            await remote_agent.fan_out(client, [(beta, "b")])
+    assert (result.ok, result.strategy, result.output) == (
+        True,
+        "custom",
+        "gamma: Gamma found 3. | alpha: Alpha found 1.",
+    )
+
+
+def test_what_a_temporal_agent_cannot_run_yet_is_refused_by_name() -> None:
+    explorer = Agent("explorer", model=ScriptedModel(["x"]))
+    filtered = explorer.as_tool(name="explore", input_filter=lambda messages: messages[-1:])
+    with pytest.raises(UserError, match="sub-agent tool 'explore' with an input_filter"):
+        TemporalAgent(Agent("boss", model=ScriptedModel(["x"]), tools=[filtered]))
+    judge = Judge(judge=Agent("judge", model=ScriptedModel(["PICK: 1"])))
+    with pytest.raises(UserError, match="Judge whose judge is an agent"):
+        TemporalAgent(lead(), merges={"judged": judge})
+    twin = Agent("explorer", model=ScriptedModel(["y"]))
+    with pytest.raises(UserError, match="two different agents named 'explorer'"):
+        TemporalAgent(lead(), children=[explorer, twin])
 
 
 async def test_a_handoff_continues_the_workflow_with_the_target_as_locally(

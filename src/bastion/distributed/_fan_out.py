@@ -96,7 +96,7 @@ def fan_out_request_adapter() -> TypeAdapter[FanOutRequest]:
 @cache
 def fan_out_adapter() -> TypeAdapter[FanOutResult]:
     """The adapter of the fan-out workflow's result (outputs as plain JSON)."""
-    from bastion.agent._merge_guard import GuardReport  # noqa: F401 - resolves its annotation
+    from bastion.agent._merge_guard import GuardReport  # noqa: F401  # pyright: ignore[reportUnusedImport] - resolves its annotation
 
     return TypeAdapter(FanOutResult)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from temporalio.activity import _Definition as activity_defn  # pyright: ignore[reportPrivateUsage]
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.workflow import _Definition as workflow_defn  # pyright: ignore[reportPrivateUsage]
 
 from bastion.agent._handoffs import handoff_of
 
@@ -33,7 +35,13 @@ if TYPE_CHECKING:
     from ._fan_out import Strategy
     from ._proxies import Activities
 
-__all__ = ["FanOutMethods", "multi_agent_refusals", "registrations", "runs_in_workflow"]
+__all__ = [
+    "FanOutMethods",
+    "multi_agent_refusals",
+    "registrations",
+    "runs_in_workflow",
+    "worker_parts",
+]
 
 
 def runs_in_workflow(tool: Tool) -> bool:
@@ -91,6 +99,25 @@ def registrations(
         functions.append(model_activity(own.model, config.models, beat))
         functions.append(tool_activity(own.tool, config.catalog.registry, beat))
     return tuple(workflows), tuple(functions)
+
+
+def worker_parts(
+    parts: Sequence[tuple[Sequence[type[Any]], Sequence[Any]]],
+) -> tuple[list[type[Any]], list[Any]]:
+    """The workflows and activities of several agents for one worker, each name once.
+
+    Agents that reach the same agent (``triage`` and ``billing`` handing off to each
+    other) both register its child workflow and activities: the same definitions.
+    """
+    workflows: dict[str, type[Any]] = {}
+    functions: dict[str, Any] = {}
+    for classes, activities in parts:
+        for cls in classes:
+            workflows.setdefault(workflow_defn.must_from_class(cls).name or "", cls)
+        for function in activities:
+            name = activity_defn.must_from_callable(function).name  # pyright: ignore[reportUnknownMemberType]
+            functions.setdefault(name or "", function)
+    return list(workflows.values()), list(functions.values())
 
 
 class FanOutMethods:
