@@ -1,13 +1,16 @@
-"""A worker killed with SIGKILL during a fan-out: the next worker finishes it.
+"""Multi-agent on a real dev server, in real processes.
 
-Real processes on a real dev server; the children's model calls and side-effecting
-``charge`` runs are counted in files (``_multi_agents.crash_fan_out``).
+A worker killed with SIGKILL during a fan-out is replaced by another that finishes it (the
+children's model calls and side-effecting ``charge`` runs are counted in files, see
+``_multi_agents.crash_fan_out``); the example of docs/scale-out.md runs as printed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from .test_worker_crash import (
 )
 
 WORKER = Path(__file__).with_name("_multi_worker.py")
+PAGE = Path(__file__).parents[2] / "docs" / "scale-out.md"
 
 
 async def test_a_worker_killed_during_a_fan_out_is_replaced_without_repeating_a_call(
@@ -59,3 +63,25 @@ async def test_a_worker_killed_during_a_fan_out_is_replaced_without_repeating_a_
     assert charges == {"alpha": 1, "beta": 1, "gamma": 1}
     assert _count(tmp_path / "lookups") == 2
     assert result.usage.requests == 7
+
+
+async def test_the_multi_agent_example_of_the_scale_out_page_prints_what_it_shows(
+    tmp_path: Path,
+) -> None:
+    text = PAGE.read_text(encoding="utf-8").split("## Multi-agent on Temporal", 1)[1]
+    code = text.split("```python", 1)[1].split("```", 1)[0]
+    shown = text.split("It prints (after the dev server's banner):\n\n```", 1)[1]
+    script = tmp_path / "multi_agent.py"
+    script.write_text(code, encoding="utf-8")
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PATH": path},
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    expected = shown.split("```", 1)[0].strip().splitlines()
+    assert out.decode().splitlines()[-len(expected) :] == expected
