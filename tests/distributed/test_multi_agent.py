@@ -9,13 +9,19 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from bastion import Agent, UserError
+from bastion import Agent, UserError, tool
 from bastion.agent import ChildBudget, ChildResult, Judge
 from bastion.distributed import TemporalAgent
-from bastion.testing import ScriptedModel
+from bastion.testing import Call, ScriptedModel, Turn
 
 from ._multi_agents import boss, lead, researchers, stalled, triage_desk
 from .test_workflow import _activities  # pyright: ignore[reportPrivateUsage]
+
+
+@tool(side_effect_class="side_effecting", needs_approval=True)
+def refund(amount: int) -> str:
+    """Refund the customer."""
+    return f"refunded {amount}"
 
 
 async def _children(handle: WorkflowHandle[object, str]) -> list[tuple[str, str]]:
@@ -130,6 +136,30 @@ async def test_a_handoff_continues_the_workflow_with_the_target_as_locally(
         "bastion.agent.billing.model",
     ]
     assert started == []
+
+
+async def test_a_run_parked_after_a_handoff_resumes_with_the_target(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    billing = Agent(
+        "billing",
+        model=ScriptedModel([Turn(tool_calls=[Call("refund", {"amount": 42})]), "Refunded."]),
+        tools=[refund],
+    )
+    script = [Turn(tool_calls=[Call("transfer_to_billing", {})])]
+    remote_agent = TemporalAgent(Agent("triage", model=ScriptedModel(script), handoffs=[billing]))
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        handle = await remote_agent.start(client, "Refund me")
+        parked = await remote_agent.settle(client, handle.id)
+        [pending] = parked.pending
+        assert (parked.status, pending.tool_name) == ("awaiting_approval", "refund")
+        await remote_agent.approve(client, handle.id, pending.tool_call_id)
+        result = await remote_agent.result(client, handle.id)
+        scheduled = await _activities(handle)
+    assert (result.status, result.output) == ("completed", "Refunded.")
+    # resumed with billing's configuration: its tool and model are billing's activities
+    assert scheduled[-2:] == ["bastion.agent.billing.tool", "bastion.agent.billing.model"]
 
 
 async def test_a_sub_agent_task_tool_runs_the_sub_agent_as_a_child_workflow(

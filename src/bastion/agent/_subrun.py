@@ -208,7 +208,7 @@ class SubagentCall:
             relay = self._relay(ctx, texts, config.name, ancestry)
             result = await run_child(child, ctx, parent, relay)
         await _account(parent, config.name, result)
-        return self._shaped(result, texts)
+        return self.shaped(result, texts)
 
     def _relay(
         self, ctx: RunContext[Any], texts: list[str], name: str, ancestry: tuple[str, ...]
@@ -314,12 +314,18 @@ class SubagentCall:
                 )
         return chosen
 
-    def _shaped(self, result: RunResult[Any], texts: list[str]) -> ToolResult:
-        """What the parent's model reads, per ``expose_turns``; an error for failed runs."""
+    def shaped(
+        self, result: RunResult[Any], texts: list[str], *, untrusted: bool | None = None
+    ) -> ToolResult:
+        """What the parent's model reads, per ``expose_turns``; an error for failed runs.
+
+        ``untrusted``: whether the child read untrusted content (default: its state says).
+        """
         name = self.agent.config.name
         usage = dict(result.usage_by_model)
-        state = result.state
-        untrusted = state is not None and state.untrusted_seen
+        if untrusted is None:
+            state = result.state
+            untrusted = state is not None and state.untrusted_seen
         status = result.status
         if status == "failed":
             error = result.error

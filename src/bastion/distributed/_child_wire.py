@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter
 
 from bastion.agent import ChildBudget
+from bastion.agent._result import RunResult
 from bastion.core import RunErrorInfo, RunStatus, Usage
 
 __all__ = [
@@ -54,6 +55,24 @@ class ChildOutcome:
     usage_by_model: dict[str, Usage] = field(default_factory=dict[str, Usage])
     steps: int = 0
     untrusted: bool = False
+
+    def as_result(self) -> RunResult[Any]:
+        """The child's run as a ``RunResult`` (no messages: they stay in its history)."""
+        return RunResult(
+            run_id=self.run_id,
+            agent_name=self.agent_name,
+            status=self.status,
+            output=self.output,
+            text=self.text,
+            messages=[],
+            usage=self.usage,
+            usage_by_model=self.usage_by_model,
+            tool_calls=[],
+            steps=self.steps,
+            duration=0.0,
+            error=self.error,
+            stop_reason=self.stop_reason,
+        )
 
 
 @cache

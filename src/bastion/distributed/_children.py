@@ -30,7 +30,6 @@ from bastion.agent import FanOutChild
 from bastion.agent._capability import ReadOnlyCatalog
 from bastion.agent._multi_child import ChildHandle, run_child
 from bastion.core import TextCompleteEvent, id_source
-from bastion.tools import Directive
 
 from ._child_wire import (
     ChildOutcome,
@@ -88,11 +87,7 @@ class ChildWorkflow(AgentWorkflow):
         )
         result = await _drained(stream, texts)
         while result.status == "awaiting_approval":
-            self._park(result)
-            await workflow.wait_condition(lambda: len(self._decided) == len(self._pending))
-            directive = Directive(approvals=list(self._decided.values()))
-            self._pending, self._decided = {}, {}
-            self._status = WorkflowStatus(status="running", usage=self._usage[0])
+            directive = await self.decisions(result)
             stream = agent.stream(result.state, directive=directive, config=config)
             result = await _drained(stream, texts)
         return _outcome_of(result, texts)

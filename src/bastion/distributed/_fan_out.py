@@ -240,21 +240,7 @@ class _ChildWorkflowStream:
         outcome = outcome_adapter().validate_json(text)
         if self._aborted and outcome.status != "completed":
             return None  # it ended as it was cancelled: an aborted child, as locally
-        return RunResult(
-            run_id=outcome.run_id,
-            agent_name=outcome.agent_name,
-            status=outcome.status,
-            output=outcome.output,
-            text=outcome.text,
-            messages=[],
-            usage=outcome.usage,
-            usage_by_model=outcome.usage_by_model,
-            tool_calls=[],
-            steps=outcome.steps,
-            duration=0.0,
-            error=outcome.error,
-            stop_reason=outcome.stop_reason,
-        )
+        return outcome.as_result()
 
     def _ended(
         self, status: Literal["aborted", "failed"], error: RunErrorInfo | None

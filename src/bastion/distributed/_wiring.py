@@ -21,7 +21,7 @@ from temporalio.exceptions import ChildWorkflowError
 from bastion.agent._child import child_run_id
 from bastion.agent._handoffs import HandoffCall, Handoffs, handoff_of
 from bastion.agent._subrun import ANCESTRY, PARENT_AGENT, PARENT_RUN_ID, PARENT_TOOL_CALL_ID
-from bastion.tools import ToolError, ToolResult, render_output
+from bastion.tools import ToolError
 
 from ._child_wire import (
     ChildOutcome,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from bastion.agent import RunConfig
     from bastion.agent._subrun import SubagentCall
     from bastion.core import RunContext, Usage
-    from bastion.tools import Tool
+    from bastion.tools import Tool, ToolResult
 
     from ._proxies import Activities
 
@@ -139,27 +139,5 @@ class _SubagentChild:
 
 
 def _shaped(call: SubagentCall, outcome: ChildOutcome) -> ToolResult:
-    """What the parent's model reads of the child, per ``expose_turns`` (as locally)."""
-    name = call.agent.config.name
-    usage = dict(outcome.usage_by_model)
-    untrusted = outcome.untrusted
-    if outcome.status == "failed":
-        error = outcome.error
-        why = f"{error.code}: {error.message}" if error is not None else "unknown error"
-        raise ToolError(f"Sub-agent {name!r} failed ({why}).", untrusted=untrusted, usage=usage)
-    if outcome.status == "aborted":
-        raise ToolError(
-            f"Sub-agent {name!r} was aborted before it finished.",
-            kind="aborted",
-            untrusted=untrusted,
-            usage=usage,
-        )
-    if call.expose_turns == "none":
-        text = f"Sub-agent {name!r} finished."
-    elif call.expose_turns == "all":
-        text = "\n\n".join(outcome.texts)
-    else:
-        text = outcome.text if outcome.output is None else render_output(outcome.output)
-    if outcome.status == "stopped":
-        text = f"{text}\n\n(Sub-agent {name!r} stopped early: {outcome.stop_reason}.)".lstrip()
-    return ToolResult(output=text, untrusted=untrusted, usage=usage)
+    """What the parent's model reads of the child: what it reads locally."""
+    return call.shaped(outcome.as_result(), list(outcome.texts), untrusted=outcome.untrusted)

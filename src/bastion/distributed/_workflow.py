@@ -105,15 +105,20 @@ class AgentWorkflow:
         with id_source(lambda: workflow.uuid4().hex):
             result = await agent.run(prompt, config=config)
             while result.status == "awaiting_approval":
-                self._park(result)
-                await workflow.wait_condition(lambda: len(self._decided) == len(self._pending))
-                directive = Directive(approvals=list(self._decided.values()))
-                self._pending, self._decided = {}, {}
-                self._status = WorkflowStatus(status="running", usage=self._usage[0])
+                directive = await self.decisions(result)
                 result = await agent.run(result.state, directive=directive, config=config)
         self._status = WorkflowStatus(status=result.status, usage=result.usage)  # type: ignore[arg-type]
         await workflow.wait_condition(workflow.all_handlers_finished)
         return _encode(workflow.info().workflow_id, result)
+
+    async def decisions(self, result: RunResult[Any]) -> Directive:
+        """Park the run at its pending calls until each is decided; the decisions."""
+        self._park(result)
+        await workflow.wait_condition(lambda: len(self._decided) == len(self._pending))
+        directive = Directive(approvals=list(self._decided.values()))
+        self._pending, self._decided = {}, {}
+        self._status = WorkflowStatus(status="running", usage=self._usage[0])
+        return directive
 
     def _park(self, result: RunResult[Any]) -> None:
         self._pending = {p.tool_call_id: p for p in result.pending_approvals}
