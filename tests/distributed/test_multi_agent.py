@@ -12,6 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 from bastion import Agent, UserError, tool
 from bastion.agent import ChildBudget, ChildResult, Judge
 from bastion.distributed import TemporalAgent
+from bastion.distributed._multi import worker_parts
 from bastion.testing import Call, ScriptedModel, Turn
 
 from ._multi_agents import boss, lead, researchers, stalled, triage_desk
@@ -202,3 +203,23 @@ async def test_first_success_cancels_the_children_still_running(
     assert summary == [("alpha", "completed", None), ("stalled", "aborted", "cancelled")]
     # the sibling's workflow was cancelled once the winner was known
     assert cancelled.status == WorkflowExecutionStatus.CANCELED
+
+
+def test_agents_served_together_register_each_workflow_and_activity_once() -> None:
+    triage, billing = triage_desk()
+    served = [TemporalAgent(triage), TemporalAgent(billing)]
+    workflows, activities = worker_parts([(a.workflows, a.activities) for a in served])
+    assert sorted(w.__temporal_workflow_definition.name for w in workflows) == [
+        "bastion.agent.billing",
+        "bastion.agent.billing.child",
+        "bastion.agent.billing.fan_out",
+        "bastion.agent.triage",
+        "bastion.agent.triage.child",
+        "bastion.agent.triage.fan_out",
+    ]
+    assert sorted(a.__temporal_activity_definition.name for a in activities) == [
+        "bastion.agent.billing.model",
+        "bastion.agent.billing.tool",
+        "bastion.agent.triage.model",
+        "bastion.agent.triage.tool",
+    ]
