@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from bastion import Agent, tool
-from bastion.core import ModelRequest, ToolMessage
+from bastion.core import ModelRequest, ToolMessage, UserMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
 
@@ -78,6 +78,25 @@ def boss() -> Agent[None, str]:
         return f"The explorer says: {results[-1].content}"
 
     return Agent("boss", model=FunctionModel(answer), subagents={"explore": explorer})
+
+
+def filtering_boss() -> Agent[None, str]:
+    """``boss`` whose sub-agent gets the parent's last message through an ``input_filter``."""
+
+    def recall(request: ModelRequest) -> str:
+        said = [m.content for m in request.messages if isinstance(m, UserMessage)]
+        return f"saw {' | '.join(map(str, said))}"
+
+    child = Agent("recaller", model=FunctionModel(recall))
+    tool = child.as_tool(name="recall", input_filter=lambda messages: messages[-1:])
+
+    def answer(request: ModelRequest) -> Turn | str:
+        results = [m for m in request.messages if isinstance(m, ToolMessage)]
+        if not results:
+            return Turn(tool_calls=[Call("recall", {"input": "Recall"})])
+        return f"The child says: {results[-1].content}"
+
+    return Agent("boss", model=FunctionModel(answer), tools=[tool])
 
 
 def _bump(path: Path) -> int:

@@ -15,7 +15,7 @@ from bastion.distributed import TemporalAgent
 from bastion.distributed._multi import worker_parts
 from bastion.testing import Call, ScriptedModel, Turn
 
-from ._multi_agents import boss, lead, researchers, stalled, triage_desk
+from ._multi_agents import boss, filtering_boss, lead, researchers, stalled, triage_desk
 from .test_workflow import _activities  # pyright: ignore[reportPrivateUsage]
 
 
@@ -102,9 +102,9 @@ async def test_a_merge_registered_by_name_runs_on_the_workers(
 
 def test_what_a_temporal_agent_cannot_run_yet_is_refused_by_name() -> None:
     explorer = Agent("explorer", model=ScriptedModel(["x"]))
-    filtered = explorer.as_tool(name="explore", input_filter=lambda messages: messages[-1:])
-    with pytest.raises(UserError, match="sub-agent tool 'explore' with an input_filter"):
-        TemporalAgent(Agent("boss", model=ScriptedModel(["x"]), tools=[filtered]))
+    tracked = explorer.as_tool(name="explore", causality="enforce")
+    with pytest.raises(UserError, match="sub-agent tool 'explore' with causality tracking"):
+        TemporalAgent(Agent("boss", model=ScriptedModel(["x"]), tools=[tracked]))
     judge = Judge(judge=Agent("judge", model=ScriptedModel(["PICK: 1"])))
     with pytest.raises(UserError, match="Judge whose judge is an agent"):
         TemporalAgent(lead(), merges={"judged": judge})
@@ -181,6 +181,17 @@ async def test_a_sub_agent_task_tool_runs_the_sub_agent_as_a_child_workflow(
     # the child's usage (two model calls) joins the parent's (two), as locally
     assert result.usage.requests == local.usage.requests == 4
     assert result.usage == local.usage
+
+
+async def test_a_sub_agent_input_filter_gives_the_child_workflow_its_history(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    local = await filtering_boss().run("The code word is kiwi")
+    remote_agent = TemporalAgent(filtering_boss())
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        result = await remote_agent.run(client, "The code word is kiwi")
+    assert result.output == local.output == "The child says: saw The code word is kiwi | Recall"
 
 
 async def test_first_success_cancels_the_children_still_running(

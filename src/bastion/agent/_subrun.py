@@ -192,7 +192,7 @@ class SubagentCall:
         """
         parent = live_scope(ctx.run_id)
         config = self.config_for(parent)
-        history = await self._history(ctx) if self.input_filter is not None else None
+        history = await self.history(ctx) if self.input_filter is not None else None
         child = ChildRun(
             agent=self.agent,
             config=config,
@@ -295,7 +295,7 @@ class SubagentCall:
         executor = child.executor.with_gate(gate.with_approval(approval, governance))
         return replace(child, governance=governance, store=store, executor=executor)
 
-    async def _history(self, ctx: RunContext[Any]) -> list[Message]:
+    async def history(self, ctx: RunContext[Any]) -> list[Message]:
         """The messages ``input_filter`` picks from the parent's finished turns."""
         messages = list(ctx.messages)
         last = messages[-1] if messages else None

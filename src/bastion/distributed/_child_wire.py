@@ -37,6 +37,8 @@ class ChildRequest:
     capability: Literal["full", "read_only"] = "full"
     budget: ChildBudget | None = None
     metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    history: str | None = None
+    """The messages the child starts with (a sub-agent's ``input_filter``), as JSON."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

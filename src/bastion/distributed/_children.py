@@ -29,7 +29,7 @@ from temporalio import workflow
 from bastion.agent import FanOutChild
 from bastion.agent._capability import ReadOnlyCatalog
 from bastion.agent._multi_child import ChildHandle, run_child
-from bastion.core import TextCompleteEvent, id_source
+from bastion.core import TextCompleteEvent, id_source, messages_adapter
 
 from ._child_wire import (
     ChildOutcome,
@@ -82,8 +82,13 @@ class ChildWorkflow(AgentWorkflow):
     async def _parking(self, config: RunConfig, request: ChildRequest, run_id: str) -> ChildOutcome:
         agent = self.agent
         texts: list[str] = []
+        history = request.history
         stream = agent.stream(
-            request.input, metadata=dict(request.metadata), config=config, run_id=run_id
+            request.input,
+            message_history=None if history is None else messages_adapter().validate_json(history),
+            metadata=dict(request.metadata),
+            config=config,
+            run_id=run_id,
         )
         result = await _drained(stream, texts)
         while result.status == "awaiting_approval":

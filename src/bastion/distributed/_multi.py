@@ -60,7 +60,6 @@ def multi_agent_refusals(config: RunConfig) -> list[str]:
             continue
         for reason, present in (
             ("that is not an Agent", not isinstance(call.agent, Agent)),
-            ("with an input_filter", call.input_filter is not None),
             ("granting secrets", call.secrets is not None),
             ("with a budget slice", call.budget is not None),
             ("with causality tracking", call.causality != "off"),

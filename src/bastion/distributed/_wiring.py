@@ -21,6 +21,7 @@ from temporalio.exceptions import ChildWorkflowError
 from bastion.agent._child import child_run_id
 from bastion.agent._handoffs import HandoffCall, Handoffs, handoff_of
 from bastion.agent._subrun import ANCESTRY, PARENT_AGENT, PARENT_RUN_ID, PARENT_TOOL_CALL_ID
+from bastion.core import messages_adapter
 from bastion.tools import ToolError
 
 from ._child_wire import (
@@ -112,11 +113,15 @@ class _SubagentChild:
         call = self.call
         name = call.agent.config.name
         assert ctx.tool_call_id is not None  # a sub-agent runs inside a tool call
+        history = None
+        if call.input_filter is not None:  # runs in the workflow, on the run's messages
+            history = messages_adapter().dump_json(await call.history(ctx)).decode()
         request = ChildRequest(
             input=input,
             kind="subagent",
             label=name,
             capability="read_only" if call.capability == "read_only" else "full",
+            history=history,
             metadata={
                 PARENT_RUN_ID: ctx.run_id,
                 PARENT_AGENT: ctx.agent_name,
