@@ -11,10 +11,14 @@ PAGE = Path(__file__).parents[2] / "docs" / "scale-out.md"
 
 
 def test_the_scale_out_example_runs_and_prints_what_the_page_shows(tmp_path: Path) -> None:
-    text = PAGE.read_text(encoding="utf-8")
+    run_example(PAGE.read_text(encoding="utf-8"), tmp_path)
+
+
+def run_example(text: str, tmp_path: Path) -> None:
+    """Run the first python block of ``text``; it prints its "It prints:" block."""
     code = text.split("```python", 1)[1].split("```", 1)[0]
     shown = text.split("It prints:\n\n```", 1)[1].split("```", 1)[0].strip().splitlines()
-    script = tmp_path / "scale_out.py"
+    script = tmp_path / "example.py"
     script.write_text(code, encoding="utf-8")
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     done = subprocess.run(

@@ -227,6 +227,8 @@ def test_agents_served_together_register_each_workflow_and_activity_once() -> No
         "bastion.agent.triage",
         "bastion.agent.triage.child",
         "bastion.agent.triage.fan_out",
+        "bastion.session.billing",
+        "bastion.session.triage",
     ]
     assert sorted(a.__temporal_activity_definition.name for a in activities) == [
         "bastion.agent.billing.model",

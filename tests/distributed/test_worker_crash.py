@@ -61,6 +61,13 @@ async def _line(process: asyncio.subprocess.Process, expected: str) -> None:
             return
 
 
+async def _kill_at(process: asyncio.subprocess.Process, line: str) -> None:
+    """Kill the worker with SIGKILL once it printed ``line`` (it is inside that call)."""
+    await _line(process, line)
+    process.send_signal(signal.SIGKILL)
+    assert await process.wait() == -signal.SIGKILL
+
+
 def _count(path: Path) -> int:
     return int(path.read_text()) if path.exists() else 0
 
@@ -73,9 +80,7 @@ async def test_a_killed_worker_is_replaced_without_a_repeated_model_call_or_side
     remote_agent = crash_agent(tmp_path)
     async with _worker(address, tmp_path) as first:
         handle = await remote_agent.start(client, "Charge 5")
-        await _line(first, "CHARGE_STARTED")  # worker 1 is inside the side-effecting call
-        first.send_signal(signal.SIGKILL)
-        assert await first.wait() == -signal.SIGKILL
+        await _kill_at(first, "CHARGE_STARTED")  # worker 1 is inside the side-effecting call
     assert (_count(tmp_path / "model_calls"), _count(tmp_path / "charges")) == (1, 1)
     async with _worker(address, tmp_path):
         # the call that may have happened is held for a person, as the local ledger does
@@ -104,9 +109,7 @@ async def test_a_read_only_call_whose_worker_was_killed_runs_again_on_the_next_w
     remote_agent = crash_agent(tmp_path, "read_only")
     async with _worker(address, tmp_path, "read_only") as first:
         handle = await remote_agent.start(client, "Charge 5")
-        await _line(first, "CHARGE_STARTED")
-        first.send_signal(signal.SIGKILL)
-        assert await first.wait() == -signal.SIGKILL
+        await _kill_at(first, "CHARGE_STARTED")
     async with _worker(address, tmp_path, "read_only"):
         result = await remote_agent.result(client, handle.id)
     assert (result.status, result.output) == ("completed", "charge result: charged 5")
@@ -123,9 +126,7 @@ async def test_a_model_call_whose_worker_was_killed_is_sent_again_by_the_next_wo
     remote_agent = crash_agent(tmp_path, "side_effecting", block="model")
     async with _worker(address, tmp_path, "side_effecting", "model") as first:
         handle = await remote_agent.start(client, "Charge 5")
-        await _line(first, "MODEL_STARTED")  # worker 1 is inside the first model call
-        first.send_signal(signal.SIGKILL)
-        assert await first.wait() == -signal.SIGKILL
+        await _kill_at(first, "MODEL_STARTED")  # worker 1 is inside the first model call
     async with _worker(address, tmp_path, "side_effecting", "model"):
         result = await remote_agent.result(client, handle.id)
     assert (result.status, result.output) == ("completed", "charge result: charged 5")

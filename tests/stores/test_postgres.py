@@ -138,3 +138,55 @@ async def test_a_version_1_schema_gets_leases_and_session_heads(store_url: str) 
         assert third.position == 3
         lease = await stores.leases.acquire("run:r", "w", ttl=5, now=1.0)
         assert lease.expires_at == 6.0
+
+
+async def test_statements_waiting_together_share_a_round_trip_and_fail_alone(
+    store_url: str,
+) -> None:
+    """Concurrent single statements go out in batches; a failing one fails only its caller."""
+    from psycopg import errors
+
+    from bastion.stores._pg_batch import Batcher
+    from bastion.stores._postgres import PostgresStores
+
+    async def one(cur: object) -> object:
+        return await cur.fetchone()  # type: ignore[attr-defined]  # an AsyncCursor
+
+    async with open_store(store_url) as stores:
+        assert isinstance(stores, PostgresStores)
+        batcher = Batcher(stores.pool, lanes=1)
+        before = stores.pool.get_stats().get("requests_num", 0)
+        answers = await asyncio.gather(
+            *(batcher.run("SELECT %s::int", (i,), one) for i in range(50)),
+            batcher.run("SELECT 1 / %s", (0,), one),
+            return_exceptions=True,
+        )
+        checkouts = stores.pool.get_stats().get("requests_num", 0) - before
+    assert answers[:50] == [(i,) for i in range(50)]
+    assert isinstance(answers[50], errors.DivisionByZero)
+    # The first statement went alone; the other 50 waited for it and went as one batch,
+    # which failed as a whole (one connection) and so ran again one by one (50).
+    assert checkouts == 1 + 1 + 50
+
+
+async def test_concurrent_journal_appends_share_connections(store_url: str) -> None:
+    """A hundred runs appending at once take a handful of connections, each write kept."""
+    from bastion.stores import NewEntry
+    from bastion.stores._postgres import PostgresStores
+
+    async with open_store(store_url) as stores:
+        assert isinstance(stores, PostgresStores)
+        before = stores.pool.get_stats().get("requests_num", 0)
+        await asyncio.gather(
+            *(
+                stores.journal.append(
+                    f"r{i}", [NewEntry(kind="run_started", payload={"i": i})], expected_seq=0
+                )
+                for i in range(100)
+            )
+        )
+        checkouts = stores.pool.get_stats().get("requests_num", 0) - before
+        assert [(await stores.journal.read(f"r{i}"))[0].payload for i in range(100)] == [
+            {"i": i} for i in range(100)
+        ]
+    assert checkouts <= 10

@@ -7,7 +7,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
-from temporalio.client import WorkflowUpdateFailedError
 from temporalio.common import RetryPolicy
 from temporalio.worker import Worker
 
@@ -19,10 +18,12 @@ from ._fan_out_client import check_merges
 from ._multi import FanOutMethods, multi_agent_refusals, registrations, runs_in_workflow
 from ._proxies import Activities
 from ._reach import reachable, retry_policy
+from ._session import TemporalSession, open_session
+from ._session_workflow import session_workflow
+from ._shared import send_decisions
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
-    decisions_adapter,
     result_adapter,
     status_adapter,
 )
@@ -97,11 +98,14 @@ class TemporalAgent(FanOutMethods, Generic[OutputT]):
         beat = None if heartbeat_timeout is None else heartbeat_timeout / 3
         self.workflow = agent_workflow(agent, self.workflow_name, activities)
         """The workflow class (register it on your own ``Worker`` if you build one)."""
+        self.session_workflow_name = f"bastion.session.{agent.name}"
+        self.session_workflow = session_workflow(agent, self.session_workflow_name, activities)
+        """The session workflow class (register it too: see :meth:`session`)."""
         self.reach = reach
         """Every agent a run may come to run (handoffs, sub-agents, ``children``), by name."""
         self.merges = check_merges(f"TemporalAgent({agent.name!r})", merges)
         self.workflows, self.activities = registrations(
-            reach, self.workflow, activities, self.merges, beat
+            reach, (self.workflow, self.session_workflow), activities, self.merges, beat
         )
         """The workflow classes and activity functions (register them on your own ``Worker``)."""
         self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
@@ -164,18 +168,8 @@ class TemporalAgent(FanOutMethods, Generic[OutputT]):
             UserError: No decision, or the workflow refused them (a call not waiting, or
                 already decided).
         """
-        if not decisions:
-            raise UserError("TemporalAgent.decide needs at least one ApprovalDecision.")
-        payload = decisions_adapter().dump_json(list(decisions)).decode()
         handle = client.get_workflow_handle(workflow_id)
-        try:
-            waiting: list[str] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-                "decide", payload, result_type=list[str]
-            )
-        except WorkflowUpdateFailedError as error:
-            cause = error.cause
-            raise UserError(str(getattr(cause, "message", cause))) from None
-        return waiting
+        return await send_decisions(handle, decisions, "TemporalAgent.decide")
 
     async def approve(self, client: Client, workflow_id: str, call_id: str) -> list[str]:
         """Approve one pending call (see :meth:`decide`)."""
@@ -189,6 +183,23 @@ class TemporalAgent(FanOutMethods, Generic[OutputT]):
         """Deny one pending call; the model reads ``reason`` (see :meth:`decide`)."""
         decision = ApprovalDecision(tool_call_id=call_id, granted=False, reason=reason)
         return await self.decide(client, workflow_id, decision)
+
+    async def session(
+        self, client: Client, session_id: str, *, continue_after: int = 10_000
+    ) -> TemporalSession:
+        """Open the session ``session_id``: one long-lived workflow (started if need be).
+
+        ``continue_after``: the history length (events) after which the workflow continues
+        as new between two turns, carrying the transcript, usage and waiting messages.
+        """
+        return await open_session(
+            client,
+            workflow=self.session_workflow_name,
+            task_queue=self.task_queue,
+            session_id=session_id,
+            send_mode=self.agent.session_send_mode,
+            continue_after=continue_after,
+        )
 
     def _result(self, text: str) -> WorkflowResult[OutputT]:
         raw = result_adapter().validate_json(text)

@@ -38,8 +38,8 @@ from ._child_wire import (
     outcome_adapter,
     request_adapter,
 )
-from ._classes import workflow_class
 from ._proxies import WorkflowClock
+from ._shared import define_workflow
 from ._views import WorkflowStatus
 from ._workflow import AgentWorkflow, workflow_config
 
@@ -187,11 +187,4 @@ async def _run(self: ChildWorkflow, request: str) -> str:
 
 def child_workflow(agent: Agent[Any, Any], activities: Activities) -> type[Any]:
     """The child workflow class of ``agent`` (see :func:`~._workflow.agent_workflow`)."""
-    class_name = f"ChildWorkflow[{agent.name}]"
-    return workflow_class(
-        ChildWorkflow,
-        _run,
-        child_workflow_name(agent.name),
-        class_name,
-        {"agent": agent, "activities": activities},
-    )
+    return define_workflow(ChildWorkflow, _run, agent, child_workflow_name(agent.name), activities)

@@ -33,8 +33,8 @@ from bastion.agent._result import RunResult
 from bastion.core import RunErrorInfo, Usage, id_source
 
 from ._child_wire import ChildRequest, child_workflow_name, outcome_adapter, request_json
-from ._classes import workflow_class
 from ._proxies import WorkflowClock
+from ._shared import define_workflow
 from ._workflow import workflow_config
 
 if TYPE_CHECKING:
@@ -270,11 +270,8 @@ def fan_out_workflow(
     agent: Agent[Any, Any], activities: Activities, merges: Mapping[str, Strategy]
 ) -> type[Any]:
     """The fan-out workflow class of host ``agent`` (see :func:`~._workflow.agent_workflow`)."""
-    class_name = f"FanOutWorkflow[{agent.name}]"
-    return workflow_class(
-        FanOutWorkflow,
-        _run,
-        fan_out_workflow_name(agent.name),
-        class_name,
-        {"agent": agent, "activities": activities, "merges": dict(merges)},
+    cls = define_workflow(
+        FanOutWorkflow, _run, agent, fan_out_workflow_name(agent.name), activities
     )
+    cls.merges = dict(merges)
+    return cls

@@ -78,18 +78,18 @@ def multi_agent_refusals(config: RunConfig) -> list[str]:
 
 def registrations(
     reach: Mapping[str, Agent[Any, Any]],
-    main: type[Any],
+    main: Sequence[type[Any]],
     activities: Activities,
     merges: Mapping[str, Strategy],
     beat: float | None,
 ) -> tuple[tuple[type[Any], ...], tuple[Any, ...]]:
     """The workflows and activities a worker of the first agent of ``reach`` registers.
 
-    Its own workflow and fan-out workflow, and for each agent it reaches a child workflow
-    and its model and tool activities.
+    Its own workflows (``main``) and fan-out workflow, and for each agent it reaches a
+    child workflow and its model and tool activities.
     """
     root = next(iter(reach.values()))
-    workflows: list[type[Any]] = [main, fan_out_workflow(root, activities, merges)]
+    workflows: list[type[Any]] = [*main, fan_out_workflow(root, activities, merges)]
     functions: list[Any] = []
     for agent in reach.values():
         config = agent.config

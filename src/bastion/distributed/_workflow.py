@@ -9,13 +9,11 @@ the ``decide`` update has decided every pending call; the ``status`` query reads
 
 from __future__ import annotations
 
-import types
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
 
 from bastion.agent import RetryConfig
 from bastion.agent._catalog import ToolCatalog
@@ -23,6 +21,7 @@ from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
 from ._proxies import Activities, ActivityModel, WorkflowClock
+from ._shared import check_decisions, define_workflow
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -136,19 +135,7 @@ class AgentWorkflow:
     @decide.validator
     def check(self, decisions: str) -> None:
         """Refuse decisions on calls that are not waiting, or are decided already."""
-        try:
-            given = decisions_adapter().validate_json(decisions)
-        except ValueError as error:
-            raise ApplicationError(f"Malformed decisions: {error}") from None
-        for decision in given:
-            call = decision.tool_call_id
-            if call not in self._pending:
-                waiting = ", ".join(self._pending) or "none"
-                raise ApplicationError(
-                    f"No call {call!r} is waiting for a decision (waiting: {waiting})."
-                )
-            if call in self._decided:
-                raise ApplicationError(f"Call {call!r} is already decided.")
+        check_decisions(decisions, self._pending, self._decided)
 
     @workflow.update
     async def settle(self) -> str:
@@ -171,25 +158,8 @@ async def _run(self: AgentWorkflow, prompt: str) -> str:
 
 
 def agent_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
-    """The workflow class that runs ``agent``, registered under ``name``.
-
-    Temporal wants a run method defined on the class itself, outside any function: the
-    class is made with ``type`` around the module-level :func:`_run`. It runs unsandboxed:
-    the loop is deterministic once its clock, ids, models and tools are the workflow's.
-    """
-    class_name = f"AgentWorkflow[{agent.name}]"
-    run = types.FunctionType(_run.__code__, _run.__globals__, "run")
-    run.__qualname__ = f"{class_name}.run"  # Temporal checks the run method is the class's own
-    run.__annotations__ = dict(_run.__annotations__)
-    attributes = {
-        "agent": agent,
-        "activities": activities,
-        "run": workflow.run(run),
-        "__qualname__": class_name,
-        "__module__": __name__,
-    }
-    cls = type(class_name, (AgentWorkflow,), attributes)
-    return workflow.defn(name=name, sandboxed=False)(cls)
+    """The workflow class that runs ``agent``, registered under ``name``."""
+    return define_workflow(AgentWorkflow, _run, agent, name, activities)
 
 
 def _encode(workflow_id: str, result: RunResult[Any]) -> str:

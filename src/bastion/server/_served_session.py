@@ -94,6 +94,12 @@ class ServedSession:
         quiet = self._last_type in (None, "idle")
         return quiet and last >= self._seq and not self.session.running
 
+    async def close(self) -> None:
+        """Let the idle watchers tell, then write every recorded event (server shutdown)."""
+        await asyncio.gather(*self._watchers)
+        self._recorder.close()
+        await self._recorder.flushed()
+
     def watch(self) -> None:
         """Emit ``idle`` when the session's loop settles; log its failure, if it fails."""
         task = asyncio.get_running_loop().create_task(self._idle())

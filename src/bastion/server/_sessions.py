@@ -156,16 +156,20 @@ class Sessions:
         return follow_session(served, after, log=self.manager.log, hub=self.manager.hub)
 
     async def close(self, grace: float) -> None:
-        """Let the turns in flight end (at most ``grace`` s), then abort the rest."""
+        """Let the turns in flight end (at most ``grace`` s), abort the rest, write all events.
+
+        Every open session's recorder is flushed before this returns, so no writer task
+        outlives the server (and the store it writes to).
+        """
         busy = [s.session for s in self.open.values() if s.session.running]
-        if not busy:
-            return
-        waits = [asyncio.ensure_future(_settled(s)) for s in busy]
-        _, late = await asyncio.wait(waits, timeout=grace)
-        for session in busy:
-            if session.running:
-                session.abort()
-        await asyncio.gather(*late)
+        if busy:
+            waits = [asyncio.ensure_future(_settled(s)) for s in busy]
+            _, late = await asyncio.wait(waits, timeout=grace)
+            for session in busy:
+                if session.running:
+                    session.abort()
+            await asyncio.gather(*late)
+        await asyncio.gather(*(served.close() for served in self.open.values()))
 
     async def _exists(self, session_id: str) -> bool:
         store = self._store

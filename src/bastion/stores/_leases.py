@@ -15,6 +15,8 @@ from ._ownership import Lease, LeaseHeld, LeaseLost, check_lease
 from ._sqlite_db import SqliteDatabase, transaction
 
 if TYPE_CHECKING:
+    from psycopg import AsyncCursor
+
     from ._postgres import PostgresStores
     from ._redis import RedisStores
 
@@ -179,10 +181,20 @@ _PG_ACQUIRE = (
     "WHERE l.owner = EXCLUDED.owner OR l.expires_at <= %(now)s RETURNING l.acquired_at"
 )
 _PG_SELECT = "SELECT owner, acquired_at, renewed_at, expires_at FROM leases WHERE key = %s"
+_PG_RENEW = (
+    "UPDATE leases SET renewed_at = %s, expires_at = %s "
+    f"WHERE key = %s AND owner = %s AND {_PG_QUICK} IS NOT NULL RETURNING acquired_at"
+)
+_PG_RELEASE = f"DELETE FROM leases WHERE key = %s AND owner = %s AND {_PG_QUICK} IS NOT NULL"
 
 
 class PostgresLeaseStore:
-    """Leases in the ``leases`` table."""
+    """Leases in the ``leases`` table.
+
+    Lease statements commit without waiting for the disk (a lost lease write only lets a
+    lease lapse early), so they go through their own batcher: a batch of them never
+    carries a journal write.
+    """
 
     def __init__(self, owner: PostgresStores) -> None:
         self._owner = owner
@@ -191,54 +203,49 @@ class PostgresLeaseStore:
         """Take the lease; see :class:`LeaseStore`."""
         check_lease(key, owner, ttl)
         params = {"key": key, "owner": owner, "now": now, "expires": now + ttl}
+        batcher = self._owner.lease_batcher
         while True:
-            async with self._owner.pool.connection() as conn:
-                row = await (await conn.execute(_PG_ACQUIRE, params)).fetchone()
-                if row is not None:
-                    return Lease(
-                        key=key,
-                        owner=owner,
-                        acquired_at=float(row[0]),
-                        renewed_at=now,
-                        expires_at=now + ttl,
-                    )
-                held = await (await conn.execute(_PG_SELECT, (key,))).fetchone()
+            row = await batcher.run(_PG_ACQUIRE, params, _one)
+            if row is not None:
+                return Lease(
+                    key=key,
+                    owner=owner,
+                    acquired_at=float(row[0]),
+                    renewed_at=now,
+                    expires_at=now + ttl,
+                )
+            held = await batcher.run(_PG_SELECT, (key,), _one)
             if held is not None:  # else released in between: try again
                 raise LeaseHeld(_lease(key, held), now)
 
     async def renew(self, key: str, owner: str, *, ttl: float, now: float) -> Lease:
         """Extend the lease; see :class:`LeaseStore`."""
         check_lease(key, owner, ttl)
-        async with self._owner.pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "UPDATE leases SET renewed_at = %s, expires_at = %s "
-                    f"WHERE key = %s AND owner = %s AND {_PG_QUICK} IS NOT NULL "
-                    "RETURNING acquired_at",
-                    (now, now + ttl, key, owner),
-                )
-            ).fetchone()
-            if row is None:
-                held = await (await conn.execute(_PG_SELECT, (key,))).fetchone()
-                raise LeaseLost(key, owner, _lease(key, held) if held is not None else None)
+        batcher = self._owner.lease_batcher
+        row = await batcher.run(_PG_RENEW, (now, now + ttl, key, owner), _one)
+        if row is None:
+            held = await batcher.run(_PG_SELECT, (key,), _one)
+            raise LeaseLost(key, owner, _lease(key, held) if held is not None else None)
         return Lease(
             key=key, owner=owner, acquired_at=float(row[0]), renewed_at=now, expires_at=now + ttl
         )
 
     async def release(self, key: str, owner: str) -> bool:
         """Drop the lease; see :class:`LeaseStore`."""
-        async with self._owner.pool.connection() as conn:
-            cur = await conn.execute(
-                f"DELETE FROM leases WHERE key = %s AND owner = %s AND {_PG_QUICK} IS NOT NULL",
-                (key, owner),
-            )
-            return cur.rowcount > 0
+        return await self._owner.lease_batcher.run(_PG_RELEASE, (key, owner), _rowcount) > 0
 
     async def get(self, key: str) -> Lease | None:
         """Return the lease on ``key``."""
-        async with self._owner.pool.connection() as conn:
-            row = await (await conn.execute(_PG_SELECT, (key,))).fetchone()
+        row = await self._owner.lease_batcher.run(_PG_SELECT, (key,), _one)
         return _lease(key, row) if row is not None else None
+
+
+async def _one(cur: AsyncCursor[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    return await cur.fetchone()
+
+
+async def _rowcount(cur: AsyncCursor[tuple[Any, ...]]) -> int:
+    return cur.rowcount
 
 
 # KEYS: lease hash.  ARGV: owner, now, ttl.  Returns {1, acquired_at} or {0, the holder's row}.

@@ -19,6 +19,7 @@ from bastion.core import RunStatus, UserError
 from ._leases import PostgresLeaseStore
 from ._memory import last_n
 from ._ownership import SessionConflict
+from ._pg_batch import Batcher
 from ._postgres_schema import migrate
 from ._protocols import Stores
 from ._types import (
@@ -48,13 +49,25 @@ from ._types import (
 )
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, AsyncCursor
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["POOL_SIZE", "PostgresStores"]
 
 POOL_SIZE = 10
 """Connections per opened store, unless the URL sets ``max_connections``."""
+
+
+async def _rowcount(cur: AsyncCursor[tuple[Any, ...]]) -> int:
+    return cur.rowcount
+
+
+async def _one(cur: AsyncCursor[tuple[Any, ...]]) -> tuple[Any, ...] | None:
+    return await cur.fetchone()
+
+
+async def _all(cur: AsyncCursor[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return await cur.fetchall()
 
 
 def _run(row: tuple[Any, ...]) -> RunRecord:
@@ -180,26 +193,22 @@ class PostgresJournalStore(_Base):
             "versions": [r[3] for r in rows],
             "payloads": [r[4] for r in rows],
         }
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(statement, params)
-            if cur.rowcount != len(rows):
-                cur = await conn.execute("SELECT last_seq FROM runs WHERE run_id = %s", (run_id,))
-                found = await cur.fetchone()
-                actual = int(found[0]) if found is not None else 0
-                raise JournalConflict(run_id, expected_seq=expected_seq, actual_seq=actual)
+        if await self._owner.batcher.run(statement, params, _rowcount) != len(rows):
+            record = await self.get_run(run_id)
+            actual = record.last_seq if record is not None else 0
+            raise JournalConflict(run_id, expected_seq=expected_seq, actual_seq=actual)
         return [
             stored_entry(seq, kind, version, text, now) for _, seq, kind, version, text, _ in rows
         ]
 
     async def read(self, run_id: str, after_seq: int = 0) -> list[JournalEntry]:
         """Return entries after ``after_seq``."""
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT seq, kind, schema_version, payload, recorded_at FROM journal "
-                "WHERE run_id = %s AND seq > %s ORDER BY seq",
-                (run_id, seq_bound(after_seq)),
-            )
-            rows = await cur.fetchall()
+        rows = await self._owner.batcher.run(
+            "SELECT seq, kind, schema_version, payload, recorded_at FROM journal "
+            "WHERE run_id = %s AND seq > %s ORDER BY seq",
+            (run_id, seq_bound(after_seq)),
+            _all,
+        )
         return [stored_entry(*row) for row in rows]
 
     async def last_seq(self, run_id: str) -> int:
@@ -209,13 +218,12 @@ class PostgresJournalStore(_Base):
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """Return the run's metadata."""
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT run_id, agent, status, last_seq, created_at, updated_at FROM runs "
-                "WHERE run_id = %s",
-                (run_id,),
-            )
-            row = await cur.fetchone()
+        row = await self._owner.batcher.run(
+            "SELECT run_id, agent, status, last_seq, created_at, updated_at FROM runs "
+            "WHERE run_id = %s",
+            (run_id,),
+            _one,
+        )
         return _run(row) if row is not None else None
 
     async def list_runs(
@@ -396,21 +404,21 @@ class PostgresArtifactStore(_Base):
     ) -> Artifact:
         """Store one artifact."""
         artifact = new_artifact(run_id, content, role, seq, sensitivity, tags)
-        async with self._pool.connection() as conn:
-            await conn.execute(
-                "INSERT INTO artifacts (artifact_id, run_id, role, seq, content, sensitivity, "
-                "tags, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    artifact.artifact_id,
-                    run_id,
-                    role,
-                    seq,
-                    content,
-                    sensitivity,
-                    json.dumps(list(artifact.tags)),
-                    artifact.created_at.timestamp(),
-                ),
-            )
+        await self._owner.batcher.run(
+            "INSERT INTO artifacts (artifact_id, run_id, role, seq, content, sensitivity, "
+            "tags, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                artifact.artifact_id,
+                run_id,
+                role,
+                seq,
+                content,
+                sensitivity,
+                json.dumps(list(artifact.tags)),
+                artifact.created_at.timestamp(),
+            ),
+            _rowcount,
+        )
         return artifact
 
     async def read(
@@ -423,22 +431,21 @@ class PostgresArtifactStore(_Base):
     ) -> list[Artifact]:
         """Return matching artifacts in the order written."""
         last_n([], max_artifacts)
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT artifact_id, run_id, role, seq, content, sensitivity, tags, created_at "
-                "FROM artifacts WHERE (%s::text IS NULL OR run_id = %s) "
-                "AND (%s::text IS NULL OR role = %s) AND seq > %s "
-                "ORDER BY position DESC LIMIT %s",
-                (
-                    run_id,
-                    run_id,
-                    role,
-                    role,
-                    seq_bound(since_seq),
-                    None if max_artifacts is None else seq_bound(max_artifacts),
-                ),
-            )
-            rows = await cur.fetchall()
+        rows = await self._owner.batcher.run(
+            "SELECT artifact_id, run_id, role, seq, content, sensitivity, tags, created_at "
+            "FROM artifacts WHERE (%s::text IS NULL OR run_id = %s) "
+            "AND (%s::text IS NULL OR role = %s) AND seq > %s "
+            "ORDER BY position DESC LIMIT %s",
+            (
+                run_id,
+                run_id,
+                role,
+                role,
+                seq_bound(since_seq),
+                None if max_artifacts is None else seq_bound(max_artifacts),
+            ),
+            _all,
+        )
         rows.reverse()
         return [
             Artifact(
@@ -539,6 +546,8 @@ class PostgresStores(Stores):
         self._dsn = dsn
         self._max_size = max_size
         self._pool: AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]] | None = None
+        self._batcher: Batcher | None = None
+        self._lease_batcher: Batcher | None = None
         # Agents sharing an unopened store all open it on their first run: one pool, not many.
         self._opening = asyncio.Lock()
         self.journal = PostgresJournalStore(self)
@@ -556,6 +565,20 @@ class PostgresStores(Stores):
                 "or `await stores.open()` first."
             )
         return self._pool
+
+    @property
+    def batcher(self) -> Batcher:
+        """Single statements of many callers, sent together (see ``_pg_batch``)."""
+        if self._batcher is None:
+            self._batcher = Batcher(self.pool, lanes=max(self._max_size // 4, 1))
+        return self._batcher
+
+    @property
+    def lease_batcher(self) -> Batcher:
+        """Lease statements of many callers, sent together apart from durable writes."""
+        if self._lease_batcher is None:
+            self._lease_batcher = Batcher(self.pool, lanes=max(self._max_size // 4, 1))
+        return self._lease_batcher
 
     async def open(self) -> None:
         """Create the pool, the schema and its tables (migrations); idempotent.
@@ -611,6 +634,11 @@ class PostgresStores(Stores):
     async def close(self) -> None:
         """Close the pool; idempotent."""
         pool, self._pool = self._pool, None
+        batchers = (self._batcher, self._lease_batcher)
+        self._batcher = self._lease_batcher = None
+        for batcher in batchers:
+            if batcher is not None:
+                await batcher.close()
         self._opening = asyncio.Lock()  # bound to this loop once contended; a reopen may not be
         if pool is not None:
             await pool.close()

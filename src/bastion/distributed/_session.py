@@ -1,0 +1,158 @@
+"""``TemporalSession``: a client's handle on a session that lives as one Temporal workflow."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
+
+from bastion.core import UserError
+from bastion.tools import ApprovalDecision
+
+from ._session_views import SessionCarry, SessionView, carry_adapter, view_adapter
+from ._shared import send_decisions
+
+if TYPE_CHECKING:
+    from temporalio.client import Client, WorkflowHandle
+
+    from bastion.core import Message
+
+__all__ = ["TemporalSession", "open_session"]
+
+_MODES = ("steer", "queue")
+
+
+class TemporalSession:
+    """A conversation with an agent that lives as one long-lived Temporal workflow.
+
+    Get one with ``await TemporalAgent.session(client, session_id)``. Every call goes to the
+    workflow by its id, so a handle keeps working across continue-as-new and from any
+    process.
+    """
+
+    def __init__(self, handle: WorkflowHandle[Any, str], send_mode: str) -> None:
+        self._handle = handle
+        self._send_mode = send_mode
+
+    @property
+    def id(self) -> str:
+        """The session's id (its workflow id)."""
+        return self._handle.id
+
+    async def send(self, text: str, mode: Literal["steer", "queue"] | None = None) -> None:
+        """Send a message (the ``send`` signal); returns once the server has it.
+
+        ``steer`` (default: the agent's ``session_send_mode``) joins the running turn before
+        its next model call, denying the calls of that turn still waiting for a decision;
+        ``queue`` waits for the turn to end. With no turn running, either starts one.
+
+        Raises:
+            UserError: Empty text, a mode other than ``steer`` or ``queue``, or a closed
+                session.
+        """
+        if not isinstance(text, str) or not text.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError("TemporalSession.send needs a non-empty text.")
+        chosen: str = self._send_mode if mode is None else mode
+        if chosen not in _MODES:  # typed, but a caller may still pass any string
+            raise UserError(f"send mode must be 'steer' or 'queue', got {chosen!r}.")
+        try:
+            await self._handle.signal("send", args=[text, chosen])
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise UserError(f"Session {self.id!r} is closed: {error.message}") from None
+
+    async def view(self) -> SessionView:
+        """The session now (the ``view`` query): status, transcript, usage, pending calls."""
+        return view_adapter().validate_json(await self._handle.query("view", result_type=str))
+
+    async def history(self) -> list[Message]:
+        """The transcript, with what the running turn added so far."""
+        return (await self.view()).messages
+
+    async def settle(self) -> SessionView:
+        """Wait until the session is idle, waits for decisions, or is closed; its view.
+
+        Idle: no turn runs and no message waits for one, counting every message sent
+        before this call (a ``mark`` signal goes after them, and the ``settle`` update
+        waits for it).
+        """
+        while True:
+            token = uuid.uuid4().hex
+            try:
+                await self._handle.signal("mark", token)
+                text: str = await self._handle.execute_update("settle", token, result_type=str)  # pyright: ignore[reportUnknownMemberType]
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                return await self._last()  # closed meanwhile
+            if text:  # empty: the run continued as new before it settled; ask the next one
+                return view_adapter().validate_json(text)
+
+    async def decide(self, *decisions: ApprovalDecision) -> list[str]:
+        """Decide calls the turn waits for (the ``decide`` update); the ids still waiting.
+
+        Raises:
+            UserError: No decision, or the workflow refused them (a call not waiting, or
+                already decided).
+        """
+        return await send_decisions(self._handle, decisions, "TemporalSession.decide")
+
+    async def approve(self, call_id: str) -> list[str]:
+        """Approve one pending call (see :meth:`decide`)."""
+        return await self.decide(ApprovalDecision(tool_call_id=call_id, granted=True))
+
+    async def deny(self, call_id: str, reason: str | None = None) -> list[str]:
+        """Deny one pending call; the model reads ``reason`` (see :meth:`decide`)."""
+        return await self.decide(
+            ApprovalDecision(tool_call_id=call_id, granted=False, reason=reason)
+        )
+
+    async def close(self) -> SessionView:
+        """Close the session once the messages sent have had their turns; its last view."""
+        try:
+            await self._handle.signal("close")
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+        return await self._last()
+
+    async def _last(self) -> SessionView:
+        """The view a closed session ended with."""
+        return view_adapter().validate_json(await self._handle.result())
+
+
+async def open_session(
+    client: Client,
+    *,
+    workflow: str,
+    task_queue: str,
+    session_id: str,
+    send_mode: str,
+    continue_after: int,
+) -> TemporalSession:
+    """Start the session's workflow, or attach to the one running (or closed) under its id."""
+    if not isinstance(session_id, str) or not session_id.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError("A Temporal session needs a non-empty session id.")
+    if continue_after < 10:
+        raise UserError(
+            f"continue_after must be at least 10 history events, got {continue_after!r}."
+        )
+    carry = carry_adapter().dump_json(SessionCarry(continue_after=continue_after)).decode()
+    # already closed under this id: its transcript is still readable, sends are refused
+    with contextlib.suppress(WorkflowAlreadyStartedError):
+        await client.start_workflow(
+            workflow,
+            carry,
+            id=session_id,
+            task_queue=task_queue,
+            result_type=str,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+    handle = client.get_workflow_handle(session_id, result_type=str)  # the latest run, always
+    return TemporalSession(handle, send_mode)

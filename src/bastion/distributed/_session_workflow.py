@@ -1,0 +1,262 @@
+"""A session as one long-lived workflow: turns of the unchanged loop, steered by signals.
+
+Each turn is one run of the agent's loop, configured as the agent workflow configures it
+(activity models and tools, the workflow's clock and ids). A ``send`` signal queues a
+message or steers the running turn: the turn's session link adds steering messages to the
+transcript before its next model call, as a local session does. Approvals park the turn
+until the ``decide`` update has decided every pending call. Between two turns, once the
+history is long (or Temporal suggests it), the workflow continues as new with the
+transcript, usage, session state and waiting messages as the next run's input.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+
+from bastion.core import Message, Usage, UserMessage, id_source
+from bastion.tools import ApprovalDecision, Deny, Directive
+
+from ._session_views import (
+    SessionCarry,
+    SessionStatusName,
+    SessionView,
+    carry_adapter,
+    view_adapter,
+)
+from ._shared import check_decisions, define_workflow
+from ._views import decisions_adapter
+from ._workflow import workflow_config
+
+if TYPE_CHECKING:
+    from bastion.agent import Agent, RunConfig, RunResult
+    from bastion.core import ModelResponse, RunContext, RunErrorInfo
+    from bastion.tools import ApprovalRequest, BeforeToolCall, ToolCallDecision, ToolCallRequest
+
+    from ._proxies import Activities
+
+__all__ = ["STEERED", "SessionWorkflow", "session_workflow"]
+
+STEERED = "steered"
+"""The reason a call not yet decided is denied when a steering message arrives."""
+
+
+class _Link:
+    """The session's side of each turn's run (``bastion.agent.SessionLink``)."""
+
+    def __init__(self, owner: SessionWorkflow, state: dict[str, Any]) -> None:
+        self._owner = owner
+        self.state = state
+
+    @property
+    def before_tool_call(self) -> BeforeToolCall:
+        return self._decide
+
+    def _decide(self, request: ToolCallRequest) -> ToolCallDecision | None:
+        """Steering arrived: the calls of this step not decided yet are skipped."""
+        return Deny(STEERED) if self._owner.steering else None
+
+    async def before_model_call(self, ctx: RunContext[Any], messages: list[Message]) -> None:
+        owner = self._owner
+        owner.live = messages
+        while owner.steering:
+            messages.append(UserMessage(content=owner.steering.pop(0)))
+
+    async def after_model_call(self, ctx: RunContext[Any], response: ModelResponse) -> None:
+        self._owner.live = ctx.messages
+
+
+class SessionWorkflow:
+    """The session workflow of one agent; :func:`session_workflow` makes one per agent."""
+
+    agent: Agent[Any, Any]
+    activities: Activities
+
+    @workflow.init
+    def __init__(self: SessionWorkflow, carry: str) -> None:  # the run method's parameters
+        # the input is read here, not in run: signal and update handlers may run first
+        given = carry_adapter().validate_json(carry)
+        self.steering: list[str] = list(given.steering)
+        self.live: list[Message] | None = None
+        self._queue: list[str] = list(given.queue)
+        self._messages: list[Message] = list(given.messages)
+        self._base = given.usage
+        self._spent = [Usage()]  # the model calls of this workflow run (the models add)
+        self._turns = given.turns
+        self._generation = given.generation
+        self._limit = given.continue_after
+        self._link = _Link(self, dict(given.state))
+        self._running = False
+        self._closed = False
+        self._rolling = False
+        self._marks: set[str] = set()  # the settle tokens whose mark signal arrived
+        self._error: RunErrorInfo | None = given.error
+        self._pending: dict[str, ApprovalRequest] = {}
+        self._decided: dict[str, ApprovalDecision] = {}
+
+    async def execute(self) -> str:
+        """Run turns as messages arrive until closed; continue as new when history is long."""
+        config = workflow_config(self.agent.config, self.activities, self._spent)
+        link = self._link
+        with id_source(lambda: workflow.uuid4().hex):
+            while True:
+                await workflow.wait_condition(lambda: self._waiting() > 0 or self._closed)
+                if self._waiting() == 0:
+                    break  # closed, and nothing waits
+                await self._turn(config, link)
+                if not self._closed and self._history_long(self._limit):
+                    self._rolling = True  # a settle waiting now answers from the next run
+                    await workflow.wait_condition(workflow.all_handlers_finished)
+                    workflow.continue_as_new(self._carry())
+        self._closed = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self.view()
+
+    def _carry(self) -> str:
+        carry = SessionCarry(
+            messages=self._messages,
+            usage=self._base + self._spent[0],
+            turns=self._turns,
+            steering=list(self.steering),
+            queue=list(self._queue),
+            state=self._link.state,
+            continue_after=self._limit,
+            generation=self._generation + 1,
+            error=self._error,
+        )
+        return carry_adapter().dump_json(carry).decode()
+
+    def _waiting(self) -> int:
+        return len(self.steering) + len(self._queue)
+
+    @staticmethod
+    def _history_long(limit: int) -> bool:
+        info = workflow.info()
+        return info.get_current_history_length() >= limit or info.is_continue_as_new_suggested()
+
+    async def _turn(self, config: RunConfig, link: _Link) -> None:
+        """Run the next waiting message's turn to its end, through any approvals."""
+        text = self.steering.pop(0) if self.steering else self._queue.pop(0)
+        self._running, self._error = True, None
+        history = [*self._messages, UserMessage(content=text)]
+        stream = self.agent.stream(
+            None,
+            message_history=history,
+            session_id=workflow.info().workflow_id,
+            config=config,
+            session_link=link,
+        )
+        result = await stream.drain()
+        while result.status == "awaiting_approval":
+            self._messages = _conversation(result.messages)  # what the view shows meanwhile
+            directive = await self._park(result)
+            stream = self.agent.stream(
+                result.state, directive=directive, config=config, session_link=link
+            )
+            result = await stream.drain()
+        self._messages = _conversation(result.messages)
+        self._error = result.error
+        self._turns += 1
+        self._running, self.live = False, None
+
+    async def _park(self, result: RunResult[Any]) -> Directive:
+        """Wait until every pending call is decided, or steering denies the rest."""
+        self._pending = {p.tool_call_id: p for p in result.pending_approvals}
+        self.live = None
+        await workflow.wait_condition(
+            lambda: len(self._decided) == len(self._pending) or bool(self.steering)
+        )
+        for call in self._pending:
+            if call not in self._decided:
+                self._decided[call] = ApprovalDecision(
+                    tool_call_id=call, granted=False, reason=STEERED
+                )
+        directive = Directive(approvals=[self._decided[c] for c in self._pending])
+        self._pending, self._decided = {}, {}
+        return directive
+
+    # handlers
+
+    @workflow.signal
+    def send(self, text: str, mode: str) -> None:
+        """A message: ``steer`` joins the running turn before its next model call."""
+        (self.steering if mode == "steer" and self._running else self._queue).append(text)
+
+    @workflow.signal
+    def close(self) -> None:
+        """End the session once the messages already sent have had their turns."""
+        self._closed = True
+
+    @workflow.update
+    async def decide(self, decisions: str) -> list[str]:
+        """Record decisions on pending calls; returns the ids still waiting."""
+        for decision in decisions_adapter().validate_json(decisions):
+            self._decided[decision.tool_call_id] = decision
+        return [i for i in self._pending if i not in self._decided]
+
+    @decide.validator
+    def check(self, decisions: str) -> None:
+        """Refuse decisions on calls that are not waiting, or are decided already."""
+        check_decisions(decisions, self._pending, self._decided)
+
+    @workflow.signal
+    def mark(self, token: str) -> None:
+        """A settle's token: the signals sent before it have been applied."""
+        self._marks.add(token)
+
+    @workflow.update
+    async def settle(self, token: str) -> str:
+        """Wait until the session is idle, waits for decisions, or is closed; its view.
+
+        It first waits for the ``mark`` signal of ``token``: an update may overtake
+        signals sent before it, signals keep their order among themselves. An empty
+        answer: the session continued as new meanwhile (ask the next run).
+        """
+        await workflow.wait_condition(
+            lambda: token in self._marks and (self._status() != "running" or self._rolling)
+        )
+        self._marks.discard(token)
+        return "" if self._status() == "running" else self.view()
+
+    @workflow.query
+    def view(self) -> str:
+        """The session now: status, transcript, usage, pending calls, as JSON."""
+        live = self.live
+        view = SessionView(
+            session_id=workflow.info().workflow_id,
+            status=self._status(),
+            messages=self._messages if live is None else _conversation(live),
+            usage=self._base + self._spent[0],
+            turns=self._turns,
+            waiting=self._waiting(),
+            pending=list(self._pending.values()),
+            error=self._error,
+            generation=self._generation,
+        )
+        return view_adapter().dump_json(view).decode()
+
+    def _status(self) -> SessionStatusName:
+        if self._pending:
+            return "awaiting_approval"
+        if self._running or self._waiting():
+            return "running"
+        return "closed" if self._closed else "idle"
+
+
+def _conversation(messages: list[Message]) -> list[Message]:
+    """``messages`` without the leading system prompt (the agent's, not the session's)."""
+    start = 0
+    while start < len(messages) and messages[start].role == "system":
+        start += 1
+    return list(messages[start:])
+
+
+async def _run(self: SessionWorkflow, carry: str) -> str:
+    """The run method every agent's session workflow class shares (``__init__`` read ``carry``)."""
+    return await self.execute()
+
+
+def session_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
+    """The session workflow class of ``agent``, registered under ``name``."""
+    return define_workflow(SessionWorkflow, _run, agent, name, activities)

@@ -1,0 +1,101 @@
+"""What the agent workflow and the session workflow share.
+
+The class factory Temporal needs (a run method of the class's own), the check of the
+``decide`` update's validator, and the client's side of that update.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from bastion.core import UserError
+
+from ._views import decisions_adapter
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from temporalio.client import WorkflowHandle
+
+    from bastion.agent import Agent
+    from bastion.tools import ApprovalDecision, ApprovalRequest
+
+    from ._proxies import Activities
+
+__all__ = ["check_decisions", "define_workflow", "send_decisions"]
+
+
+def define_workflow(
+    base: type[Any],
+    run: Callable[[Any, str], Awaitable[str]],
+    agent: Agent[Any, Any],
+    name: str,
+    activities: Activities,
+) -> type[Any]:
+    """A subclass of ``base`` for ``agent``, registered as the workflow ``name``.
+
+    Temporal wants a run method defined on the class itself, outside any function: the
+    class is made with ``type`` around a copy of the module-level ``run``. It runs
+    unsandboxed: the loop is deterministic once its clock, ids, models and tools are the
+    workflow's.
+    """
+    class_name = f"{base.__name__}[{agent.name}]"
+    method = types.FunctionType(run.__code__, run.__globals__, "run")
+    method.__qualname__ = f"{class_name}.run"  # Temporal checks the run method is the class's
+    method.__annotations__ = dict(run.__annotations__)
+    attributes = {
+        "agent": agent,
+        "activities": activities,
+        "run": workflow.run(method),
+        "__qualname__": class_name,
+        "__module__": base.__module__,
+    }
+    cls = type(class_name, (base,), attributes)
+    return workflow.defn(name=name, sandboxed=False)(cls)
+
+
+def check_decisions(
+    decisions: str,
+    pending: Mapping[str, ApprovalRequest],
+    decided: Mapping[str, ApprovalDecision],
+) -> None:
+    """Refuse malformed decisions, or decisions on calls not waiting or decided already."""
+    try:
+        given = decisions_adapter().validate_json(decisions)
+    except ValueError as error:
+        raise ApplicationError(f"Malformed decisions: {error}") from None
+    for decision in given:
+        call = decision.tool_call_id
+        if call not in pending:
+            waiting = ", ".join(pending) or "none"
+            raise ApplicationError(
+                f"No call {call!r} is waiting for a decision (waiting: {waiting})."
+            )
+        if call in decided:
+            raise ApplicationError(f"Call {call!r} is already decided.")
+
+
+async def send_decisions(
+    handle: WorkflowHandle[Any, Any], decisions: tuple[ApprovalDecision, ...], caller: str
+) -> list[str]:
+    """Send ``decisions`` as the ``decide`` update; the ids still waiting.
+
+    Raises:
+        UserError: No decision, or the workflow's validator refused them.
+    """
+    if not decisions:
+        raise UserError(f"{caller} needs at least one ApprovalDecision.")
+    payload = decisions_adapter().dump_json(list(decisions)).decode()
+    try:
+        waiting: list[str] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+            "decide", payload, result_type=list[str]
+        )
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        raise UserError(str(getattr(cause, "message", cause))) from None
+    return waiting

@@ -1,0 +1,210 @@
+"""Sessions as long-lived workflows, on the time-skipping test server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+from bastion import Agent, UserError, tool
+from bastion.core import (
+    AssistantMessage,
+    Message,
+    ModelError,
+    ModelRequest,
+    ToolMessage,
+    UserMessage,
+)
+from bastion.distributed import SessionView, TemporalAgent
+from bastion.testing import Call, FunctionModel, Turn
+
+
+def _said(messages: list[Message]) -> list[tuple[str, str]]:
+    """Each message as (role, what it says): text, the tool calls asked, or the result."""
+    said: list[tuple[str, str]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            said.append(("assistant", ",".join(c.name for c in message.tool_calls)))
+        elif isinstance(message, AssistantMessage):
+            said.append(("assistant", message.text))
+        elif isinstance(message, (UserMessage, ToolMessage)):
+            said.append((message.role, str(message.content)))
+    return said
+
+
+def _last_user(request: ModelRequest) -> str:
+    last = request.messages[-1]
+    return str(last.content) if isinstance(last, (UserMessage, ToolMessage)) else ""
+
+
+def _echo(request: ModelRequest) -> Turn | str:
+    """Calls ``hold`` for 'go', ``pay`` for 'pay N', fails for 'fail'; else 're: <last>'."""
+    text = _last_user(request)
+    if text == "go":
+        return Turn(tool_calls=[Call("hold", {})])
+    if text == "fail":
+        raise ModelError("the model is down", retryable=False)
+    if text.startswith("pay "):
+        return Turn(tool_calls=[Call("pay", {"amount": int(text.split()[1])})])
+    return f"re: {text}"
+
+
+def _session_agent(started: asyncio.Event, release: asyncio.Event) -> TemporalAgent[str]:
+    @tool(side_effect_class="read_only")
+    async def hold() -> str:
+        """Wait for the test to let go."""
+        started.set()
+        await release.wait()
+        return "held"
+
+    @tool(side_effect_class="side_effecting", needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    return TemporalAgent(Agent("chat", model=FunctionModel(_echo), tools=[hold, pay]))
+
+
+async def test_turns_keep_one_transcript_and_a_steer_lands_in_the_running_turn(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    remote = _session_agent(started, release)
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "chat-1")
+        await session.send("hello")
+        first = await session.settle()
+        assert (first.status, first.turns, first.text) == ("idle", 1, "re: hello")
+        await session.send("go")  # the turn's tool call waits for the test
+        await started.wait()
+        # covers S-07, S-14 (on Temporal: the steer joins before the turn's next model call)
+        await session.send("stop that", mode="steer")  # joins this turn's next model call
+        await session.send("later", mode="queue")  # its own turn, after this one
+        release.set()
+        view = await session.settle()
+        await session.close()
+        history = await client.get_workflow_handle("chat-1").fetch_history()
+    # a replay of the whole history (signals, steering, three turns) makes the same decisions
+    await Replayer(workflows=[remote.session_workflow]).replay_workflow(history)
+    assert _said(view.messages) == [
+        ("user", "hello"),
+        ("assistant", "re: hello"),
+        ("user", "go"),
+        ("assistant", "hold"),
+        ("tool", "held"),
+        ("user", "stop that"),
+        ("assistant", "re: stop that"),
+        ("user", "later"),
+        ("assistant", "re: later"),
+    ]
+    assert (view.status, view.turns, view.waiting, view.generation) == ("idle", 3, 0, 0)
+    assert view.usage.requests == 4  # hello, go (hold), stop that, later
+
+
+async def test_a_turn_parks_for_approval_and_a_steer_denies_the_undecided_call(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = _session_agent(asyncio.Event(), asyncio.Event())
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "chat-2")
+        await session.send("pay 5")
+        parked = await session.settle()
+        assert parked.status == "awaiting_approval"
+        assert _said(parked.messages) == [("user", "pay 5"), ("assistant", "pay")]
+        [call] = parked.pending
+        assert (call.tool_name, call.arguments) == ("pay", {"amount": 5})
+        with pytest.raises(UserError, match="No call 'nope' is waiting"):
+            await session.approve("nope")
+        assert await session.approve(call.tool_call_id) == []
+        paid = await session.settle()
+        assert (paid.status, paid.text) == ("idle", "re: paid 5")
+        await session.send("pay 7")
+        assert (await session.settle()).status == "awaiting_approval"
+        await session.send("never mind")  # steer: the call still waiting is denied
+        # covers S-07 (a steer auto-denies the pending call, on Temporal)
+        view = await session.settle()
+    denied = view.messages[-3]
+    assert isinstance(denied, ToolMessage)
+    assert denied.is_error
+    assert "steered" in str(denied.content)
+    assert _said(view.messages)[-2:] == [("user", "never mind"), ("assistant", "re: never mind")]
+    assert (view.status, view.turns, view.pending) == ("idle", 2, [])
+
+
+async def test_continue_as_new_keeps_the_transcript_usage_and_waiting_messages(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = _session_agent(asyncio.Event(), asyncio.Event())
+    client = time_skipping.client
+    views: list[SessionView] = []
+    async with remote.worker(client):
+        for session_id, continue_after in (("short", 10), ("long", 10_000)):
+            session = await remote.session(client, session_id, continue_after=continue_after)
+            for text in ("one", "two", "three"):  # two and three wait while one runs
+                await session.send(text, mode="queue")
+            await session.settle()
+            await session.send("four")
+            views.append(await session.close())
+    short, long = views
+    assert short.generation >= 3  # continued as new after every turn
+    assert long.generation == 0
+    assert short.messages == long.messages
+    assert short.usage == long.usage
+    assert short.turns == long.turns == 4
+    assert [t for role, t in _said(short.messages) if role == "user"] == [
+        "one",
+        "two",
+        "three",
+        "four",
+    ]
+    assert short.status == "closed"
+
+
+async def test_bad_input_is_refused_before_anything_is_sent(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = _session_agent(asyncio.Event(), asyncio.Event())
+    client = time_skipping.client
+    with pytest.raises(UserError, match="continue_after must be at least 10"):
+        await remote.session(client, "chat-3", continue_after=3)
+    with pytest.raises(UserError, match="non-empty session id"):
+        await remote.session(client, " ")
+    async with remote.worker(client):
+        session = await remote.session(client, "chat-3")
+        with pytest.raises(UserError, match="send mode must be 'steer' or 'queue', got 'later'"):
+            await session.send("hi", mode="later")  # pyright: ignore[reportArgumentType]
+        with pytest.raises(UserError, match="non-empty text"):
+            await session.send("")
+        assert (await session.view()).turns == 0
+        closed = await session.close()
+        assert (closed.status, closed.messages) == ("closed", [])
+        with pytest.raises(UserError, match="Session 'chat-3' is closed"):
+            await session.send("hello?")
+        again = await remote.session(client, "chat-3")  # attaches to the closed one
+        assert (await again.view()).status == "closed"
+
+
+async def test_a_failed_turn_is_reported_and_the_next_message_runs(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = _session_agent(asyncio.Event(), asyncio.Event())
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "chat-4")
+        await session.send("fail")
+        failed = await session.settle()
+        assert (failed.status, failed.turns) == ("idle", 1)
+        assert failed.error is not None
+        assert "the model is down" in failed.error.message
+        await session.send("hello again")
+        view = await session.settle()
+    assert view.error is None
+    assert _said(view.messages) == [
+        ("user", "fail"),
+        ("user", "hello again"),
+        ("assistant", "re: hello again"),
+    ]
