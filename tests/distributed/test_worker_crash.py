@@ -25,11 +25,16 @@ WORKER = Path(__file__).with_name("_worker.py")
 
 @asynccontextmanager
 async def _worker(
-    address: str, workdir: Path, kind: str = "side_effecting", block: str = "tool"
+    address: str,
+    workdir: Path,
+    kind: str = "side_effecting",
+    block: str = "tool",
+    *,
+    script: Path = WORKER,
 ) -> AsyncGenerator[asyncio.subprocess.Process]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(WORKER),
+        str(script),
         address,
         str(workdir),
         kind,

@@ -192,7 +192,7 @@ class SubagentCall:
         """
         parent = live_scope(ctx.run_id)
         config = self.config_for(parent)
-        history = await self._history(ctx) if self.input_filter is not None else None
+        history = await self.history(ctx) if self.input_filter is not None else None
         child = ChildRun(
             agent=self.agent,
             config=config,
@@ -208,7 +208,7 @@ class SubagentCall:
             relay = self._relay(ctx, texts, config.name, ancestry)
             result = await run_child(child, ctx, parent, relay)
         await _account(parent, config.name, result)
-        return self._shaped(result, texts)
+        return self.shaped(result, texts)
 
     def _relay(
         self, ctx: RunContext[Any], texts: list[str], name: str, ancestry: tuple[str, ...]
@@ -295,7 +295,7 @@ class SubagentCall:
         executor = child.executor.with_gate(gate.with_approval(approval, governance))
         return replace(child, governance=governance, store=store, executor=executor)
 
-    async def _history(self, ctx: RunContext[Any]) -> list[Message]:
+    async def history(self, ctx: RunContext[Any]) -> list[Message]:
         """The messages ``input_filter`` picks from the parent's finished turns."""
         messages = list(ctx.messages)
         last = messages[-1] if messages else None
@@ -314,12 +314,18 @@ class SubagentCall:
                 )
         return chosen
 
-    def _shaped(self, result: RunResult[Any], texts: list[str]) -> ToolResult:
-        """What the parent's model reads, per ``expose_turns``; an error for failed runs."""
+    def shaped(
+        self, result: RunResult[Any], texts: list[str], *, untrusted: bool | None = None
+    ) -> ToolResult:
+        """What the parent's model reads, per ``expose_turns``; an error for failed runs.
+
+        ``untrusted``: whether the child read untrusted content (default: its state says).
+        """
         name = self.agent.config.name
         usage = dict(result.usage_by_model)
-        state = result.state
-        untrusted = state is not None and state.untrusted_seen
+        if untrusted is None:
+            state = result.state
+            untrusted = state is not None and state.untrusted_seen
         status = result.status
         if status == "failed":
             error = result.error

@@ -253,8 +253,9 @@ async def _serve(agents: Sequence[TemporalAgent[object]], address: str) -> None:
         loop.add_signal_handler(signum, stop.set)
     async with contextlib.AsyncExitStack() as stack:
         for queue, served in queues.items():
-            activities = [a for agent in served for a in agent.activities]
-            workflows = [w for agent in served for w in (agent.workflow, agent.session_workflow)]
+            from bastion.distributed._multi import worker_parts
+
+            workflows, activities = worker_parts([(a.workflows, a.activities) for a in served])
             await stack.enter_async_context(
                 Worker(client, task_queue=queue, workflows=workflows, activities=activities)
             )

@@ -14,10 +14,12 @@ from bastion.agent import RetryConfig
 from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
-from ._activities import model_activity, tool_activity
+from ._fan_out_client import check_merges
 from ._governance import counter_stores, counters_activity
 from ._interrupts import InterruptClient
+from ._multi import FanOutMethods, multi_agent_refusals, registrations, runs_in_workflow
 from ._proxies import Activities
+from ._reach import reachable, retry_policy
 from ._session import TemporalSession, open_session
 from ._session_workflow import session_workflow
 from ._shared import send_decisions
@@ -30,9 +32,12 @@ from ._views import (
 from ._workflow import agent_workflow
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import Agent, RunConfig
+    from bastion.agent._merge import Merge
     from bastion.stores import Stores
 
 __all__ = ["TemporalAgent"]
@@ -40,7 +45,7 @@ __all__ = ["TemporalAgent"]
 OutputT = TypeVar("OutputT")
 
 
-class TemporalAgent(InterruptClient, Generic[OutputT]):
+class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
     """Runs an :class:`~bastion.Agent` as a durable Temporal workflow.
 
     The agent's loop runs as workflow code; each model call and each tool call is an activity
@@ -57,6 +62,10 @@ class TemporalAgent(InterruptClient, Generic[OutputT]):
         counters: For an agent with governance (policies, budget): the store every worker
             counts its limits in (a ``postgresql://``, ``redis://`` or ``sqlite:///`` URL,
             or a ``Stores``); the agent's own store when omitted.
+        children: Agents its fan-outs run (:meth:`fan_out`); handoff targets and
+            sub-agents are found on their own.
+        merges: Merge strategies fan-outs may name (functions, ``Judge`` with a function
+            judge), by name: the workers run the merge.
 
     Raises:
         UserError: The agent uses a part that does not run on Temporal yet (see
@@ -71,8 +80,12 @@ class TemporalAgent(InterruptClient, Generic[OutputT]):
         activity_timeout: float = 300.0,
         heartbeat_timeout: float | None = None,
         counters: str | Stores | None = None,
+        children: Sequence[Agent[Any, Any]] = (),
+        merges: Mapping[str, Merge] | None = None,
     ) -> None:
-        _check_supported(agent.config)
+        reach = reachable(agent, children)
+        for reached in reach.values():
+            _check_supported(reached.config)
         stores = counter_stores(agent, counters)
         if activity_timeout <= 0:
             raise UserError(f"activity_timeout must be > 0 seconds, got {activity_timeout!r}.")
@@ -87,7 +100,7 @@ class TemporalAgent(InterruptClient, Generic[OutputT]):
             tool=f"{self.workflow_name}.tool",
             timeout=timedelta(seconds=activity_timeout),
             heartbeat=None if heartbeat_timeout is None else timedelta(seconds=heartbeat_timeout),
-            retry=_retry_policy(config.retry or RetryConfig()),
+            retry=retry_policy(config.retry or RetryConfig()),
             no_retry=RetryPolicy(maximum_attempts=1),
             counters="" if stores is None else f"{self.workflow_name}.counters",
         )
@@ -97,11 +110,16 @@ class TemporalAgent(InterruptClient, Generic[OutputT]):
         self.session_workflow_name = f"bastion.session.{agent.name}"
         self.session_workflow = session_workflow(agent, self.session_workflow_name, activities)
         """The session workflow class (register it too: see :meth:`session`)."""
-        self.activities = (
-            model_activity(activities.model, config.models, beat),
-            tool_activity(activities.tool, config.catalog.registry, beat),
-        ) + (() if stores is None else (counters_activity(activities.counters, stores),))
-        """The activity functions (register them with the workflow)."""
+        self.reach = reach
+        """Every agent a run may come to run (handoffs, sub-agents, ``children``), by name."""
+        self.merges = check_merges(f"TemporalAgent({agent.name!r})", merges)
+        self.workflows, functions = registrations(
+            reach, (self.workflow, self.session_workflow), activities, self.merges, beat
+        )
+        self.activities = functions + (
+            () if stores is None else (counters_activity(activities.counters, stores),)
+        )
+        """The workflow classes and activity functions (register them on your own ``Worker``)."""
         self.counters = stores
         """The store the workers count governance limits in (``None``: no governance)."""
         self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
@@ -111,7 +129,7 @@ class TemporalAgent(InterruptClient, Generic[OutputT]):
         return Worker(
             client,
             task_queue=self.task_queue,
-            workflows=[self.workflow, self.session_workflow],
+            workflows=list(self.workflows),
             activities=list(self.activities),
             **options,
         )
@@ -220,17 +238,6 @@ class TemporalAgent(InterruptClient, Generic[OutputT]):
         )
 
 
-def _retry_policy(retry: RetryConfig) -> RetryPolicy:
-    """The activity retry policy of the agent's model retry settings."""
-    initial = max(retry.initial_delay, 0.001)
-    return RetryPolicy(
-        initial_interval=timedelta(seconds=initial),
-        backoff_coefficient=2.0,
-        maximum_interval=timedelta(seconds=max(retry.max_delay, initial)),
-        maximum_attempts=retry.max_retries + 1,
-    )
-
-
 def _check_supported(config: RunConfig) -> None:
     """Refuse, by name, what the workflow cannot run yet (before anything is registered)."""
     refused = [
@@ -242,8 +249,9 @@ def _check_supported(config: RunConfig) -> None:
         )
         if present
     ]
+    refused += multi_agent_refusals(config)
     for tool in config.catalog.registry.values():
-        if tool.takes_ctx:
+        if tool.takes_ctx and not runs_in_workflow(tool):
             refused.append(f"tool {tool.name!r} takes a RunContext")
         if tool.kind == "async_gen":
             refused.append(f"tool {tool.name!r} streams its output")

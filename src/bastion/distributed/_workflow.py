@@ -22,7 +22,7 @@ from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
 from ._governance import governed
 from ._interrupts import GovernedWorkflow
-from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
+from ._proxies import Activities, ActivityModel, WorkflowClock
 from ._shared import check_decisions, define_workflow
 from ._views import (
     WorkflowResult,
@@ -31,6 +31,7 @@ from ._views import (
     result_adapter,
     status_adapter,
 )
+from ._wiring import workflow_parts
 
 if TYPE_CHECKING:
     from bastion.agent import Agent, RunConfig, RunResult
@@ -46,10 +47,8 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
     """
     clock = WorkflowClock()
     models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(config.models))
-    registry = ToolRegistry(
-        [proxy_tool(t, activities) for t in config.catalog.registry.values()],
-        owner=f"Agent {config.name!r}",
-    )
+    tools, handoffs = workflow_parts(config, activities, usage)
+    registry = ToolRegistry(tools, owner=f"Agent {config.name!r}")
     catalog = ToolCatalog(registry)
     return replace(
         config,
@@ -61,6 +60,7 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
         executor=_executor(config.executor, clock),
         retry=RetryConfig(max_retries=0),
         store=None,
+        handoffs=handoffs,
     )
 
 
@@ -108,17 +108,22 @@ class AgentWorkflow(GovernedWorkflow):
         with id_source(lambda: workflow.uuid4().hex):
             result = await agent.run(prompt, config=config)
             while result.status == "awaiting_approval":
-                self._park(result)
-                await workflow.wait_condition(self._all_decided)
-                directive = Directive(
-                    approvals=list(self._decided.values()), interrupts=self.take_resolutions()
-                )
-                self._pending, self._decided = {}, {}
-                self._status = WorkflowStatus(status="running", usage=self._usage[0])
+                directive = await self.decisions(result)
                 result = await agent.run(result.state, directive=directive, config=config)
         self._status = WorkflowStatus(status=result.status, usage=result.usage)  # type: ignore[arg-type]
         await workflow.wait_condition(workflow.all_handlers_finished)
         return _encode(workflow.info().workflow_id, result)
+
+    async def decisions(self, result: RunResult[Any]) -> Directive:
+        """Park the run at its pending calls and interrupts until each is decided."""
+        self._park(result)
+        await workflow.wait_condition(self._all_decided)
+        directive = Directive(
+            approvals=list(self._decided.values()), interrupts=self.take_resolutions()
+        )
+        self._pending, self._decided = {}, {}
+        self._status = WorkflowStatus(status="running", usage=self._usage[0])
+        return directive
 
     def _park(self, result: RunResult[Any]) -> None:
         held = self.park_interrupts(result)  # calls held by an interrupt: decided with it

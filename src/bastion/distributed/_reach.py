@@ -1,0 +1,120 @@
+"""Every agent a ``TemporalAgent`` can reach: its handoff targets, its sub-agents, its children.
+
+A worker must register the workflows and activities of each agent a run may come to run:
+the agents it hands off to (they continue the run in its workflow), the sub-agents its
+``task_<name>`` / ``as_tool`` tools start (each a child workflow), the agents its fan-outs
+run (each a child workflow), and, in turn, every agent those reach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from temporalio.common import RetryPolicy
+
+from bastion.agent import RetryConfig
+from bastion.agent._handoffs import UnknownHandoffTarget
+from bastion.agent._subrun import SubagentCall
+from bastion.core import UserError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from bastion.agent import Agent, RunConfig
+
+    from ._proxies import Activities
+
+__all__ = ["activities_for", "agent_prefix", "reachable", "retry_policy", "subagent_of"]
+
+
+def agent_prefix(name: str) -> str:
+    """The prefix of an agent's workflow and activity names: ``bastion.agent.<name>``."""
+    return f"bastion.agent.{name}"
+
+
+def retry_policy(retry: RetryConfig) -> RetryPolicy:
+    """The activity retry policy of the agent's model retry settings."""
+    initial = max(retry.initial_delay, 0.001)
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=initial),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=max(retry.max_delay, initial)),
+        maximum_attempts=retry.max_retries + 1,
+    )
+
+
+def activities_for(template: Activities, config: RunConfig) -> Activities:
+    """The activities of agent ``config`` (names, retries), with ``template``'s timeouts."""
+    prefix = agent_prefix(config.name)
+    return replace(
+        template,
+        model=f"{prefix}.model",
+        tool=f"{prefix}.tool",
+        retry=retry_policy(config.retry or RetryConfig()),
+    )
+
+
+def subagent_of(function: object) -> SubagentCall | None:
+    """The sub-agent call a tool made by ``as_tool`` / ``subagents`` runs, else ``None``."""
+    return function if isinstance(function, SubagentCall) else None
+
+
+def reachable(
+    root: Agent[Any, Any], children: Iterable[Agent[Any, Any]]
+) -> dict[str, Agent[Any, Any]]:
+    """``root`` and every agent it can reach, by name (``root`` first).
+
+    Raises:
+        UserError: Two different agents share a name, a handoff names an agent its
+            registry does not hold, or a child is not an ``Agent``.
+    """
+    from bastion.agent import Agent
+
+    found: dict[str, Agent[Any, Any]] = {}
+    pending: list[Agent[Any, Any]] = [root]
+    for child in children:
+        if not isinstance(child, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(
+                f"TemporalAgent({root.name!r}): children must be Agents, got {child!r}."
+            )
+        pending.append(child)
+    while pending:
+        agent = pending.pop(0)
+        known = found.get(agent.name)
+        if known is agent:
+            continue
+        if known is not None:
+            raise UserError(
+                f"TemporalAgent({root.name!r}) reaches two different agents named "
+                f"{agent.name!r}: a workflow is registered per name; give them distinct names."
+            )
+        found[agent.name] = agent
+        pending.extend(_next(agent))
+    return found
+
+
+def _next(agent: Agent[Any, Any]) -> list[Agent[Any, Any]]:
+    """The agents ``agent`` hands off to and runs as sub-agents."""
+    from bastion.agent import Agent
+
+    config = agent.config
+    out: list[Agent[Any, Any]] = []
+    handoffs = config.handoffs
+    for spec in handoffs.specs if handoffs is not None else ():
+        try:
+            target = handoffs.target(spec)  # pyright: ignore[reportOptionalMemberAccess]
+        except UnknownHandoffTarget as error:
+            raise UserError(
+                f"Agent {agent.name!r} hands off to {spec.target_name!r}, which its registry "
+                "does not hold yet: a worker registers the workflow of every agent a run may "
+                "reach, so add it to the AgentRegistry before building the TemporalAgent."
+            ) from error
+        if isinstance(target, Agent):
+            out.append(target)  # pyright: ignore[reportUnknownArgumentType]
+    for tool in config.catalog.registry.values():
+        call = subagent_of(tool.function)
+        if call is not None and isinstance(call.agent, Agent):  # pyright: ignore[reportUnknownMemberType]
+            out.append(call.agent)  # pyright: ignore[reportUnknownArgumentType, reportUnknownMemberType]
+    return out

@@ -1,0 +1,148 @@
+"""An agent's tools and handoffs as its workflow runs them.
+
+- A plain tool's function becomes the tool activity (``_proxies.proxy_tool``).
+- A sub-agent tool (``as_tool``, ``subagents``) starts the sub-agent's child workflow
+  (``_children.py``) and returns what the parent's model reads, as ``SubagentCall`` does
+  locally: the child's answer, its usage added to the run's, a failure as a tool error.
+- A handoff continues **the same workflow** with the target's configuration, as a local
+  handoff continues the same run: the target's models and tools are its own activities
+  (``bastion.agent.<target>.model`` / ``.tool``), so the run keeps one history, one run id
+  and one status, and the number of handoffs is bounded by ``max_handoffs``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from temporalio import workflow
+from temporalio.exceptions import ChildWorkflowError
+
+from bastion.agent._child import child_run_id
+from bastion.agent._handoffs import HandoffCall, Handoffs, handoff_of
+from bastion.agent._subrun import ANCESTRY, PARENT_AGENT, PARENT_RUN_ID, PARENT_TOOL_CALL_ID
+from bastion.core import messages_adapter
+from bastion.tools import ToolError
+
+from ._child_wire import (
+    ChildOutcome,
+    ChildRequest,
+    child_workflow_name,
+    outcome_adapter,
+    request_json,
+)
+from ._proxies import proxy_tool
+from ._reach import activities_for, subagent_of
+
+if TYPE_CHECKING:
+    from bastion.agent import RunConfig
+    from bastion.agent._subrun import SubagentCall
+    from bastion.core import RunContext, Usage
+    from bastion.tools import Tool, ToolResult
+
+    from ._proxies import Activities
+
+__all__ = ["workflow_parts"]
+
+
+def workflow_parts(
+    config: RunConfig, activities: Activities, usage: list[Usage]
+) -> tuple[list[Tool], Handoffs | None]:
+    """``config``'s tools and handoffs as its workflow runs them (see the module)."""
+    handoffs = config.handoffs
+    specs: dict[str, Any] = {}
+    if handoffs is not None:
+        targets = [
+            _WorkflowTarget(handoffs.target(spec).config, activities, usage)
+            for spec in handoffs.specs
+        ]
+        specs = {
+            spec.tool_name: replace(spec, target=target)
+            for spec, target in zip(handoffs.specs, targets, strict=True)
+        }
+        handoffs = replace(handoffs, specs=tuple(specs.values()))
+    tools: list[Tool] = []
+    for tool in config.catalog.registry.values():
+        call = subagent_of(tool.function)
+        if handoff_of(tool) is not None:  # on_handoff runs in the workflow, as hooks do
+            tools.append(replace(tool, function=HandoffCall(specs[tool.name])))
+        elif call is not None:
+            tools.append(replace(tool, function=_SubagentChild(call)))
+        else:
+            tools.append(proxy_tool(tool, activities))
+    return tools, handoffs
+
+
+class _WorkflowTarget:
+    """A handoff target whose configuration is the workflow's (built when first used)."""
+
+    __slots__ = ("_activities", "_built", "_config", "_usage", "name")
+
+    def __init__(self, config: RunConfig, activities: Activities, usage: list[Usage]) -> None:
+        self.name = config.name
+        self._config = config
+        self._activities = activities
+        self._usage = usage
+        self._built: RunConfig | None = None
+
+    @property
+    def config(self) -> RunConfig:
+        """The target's configuration with its own activity models and tools."""
+        if self._built is None:
+            from ._workflow import workflow_config  # it builds on this module
+
+            own = activities_for(self._activities, self._config)
+            self._built = workflow_config(self._config, own, self._usage)
+        return self._built
+
+
+class _SubagentChild:
+    """A sub-agent tool's function in the workflow: the sub-agent's child workflow."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: SubagentCall) -> None:
+        self.call = call
+
+    async def __call__(self, ctx: RunContext[Any], input: str) -> ToolResult:
+        """Start (or, replayed, find) the child workflow of this call and wait for it.
+
+        Raises:
+            ToolError: The child failed, was aborted, or its workflow did not finish.
+        """
+        call = self.call
+        name = call.agent.config.name
+        assert ctx.tool_call_id is not None  # a sub-agent runs inside a tool call
+        history = None
+        if call.input_filter is not None:  # runs in the workflow, on the run's messages
+            history = messages_adapter().dump_json(await call.history(ctx)).decode()
+        request = ChildRequest(
+            input=input,
+            kind="subagent",
+            label=name,
+            capability="read_only" if call.capability == "read_only" else "full",
+            history=history,
+            metadata={
+                PARENT_RUN_ID: ctx.run_id,
+                PARENT_AGENT: ctx.agent_name,
+                PARENT_TOOL_CALL_ID: ctx.tool_call_id,
+                ANCESTRY: [ctx.agent_name],
+            },
+        )
+        try:
+            text = await workflow.execute_child_workflow(
+                child_workflow_name(name),
+                request_json(request),
+                id=child_run_id(ctx.run_id, ctx.step, ctx.tool_call_id),
+                result_type=str,
+            )
+        except ChildWorkflowError as error:
+            raise ToolError(
+                f"Sub-agent {name!r} did not finish: {error.cause or error}."
+            ) from error
+        return _shaped(call, outcome_adapter().validate_json(text))
+
+
+def _shaped(call: SubagentCall, outcome: ChildOutcome) -> ToolResult:
+    """What the parent's model reads of the child: what it reads locally."""
+    return call.shaped(outcome.as_result(), list(outcome.texts), untrusted=outcome.untrusted)
