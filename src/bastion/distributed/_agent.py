@@ -16,6 +16,7 @@ from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
 from ._activities import model_activity, tool_activity
+from ._following import event_channel, follow_events, publishing
 from ._proxies import Activities
 from ._views import (
     WorkflowResult,
@@ -27,9 +28,15 @@ from ._views import (
 from ._workflow import agent_workflow
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import Agent, RunConfig
+    from bastion.core import AgentEvent
+    from bastion.stores import Stores
+
+    from ._events import EventChannel
 
 __all__ = ["TemporalAgent"]
 
@@ -50,6 +57,9 @@ class TemporalAgent(Generic[OutputT]):
             ``timeout`` wins for its calls).
         heartbeat_timeout: Seconds without a heartbeat after which the worker of a model or
             tool call is taken for lost (``None``: only ``activity_timeout`` tells).
+        events: Where runs publish their live events (a ``Stores`` or a store URL), for
+            :meth:`stream`, :meth:`follow` and the HTTP server; ``None``: the agent's own
+            store, and without one the events are not published.
 
     Raises:
         UserError: The agent uses a part that does not run on Temporal yet (see
@@ -63,6 +73,7 @@ class TemporalAgent(Generic[OutputT]):
         task_queue: str | None = None,
         activity_timeout: float = 300.0,
         heartbeat_timeout: float | None = None,
+        events: Stores | str | None = None,
     ) -> None:
         _check_supported(agent.config)
         if activity_timeout <= 0:
@@ -73,6 +84,8 @@ class TemporalAgent(Generic[OutputT]):
         self.task_queue = task_queue or f"bastion.{agent.name}"
         self.workflow_name = f"bastion.agent.{agent.name}"
         config = agent.config
+        self.events = event_channel(events, agent)
+        """The store the runs' events go to (``None``: they are not published)."""
         activities = Activities(
             model=f"{self.workflow_name}.model",
             tool=f"{self.workflow_name}.tool",
@@ -80,6 +93,7 @@ class TemporalAgent(Generic[OutputT]):
             heartbeat=None if heartbeat_timeout is None else timedelta(seconds=heartbeat_timeout),
             retry=_retry_policy(config.retry or RetryConfig()),
             no_retry=RetryPolicy(maximum_attempts=1),
+            publish=None if self.events is None else f"{self.workflow_name}.events",
         )
         beat = None if heartbeat_timeout is None else heartbeat_timeout / 3
         self.workflow = agent_workflow(agent, self.workflow_name, activities)
@@ -87,6 +101,7 @@ class TemporalAgent(Generic[OutputT]):
         self.activities = (
             model_activity(activities.model, config.models, beat),
             tool_activity(activities.tool, config.catalog.registry, beat),
+            *publishing(activities.publish, self.events),
         )
         """The activity functions (register them with the workflow)."""
         self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
@@ -121,6 +136,49 @@ class TemporalAgent(Generic[OutputT]):
         """Start a run and wait for its end (through any approvals it waits for)."""
         handle = await self.start(client, prompt, workflow_id=workflow_id)
         return self._result(await handle.result())
+
+    def stream(
+        self, client: Client, prompt: str, *, workflow_id: str | None = None, poll: float = 0.1
+    ) -> AsyncIterator[AgentEvent]:
+        """Start a run and yield its events as the workers publish them.
+
+        The same events a local ``agent.stream`` yields, in order, each once; the stream
+        ends where a local one does: at ``agent.end`` (the run ended or parked for a
+        decision). ``poll``: seconds between reads of the event store.
+
+        Raises:
+            UserError: No event store (see ``events``), or an empty prompt.
+        """
+        channel = self._channel()
+
+        async def started() -> str:
+            return (await self.start(client, prompt, workflow_id=workflow_id)).id
+
+        return follow_events(channel, client, started(), after=0, poll=poll)
+
+    def follow(
+        self, client: Client, workflow_id: str, *, after: int = 0, poll: float = 0.1
+    ) -> AsyncIterator[AgentEvent]:
+        """Yield the events of the run ``workflow_id`` with ``seq > after`` (see :meth:`stream`).
+
+        Any process on the event store may follow, from any seq: reconnect with the seq of
+        the last event seen.
+
+        Raises:
+            UserError: No event store, ``after`` < 0, or no such workflow.
+        """
+        channel = self._channel()
+        if after < 0:
+            raise UserError(f"after must be an event seq >= 0, got {after!r}.")
+        return follow_events(channel, client, _ready(workflow_id), after=after, poll=poll)
+
+    def _channel(self) -> EventChannel:
+        if self.events is None:
+            raise UserError(
+                f"TemporalAgent {self.agent.name!r} publishes no events: give it "
+                "events='sqlite:///runs.db' (or the agent a store), on workers and clients."
+            )
+        return self.events
 
     async def result(self, client: Client, workflow_id: str) -> WorkflowResult[OutputT]:
         """Wait for the end of the run ``workflow_id``."""
@@ -188,6 +246,10 @@ class TemporalAgent(Generic[OutputT]):
             steps=raw.steps,
             error=raw.error,
         )
+
+
+async def _ready(workflow_id: str) -> str:
+    return workflow_id
 
 
 def _retry_policy(retry: RetryConfig) -> RetryPolicy:

@@ -58,6 +58,8 @@ class Activities:
     heartbeat: timedelta | None
     retry: RetryPolicy
     no_retry: RetryPolicy
+    publish: str | None = None
+    """The activity that logs the run's events (``None``: they are not published)."""
 
 
 class ActivityModel(Model):

@@ -22,6 +22,7 @@ from bastion.agent._catalog import ToolCatalog
 from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
+from ._events import WorkflowEvents
 from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
 from ._views import (
     WorkflowResult,
@@ -102,15 +103,20 @@ class AgentWorkflow:
         """Run the agent to its end, parking at each approval until it is decided."""
         agent = self.agent
         config = workflow_config(agent.config, self.activities, self._usage)
+        events = WorkflowEvents(activity=self.activities.publish)
         with id_source(lambda: workflow.uuid4().hex):
-            result = await agent.run(prompt, config=config)
+            result = await events.drain(agent.stream(prompt, config=config))
             while result.status == "awaiting_approval":
+                await events.flush()
                 self._park(result)
                 await workflow.wait_condition(lambda: len(self._decided) == len(self._pending))
                 directive = Directive(approvals=list(self._decided.values()))
                 self._pending, self._decided = {}, {}
                 self._status = WorkflowStatus(status="running", usage=self._usage[0])
-                result = await agent.run(result.state, directive=directive, config=config)
+                result = await events.drain(
+                    agent.stream(result.state, directive=directive, config=config)
+                )
+        await events.flush()
         self._status = WorkflowStatus(status=result.status, usage=result.usage)  # type: ignore[arg-type]
         await workflow.wait_condition(workflow.all_handlers_finished)
         return _encode(workflow.info().workflow_id, result)
