@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -9,11 +16,34 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from bastion import UserError
-from bastion.core import AgentEvent
+from bastion.core import AgentEvent, dump_event
 from bastion.distributed import TemporalAgent
+from bastion.distributed._events import EventChannel
 from bastion.stores import open_store
 
 from ._agents import adder, mailer
+from ._events_worker import publishing_agent
+from .test_worker_crash import _line
+
+WORKER = Path(__file__).with_name("_events_worker.py")
+
+
+@asynccontextmanager
+async def _worker(
+    address: str, workdir: Path, store: str
+) -> AsyncGenerator[asyncio.subprocess.Process]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(WORKER), address, str(workdir), store,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    try:
+        await _line(process, "WORKER_READY")
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
 
 
 def _shape(events: list[AgentEvent]) -> list[tuple[int, str]]:
@@ -79,3 +109,54 @@ async def test_following_needs_an_event_store_and_a_workflow(
         remote_agent.follow(client, "x", after=-1)
     with pytest.raises(UserError, match="No workflow 'nope'"):
         [e async for e in remote_agent.follow(client, "nope")]
+
+
+async def test_a_follower_sees_each_event_once_across_a_killed_worker(
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client = dev_server.client
+    address = client.service_client.config.target_host
+    store = f"sqlite:///{tmp_path}/events.db"
+    remote_agent = publishing_agent(tmp_path, store)
+    seen: list[AgentEvent] = []
+
+    async def follow() -> None:
+        seen.extend([e async for e in remote_agent.follow(client, "charge-1")])
+
+    async with _worker(address, tmp_path, store) as first:
+        await remote_agent.start(client, "Charge 5", workflow_id="charge-1")
+        await _line(first, "MODEL_STARTED")  # worker 1 is inside the first model call
+        following = asyncio.create_task(follow())
+        await _logged(remote_agent, client, "charge-1", "step.start")
+        first.send_signal(signal.SIGKILL)
+        assert await first.wait() == -signal.SIGKILL
+    async with _worker(address, tmp_path, store):
+        await asyncio.wait_for(following, timeout=60)
+    # covers TEMPORAL-EVENTS-REPLAY
+    assert [e.seq for e in seen] == list(range(1, len(seen) + 1))  # each once, in order
+    types = [e.type for e in seen]
+    assert types[:2] == ["agent.start", "step.start"]
+    assert types.count("agent.start") == 1
+    assert "tool.execute.end" in types
+    assert seen[-1].type == "agent.end"
+    assert (seen[-1].status, seen[-1].output) == ("completed", "charge result: charged 5")
+    assert int((tmp_path / "model_calls").read_text()) == 3  # the lost call ran again
+
+
+async def _logged(agent: TemporalAgent[str], client: Client, workflow_id: str, kind: str) -> None:
+    """Wait until the workflow's log holds an event of type ``kind``."""
+    async for event in agent.follow(client, workflow_id):
+        if event.type == kind:
+            return
+
+
+async def test_a_batch_published_again_is_logged_once(tmp_path: Path) -> None:
+    channel = EventChannel(stores=open_store(f"sqlite:///{tmp_path}/e.db"))
+    logged = [json.loads(dump_event(e)) async for e in adder().stream("Add 2 and 3")]
+    first, again = logged[:2], logged[:3]
+    async with channel.stores:
+        assert await channel.append("w", first) == 2
+        assert await channel.append("w", again) == 1  # a retried or replayed publish
+        assert await channel.append("w", again) == 0
+        assert [e.seq for e in await channel.read("w", 0)] == [1, 2, 3]
+        assert [e.seq for e in await channel.read("w", 1)] == [2, 3]
