@@ -172,6 +172,11 @@ class TemporalAgent(Generic[OutputT]):
             raise UserError(f"after must be an event seq >= 0, got {after!r}.")
         return follow_events(channel, client, _ready(workflow_id), after=after, poll=poll)
 
+    async def aclose(self) -> None:
+        """Close the event store, when this agent opened it from a URL."""
+        if self.events is not None:
+            await self.events.close()
+
     def _channel(self) -> EventChannel:
         if self.events is None:
             raise UserError(

@@ -51,11 +51,21 @@ def log_key(workflow_id: str) -> str:
 
 @dataclass(kw_only=True, slots=True)
 class EventChannel:
-    """The store a Temporal agent's events go to, opened once per process on first use."""
+    """The store a Temporal agent's events go to, opened once per process on first use.
+
+    ``owned``: the channel opened the store from a URL, and closes it in :meth:`close`.
+    """
 
     stores: Stores
+    owned: bool = False
     _opened: asyncio.Lock | None = None
     _open: bool = False
+
+    async def close(self) -> None:
+        """Close the store if this channel opened it (it opens again on next use)."""
+        if self.owned and self._open:
+            self._open = False
+            await self.stores.close()
 
     async def artifacts(self) -> ArtifactStore:
         """The opened store's artifacts."""

@@ -38,7 +38,7 @@ def event_channel(events: Stores | str | None, agent: Agent[Any, Any]) -> EventC
     if isinstance(events, Stores):
         return EventChannel(stores=events)
     if isinstance(events, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-        return EventChannel(stores=open_store(events))
+        return EventChannel(stores=open_store(events), owned=True)
     raise UserError(
         f"events must be a Stores or a store URL such as 'sqlite:///runs.db', got {events!r}."
     )
