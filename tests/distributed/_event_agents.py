@@ -31,3 +31,8 @@ def stored_mailer() -> Agent[None, str]:
     """Calls ``send_email`` (it needs approval), then answers; journals to ``BASTION_STORE``."""
     model = _answer(Call("send_email", {"to": "bob@example.com", "body": "Hi"}), "Done.")
     return Agent("mailer", model=model, tools=[send_email], store=open_store())
+
+
+def served() -> list[Agent[None, str]]:
+    """Both agents, for one ``bastion worker``."""
+    return [stored_adder(), stored_mailer()]

@@ -15,7 +15,9 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = "tests/distributed/_event_agents.py:stored_adder"
+AGENTS = "tests/distributed/_event_agents.py"
+SPEC = f"{AGENTS}:stored_adder"
+MAILER = f"{AGENTS}:stored_mailer"
 BASTION = [sys.executable, "-m", "bastion.cli"]
 
 
@@ -27,12 +29,13 @@ def _env(store: str) -> dict[str, str]:
 @contextmanager
 def _worker(address: str, store: str) -> Generator[None]:
     process = subprocess.Popen(
-        [*BASTION, "worker", SPEC, "--temporal", address],
+        [*BASTION, "worker", f"{AGENTS}:served", "--temporal", address],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(store),
     )  # fmt: skip
     assert process.stdout is not None
     try:
         assert process.stdout.readline().startswith("Serving adder")
+        assert process.stdout.readline().startswith("Serving mailer")
         yield
     finally:
         process.kill()
@@ -40,7 +43,7 @@ def _worker(address: str, store: str) -> Generator[None]:
 
 
 async def _run(*args: str, store: str) -> subprocess.CompletedProcess[str]:
-    command, env = [*BASTION, "run", *args], _env(store)
+    command, env = [*BASTION, *args], _env(store)
     return await asyncio.to_thread(
         lambda: subprocess.run(
             command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False, env=env
@@ -59,10 +62,12 @@ async def test_bastion_run_temporal_prints_the_events_as_a_local_run(
 ) -> None:
     address = dev_server.client.service_client.config.target_host
     store = f"sqlite:///{tmp_path}/bastion.db"
-    local = await _run(SPEC, "Add 2 and 3", "--plain", store=store)
+    local = await _run("run", SPEC, "Add 2 and 3", "--plain", store=store)
     with _worker(address, store):
-        remote = await _run(SPEC, "Add 2 and 3", "--plain", "--temporal", address, store=store)
-        lines = await _run(SPEC, "Add 2 and 3", "--json", "--temporal", address, store=store)
+        remote = await _run(
+            "run", SPEC, "Add 2 and 3", "--plain", "--temporal", address, store=store
+        )
+        lines = await _run("run", SPEC, "Add 2 and 3", "--json", "--temporal", address, store=store)
     assert (local.returncode, remote.returncode, lines.returncode) == (0, 0, 0), remote.stderr
     shown = remote.stdout.splitlines()
     *events, workflow = shown
@@ -83,3 +88,30 @@ def _untimed(line: str) -> str:
     """A tool row without its duration (``✓ add(a=2, b=3) 3.8 ms → 5``)."""
     head, arrow, tail = line.partition(" → ")
     return head.rsplit(" ", 2)[0] + arrow + tail if arrow else line
+
+
+@pytest.mark.timeout(180)  # real processes on a shared machine
+async def test_a_parked_run_and_its_resumption_print_their_events(
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    address = dev_server.client.service_client.config.target_host
+    store = f"sqlite:///{tmp_path}/bastion.db"
+    with _worker(address, store):
+        parked = await _run(
+            "run", MAILER, "Mail Bob", "--plain", "--temporal", address, store=store
+        )
+        lines = parked.stdout.splitlines()
+        waiting = next(i for i, line in enumerate(lines) if line.startswith("Run mailer-"))
+        workflow_id = lines[waiting].split()[1]
+        call_id = lines[waiting + 1].split()[0]
+        resumed = await _run(
+            "runs", "resume", workflow_id, "--agent", MAILER, "--approve", call_id,
+            "--temporal", address, "--plain", store=store,
+        )  # fmt: skip
+    assert parked.returncode == 1, parked.stderr
+    assert any(line.startswith("⏸ awaiting_approval") for line in lines[:waiting])
+    assert resumed.returncode == 0, resumed.stderr
+    shown = resumed.stdout.splitlines()
+    assert "Done." in shown  # the resumed run's answer, from its events
+    assert any(line.startswith("✓ completed") for line in shown)
+    assert shown[-1].startswith(f"{workflow_id} · completed")

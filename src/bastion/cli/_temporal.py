@@ -28,7 +28,7 @@ from bastion.core import UserError
 from ._common import EXIT_FAILED_RUN, EXIT_INTERRUPTED, EXIT_USAGE, Output, console, error, or_exit
 from ._format import format_call
 from ._load import SpecError, _call_factory, load_object
-from ._temporal_events import event_printer, show_run
+from ._temporal_events import event_printer, logged_seq, show_run
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -123,17 +123,25 @@ def resume_on_temporal(  # noqa: PLR0917 (the options of runs resume)
     approvals: Sequence[ApprovalDecision],
     output: Output,
 ) -> int:
-    """Send the decisions to the parked workflow as its ``decide`` update; print the outcome."""
+    """Send the decisions to the parked workflow as its ``decide`` update; print the outcome.
+
+    With an event store, the events of the resumed run are printed as they are published.
+    """
     [agent] = _one_agent(spec, task_queue)
     if not approvals:
         error("Give a decision: --approve CALL_ID, --deny CALL_ID[:REASON] or --happened.")
         raise typer.Exit(EXIT_USAGE)
 
-    async def go(client: Client) -> tuple[str, WorkflowStatus]:
-        await agent.decide(client, workflow_id, *approvals)
-        return workflow_id, await agent.settle(client, workflow_id)
+    with event_printer(agent, output) as show:
 
-    return _outcome(agent, spec, address, output, go)
+        async def go(client: Client) -> tuple[str, WorkflowStatus]:
+            after = 0 if show is None else await logged_seq(agent, workflow_id)
+            waiting = await agent.decide(client, workflow_id, *approvals)
+            if show is not None and not waiting:  # the run goes on: print what it does
+                return workflow_id, await show_run(agent, client, workflow_id, show, after)
+            return workflow_id, await agent.settle(client, workflow_id)
+
+        return _outcome(agent, spec, address, output, go, shown=show is not None)
 
 
 def temporal_agents(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from bastion.distributed import TemporalAgent, WorkflowStatus, WorkflowStatusName
 
-__all__ = ["EventPrinter", "event_printer", "show_run"]
+__all__ = ["EventPrinter", "event_printer", "logged_seq", "show_run"]
 
 EventPrinter = Callable[[AgentEvent], None]
 
@@ -40,18 +40,28 @@ def event_printer(agent: TemporalAgent[object], output: Output) -> Generator[Eve
 
 
 async def show_run(
-    agent: TemporalAgent[object], client: Client, workflow_id: str, show: EventPrinter
+    agent: TemporalAgent[object],
+    client: Client,
+    workflow_id: str,
+    show: EventPrinter,
+    after: int = 0,
 ) -> WorkflowStatus:
-    """Print the run's events until it ends or parks; its status then."""
+    """Print the run's events after seq ``after`` until it ends or parks; its status then."""
     from bastion.distributed import WorkflowStatus
 
     end: AgentEvent | None = None
-    async for event in agent.follow(client, workflow_id):
+    async for event in agent.follow(client, workflow_id, after=after):
         show(event)
         end = event
     if end is not None and end.type == "agent.end" and end.status != "awaiting_approval":
         return WorkflowStatus(status=cast("WorkflowStatusName", end.status))  # no update now
     return await agent.settle(client, workflow_id)  # parked (or its events were lost)
+
+
+async def logged_seq(agent: TemporalAgent[object], workflow_id: str) -> int:
+    """The seq of the last event the run logged (0 when none was)."""
+    assert agent.events is not None
+    return await agent.events.last_seq(workflow_id)
 
 
 def _print_json(event: AgentEvent) -> None:

@@ -88,6 +88,10 @@ class EventChannel:
             await artifacts.write(log_key(workflow_id), content, role=_ROLE, seq=seq)
         return len(fresh)
 
+    async def last_seq(self, workflow_id: str) -> int:
+        """The seq of the last event logged for the workflow (0 when none was)."""
+        return await _tail_seq(await self.artifacts(), workflow_id)
+
     async def read(self, workflow_id: str, after: int) -> list[AgentEvent]:
         """The logged events with ``seq > after``, in order, each seq once."""
         artifacts = await self.artifacts()
