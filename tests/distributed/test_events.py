@@ -111,6 +111,7 @@ async def test_following_needs_an_event_store_and_a_workflow(
         [e async for e in remote_agent.follow(client, "nope")]
 
 
+@pytest.mark.timeout(180)  # two worker processes on a shared machine
 async def test_a_follower_sees_each_event_once_across_a_killed_worker(
     dev_server: WorkflowEnvironment, tmp_path: Path
 ) -> None:

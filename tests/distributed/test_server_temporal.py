@@ -27,8 +27,14 @@ async def test_a_workflow_run_streams_parks_and_is_approved_over_http(
     store = f"sqlite:///{tmp_path}/bastion.db"
     temporal = dev_server.client
     worker = TemporalAgent(mailer(), events=store)  # as `bastion worker` would, on the store
-    app = create_app(mailer(), store=store, temporal=temporal)
-    async with worker.worker(temporal), running(app), client(app) as http:
+    auth = {"t-acme": "acme", "t-globex": "globex"}
+    app = create_app(mailer(), store=store, temporal=temporal, auth=auth)
+    async with (
+        worker.worker(temporal),
+        running(app),
+        client(app, "t-acme") as http,
+        client(app, "t-globex") as other,
+    ):
         started = await http.post("/runs", json={"input": "Mail Bob"})
         assert started.status_code == 202, started.text
         run_id = started.json()["run_id"]
@@ -48,7 +54,15 @@ async def test_a_workflow_run_streams_parks_and_is_approved_over_http(
         ]
         assert [p["id"] for p in (await http.get("/approvals")).json()] == [pending[0]["id"]]
         view = (await http.get(f"/runs/{run_id}")).json()
-        assert (view["status"], view["agent"]) == ("awaiting_approval", "mailer")
+        assert (view["status"], view["agent"], view["tenant_id"]) == (
+            "awaiting_approval", "mailer", "acme",
+        )  # fmt: skip
+        # another tenant sees nothing of it, and cannot decide it
+        assert (await other.get(f"/runs/{run_id}")).status_code == 404
+        assert (await other.get(f"/runs/{run_id}/events")).status_code == 404
+        assert (await other.get("/approvals")).json() == []
+        stolen = await other.post(f"/runs/{run_id}/approvals/{pending[0]['id']}/approve", json={})
+        assert stolen.status_code == 404
         wrong = await http.post(f"/runs/{run_id}/approvals/call_nope/approve", json={})
         assert wrong.status_code == 400
         assert "No call 'call_nope' is waiting" in wrong.json()["error"]["message"]

@@ -58,6 +58,7 @@ class TemporalRuns:
         poll: float,
     ) -> None:
         self.agents = {name: TemporalAgent(agent, events=stores) for name, agent in agents.items()}
+        self._by_type = {a.workflow_name: a for a in self.agents.values()}
         self.channel = EventChannel(stores=stores, _open=True)  # the app opens the store
         self._target = target
         self.poll = poll
@@ -107,8 +108,7 @@ class TemporalRuns:
 
     async def view(self, run_id: str, caller: Caller) -> RunView:
         """The run as the workflow tells it, if the caller may see it."""
-        described, memo = await self._visible(run_id, caller)
-        agent = self.agent(str(memo.get("agent")))
+        described, agent, tenant = await self._visible(run_id, caller)
         status, pending, usage, output, error = "running", list[PendingItem](), {}, None, None
         closed = _CLOSED.get(described.status) if described.status else None
         if closed is None:
@@ -125,7 +125,7 @@ class TemporalRuns:
         started = described.start_time or datetime.now(UTC)
         return RunView(
             run_id=run_id, agent=agent.agent.name, status=status,
-            tenant_id=_tenant(memo), session_id=None, metadata={}, created_at=started,
+            tenant_id=tenant, session_id=None, metadata={}, created_at=started,
             updated_at=described.close_time or started, output=output, error=error,
             usage=usage, pending=pending,
         )  # fmt: skip
@@ -136,17 +136,14 @@ class TemporalRuns:
         query = f"ExecutionStatus = 'Running' AND ({types})"
         items: list[PendingItem] = []
         async for found in self.client.list_workflows(query):
-            memo = await found.memo()
-            if not caller.sees(_tenant(memo)):
-                continue
-            agent = self.agent(str(memo.get("agent")))
-            items += _pending(found.id, await agent.status(self.client, found.id))
+            agent = self._by_type.get(found.workflow_type)
+            if agent is not None and caller.sees(_tenant(await found.memo())):
+                items += _pending(found.id, await agent.status(self.client, found.id))
         return items
 
     async def decide(self, run_id: str, decision: ApprovalDecision, caller: Caller) -> Accepted:
         """Send one decision to the parked workflow as its ``decide`` update."""
-        _, memo = await self._visible(run_id, caller)
-        agent = self.agent(str(memo.get("agent")))
+        _, agent, _ = await self._visible(run_id, caller)
         waiting = await agent.decide(self.client, run_id, decision)
         return accepted(run_id, agent.agent.name, undecided=waiting)
 
@@ -162,7 +159,12 @@ class TemporalRuns:
 
     async def _visible(
         self, run_id: str, caller: Caller
-    ) -> tuple[WorkflowExecutionDescription, Mapping[str, Any]]:
+    ) -> tuple[WorkflowExecutionDescription, TemporalAgent[Any], str | None]:
+        """The workflow of a served agent's run the caller may see: its agent and tenant.
+
+        A run started elsewhere (``bastion run --temporal``) has no tenant: only callers
+        of a server without auth see it.
+        """
         handle = self.client.get_workflow_handle(run_id)
         try:
             described = await handle.describe()
@@ -170,10 +172,11 @@ class TemporalRuns:
             if error.status == RPCStatusCode.NOT_FOUND:
                 raise NotFound(f"No run {run_id}.") from None
             raise
-        memo = await described.memo()
-        if memo.get("agent") not in self.agents or not caller.sees(_tenant(memo)):
+        agent = self._by_type.get(described.workflow_type)
+        tenant = _tenant(await described.memo())
+        if agent is None or not caller.sees(tenant):
             raise NotFound(f"No run {run_id}.")
-        return described, memo
+        return described, agent, tenant
 
 
 def accepted(run_id: str, agent: str, *, undecided: list[str] | None = None) -> Accepted:
