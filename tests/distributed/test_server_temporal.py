@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from bastion import UserError
 from bastion.distributed import TemporalAgent
 from bastion.server import create_app
 from tests.server._agents import Sse, read_sse
@@ -79,3 +81,11 @@ async def test_a_workflow_run_streams_parks_and_is_approved_over_http(
         assert (await http.get("/runs/nope")).status_code == 404
         refused = await http.post("/runs", json={"input": "x", "session_id": "s"})
         assert refused.status_code == 400
+
+
+def test_create_app_refuses_a_bad_temporal_target(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path}/bastion.db"
+    with pytest.raises(UserError, match="temporal must be an address"):
+        create_app(mailer(), store=store, temporal=7233)  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="temporal must be an address"):
+        create_app(mailer(), store=store, temporal="")
