@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from bastion import UserError
 from bastion.core import AgentEvent, dump_event
@@ -161,3 +162,24 @@ async def test_a_batch_published_again_is_logged_once(tmp_path: Path) -> None:
         assert await channel.append("w", again) == 0
         assert [e.seq for e in await channel.read("w", 0)] == [1, 2, 3]
         assert [e.seq for e in await channel.read("w", 1)] == [2, 3]
+
+
+async def test_histories_replay_whether_events_were_published_or_not(
+    time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client: Client = time_skipping.client
+    store = f"sqlite:///{tmp_path}/events.db"
+    quiet, publishing = TemporalAgent(mailer()), TemporalAgent(mailer(), events=store)
+    async with quiet.worker(client):
+        before = await quiet.start(client, "Mail", workflow_id="before")
+        await quiet.settle(client, "before")  # parked, in flight when events are turned on
+        old_history = await before.fetch_history()
+    async with publishing.worker(client):
+        seen = [e async for e in publishing.stream(client, "Mail", workflow_id="after")]
+        new_history = await client.get_workflow_handle("after").fetch_history()
+    await publishing.aclose()
+    assert seen[-1].type == "agent.end"
+    # a run started without events replays on a worker that publishes them
+    replayer = Replayer(workflows=[publishing.workflow])
+    assert (await replayer.replay_workflow(old_history)).replay_failure is None
+    assert (await replayer.replay_workflow(new_history)).replay_failure is None

@@ -36,6 +36,8 @@ __all__ = [
 
 _ROLE = "events"
 _FINAL = frozenset({"completed", "failed", "aborted", "stopped"})
+_PATCH = "bastion.events"
+"""The patch marker of runs that publish their events."""
 _PUBLISH_TIMEOUT = timedelta(seconds=30)
 _PUBLISH_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
@@ -173,12 +175,19 @@ class WorkflowEvents:
     """
 
     activity: str | None
+    _on: bool | None = None
     _buffer: list[str] = field(default_factory=list[str])
     _sender: asyncio.Task[None] | None = None
 
     async def drain(self, stream: AgentStream[Any]) -> RunResult[Any]:
-        """Run ``stream`` to its end, publishing each event; its result."""
-        if self.activity is None:
+        """Run ``stream`` to its end, publishing each event; its result.
+
+        A run started before its worker published events replays as it ran: the patch
+        marker tells, so events can be turned on while runs are in flight.
+        """
+        if self._on is None:
+            self._on = self.activity is not None and workflow.patched(_PATCH)
+        if not self._on:
             return await stream.drain()
         async with stream:
             async for event in stream:
