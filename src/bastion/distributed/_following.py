@@ -52,9 +52,17 @@ def publishing(name: str | None, channel: EventChannel | None) -> tuple[Callable
 
 
 async def follow_batches(
-    channel: EventChannel, client: Client, workflow_id: str, *, after: int, poll: float
+    channel: EventChannel,
+    client: Client,
+    workflow_id: str,
+    *,
+    after: int,
+    poll: float,
+    stop: asyncio.Event | None = None,
 ) -> AsyncIterator[list[AgentEvent]]:
     """Batches of the workflow's events after ``after``, until its run ends or parks.
+
+    ``stop``: once set, the batches end at the next idle read (a server shutting down).
 
     Raises:
         UserError: No workflow ``workflow_id``.
@@ -65,6 +73,8 @@ async def follow_batches(
 
     async def closed() -> bool:
         nonlocal checked
+        if stop is not None and stop.is_set():
+            return True
         now = asyncio.get_running_loop().time()
         if now - checked < _CHECK_EVERY:
             return False

@@ -112,9 +112,7 @@ def create_app(
     service = Service(manager, tokens, poll=poll_interval)
     sessions = Sessions(manager)
     graph_runs = GraphRuns(served_graphs, stores)
-    on_temporal = (
-        None if temporal is None else temporal_runs(served, stores, temporal, poll_interval)
-    )
+    on_temporal = temporal_runs(served, stores, temporal, poll_interval, service.stopping)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:

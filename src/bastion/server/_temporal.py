@@ -6,6 +6,7 @@ each run's events into the server's store, from which the server streams them.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -56,12 +57,14 @@ class TemporalRuns:
         target: str | Client,
         *,
         poll: float,
+        stopping: asyncio.Event,
     ) -> None:
         self.agents = {name: TemporalAgent(agent, events=stores) for name, agent in agents.items()}
         self._by_type = {a.workflow_name: a for a in self.agents.values()}
         self.channel = EventChannel(stores=stores, _open=True)  # the app opens the store
         self._target = target
         self.poll = poll
+        self.stopping = stopping
         self._client = target if isinstance(target, Client) else None
 
     async def connect(self) -> None:
@@ -151,7 +154,10 @@ class TemporalRuns:
         """The run's events after ``after``, in the batches read (check the caller first)."""
 
         async def batches() -> AsyncIterator[list[LoggedEvent]]:
-            found = follow_batches(self.channel, self.client, run_id, after=after, poll=self.poll)
+            found = follow_batches(
+                self.channel, self.client, run_id, after=after, poll=self.poll,
+                stop=self.stopping,
+            )  # fmt: skip
             async for batch in found:
                 yield [LoggedEvent.of(event) for event in batch]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,11 @@ __all__ = ["temporal_router", "temporal_runs"]
 
 
 def temporal_runs(
-    agents: Mapping[str, Agent[Any, Any]], stores: Stores, target: object, poll: float
+    agents: Mapping[str, Agent[Any, Any]],
+    stores: Stores,
+    target: object,
+    poll: float,
+    stopping: asyncio.Event,
 ) -> TemporalRuns | None:
     """The served agents' runs on Temporal, if ``target`` names a server (else ``None``).
 
@@ -39,7 +44,7 @@ def temporal_runs(
         raise UserError(f"temporal must be an address 'host:port' or a Client, got {target!r}.")
     if not agents:
         raise UserError("temporal= serves agents: give create_app at least one Agent.")
-    return TemporalRuns(agents, stores, target, poll=poll)
+    return TemporalRuns(agents, stores, target, poll=poll, stopping=stopping)
 
 
 def temporal_router() -> APIRouter:
