@@ -21,10 +21,13 @@ from bastion.core import AgentEvent, dump_event
 from bastion.distributed import TemporalAgent
 from bastion.distributed._events import EventChannel
 from bastion.stores import open_store
+from tests.durability._backends import store_url
 
 from ._agents import adder, mailer
 from ._events_worker import publishing_agent
 from .test_worker_crash import _line
+
+__all__ = ["store_url"]  # the fixture: a fresh store of each backend
 
 WORKER = Path(__file__).with_name("_events_worker.py")
 
@@ -152,8 +155,8 @@ async def _logged(agent: TemporalAgent[str], client: Client, workflow_id: str, k
             return
 
 
-async def test_a_batch_published_again_is_logged_once(tmp_path: Path) -> None:
-    channel = EventChannel(stores=open_store(f"sqlite:///{tmp_path}/e.db"))
+async def test_a_batch_published_again_is_logged_once(store_url: str) -> None:
+    channel = EventChannel(stores=open_store(store_url))  # SQLite, PostgreSQL and Redis
     logged = [json.loads(dump_event(e)) async for e in adder().stream("Add 2 and 3")]
     first, again = logged[:2], logged[:3]
     async with channel.stores:
