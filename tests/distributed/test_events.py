@@ -63,7 +63,6 @@ async def test_a_workflow_streams_the_events_of_the_local_run(
     client: Client = time_skipping.client
     async with remote_agent.worker(client):
         seen = [e async for e in remote_agent.stream(client, "Add 2 and 3", workflow_id="add-1")]
-    # covers TEMPORAL-EVENTS
     assert _shape(seen) == _shape(local)  # same events, seqs 1..n, each once, in order
     assert [e.seq for e in seen] == list(range(1, len(seen) + 1))
     end = seen[-1]
@@ -137,7 +136,6 @@ async def test_a_follower_sees_each_event_once_across_a_killed_worker(
         assert await first.wait() == -signal.SIGKILL
     async with _worker(address, tmp_path, store):
         await asyncio.wait_for(following, timeout=60)
-    # covers TEMPORAL-EVENTS-REPLAY
     assert [e.seq for e in seen] == list(range(1, len(seen) + 1))  # each once, in order
     types = [e.type for e in seen]
     assert types[:2] == ["agent.start", "step.start"]

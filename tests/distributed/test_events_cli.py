@@ -71,7 +71,6 @@ async def test_bastion_run_temporal_prints_the_events_as_a_local_run(
     assert (local.returncode, remote.returncode, lines.returncode) == (0, 0, 0), remote.stderr
     shown = remote.stdout.splitlines()
     *events, workflow = shown
-    # covers TEMPORAL-CLI-EVENTS
     assert [_untimed(line) for line in _steady(events)] == [
         _untimed(line) for line in _steady(local.stdout.splitlines())
     ]

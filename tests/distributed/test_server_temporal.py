@@ -42,14 +42,12 @@ async def test_a_workflow_run_streams_parks_and_is_approved_over_http(
         run_id = started.json()["run_id"]
         assert run_id.startswith("mailer-")
         first = await _events(http, run_id)
-        # covers TEMPORAL-SERVER-SSE
         assert [e.id for e in first] == list(range(1, len(first) + 1))
         assert (first[0].event, first[-1].event) == ("agent.start", "agent.end")
         assert first[-1].data["status"] == "awaiting_approval"
         middle = first[len(first) // 2].id
         assert await _events(http, run_id, after=middle) == first[middle:]  # Last-Event-ID
 
-        # covers TEMPORAL-SERVER-APPROVE
         pending = (await http.get(f"/runs/{run_id}/approvals")).json()
         assert [(p["tool_name"], p["arguments"]) for p in pending] == [
             ("send_email", {"to": "bob@example.com", "body": "Hi"})
