@@ -109,6 +109,10 @@ class TemporalRuns:
         )
         return accepted(workflow_id, agent.agent.name)
 
+    async def check(self, run_id: str, caller: Caller) -> None:
+        """Raise :class:`NotFound` unless the caller may see the run (asks no worker)."""
+        await self._visible(run_id, caller)
+
     async def view(self, run_id: str, caller: Caller) -> RunView:
         """The run as the workflow tells it, if the caller may see it."""
         described, agent, tenant = await self._visible(run_id, caller)

@@ -62,7 +62,7 @@ async def run_events(
 
     Reconnect with ``Last-Event-ID`` (or ``?after=SEQ``) to get only the events after it.
     """
-    await runs.view(run_id, caller)
+    await runs.check(run_id, caller)  # no status query: the stream needs no live worker
     start = _after(last_event_id, after)
 
     async def body() -> AsyncIterator[bytes]:
