@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -13,7 +12,7 @@ from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision
 
 from ._auth import Caller
-from ._follow import sse
+from ._follow import sse_response
 from ._models import Accepted, Decision, PendingItem, RunView, StartRun
 from ._routes import _ERRORS, _after, _caller  # pyright: ignore[reportPrivateUsage]
 from ._temporal import TemporalRuns
@@ -63,14 +62,7 @@ async def run_events(
     Reconnect with ``Last-Event-ID`` (or ``?after=SEQ``) to get only the events after it.
     """
     await runs.check(run_id, caller)  # no status query: the stream needs no live worker
-    start = _after(last_event_id, after)
-
-    async def body() -> AsyncIterator[bytes]:
-        async for batch in runs.events(run_id, start):
-            yield b"".join(map(sse, batch))  # one write per batch, not per event
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+    return sse_response(runs.events(run_id, _after(last_event_id, after)))
 
 
 @temporal_router.get("/approvals", response_model=list[PendingItem], tags=["approvals"])
