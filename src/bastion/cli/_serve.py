@@ -13,6 +13,7 @@ from bastion.core import UserError
 
 from ._common import EXIT_USAGE, error, or_exit
 from ._load import SpecError, _call_factory, load_object
+from ._temporal import TEMPORAL_OPTION
 
 if TYPE_CHECKING:
     from bastion.graph import Graph
@@ -79,6 +80,7 @@ def serve(  # noqa: PLR0917 (typer options)
             help="A graph to serve too (repeatable): its executions under /graphs.",
         ),
     ] = None,
+    temporal: Annotated[str | None, TEMPORAL_OPTION] = None,
 ) -> None:
     """Serve agents (and graphs) over HTTP: runs, resumable event streams (SSE), approvals."""
     try:
@@ -104,6 +106,7 @@ def serve(  # noqa: PLR0917 (typer options)
             drain_timeout=drain_timeout,
             takeover_interval=takeover_interval or None,
             lease_ttl=lease_ttl,
+            temporal=temporal,
         )
     except UserError as exc:
         error(str(exc))

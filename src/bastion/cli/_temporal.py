@@ -28,6 +28,7 @@ from bastion.core import UserError
 from ._common import EXIT_FAILED_RUN, EXIT_INTERRUPTED, EXIT_USAGE, Output, console, error, or_exit
 from ._format import format_call
 from ._load import SpecError, _call_factory, load_object
+from ._temporal_events import event_printer, logged_seq, show_run
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -108,14 +109,21 @@ def worker(
 def run_on_temporal(
     spec: str, prompt: str, address: str, task_queue: str | None, output: Output
 ) -> int:
-    """Start a workflow of the agent ``spec`` names and print how it ends; the exit code."""
+    """Start a workflow of the agent ``spec`` names, print its events and how it ends.
+
+    The events are printed as the workers publish them when the agent has an event store;
+    the exit code is that of :func:`_outcome`.
+    """
     [agent] = _one_agent(spec, task_queue)
+    with event_printer(agent, output) as show:
 
-    async def go(client: Client) -> tuple[str, WorkflowStatus]:
-        handle = await agent.start(client, prompt)
-        return handle.id, await agent.settle(client, handle.id)
+        async def go(client: Client) -> tuple[str, WorkflowStatus]:
+            handle = await agent.start(client, prompt)
+            if show is not None:
+                return handle.id, await show_run(agent, client, handle.id, show)
+            return handle.id, await agent.settle(client, handle.id)
 
-    return _outcome(agent, spec, address, output, go)
+        return _outcome(agent, spec, address, output, go, shown=show is not None)
 
 
 def resume_on_temporal(  # noqa: PLR0917 (the options of runs resume)
@@ -131,7 +139,8 @@ def resume_on_temporal(  # noqa: PLR0917 (the options of runs resume)
     ``options`` are the ``--approve``, ``--deny``, ``--happened`` and ``--raise`` values,
     read as for a local run: ``--deny`` of a pending interrupt denies it, ``--raise
     ID=MAX`` raises the limit it waits on. Interrupts go as the ``resolve`` update, call
-    decisions as ``decide``.
+    decisions as ``decide``. With an event store, the events of the resumed run are printed
+    as they are published.
     """
     [agent] = _one_agent(spec, task_queue)
     approve, deny, happened, raise_to = options
@@ -142,22 +151,28 @@ def resume_on_temporal(  # noqa: PLR0917 (the options of runs resume)
         )
         raise typer.Exit(EXIT_USAGE)
 
-    async def go(client: Client) -> tuple[str, WorkflowStatus]:
-        from ._decisions import build_directive
+    with event_printer(agent, output) as show:
 
-        interrupts: dict[str, Any] = {}
-        if deny or raise_to:  # which ids are interrupts, and which limit each waits on
+        async def go(client: Client) -> tuple[str, WorkflowStatus]:
+            from ._decisions import build_directive
+
+            after = 0 if show is None else await logged_seq(agent, workflow_id)
+            # Which ids are interrupts (and the limit each waits on), and what still waits.
             status = await agent.status(client, workflow_id)
             interrupts = {i.id: i.to_dict() for i in status.interrupts}
-        directive = build_directive(approve, deny, happened, raise_to, interrupts)
-        assert directive is not None  # some option was given
-        if directive.interrupts:
-            await agent.resolve(client, workflow_id, *directive.interrupts)
-        if directive.approvals:
-            await agent.decide(client, workflow_id, *directive.approvals)
-        return workflow_id, await agent.settle(client, workflow_id)
+            directive = build_directive(approve, deny, happened, raise_to, interrupts)
+            assert directive is not None  # some option was given
+            calls_left = [p.tool_call_id for p in status.pending]
+            interrupts_left = list(interrupts)
+            if directive.interrupts:
+                interrupts_left = await agent.resolve(client, workflow_id, *directive.interrupts)
+            if directive.approvals:
+                calls_left = await agent.decide(client, workflow_id, *directive.approvals)
+            if show is not None and not calls_left and not interrupts_left:  # it goes on
+                return workflow_id, await show_run(agent, client, workflow_id, show, after)
+            return workflow_id, await agent.settle(client, workflow_id)
 
-    return _outcome(agent, spec, address, output, go)
+        return _outcome(agent, spec, address, output, go, shown=show is not None)
 
 
 def temporal_agents(
@@ -272,8 +287,13 @@ def _outcome(
     address: str,
     output: Output,
     work: Callable[[Client], Awaitable[tuple[str, WorkflowStatus]]],
+    *,
+    shown: bool = False,
 ) -> int:
-    """Run ``work`` (it ends once the run parks or ends), print the outcome; the exit code."""
+    """Run ``work`` (it ends once the run parks or ends), print the outcome; the exit code.
+
+    ``shown``: ``work`` printed the run's events, its output among them.
+    """
 
     async def go() -> tuple[str, WorkflowStatus, WorkflowResult[object] | None]:
         client = await _connect(address)
@@ -293,7 +313,7 @@ def _outcome(
         for line in _pending_lines(status, workflow_id, spec, address):
             out.print(Text(line), soft_wrap=True)
     else:
-        _print_result(result, output)
+        _print_result(result, output, shown=shown)
     return 0 if result is not None and result.ok else EXIT_FAILED_RUN
 
 
@@ -319,9 +339,9 @@ async def _refusing(awaitable: Awaitable[_T]) -> _T:
         raise UserError(f"Temporal refused: {exc.message}") from None
 
 
-def _print_result(result: WorkflowResult[object], output: Output) -> None:
+def _print_result(result: WorkflowResult[object], output: Output, *, shown: bool) -> None:
     out = console(plain=output == "plain")
-    if result.ok:
+    if result.ok and not shown:  # shown: the events showed the output
         value = result.output
         out.print(Text(value if isinstance(value, str) else json.dumps(value)), soft_wrap=True)
     elif result.error is not None:

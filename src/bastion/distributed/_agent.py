@@ -15,6 +15,7 @@ from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
 from ._fan_out_client import check_merges
+from ._following import event_channel, follow_events, publishing
 from ._governance import counter_stores, counters_activity
 from ._interrupts import InterruptClient
 from ._multi import FanOutMethods, multi_agent_refusals, registrations, runs_in_workflow
@@ -32,13 +33,16 @@ from ._views import (
 from ._workflow import agent_workflow
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import AsyncIterator, Mapping, Sequence
 
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import Agent, RunConfig
     from bastion.agent._merge import Merge
+    from bastion.core import AgentEvent
     from bastion.stores import Stores
+
+    from ._events import EventChannel
 
 __all__ = ["TemporalAgent"]
 
@@ -66,6 +70,9 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
             sub-agents are found on their own.
         merges: Merge strategies fan-outs may name (functions, ``Judge`` with a function
             judge), by name: the workers run the merge.
+        events: Where runs publish their live events (a ``Stores`` or a store URL), for
+            :meth:`stream`, :meth:`follow` and the HTTP server; ``None``: the agent's own
+            store, and without one the events are not published.
 
     Raises:
         UserError: The agent uses a part that does not run on Temporal yet (see
@@ -82,6 +89,7 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         counters: str | Stores | None = None,
         children: Sequence[Agent[Any, Any]] = (),
         merges: Mapping[str, Merge] | None = None,
+        events: Stores | str | None = None,
     ) -> None:
         reach = reachable(agent, children)
         for reached in reach.values():
@@ -95,6 +103,8 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         self.task_queue = task_queue or f"bastion.{agent.name}"
         self.workflow_name = f"bastion.agent.{agent.name}"
         config = agent.config
+        self.events = event_channel(events, agent)
+        """The store the runs' events go to (``None``: they are not published)."""
         activities = Activities(
             model=f"{self.workflow_name}.model",
             tool=f"{self.workflow_name}.tool",
@@ -103,6 +113,7 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
             retry=retry_policy(config.retry or RetryConfig()),
             no_retry=RetryPolicy(maximum_attempts=1),
             counters="" if stores is None else f"{self.workflow_name}.counters",
+            publish=None if self.events is None else f"{self.workflow_name}.events",
         )
         beat = None if heartbeat_timeout is None else heartbeat_timeout / 3
         self.workflow = agent_workflow(agent, self.workflow_name, activities)
@@ -116,8 +127,10 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         self.workflows, functions = registrations(
             reach, (self.workflow, self.session_workflow), activities, self.merges, beat
         )
-        self.activities = functions + (
-            () if stores is None else (counters_activity(activities.counters, stores),)
+        self.activities = (
+            *functions,
+            *(() if stores is None else (counters_activity(activities.counters, stores),)),
+            *publishing(activities.publish, self.events),
         )
         """The workflow classes and activity functions (register them on your own ``Worker``)."""
         self.counters = stores
@@ -154,6 +167,54 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         """Start a run and wait for its end (through any approvals it waits for)."""
         handle = await self.start(client, prompt, workflow_id=workflow_id)
         return self._result(await handle.result())
+
+    def stream(
+        self, client: Client, prompt: str, *, workflow_id: str | None = None, poll: float = 0.1
+    ) -> AsyncIterator[AgentEvent]:
+        """Start a run and yield its events as the workers publish them.
+
+        The same events a local ``agent.stream`` yields, in order, each once; the stream
+        ends where a local one does: at ``agent.end`` (the run ended or parked for a
+        decision). ``poll``: seconds between reads of the event store.
+
+        Raises:
+            UserError: No event store (see ``events``), or an empty prompt.
+        """
+        channel = self._channel()
+
+        async def started() -> str:
+            return (await self.start(client, prompt, workflow_id=workflow_id)).id
+
+        return follow_events(channel, client, started(), after=0, poll=poll)
+
+    def follow(
+        self, client: Client, workflow_id: str, *, after: int = 0, poll: float = 0.1
+    ) -> AsyncIterator[AgentEvent]:
+        """Yield the events of the run ``workflow_id`` with ``seq > after`` (see :meth:`stream`).
+
+        Any process on the event store may follow, from any seq: reconnect with the seq of
+        the last event seen.
+
+        Raises:
+            UserError: No event store, ``after`` < 0, or no such workflow.
+        """
+        channel = self._channel()
+        if after < 0:
+            raise UserError(f"after must be an event seq >= 0, got {after!r}.")
+        return follow_events(channel, client, _ready(workflow_id), after=after, poll=poll)
+
+    async def aclose(self) -> None:
+        """Close the event store, when this agent opened it from a URL."""
+        if self.events is not None:
+            await self.events.close()
+
+    def _channel(self) -> EventChannel:
+        if self.events is None:
+            raise UserError(
+                f"TemporalAgent {self.agent.name!r} publishes no events: give it "
+                "events='sqlite:///runs.db' (or the agent a store), on workers and clients."
+            )
+        return self.events
 
     async def result(self, client: Client, workflow_id: str) -> WorkflowResult[OutputT]:
         """Wait for the end of the run ``workflow_id``."""
@@ -236,6 +297,10 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
             steps=raw.steps,
             error=raw.error,
         )
+
+
+async def _ready(workflow_id: str) -> str:
+    return workflow_id
 
 
 def _check_supported(config: RunConfig) -> None:

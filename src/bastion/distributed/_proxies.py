@@ -59,6 +59,8 @@ class Activities:
     retry: RetryPolicy
     no_retry: RetryPolicy
     counters: str = ""  # the governance counters' local activity ("": no governance)
+    publish: str | None = None
+    """The activity that logs the run's events (``None``: they are not published)."""
 
 
 class ActivityModel(Model):

@@ -20,6 +20,7 @@ from bastion.agent._catalog import ToolCatalog
 from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
+from ._events import WorkflowEvents
 from ._governance import governed
 from ._interrupts import GovernedWorkflow
 from ._proxies import Activities, ActivityModel, WorkflowClock
@@ -105,11 +106,16 @@ class AgentWorkflow(GovernedWorkflow):
         agent = self.agent
         config = workflow_config(agent.config, self.activities, self._usage)
         config = governed(config, self.activities.counters)
+        events = WorkflowEvents(activity=self.activities.publish)
         with id_source(lambda: workflow.uuid4().hex):
-            result = await agent.run(prompt, config=config)
+            result = await events.drain(agent.stream(prompt, config=config))
             while result.status == "awaiting_approval":
+                await events.flush()
                 directive = await self.decisions(result)
-                result = await agent.run(result.state, directive=directive, config=config)
+                result = await events.drain(
+                    agent.stream(result.state, directive=directive, config=config)
+                )
+        await events.flush()
         self._status = WorkflowStatus(status=result.status, usage=result.usage)  # type: ignore[arg-type]
         await workflow.wait_condition(workflow.all_handlers_finished)
         return _encode(workflow.info().workflow_id, result)

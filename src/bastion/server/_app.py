@@ -6,7 +6,7 @@ import asyncio
 import hmac
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
@@ -28,7 +28,11 @@ from ._service import Service
 from ._sessions import Sessions
 from ._sessions_routes import sessions_router
 from ._takeover import watch
+from ._temporal_app import temporal_router, temporal_runs
 from ._trace_routes import execution_trace_router, trace_router
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
 
 __all__ = ["create_app"]
 
@@ -49,6 +53,7 @@ def create_app(
     takeover_interval: float | None = 5.0,
     lease_ttl: float | None = None,
     graphs: Graphs | None = None,
+    temporal: str | Client | None = None,
 ) -> FastAPI:
     """An ASGI application serving ``agents`` over HTTP (run it with uvicorn).
 
@@ -75,6 +80,10 @@ def create_app(
         graphs: One graph, or graphs by key (each key the graph's own): their executions
             are served under ``/graphs`` and ``/executions``, checkpointed into ``store``.
             ``agents`` may then be empty.
+        temporal: A Temporal server's address (``host:port``, connected at startup) or a
+            connected ``temporalio`` client: runs start as workflows of the agents
+            (``bastion worker`` runs them), on the same routes; the workers publish their
+            events into ``store``, so give them the same store. Needs ``bastion[temporal]``.
 
     Raises:
         UserError: No agents (nor graphs), a key that is not its agent's name or graph's
@@ -104,10 +113,13 @@ def create_app(
     service = Service(manager, tokens, poll=poll_interval)
     sessions = Sessions(manager)
     graph_runs = GraphRuns(served_graphs, stores, poll=poll_interval)
+    on_temporal = temporal_runs(served, stores, temporal, poll_interval, service.stopping)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
         await stores.open()
+        if on_temporal is not None:
+            await on_temporal.connect()
         watcher = (
             None
             if takeover_interval is None
@@ -130,6 +142,9 @@ def create_app(
     app.state.bastion_sessions = sessions
     app.state.bastion_graphs = graph_runs
     install_error_handlers(app)
+    if on_temporal is not None:
+        app.state.bastion_temporal = on_temporal
+        app.include_router(temporal_router())
     app.include_router(router)
     app.include_router(trace_router)
     app.include_router(sessions_router)

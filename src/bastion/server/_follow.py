@@ -8,11 +8,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import cast
 
+from fastapi.responses import StreamingResponse
+
 from bastion.stores import JournalStore
 
 from ._events import EventLog, Hub, LoggedEvent
 
-__all__ = ["follow_batches", "sse"]
+__all__ = ["follow_batches", "sse", "sse_response"]
 
 _FINAL = frozenset({"completed", "failed", "aborted", "stopped"})
 
@@ -81,6 +83,17 @@ def _final(event: LoggedEvent) -> bool:
 async def _pause(seconds: float, stopping: asyncio.Event) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(stopping.wait(), timeout=seconds)
+
+
+def sse_response(batches: AsyncIterator[list[LoggedEvent]]) -> StreamingResponse:
+    """The SSE response of a run's event batches: one body chunk (socket write) per batch."""
+
+    async def body() -> AsyncIterator[bytes]:
+        async for batch in batches:
+            yield b"".join(map(sse, batch))
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
 
 def sse(event: LoggedEvent) -> bytes:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
@@ -15,7 +14,7 @@ from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._auth import Caller
 from ._errors import NotFound
-from ._follow import sse
+from ._follow import sse_response
 from ._models import (
     Accepted,
     Decision,
@@ -136,14 +135,7 @@ async def run_events(
     Reconnect with ``Last-Event-ID`` (or ``?after=SEQ``) to get only the events after it.
     """
     await service.check(run_id, caller)
-    start = _after(last_event_id, after)
-
-    async def body() -> AsyncIterator[bytes]:
-        async for batch in service.events(run_id, start):
-            yield b"".join(map(sse, batch))  # one write per batch, not per event
-
-    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+    return sse_response(service.events(run_id, _after(last_event_id, after)))
 
 
 def _after(header: str | None, query: int | None) -> int:

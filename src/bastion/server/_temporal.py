@@ -1,0 +1,223 @@
+"""Served runs as Temporal workflows: started, viewed, decided and followed through a client.
+
+A run's id is its workflow's id. The workers (``bastion worker``) run the agents and publish
+each run's events into the server's store, from which the server streams them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from bastion.core import UserError
+from bastion.distributed import TemporalAgent
+from bastion.distributed._events import EventChannel
+from bastion.distributed._following import follow_batches
+
+from ._errors import NotFound
+from ._events import LoggedEvent
+from ._models import Accepted, PendingItem, RunView
+
+if TYPE_CHECKING:
+    from temporalio.client import WorkflowExecutionDescription
+
+    from bastion.agent import Agent
+    from bastion.core import Usage
+    from bastion.distributed import WorkflowStatus
+    from bastion.stores import Stores
+    from bastion.tools import ApprovalDecision
+
+    from ._auth import Caller
+
+__all__ = ["TemporalRuns"]
+
+_CLOSED = {
+    WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.CANCELED: "aborted",
+    WorkflowExecutionStatus.TERMINATED: "aborted",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+}
+
+
+class TemporalRuns:
+    """The served agents' runs on a Temporal server (its client connected at startup)."""
+
+    def __init__(
+        self,
+        agents: Mapping[str, Agent[Any, Any]],
+        stores: Stores,
+        target: str | Client,
+        *,
+        poll: float,
+        stopping: asyncio.Event,
+    ) -> None:
+        self.agents = {name: TemporalAgent(agent, events=stores) for name, agent in agents.items()}
+        self._by_type = {a.workflow_name: a for a in self.agents.values()}
+        self.channel = EventChannel(stores=stores, _open=True)  # the app opens the store
+        self._target = target
+        self.poll = poll
+        self.stopping = stopping
+        self._client = target if isinstance(target, Client) else None
+
+    async def connect(self) -> None:
+        """Connect to the Temporal server (at startup)."""
+        if self._client is None:
+            assert isinstance(self._target, str)
+            try:
+                self._client = await Client.connect(self._target)
+            except RuntimeError as error:
+                raise UserError(
+                    f"Cannot reach the Temporal server at {self._target!r}: {error}"
+                ) from None
+
+    @property
+    def client(self) -> Client:
+        """The connected client."""
+        if self._client is None:
+            raise UserError("The server is not connected to Temporal yet (it is starting).")
+        return self._client
+
+    def agent(self, name: str | None) -> TemporalAgent[Any]:
+        """The served agent named ``name`` (the only one when ``None``)."""
+        if name is None and len(self.agents) == 1:
+            return next(iter(self.agents.values()))
+        if name is None:
+            raise UserError(f"Name the agent to run: one of {sorted(self.agents)}.")
+        found = self.agents.get(name)
+        if found is None:
+            raise NotFound(f"No agent {name!r} is served (served: {sorted(self.agents)}).")
+        return found
+
+    async def start(self, caller: Caller, agent_name: str | None, text: str) -> Accepted:
+        """Start a run of the agent as a workflow (the caller's tenant in its memo)."""
+        agent = self.agent(agent_name)
+        workflow_id = f"{agent.agent.name}-{uuid.uuid4().hex}"
+        await self.client.start_workflow(
+            agent.workflow_name,
+            text,
+            id=workflow_id,
+            task_queue=agent.task_queue,
+            memo={"agent": agent.agent.name, "tenant": caller.tenant},
+        )
+        return accepted(workflow_id, agent.agent.name)
+
+    async def check(self, run_id: str, caller: Caller) -> None:
+        """Raise :class:`NotFound` unless the caller may see the run (asks no worker)."""
+        await self._visible(run_id, caller)
+
+    async def view(self, run_id: str, caller: Caller) -> RunView:
+        """The run as the workflow tells it, if the caller may see it."""
+        described, agent, tenant = await self._visible(run_id, caller)
+        status, pending, usage, output, error = "running", list[PendingItem](), {}, None, None
+        closed = _CLOSED.get(described.status) if described.status else None
+        if closed is None:
+            now = await agent.status(self.client, run_id)
+            status, pending, usage = now.status, _pending(run_id, now), _dump(now.usage)
+        elif described.status == WorkflowExecutionStatus.COMPLETED:
+            result = await agent.result(self.client, run_id)
+            status, output, usage = result.status, result.output, _dump(result.usage)
+            if result.error is not None:
+                error = {"code": result.error.code, "message": result.error.message}
+        else:
+            status = closed
+            error = {"code": "workflow_closed", "message": f"The workflow is {closed}."}
+        started = described.start_time or datetime.now(UTC)
+        return RunView(
+            run_id=run_id, agent=agent.agent.name, status=status,
+            tenant_id=tenant, session_id=None, metadata={}, created_at=started,
+            updated_at=described.close_time or started, output=output, error=error,
+            usage=usage, pending=pending,
+        )  # fmt: skip
+
+    async def pending(self, caller: Caller) -> list[PendingItem]:
+        """What the caller's parked runs (of the served agents) wait for, newest first."""
+        types = " OR ".join(f"WorkflowType = '{a.workflow_name}'" for a in self.agents.values())
+        query = f"ExecutionStatus = 'Running' AND ({types})"
+        items: list[PendingItem] = []
+        async for found in self.client.list_workflows(query):
+            agent = self._by_type.get(found.workflow_type)
+            if agent is not None and caller.sees(_tenant(await found.memo())):
+                items += _pending(found.id, await agent.status(self.client, found.id))
+        return items
+
+    async def decide(self, run_id: str, decision: ApprovalDecision, caller: Caller) -> Accepted:
+        """Send one decision to the parked workflow as its ``decide`` update."""
+        _, agent, _ = await self._visible(run_id, caller)
+        waiting = await agent.decide(self.client, run_id, decision)
+        return accepted(run_id, agent.agent.name, undecided=waiting)
+
+    def events(self, run_id: str, after: int) -> AsyncIterator[list[LoggedEvent]]:
+        """The run's events after ``after``, in the batches read (check the caller first)."""
+
+        async def batches() -> AsyncIterator[list[LoggedEvent]]:
+            found = follow_batches(
+                self.channel, self.client, run_id, after=after, poll=self.poll,
+                stop=self.stopping,
+            )  # fmt: skip
+            async for batch in found:
+                yield [LoggedEvent.of(event) for event in batch]
+
+        return batches()
+
+    async def _visible(
+        self, run_id: str, caller: Caller
+    ) -> tuple[WorkflowExecutionDescription, TemporalAgent[Any], str | None]:
+        """The workflow of a served agent's run the caller may see: its agent and tenant.
+
+        A run started elsewhere (``bastion run --temporal``) has no tenant: only callers
+        of a server without auth see it.
+        """
+        handle = self.client.get_workflow_handle(run_id)
+        try:
+            described = await handle.describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                raise NotFound(f"No run {run_id}.") from None
+            raise
+        agent = self._by_type.get(described.workflow_type)
+        tenant = _tenant(await described.memo())
+        if agent is None or not caller.sees(tenant):
+            raise NotFound(f"No run {run_id}.")
+        return described, agent, tenant
+
+
+def accepted(run_id: str, agent: str, *, undecided: list[str] | None = None) -> Accepted:
+    """The answer to a start or a decision."""
+    return Accepted(
+        run_id=run_id,
+        agent=agent,
+        events=f"/runs/{run_id}/events",
+        undecided=undecided or [],
+        resumed=not undecided,
+    )
+
+
+def _tenant(memo: Mapping[str, Any]) -> str | None:
+    tenant = memo.get("tenant")
+    return None if tenant is None else str(tenant)
+
+
+def _pending(run_id: str, status: WorkflowStatus) -> list[PendingItem]:
+    return [
+        PendingItem(
+            id=p.tool_call_id,
+            kind="call",
+            run_id=run_id,
+            tool_name=p.tool_name,
+            arguments=p.arguments,
+            reason=p.reason or "The tool needs approval.",
+        )
+        for p in status.pending
+    ]
+
+
+def _dump(usage: Usage) -> dict[str, Any]:
+    return dataclasses.asdict(usage)

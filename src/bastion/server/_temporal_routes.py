@@ -1,0 +1,104 @@
+"""The HTTP routes of Temporal runs: the paths and bodies of local runs, on workflows."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.responses import StreamingResponse
+
+from bastion.core import UserError
+from bastion.stores import MAX_SEQ
+from bastion.tools import ApprovalDecision
+
+from ._auth import Caller
+from ._follow import sse_response
+from ._models import Accepted, Decision, PendingItem, RunView, StartRun
+from ._routes import _ERRORS, _after, _caller  # pyright: ignore[reportPrivateUsage]
+from ._temporal import TemporalRuns
+
+__all__ = ["temporal_router"]
+
+
+def _runs(request: Request) -> TemporalRuns:
+    runs: TemporalRuns = request.app.state.bastion_temporal
+    return runs
+
+
+Runs = Annotated[TemporalRuns, Depends(_runs)]
+Who = Annotated[Caller, Depends(_caller)]
+temporal_router = APIRouter(responses=_ERRORS)
+
+
+@temporal_router.post("/runs", status_code=202, response_model=Accepted, tags=["runs"])
+async def start_run(body: StartRun, runs: Runs, caller: Who) -> Accepted:
+    """Start a run as a workflow; follow its events at ``/runs/{run_id}/events``."""
+    if body.session_id is not None or body.metadata:
+        raise UserError("Temporal runs take no session_id or metadata yet: send input only.")
+    return await runs.start(caller, body.agent, body.input)
+
+
+@temporal_router.get("/runs/{run_id}", response_model=RunView, tags=["runs"])
+async def get_run(run_id: str, runs: Runs, caller: Who) -> RunView:
+    """One run: status, output or error, usage, and what it waits for."""
+    return await runs.view(run_id, caller)
+
+
+@temporal_router.get(
+    "/runs/{run_id}/events",
+    tags=["runs"],
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def run_events(
+    run_id: str,
+    runs: Runs,
+    caller: Who,
+    last_event_id: Annotated[str | None, Header()] = None,
+    after: Annotated[int | None, Query(ge=0, le=MAX_SEQ)] = None,
+) -> StreamingResponse:
+    """The run's events as Server-Sent Events; each ``id`` is the event's seq.
+
+    Reconnect with ``Last-Event-ID`` (or ``?after=SEQ``) to get only the events after it.
+    """
+    await runs.check(run_id, caller)  # no status query: the stream needs no live worker
+    return sse_response(runs.events(run_id, _after(last_event_id, after)))
+
+
+@temporal_router.get("/approvals", response_model=list[PendingItem], tags=["approvals"])
+async def all_approvals(runs: Runs, caller: Who) -> list[PendingItem]:
+    """Every call the caller's parked runs wait for."""
+    return await runs.pending(caller)
+
+
+@temporal_router.get(
+    "/runs/{run_id}/approvals", response_model=list[PendingItem], tags=["approvals"]
+)
+async def run_approvals(run_id: str, runs: Runs, caller: Who) -> list[PendingItem]:
+    """What one run waits for (empty unless it is ``awaiting_approval``)."""
+    return (await runs.view(run_id, caller)).pending
+
+
+@temporal_router.post(
+    "/runs/{run_id}/approvals/{item_id}/approve",
+    status_code=202,
+    response_model=Accepted,
+    tags=["approvals"],
+)
+async def approve(run_id: str, item_id: str, body: Decision, runs: Runs, caller: Who) -> Accepted:
+    """Approve a call (with ``result``: it already happened; record that instead)."""
+    choice = ApprovalDecision(tool_call_id=item_id, granted=True, result=body.result)
+    return await runs.decide(run_id, choice, caller)
+
+
+@temporal_router.post(
+    "/runs/{run_id}/approvals/{item_id}/deny",
+    status_code=202,
+    response_model=Accepted,
+    tags=["approvals"],
+)
+async def deny(run_id: str, item_id: str, body: Decision, runs: Runs, caller: Who) -> Accepted:
+    """Deny a call (the model reads the reason)."""
+    reason = body.reason or "Denied by a person."
+    choice = ApprovalDecision(tool_call_id=item_id, granted=False, reason=reason)
+    return await runs.decide(run_id, choice, caller)
