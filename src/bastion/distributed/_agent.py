@@ -17,6 +17,7 @@ from bastion.tools import ApprovalDecision
 
 from ._activities import model_activity, tool_activity
 from ._proxies import Activities
+from ._tool_remote import WorkerSide
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -86,7 +87,7 @@ class TemporalAgent(Generic[OutputT]):
         """The workflow class (register it on your own ``Worker`` if you build one)."""
         self.activities = (
             model_activity(activities.model, config.models, beat),
-            tool_activity(activities.tool, config.catalog.registry, beat),
+            tool_activity(activities.tool, config.catalog.registry, beat, _worker_side(config)),
         )
         """The activity functions (register them with the workflow)."""
         self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
@@ -190,6 +191,11 @@ class TemporalAgent(Generic[OutputT]):
         )
 
 
+def _worker_side(config: RunConfig) -> WorkerSide:
+    """What the tools' ``RunContext`` takes from the worker's own copy of the agent."""
+    return WorkerSide(deps=config.deps, runtime=config.runtime, sandbox=config.sandbox)
+
+
 def _retry_policy(retry: RetryConfig) -> RetryPolicy:
     """The activity retry policy of the agent's model retry settings."""
     initial = max(retry.initial_delay, 0.001)
@@ -213,11 +219,6 @@ def _check_supported(config: RunConfig) -> None:
         )
         if present
     ]
-    for tool in config.catalog.registry.values():
-        if tool.takes_ctx:
-            refused.append(f"tool {tool.name!r} takes a RunContext")
-        if tool.kind == "async_gen":
-            refused.append(f"tool {tool.name!r} streams its output")
     if refused:
         raise UserError(
             f"Agent {config.name!r} cannot run on Temporal yet: it uses "

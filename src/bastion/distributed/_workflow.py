@@ -60,6 +60,7 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
         executor=_executor(config.executor, clock),
         retry=RetryConfig(max_retries=0),
         store=None,
+        deps=None,  # the worker's: made where the tools run, never in workflow code
     )
 
 

@@ -1,0 +1,141 @@
+"""Tools that take a RunContext, stream, or return a ToolResult, run as Temporal activities."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from bastion import Agent, EventBus, Lazy, RunContext, tool
+from bastion.core import ToolMessage
+from bastion.distributed import TemporalAgent
+from bastion.testing import Call, ScriptedModel, Turn
+from bastion.tools import Progress, ToolResult
+
+made: list[str] = []
+
+
+def _shop() -> str:
+    made.append("shop")
+    return "corner shop"
+
+
+@tool(side_effect_class="pure")
+async def inspect(ctx: RunContext[dict[str, str]], item: str) -> ToolResult:
+    """Inspect an item."""
+    ctx.report_progress(1, 2, "looking")
+    ctx.stream_content(f"{item} ")
+    ctx.set_state("seen", item)
+    return ToolResult(
+        output={"shop": ctx.deps["shop"], "item": item, "requests": ctx.usage.requests},
+        metadata={"source": "shelf"},
+        untrusted=True,
+        promote_tools=["restock"],
+    )
+
+
+@tool(side_effect_class="pure")
+def recall(ctx: RunContext[dict[str, str]]) -> str:
+    """What was seen last (sync, in a thread)."""
+    ctx.stream_content("remembering ")
+    return f"{ctx.get_state('seen', 'nothing')} at step {ctx.step} in {ctx.run_id}"
+
+
+@tool(side_effect_class="pure")
+async def lines(count: int) -> AsyncIterator[str | Progress]:
+    """Stream lines."""
+    for i in range(count):
+        yield Progress(current=i + 1, total=count)
+        yield f"line {i}\n"
+
+
+@tool(side_effect_class="pure", defer_loading=True)
+def restock(item: str) -> str:
+    """Restock an item."""
+    return f"restocked {item}"
+
+
+def _shopper(seen: list[tuple[str, object]]) -> Agent[dict[str, str], str]:
+    script = [
+        Turn(tool_calls=[Call("inspect", {"item": "apple"})]),
+        Turn(tool_calls=[Call("recall", {})]),
+        Turn(tool_calls=[Call("lines", {"count": 2})]),
+        "Done.",
+    ]
+
+    def note(event: Any) -> None:
+        detail = getattr(event, "content", None) or getattr(event, "result", None)
+        if event.type == "tool.execute.progress":
+            detail = (event.current, event.total, event.message)  # 1 == 1.0 as locally
+        seen.append((event.type, detail))
+
+    bus = EventBus()
+    for kind in ("tool.execute.partial", "tool.execute.progress", "tool.execute.end"):
+        bus.on(kind, note)
+    return Agent(
+        "shopper",
+        model=ScriptedModel(script),
+        tools=[inspect, recall, lines, restock],
+        deps={"shop": Lazy(_shop)},
+        event_bus=bus,
+    )
+
+
+def _tool_messages(agent: Agent[Any, Any]) -> list[str]:
+    model = agent.model
+    assert isinstance(model, ScriptedModel)
+    return [str(m.content) for m in model.requests[-1].messages if isinstance(m, ToolMessage)]
+
+
+def _roles(agent: Agent[Any, Any]) -> list[list[str]]:
+    model = agent.model
+    assert isinstance(model, ScriptedModel)
+    return [[m.role for m in r.messages] for r in model.requests]
+
+
+def _tools_offered(agent: Agent[Any, Any]) -> list[list[str]]:
+    model = agent.model
+    assert isinstance(model, ScriptedModel)
+    return [sorted(t.name for t in r.tools) for r in model.requests]
+
+
+async def test_context_streaming_and_tool_results_run_on_temporal_as_locally(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    local_seen: list[tuple[str, object]] = []
+    local_agent = _shopper(local_seen)
+    local = await local_agent.run("Inspect the apple")
+    assert made == ["shop"]
+    made.clear()
+
+    remote_seen: list[tuple[str, object]] = []
+    agent = _shopper(remote_seen)
+    remote_agent = TemporalAgent(agent)
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        result = await remote_agent.run(client, "Inspect the apple")
+
+    assert (result.status, result.output) == ("completed", local.output)
+    # the model read the same results: deps from the worker, the usage so far, the session
+    # state the first call left, the run's id, an async generator's lines joined
+    messages = _tool_messages(agent)
+    assert len(messages) == 3
+    assert messages == [m.replace(local.run_id, result.run_id) for m in _tool_messages(local_agent)]
+    assert f"apple at step 2 in {result.run_id}" in messages
+    assert "line 0\nline 1\n" in messages
+    # the ToolResult crossed whole: its promoted tool is offered from the next step on,
+    # and its untrusted flag gives later requests the same inbound preamble
+    assert _tools_offered(agent) == _tools_offered(local_agent)
+    assert "restock" in _tools_offered(agent)[1]
+    assert _roles(agent) == _roles(local_agent)
+    # the executor saw the same progress, pieces and ends, in the same order
+    assert remote_seen == [
+        (kind, d.replace(local.run_id, result.run_id) if isinstance(d, str) else d)
+        for kind, d in local_seen
+    ]
+    assert ("tool.execute.progress", (1, 2, "looking")) in remote_seen
+    assert ("tool.execute.partial", "line 1\n") in remote_seen
+    # the Lazy dependency was made on the worker, for each call that takes a context
+    assert made == ["shop", "shop"]
+    made.clear()
