@@ -56,7 +56,7 @@ def restock(item: str) -> str:
     return f"restocked {item}"
 
 
-def _shopper(seen: list[tuple[str, object]]) -> Agent[dict[str, str], str]:
+def _shopper(seen: list[tuple[str, object]]) -> Agent[Any, str]:
     script = [
         Turn(tool_calls=[Call("inspect", {"item": "apple"})]),
         Turn(tool_calls=[Call("recall", {})]),
@@ -129,6 +129,7 @@ async def test_context_streaming_and_tool_results_run_on_temporal_as_locally(
     assert _tools_offered(agent) == _tools_offered(local_agent)
     assert "restock" in _tools_offered(agent)[1]
     assert _roles(agent) == _roles(local_agent)
+    assert [roles[0] for roles in _roles(agent)] == ["user", "system", "system", "system"]
     # the executor saw the same progress, pieces and ends, in the same order
     assert remote_seen == [
         (kind, d.replace(local.run_id, result.run_id) if isinstance(d, str) else d)
