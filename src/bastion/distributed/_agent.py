@@ -16,6 +16,7 @@ from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
 from ._activities import model_activity, tool_activity
+from ._compaction import activity_models
 from ._proxies import Activities
 from ._tool_remote import WorkerSide
 from ._views import (
@@ -86,7 +87,7 @@ class TemporalAgent(Generic[OutputT]):
         self.workflow = agent_workflow(agent, self.workflow_name, activities)
         """The workflow class (register it on your own ``Worker`` if you build one)."""
         self.activities = (
-            model_activity(activities.model, config.models, beat),
+            model_activity(activities.model, activity_models(config), beat),
             tool_activity(activities.tool, config.catalog.registry, beat, _worker_side(config)),
         )
         """The activity functions (register them with the workflow)."""
@@ -213,7 +214,6 @@ def _check_supported(config: RunConfig) -> None:
         reason
         for reason, present in (
             ("governance (policies, budgets)", config.governance is not None),
-            ("context compaction", config.context is not None),
             ("code mode", config.code_mode is not None),
             ("tool sources (MCP servers)", bool(config.tool_sources.sources)),
         )

@@ -22,6 +22,7 @@ from bastion.agent._catalog import ToolCatalog
 from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
+from ._compaction import activity_models, workflow_keeper
 from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
 from ._views import (
     WorkflowResult,
@@ -44,7 +45,8 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
     The loop's own model retries are off: the model activity's retry policy does them.
     """
     clock = WorkflowClock()
-    models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(config.models))
+    served = activity_models(config)
+    models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(served))
     registry = ToolRegistry(
         [proxy_tool(t, activities) for t in config.catalog.registry.values()],
         owner=f"Agent {config.name!r}",
@@ -53,7 +55,8 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
     return replace(
         config,
         model=models[0],
-        models=models,
+        models=models[: len(config.models)],
+        context=workflow_keeper(config, models),
         clock=clock,
         catalog=catalog,
         tools=catalog.current(),
