@@ -20,13 +20,14 @@ from bastion.core import ModelError, StreamChunk
 from bastion.tools import ToolError
 
 from ._codec import decode_request, encode_chunks
+from ._source_worker import find_tool
 from ._tool_remote import WorkerSide, run_tool
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from bastion.core import Model
-    from bastion.tools import Tool
+    from bastion.tools import Tool, ToolSource
 
 __all__ = ["TOOL_ERROR", "model_activity", "tool_activity"]
 
@@ -62,12 +63,17 @@ def model_activity(name: str, models: Sequence[Model], heartbeat: float | None) 
 
 
 def tool_activity(
-    name: str, tools: Mapping[str, Tool], heartbeat: float | None, side: WorkerSide
+    name: str,
+    tools: Mapping[str, Tool],
+    heartbeat: float | None,
+    side: WorkerSide,
+    sources: Sequence[ToolSource] = (),
 ) -> ToolActivity:
     """The activity that runs one tool function with the model's (validated) arguments.
 
     ``context`` is the data of the call's ``RunContext`` (``""`` for a tool without one);
-    ``side`` what its context takes from the worker (see ``_tool_remote.py``).
+    ``side`` what its context takes from the worker (see ``_tool_remote.py``). A tool of
+    one of the worker's ``sources`` is addressed ``source:<source>:<tool>``.
 
     A tool's exception is its result for the model, not a reason to retry: it is raised as a
     non-retryable error. Only a call that never finished (a lost worker, a timeout) is
@@ -76,7 +82,7 @@ def tool_activity(
 
     @activity.defn(name=name)
     async def call_tool(tool_name: str, arguments: str, context: str = "") -> str:
-        tool = tools[tool_name]
+        tool = await find_tool(tools, sources, tool_name)
         args, kwargs = tool.validator.validate(arguments)
         try:
             reply = await _beating(run_tool(tool, args, kwargs, context, side), heartbeat)

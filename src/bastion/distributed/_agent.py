@@ -18,6 +18,7 @@ from bastion.tools import ApprovalDecision
 from ._activities import model_activity, tool_activity
 from ._compaction import activity_models
 from ._proxies import Activities
+from ._source_worker import source_activity
 from ._tool_remote import WorkerSide
 from ._views import (
     WorkflowResult,
@@ -78,6 +79,7 @@ class TemporalAgent(Generic[OutputT]):
         activities = Activities(
             model=f"{self.workflow_name}.model",
             tool=f"{self.workflow_name}.tool",
+            source=f"{self.workflow_name}.source",
             timeout=timedelta(seconds=activity_timeout),
             heartbeat=None if heartbeat_timeout is None else timedelta(seconds=heartbeat_timeout),
             retry=_retry_policy(config.retry or RetryConfig()),
@@ -88,7 +90,14 @@ class TemporalAgent(Generic[OutputT]):
         """The workflow class (register it on your own ``Worker`` if you build one)."""
         self.activities = (
             model_activity(activities.model, activity_models(config), beat),
-            tool_activity(activities.tool, config.catalog.registry, beat, _worker_side(config)),
+            tool_activity(
+                activities.tool,
+                config.catalog.registry,
+                beat,
+                _worker_side(config),
+                config.tool_sources.sources,
+            ),
+            source_activity(activities.source, config.tool_sources.sources),
         )
         """The activity functions (register them with the workflow)."""
         self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
@@ -215,7 +224,6 @@ def _check_supported(config: RunConfig) -> None:
         for reason, present in (
             ("governance (policies, budgets)", config.governance is not None),
             ("code mode", config.code_mode is not None),
-            ("tool sources (MCP servers)", bool(config.tool_sources.sources)),
         )
         if present
     ]

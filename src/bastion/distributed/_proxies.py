@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from ._tool_wire import WireReply
 
-__all__ = ["ActivityModel", "Activities", "WorkflowClock", "proxy_tool"]
+__all__ = ["ActivityModel", "Activities", "WorkflowClock", "proxy_tool", "remote_error"]
 
 
 class WorkflowClock:
@@ -61,6 +61,8 @@ class Activities:
     heartbeat: timedelta | None
     retry: RetryPolicy
     no_retry: RetryPolicy
+    source: str = ""
+    """The activity that lists one of the worker's tool sources."""
 
 
 class ActivityModel(Model):
@@ -195,3 +197,7 @@ def _model_errors() -> dict[str, type[ModelError]]:
 def _remote_error(name: str) -> type[Exception]:
     """An exception class named as the tool's was, so the model reads the same failure."""
     return type(name, (Exception,), {"__module__": "bastion.distributed.remote"})
+
+
+remote_error = _remote_error
+"""The exception class named as a worker's error was (tool sources raise it too)."""

@@ -19,11 +19,13 @@ from temporalio.exceptions import ApplicationError
 
 from bastion.agent import RetryConfig
 from bastion.agent._catalog import ToolCatalog
+from bastion.agent._sources import ToolSources
 from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
 from ._compaction import activity_models, workflow_keeper
 from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
+from ._sources import ActivitySource
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -52,6 +54,7 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
         owner=f"Agent {config.name!r}",
     )
     catalog = ToolCatalog(registry)
+    sources = tuple(ActivitySource(s.name, activities) for s in config.tool_sources.sources)
     return replace(
         config,
         model=models[0],
@@ -60,6 +63,7 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
         clock=clock,
         catalog=catalog,
         tools=catalog.current(),
+        tool_sources=ToolSources(sources, registry),
         executor=_executor(config.executor, clock),
         retry=RetryConfig(max_retries=0),
         store=None,
