@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -12,25 +11,12 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from bastion import Agent, Budget, RunContext, UserError, tool
+from bastion import Agent, Budget, UserError, tool
 from bastion.core import ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
 
 from ._agents import adder, mailer
-
-
-@tool(side_effect_class="pure")
-async def lines(count: int) -> AsyncIterator[str]:
-    """Stream lines."""
-    for i in range(count):
-        yield f"line {i}"
-
-
-@tool(side_effect_class="pure")
-def whoami(ctx: RunContext[None]) -> str:
-    """The run's id."""
-    return ctx.run_id
 
 
 async def _activities(handle: WorkflowHandle[object, str]) -> list[str]:
@@ -121,9 +107,6 @@ def test_parts_that_do_not_run_on_temporal_yet_are_refused_by_name() -> None:
     agent = Agent("governed", model=ScriptedModel(["hi"]), budget=Budget(cost_usd=1.0))
     with pytest.raises(UserError, match=r"cannot run on Temporal yet: it uses governance"):
         TemporalAgent(agent)
-    streaming = Agent("streaming", model=ScriptedModel(["hi"]), tools=[lines, whoami])
-    with pytest.raises(UserError, match=r"'lines' streams its output; tool 'whoami' takes a"):
-        TemporalAgent(streaming)
     with pytest.raises(UserError, match="activity_timeout must be > 0"):
         TemporalAgent(adder(), activity_timeout=0)
 

@@ -16,6 +16,7 @@ from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
 from ._activities import model_activity, tool_activity
+from ._code_mode import worker_tools
 from ._compaction import activity_models
 from ._proxies import Activities
 from ._source_worker import source_activity
@@ -92,7 +93,7 @@ class TemporalAgent(Generic[OutputT]):
             model_activity(activities.model, activity_models(config), beat),
             tool_activity(
                 activities.tool,
-                config.catalog.registry,
+                worker_tools(config),
                 beat,
                 _worker_side(config),
                 config.tool_sources.sources,
@@ -221,10 +222,7 @@ def _check_supported(config: RunConfig) -> None:
     """Refuse, by name, what the workflow cannot run yet (before anything is registered)."""
     refused = [
         reason
-        for reason, present in (
-            ("governance (policies, budgets)", config.governance is not None),
-            ("code mode", config.code_mode is not None),
-        )
+        for reason, present in (("governance (policies, budgets)", config.governance is not None),)
         if present
     ]
     if refused:

@@ -23,6 +23,7 @@ from bastion.agent._sources import ToolSources
 from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
+from ._code_mode import advertised
 from ._compaction import activity_models, workflow_keeper
 from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
 from ._sources import ActivitySource
@@ -53,7 +54,7 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
         [proxy_tool(t, activities) for t in config.catalog.registry.values()],
         owner=f"Agent {config.name!r}",
     )
-    catalog = ToolCatalog(registry)
+    catalog = ToolCatalog(registry, advertise=advertised(config, activities))
     sources = tuple(ActivitySource(s.name, activities) for s in config.tool_sources.sources)
     return replace(
         config,
