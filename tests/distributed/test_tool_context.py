@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from temporalio.testing import WorkflowEnvironment
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from bastion import Agent, EventBus, Lazy, RunContext, tool
 from bastion.core import ToolMessage
@@ -114,7 +115,8 @@ async def test_context_streaming_and_tool_results_run_on_temporal_as_locally(
     remote_agent = TemporalAgent(agent)
     client = time_skipping.client
     async with remote_agent.worker(client):
-        result = await remote_agent.run(client, "Inspect the apple")
+        handle = await remote_agent.start(client, "Inspect the apple")
+        result = await remote_agent.result(client, handle.id)
 
     assert (result.status, result.output) == ("completed", local.output)
     # the model read the same results: deps from the worker, the usage so far, the session
@@ -140,3 +142,24 @@ async def test_context_streaming_and_tool_results_run_on_temporal_as_locally(
     # the Lazy dependency was made on the worker, for each call that takes a context
     assert made == ["shop", "shop"]
     made.clear()
+    # the replies are the history: it replays without running a tool or diverging
+    replayer = Replayer(workflows=[remote_agent.workflow])
+    replayed = await replayer.replay_workflow(await handle.fetch_history())
+    assert replayed.replay_failure is None
+    assert made == []
+
+
+async def test_a_streaming_tool_heartbeats_each_piece_and_progress_as_it_comes() -> None:
+    remote_agent = TemporalAgent(_shopper([]))
+    call_tool = remote_agent.activities[1]
+    env = ActivityEnvironment()
+    beats: list[Any] = []
+    env.on_heartbeat = lambda *details: beats.extend(details)
+    text = await env.run(call_tool, "lines", '{"count": 2}', "")
+    assert [(b.kind, b.text, b.current) for b in beats] == [
+        ("progress", "", 1),
+        ("partial", "line 0\n", 0),
+        ("progress", "", 2),
+        ("partial", "line 1\n", 0),
+    ]
+    assert '"value":null' in text  # the pieces are joined by the workflow's executor
