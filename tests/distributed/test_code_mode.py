@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent, ToolOptions, tool
 from bastion.core import ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
+
+from ._history import scheduled
 
 pages: list[int] = []
 
@@ -90,9 +91,4 @@ async def test_code_mode_runs_the_script_on_the_worker_as_locally(
     assert json.loads(read[1]) == {"total": 240, "failed": failure}
     # the script's tool calls ran on the worker, inside the one code_execute activity
     assert pages == [0, 1, 2]
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.activity_type.name.rpartition(".")[2]
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    ]
-    assert scheduled == ["model", "tool", "model", "tool", "model"]
+    assert scheduled(history) == ["model", "tool", "model", "tool", "model"]

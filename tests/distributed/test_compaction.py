@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
@@ -13,6 +12,8 @@ from bastion.context import SUMMARY_HEADER, ContextConfig
 from bastion.core import UserMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
+
+from ._history import scheduled
 
 BIG = "invoice line " * 300  # ~900 o200k tokens of tool output
 
@@ -80,13 +81,7 @@ async def test_a_compacting_agent_summarizes_in_an_activity_as_it_does_locally(
         for m in r.messages
     )
     # each summary was one model activity more than the agent's own model calls
-    scheduled = [
-        e.activity_task_scheduled_event_attributes
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    ]
-    model_calls = [a for a in scheduled if a.activity_type.name.endswith(".model")]
-    assert len(model_calls) == local.steps + 2
+    assert scheduled(history).count("model") == local.steps + 2
     # the compaction is deterministic workflow code: the history replays without divergence
     replayed = await Replayer(workflows=[remote_agent.workflow]).replay_workflow(history)
     assert replayed.replay_failure is None

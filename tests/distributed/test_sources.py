@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent, EventBus
@@ -14,6 +13,8 @@ from bastion.core import ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.mcp import MCPServer
 from bastion.testing import Call, ScriptedModel, Turn
+
+from ._history import scheduled
 
 DEMO = str(Path(__file__).parents[1] / "mcp" / "demo_server.py")
 
@@ -69,9 +70,4 @@ async def test_an_mcp_server_is_listed_and_called_by_the_worker_as_locally(
     assert ("tool.execute.progress", (2, "step 2")) in seen
     assert [kind for kind, _ in seen].count("tool.execute.error") == 1
     # a listing as the run starts and before each model call, each call, as activities
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.activity_type.name.rpartition(".")[2]
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-    ]
-    assert scheduled == ["source"] + ["source", "model", "tool"] * 3 + ["source", "model"]
+    assert scheduled(history) == ["source"] + ["source", "model", "tool"] * 3 + ["source", "model"]

@@ -14,14 +14,15 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from temporalio import activity
 
 from bastion.agent.steps._prepare import resolve_deps
-from bastion.core import RunContext, UserError
-from bastion.tools import Progress, ToolResult, render_output
+from bastion.core import RunContext, SystemClock, UserError
+from bastion.tools import Progress, ToolResult
+from bastion.tools._invoke import ProgressSink, invoke
 
 from ._tool_wire import Report, WireReply, decode_context, encode_reply, reply_of
 
@@ -48,15 +49,17 @@ class WorkerSide:
     sandbox: bool | SandboxConfig | None = None
 
 
-class _Recorder:
-    """A progress sink that keeps every report in order and heartbeats each one."""
+class _Recorder(ProgressSink):
+    """A progress sink that keeps every report in order and heartbeats each one.
 
-    __slots__ = ("_loop", "_thread", "reports")
+    It keeps no pieces for joining: the workflow's executor joins the replayed pieces.
+    """
 
     def __init__(self) -> None:
+        super().__init__(None, "", "")
         self.reports: list[Report] = []
-        self._loop = asyncio.get_running_loop()
-        self._thread = threading.get_ident()
+        self._on_loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
 
     def progress(self, current: float, total: float | None, message: str | None) -> None:
         self._keep(Report(kind="progress", current=current, total=total, message=message))
@@ -67,11 +70,15 @@ class _Recorder:
     def subagent(self, agent_name: str, event: AgentEvent, ancestry: tuple[str, ...] = ()) -> None:
         """A sub-run's events stay on the worker (they are not part of the call's result)."""
 
+    @property
+    def has_parts(self) -> bool:
+        return False
+
     def _keep(self, report: Report) -> None:
-        if threading.get_ident() == self._thread:
+        if threading.get_ident() == self._loop_thread:
             self._beat(report)
         else:  # a sync tool in a worker thread: heartbeat from the activity's loop
-            self._loop.call_soon_threadsafe(self._beat, report)
+            self._on_loop.call_soon_threadsafe(self._beat, report)
 
     def _beat(self, report: Report) -> None:
         self.reports.append(report)
@@ -90,7 +97,8 @@ async def run_tool(
             raise UserError(f"Tool {tool.name!r} takes a RunContext, and the call carried none.")
         ctx = await _context(wire, side, tool, recorder)
         args = (ctx, *args)
-    value = await _call(tool, args, kwargs, recorder)
+    # the tool's own timeout is the activity's (start_to_close), not a second deadline here
+    value = await invoke(replace(tool, timeout=None), args, kwargs, recorder, SystemClock())
     state = None
     if ctx is not None and wire is not None and ctx.session_state != wire.session_state:
         state = ctx.session_state
@@ -123,29 +131,6 @@ async def _context(
         sandbox=tool.sandbox,
         input_answer=wire.input_answer,
     )
-
-
-async def _call(
-    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], recorder: _Recorder
-) -> Any:
-    function = tool.function
-    if tool.kind == "async":
-        return await function(*args, **kwargs)
-    if tool.kind == "sync":
-        if tool.run_in_thread:
-            return await asyncio.to_thread(function, *args, **kwargs)
-        return function(*args, **kwargs)
-    value = None
-    async for item in function(*args, **kwargs):
-        if isinstance(item, str):
-            recorder.partial(item)
-        elif isinstance(item, Progress):
-            recorder.progress(item.current, item.total, item.message)
-        elif isinstance(item, ToolResult):
-            value = item
-        else:
-            recorder.partial(render_output(item))
-    return value
 
 
 def remote_function(tool: Tool, call: RemoteCall) -> Callable[..., Any]:
