@@ -12,7 +12,14 @@ from bastion import Agent, EventBus, Lazy, RunContext, tool
 from bastion.core import ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
-from bastion.tools import Progress, ToolResult
+from bastion.tools import (
+    ApprovalDecision,
+    InputAnswer,
+    InputRequest,
+    InputRequired,
+    Progress,
+    ToolResult,
+)
 
 made: list[str] = []
 
@@ -163,3 +170,38 @@ async def test_a_streaming_tool_heartbeats_each_piece_and_progress_as_it_comes()
         ("partial", "line 1\n", 0),
     ]
     assert '"value":null' in text  # the pieces are joined by the workflow's executor
+
+
+@tool(side_effect_class="pure")
+async def paint(ctx: RunContext[None], wall: str) -> str:
+    """Paint a wall, asking which colour."""
+    answer = ctx.input_answer
+    if answer is None:
+        ctx.stream_content("asking ")
+        raise InputRequired(InputRequest(message=f"Which colour for the {wall}?", source="paint"))
+    return f"painted the {wall} {answer.content['colour']}"
+
+
+async def test_a_tool_that_asks_a_person_parks_the_workflow_and_runs_again_with_the_answer(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    script = [Turn(tool_calls=[Call("paint", {"wall": "hall"})]), "Painted."]
+    agent = Agent("painter", model=ScriptedModel(script), tools=[paint])
+    remote_agent = TemporalAgent(agent)
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        handle = await remote_agent.start(client, "Paint the hall")
+        parked = await remote_agent.settle(client, handle.id)
+        [pending] = parked.pending
+        assert parked.status == "awaiting_approval"
+        assert pending.input is not None
+        assert (pending.input.message, pending.input.source) == (
+            "Which colour for the hall?",
+            "paint",
+        )
+        answer = InputAnswer(tool_call_id=pending.tool_call_id, content={"colour": "green"})
+        decision = ApprovalDecision(tool_call_id=pending.tool_call_id, granted=True, answer=answer)
+        await remote_agent.decide(client, handle.id, decision)
+        result = await remote_agent.result(client, handle.id)
+    assert (result.status, result.output) == ("completed", "Painted.")
+    assert _tool_messages(agent) == ["painted the hall green"]

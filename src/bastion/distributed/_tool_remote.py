@@ -21,7 +21,7 @@ from temporalio import activity
 
 from bastion.agent.steps._prepare import resolve_deps
 from bastion.core import RunContext, SystemClock, UserError
-from bastion.tools import Progress, ToolResult
+from bastion.tools import InputRequired, Progress, ToolResult
 from bastion.tools._invoke import ProgressSink, invoke
 
 from ._tool_wire import Report, WireReply, decode_context, encode_reply, reply_of
@@ -98,7 +98,10 @@ async def run_tool(
         ctx = await _context(wire, side, tool, recorder)
         args = (ctx, *args)
     # the tool's own timeout is the activity's (start_to_close), not a second deadline here
-    value = await invoke(replace(tool, timeout=None), args, kwargs, recorder, SystemClock())
+    try:
+        value = await invoke(replace(tool, timeout=None), args, kwargs, recorder, SystemClock())
+    except InputRequired as asking:  # the workflow raises it again: the run parks
+        value = asking.request
     state = None
     if ctx is not None and wire is not None and ctx.session_state != wire.session_state:
         state = ctx.session_state
@@ -143,6 +146,7 @@ def remote_function(tool: Tool, call: RemoteCall) -> Callable[..., Any]:
             _keep_state(ctx, reply)
             for report in reply.reports:
                 yield report.item()
+            _ask(reply)
             returned = reply.returned()
             if isinstance(returned, ToolResult):
                 yield returned
@@ -159,6 +163,7 @@ def remote_function(tool: Tool, call: RemoteCall) -> Callable[..., Any]:
                     ctx.stream_content(report.text)
                 else:
                     ctx.report_progress(report.current, report.total, report.message)
+        _ask(reply)
         return reply.returned()
 
     return returned
@@ -175,3 +180,9 @@ def _keep_state(ctx: RunContext[Any] | None, reply: WireReply) -> None:
     if ctx is not None and reply.state is not None:
         ctx.session_state.clear()
         ctx.session_state.update(reply.state)
+
+
+def _ask(reply: WireReply) -> None:
+    """Raise again the question the call asked on the worker: the run parks for an answer."""
+    if reply.asked is not None:
+        raise InputRequired(reply.asked)

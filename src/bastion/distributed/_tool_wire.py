@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 from pydantic_core import to_json
 
 from bastion.core import Usage
-from bastion.tools import InputAnswer, Progress, ToolResult
+from bastion.tools import InputAnswer, InputRequest, Progress, ToolResult
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -91,6 +91,8 @@ class WireReply:
     reports: list[Report] = field(default_factory=list[Report])
     state: dict[str, Any] | None = None
     """The session state after the call, when the call changed it."""
+    asked: InputRequest | None = None
+    """The question of a call that needs a person's answer (it raised ``InputRequired``)."""
 
     def returned(self) -> Any:
         """What the tool function returned (a ``ToolResult`` comes back as one)."""
@@ -107,7 +109,9 @@ class WireReply:
 
 
 def reply_of(value: Any, reports: Sequence[Report], state: dict[str, Any] | None) -> WireReply:
-    """The reply of a call that returned ``value``."""
+    """The reply of a call that returned ``value`` (an ``InputRequest``: it asked one)."""
+    if isinstance(value, InputRequest):
+        return WireReply(asked=value, reports=list(reports), state=state)
     if isinstance(value, ToolResult):
         result = WireResult(
             output=value.output,
