@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -205,3 +206,29 @@ async def test_a_tool_that_asks_a_person_parks_the_workflow_and_runs_again_with_
         result = await remote_agent.result(client, handle.id)
     assert (result.status, result.output) == ("completed", "Painted.")
     assert _tool_messages(agent) == ["painted the hall green"]
+
+
+async def test_a_cancelled_run_tells_a_sync_tool_in_its_thread_through_ctx(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    told: asyncio.Queue[bool] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+    started = asyncio.Event()
+
+    @tool(side_effect_class="read_only")
+    def crunch(ctx: RunContext[None]) -> str:
+        """Crunch until cancelled."""
+        loop.call_soon_threadsafe(started.set)
+        cancelled = ctx.cancel_token.wait(60)
+        loop.call_soon_threadsafe(told.put_nowait, cancelled)
+        return "crunched"
+
+    script = [Turn(tool_calls=[Call("crunch", {})]), "Done."]
+    agent = Agent("cruncher", model=ScriptedModel(script), tools=[crunch])
+    remote_agent = TemporalAgent(agent, heartbeat_timeout=1.0)
+    client = time_skipping.client
+    async with remote_agent.worker(client):
+        handle = await remote_agent.start(client, "Crunch")
+        await started.wait()
+        await handle.cancel()
+        assert await told.get() is True  # the thread stopped waiting: it was told

@@ -102,6 +102,10 @@ async def run_tool(
         value = await invoke(replace(tool, timeout=None), args, kwargs, recorder, SystemClock())
     except InputRequired as asking:  # the workflow raises it again: the run parks
         value = asking.request
+    except asyncio.CancelledError:  # the activity was cancelled (the run was aborted)
+        if ctx is not None:  # a sync tool in a thread sees ctx.cancelled
+            ctx.cancel_token.cancel("The Temporal activity was cancelled.")
+        raise
     state = None
     if ctx is not None and wire is not None and ctx.session_state != wire.session_state:
         state = ctx.session_state
