@@ -9,10 +9,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent, ToolOptions, tool
 from bastion.core import ToolMessage
-from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
 
-from ._history import scheduled
+from ._history import run_on_temporal, scheduled
 
 pages: list[int] = []
 
@@ -74,12 +73,9 @@ async def test_code_mode_runs_the_script_on_the_worker_as_locally(
     pages.clear()
     agent = _coder()
     async with agent:
-        remote_agent = TemporalAgent(agent)
-        client = time_skipping.client
-        async with remote_agent.worker(client):
-            handle = await remote_agent.start(client, "What is the catalogue worth?")
-            result = await remote_agent.result(client, handle.id)
-    history = await handle.fetch_history()
+        result, history, _ = await run_on_temporal(
+            time_skipping, agent, "What is the catalogue worth?"
+        )
 
     assert (result.status, result.output) == ("completed", local.output)
     # the model was offered code mode's two tools only, and read the same results

@@ -10,10 +10,9 @@ from temporalio.worker import Replayer
 from bastion import Agent, EventBus, tool
 from bastion.context import SUMMARY_HEADER, ContextConfig
 from bastion.core import UserMessage
-from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
 
-from ._history import scheduled
+from ._history import run_on_temporal, scheduled
 
 BIG = "invoice line " * 300  # ~900 o200k tokens of tool output
 
@@ -59,12 +58,9 @@ async def test_a_compacting_agent_summarizes_in_an_activity_as_it_does_locally(
     local = await local_agent.run("Audit the invoices.")
     compacted: list[tuple[str, int, int]] = []
     agent = _auditor(compacted)
-    remote_agent = TemporalAgent(agent)
-    client = time_skipping.client
-    async with remote_agent.worker(client):
-        handle = await remote_agent.start(client, "Audit the invoices.")
-        result = await remote_agent.result(client, handle.id)
-    history = await handle.fetch_history()
+    result, history, remote_agent = await run_on_temporal(
+        time_skipping, agent, "Audit the invoices."
+    )
 
     assert (result.status, result.output) == ("completed", local.output)
     assert (result.usage, result.steps) == (local.usage, local.steps)

@@ -10,11 +10,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent, EventBus
 from bastion.core import ToolMessage
-from bastion.distributed import TemporalAgent
 from bastion.mcp import MCPServer
 from bastion.testing import Call, ScriptedModel, Turn
 
-from ._history import scheduled
+from ._history import run_on_temporal, scheduled
 
 DEMO = str(Path(__file__).parents[1] / "mcp" / "demo_server.py")
 
@@ -52,12 +51,7 @@ async def test_an_mcp_server_is_listed_and_called_by_the_worker_as_locally(
     agent = _agent(seen, server)
     async with server:
         local = await local_agent.run("Use the server")
-        remote_agent = TemporalAgent(agent)
-        client = time_skipping.client
-        async with remote_agent.worker(client):
-            handle = await remote_agent.start(client, "Use the server")
-            result = await remote_agent.result(client, handle.id)
-        history = await handle.fetch_history()
+        result, history, _ = await run_on_temporal(time_skipping, agent, "Use the server")
 
     assert (result.status, result.output) == ("completed", local.output)
     # the same tools offered at every step, the same results read, progress, errors
