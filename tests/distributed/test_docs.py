@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PAGE = Path(__file__).parents[2] / "docs" / "scale-out.md"
 
 
@@ -14,11 +16,29 @@ def test_the_scale_out_example_runs_and_prints_what_the_page_shows(tmp_path: Pat
     run_example(PAGE.read_text(encoding="utf-8"), tmp_path)
 
 
-def run_example(text: str, tmp_path: Path) -> None:
-    """Run the first python block of ``text``; it prints its "It prints:" block."""
+def test_the_context_and_streaming_example_prints_what_the_page_shows(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # run in this process: a short script's exit can abort in temporalio's native threads
+    # (temporalio/sdk-python#300), which says nothing of the example
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    text = PAGE.read_text(encoding="utf-8")
+    code, shown = example(text.split("## Context, streaming, compaction, code mode and MCP", 1)[1])
+    exec(compile(code, "scale_out_context.py", "exec"), {"__name__": "__main__"})
+    assert capsys.readouterr().out.splitlines()[-len(shown) :] == shown
+
+
+def example(text: str) -> tuple[str, list[str]]:
+    """The first Python block of ``text`` and the lines after "It prints:"."""
     code = text.split("```python", 1)[1].split("```", 1)[0]
     shown = text.split("It prints:\n\n```", 1)[1].split("```", 1)[0].strip().splitlines()
-    script = tmp_path / "example.py"
+    return code, shown
+
+
+def run_example(text: str, tmp_path: Path) -> None:
+    """Run the first Python block of ``text``; it prints what follows "It prints:"."""
+    code, shown = example(text)
+    script = tmp_path / "scale_out.py"
     script.write_text(code, encoding="utf-8")
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     done = subprocess.run(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -12,25 +11,12 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from bastion import Agent, RunContext, UserError, tool
+from bastion import Agent, UserError, tool
 from bastion.core import ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
 
 from ._agents import adder, mailer
-
-
-@tool(side_effect_class="pure")
-async def lines(count: int) -> AsyncIterator[str]:
-    """Stream lines."""
-    for i in range(count):
-        yield f"line {i}"
-
-
-@tool(side_effect_class="pure")
-def whoami(ctx: RunContext[None]) -> str:
-    """The run's id."""
-    return ctx.run_id
 
 
 async def _activities(handle: WorkflowHandle[object, str]) -> list[str]:
@@ -117,12 +103,12 @@ async def test_the_update_refuses_a_call_that_is_not_waiting_and_a_denial_reache
     assert await _activities(handle) == [f"{remote_agent.workflow_name}.model"] * 2
 
 
-def test_parts_that_do_not_run_on_temporal_yet_are_refused_by_name() -> None:
-    streaming = Agent("streaming", model=ScriptedModel(["hi"]), tools=[lines, whoami])
-    with pytest.raises(UserError, match=r"'lines' streams its output; tool 'whoami' takes a"):
-        TemporalAgent(streaming)
+def test_bad_timeouts_are_refused_before_anything_is_registered() -> None:
+    # What of an agent cannot run on Temporal yet is refused by name in test_multi_agent.
     with pytest.raises(UserError, match="activity_timeout must be > 0"):
         TemporalAgent(adder(), activity_timeout=0)
+    with pytest.raises(UserError, match="heartbeat_timeout must be > 0"):
+        TemporalAgent(adder(), heartbeat_timeout=-1)
 
 
 async def test_start_and_decide_refuse_bad_input_before_any_call(

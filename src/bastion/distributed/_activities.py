@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -19,13 +19,15 @@ from temporalio.exceptions import ApplicationError
 from bastion.core import ModelError, StreamChunk
 from bastion.tools import ToolError
 
-from ._codec import decode_request, encode_chunks, encode_value
+from ._codec import decode_request, encode_chunks
+from ._source_worker import find_tool
+from ._tool_remote import WorkerSide, run_tool
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from bastion.core import Model
-    from bastion.tools import Tool
+    from bastion.tools import Tool, ToolSource
 
 __all__ = ["TOOL_ERROR", "model_activity", "tool_activity"]
 
@@ -34,7 +36,7 @@ TOOL_ERROR = "bastion.ToolError"
 
 T = TypeVar("T")
 ModelActivity = Callable[[int, str], Awaitable[str]]
-ToolActivity = Callable[[str, str], Awaitable[str]]
+ToolActivity = Callable[[str, str, str], Awaitable[str]]
 
 
 def model_activity(name: str, models: Sequence[Model], heartbeat: float | None) -> ModelActivity:
@@ -60,8 +62,18 @@ def model_activity(name: str, models: Sequence[Model], heartbeat: float | None) 
     return call_model
 
 
-def tool_activity(name: str, tools: Mapping[str, Tool], heartbeat: float | None) -> ToolActivity:
+def tool_activity(
+    name: str,
+    tools: Mapping[str, Tool],
+    heartbeat: float | None,
+    side: WorkerSide,
+    sources: Sequence[ToolSource] = (),
+) -> ToolActivity:
     """The activity that runs one tool function with the model's (validated) arguments.
+
+    ``context`` is the data of the call's ``RunContext`` (``""`` for a tool without one);
+    ``side`` what its context takes from the worker (see ``_tool_remote.py``). A tool of
+    one of the worker's ``sources`` is addressed ``source:<source>:<tool>``.
 
     A tool's exception is its result for the model, not a reason to retry: it is raised as a
     non-retryable error. Only a call that never finished (a lost worker, a timeout) is
@@ -69,11 +81,11 @@ def tool_activity(name: str, tools: Mapping[str, Tool], heartbeat: float | None)
     """
 
     @activity.defn(name=name)
-    async def call_tool(tool_name: str, arguments: str) -> str:
-        tool = tools[tool_name]
+    async def call_tool(tool_name: str, arguments: str, context: str = "") -> str:
+        tool = await find_tool(tools, sources, tool_name)
         args, kwargs = tool.validator.validate(arguments)
         try:
-            value = await _beating(_call(tool, args, kwargs), heartbeat)
+            reply = await _beating(run_tool(tool, args, kwargs, context, side), heartbeat)
         except ToolError as error:
             raise ApplicationError(
                 error.message, error.kind, type=TOOL_ERROR, non_retryable=True
@@ -82,18 +94,9 @@ def tool_activity(name: str, tools: Mapping[str, Tool], heartbeat: float | None)
             raise ApplicationError(
                 str(error), type=type(error).__name__, non_retryable=True
             ) from error
-        return encode_value(value)
+        return reply
 
     return call_tool
-
-
-async def _call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    function = tool.function
-    if tool.kind == "async":
-        return await function(*args, **kwargs)
-    if tool.run_in_thread:
-        return await asyncio.to_thread(function, *args, **kwargs)
-    return function(*args, **kwargs)
 
 
 async def _beating(call: Awaitable[T], every: float | None) -> T:

@@ -18,7 +18,7 @@ from ._fan_out_client import check_merges
 from ._following import event_channel, follow_events, publishing
 from ._governance import counter_stores, counters_activity
 from ._interrupts import InterruptClient
-from ._multi import FanOutMethods, multi_agent_refusals, registrations, runs_in_workflow
+from ._multi import FanOutMethods, multi_agent_refusals, registrations
 from ._proxies import Activities
 from ._reach import reachable, retry_policy
 from ._session import TemporalSession, open_session
@@ -108,6 +108,7 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         activities = Activities(
             model=f"{self.workflow_name}.model",
             tool=f"{self.workflow_name}.tool",
+            source=f"{self.workflow_name}.source",
             timeout=timedelta(seconds=activity_timeout),
             heartbeat=None if heartbeat_timeout is None else timedelta(seconds=heartbeat_timeout),
             retry=retry_policy(config.retry or RetryConfig()),
@@ -305,21 +306,7 @@ async def _ready(workflow_id: str) -> str:
 
 def _check_supported(config: RunConfig) -> None:
     """Refuse, by name, what the workflow cannot run yet (before anything is registered)."""
-    refused = [
-        reason
-        for reason, present in (
-            ("context compaction", config.context is not None),
-            ("code mode", config.code_mode is not None),
-            ("tool sources (MCP servers)", bool(config.tool_sources.sources)),
-        )
-        if present
-    ]
-    refused += multi_agent_refusals(config)
-    for tool in config.catalog.registry.values():
-        if tool.takes_ctx and not runs_in_workflow(tool):
-            refused.append(f"tool {tool.name!r} takes a RunContext")
-        if tool.kind == "async_gen":
-            refused.append(f"tool {tool.name!r} streams its output")
+    refused = multi_agent_refusals(config)
     if refused:
         raise UserError(
             f"Agent {config.name!r} cannot run on Temporal yet: it uses "

@@ -9,9 +9,7 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import _Definition as workflow_defn  # pyright: ignore[reportPrivateUsage]
 
-from bastion.agent._handoffs import handoff_of
-
-from ._activities import model_activity, tool_activity
+from ._agent_activities import agent_activities
 from ._children import child_workflow
 from ._fan_out import (
     fan_out_adapter,
@@ -30,7 +28,6 @@ if TYPE_CHECKING:
     from bastion.agent import Agent, ChildBudget, FanOutChild, FanOutResult, RunConfig
     from bastion.agent._fanout_types import AgentLike
     from bastion.agent._merge import Merge
-    from bastion.tools import Tool
 
     from ._fan_out import Strategy
     from ._proxies import Activities
@@ -39,14 +36,8 @@ __all__ = [
     "FanOutMethods",
     "multi_agent_refusals",
     "registrations",
-    "runs_in_workflow",
     "worker_parts",
 ]
-
-
-def runs_in_workflow(tool: Tool) -> bool:
-    """A handoff or sub-agent tool: it runs in the workflow (its context is the run's)."""
-    return handoff_of(tool) is not None or subagent_of(tool.function) is not None
 
 
 def multi_agent_refusals(config: RunConfig) -> list[str]:
@@ -95,8 +86,7 @@ def registrations(
         config = agent.config
         own = activities_for(activities, config)
         workflows.append(child_workflow(agent, own))
-        functions.append(model_activity(own.model, config.models, beat))
-        functions.append(tool_activity(own.tool, config.catalog.registry, beat))
+        functions.extend(agent_activities(own, config, beat))
     return tuple(workflows), tuple(functions)
 
 

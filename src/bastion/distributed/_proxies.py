@@ -14,7 +14,6 @@ from datetime import timedelta
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
-import pydantic_core
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
@@ -24,12 +23,16 @@ from bastion.tools import InputRequest, InputRequired, ToolError
 
 from ._activities import TOOL_ERROR
 from ._codec import decode_chunks, encode_request, encode_value
+from ._tool_remote import remote_function
+from ._tool_wire import decode_reply, encode_context
 
 if TYPE_CHECKING:
-    from bastion.core import ModelRequest
+    from bastion.core import ModelRequest, RunContext
     from bastion.tools import Tool
 
-__all__ = ["ActivityModel", "Activities", "WorkflowClock", "proxy_tool"]
+    from ._tool_wire import WireReply
+
+__all__ = ["ActivityModel", "Activities", "WorkflowClock", "proxy_tool", "remote_error"]
 
 
 class WorkflowClock:
@@ -61,6 +64,8 @@ class Activities:
     counters: str = ""  # the governance counters' local activity ("": no governance)
     publish: str | None = None
     """The activity that logs the run's events (``None``: they are not published)."""
+    source: str = ""
+    """The activity that lists one of the worker's tool sources."""
 
 
 class ActivityModel(Model):
@@ -114,12 +119,14 @@ def proxy_tool(tool: Tool, activities: Activities) -> Tool:
     timeout = activities.timeout if tool.timeout is None else timedelta(seconds=tool.timeout)
     name = tool.name
 
-    async def run_as_activity(*args: Any, **kwargs: Any) -> Any:
+    async def run_as_activity(
+        ctx: RunContext[Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> WireReply:
         arguments = encode_value(kwargs if kwargs or not args else args[0])
         try:
             text = await workflow.execute_activity(
                 activities.tool,
-                args=[name, arguments],
+                args=[name, arguments, encode_context(ctx)],
                 result_type=str,
                 start_to_close_timeout=timeout,
                 heartbeat_timeout=activities.heartbeat,
@@ -130,9 +137,9 @@ def proxy_tool(tool: Tool, activities: Activities) -> Tool:
             if once and not isinstance(error.cause, ApplicationError):
                 raise InputRequired(_unknown(name, tool.side_effect_class, error)) from error
             raise _tool_error(name, error) from error
-        return pydantic_core.from_json(text)
+        return decode_reply(text)
 
-    return _replace_function(tool, run_as_activity)
+    return _replace_function(tool, remote_function(tool, run_as_activity))
 
 
 OUTCOME_UNKNOWN = (
@@ -154,7 +161,8 @@ def _unknown(name: str, kind: str, error: ActivityError) -> InputRequest:
 def _replace_function(tool: Tool, function: Any) -> Tool:
     from dataclasses import replace
 
-    return replace(tool, function=function, kind="async", timeout=None, run_in_thread=False)
+    kind = "async_gen" if tool.kind == "async_gen" else "async"
+    return replace(tool, function=function, kind=kind, timeout=None, run_in_thread=False)
 
 
 def _model_error(error: ActivityError) -> ModelError:
@@ -192,3 +200,7 @@ def _model_errors() -> dict[str, type[ModelError]]:
 def _remote_error(name: str) -> type[Exception]:
     """An exception class named as the tool's was, so the model reads the same failure."""
     return type(name, (Exception,), {"__module__": "bastion.distributed.remote"})
+
+
+remote_error = _remote_error
+"""The exception class named as a worker's error was (tool sources raise it too)."""

@@ -52,6 +52,7 @@ def activities_for(template: Activities, config: RunConfig) -> Activities:
         template,
         model=f"{prefix}.model",
         tool=f"{prefix}.tool",
+        source=f"{prefix}.source",
         retry=retry_policy(config.retry or RetryConfig()),
     )
 

@@ -17,14 +17,18 @@ from temporalio import workflow
 
 from bastion.agent import RetryConfig
 from bastion.agent._catalog import ToolCatalog
+from bastion.agent._sources import ToolSources
 from bastion.core import Usage, id_source
 from bastion.tools import Directive, ToolExecutor, ToolRegistry
 
+from ._code_mode import advertised
+from ._compaction import activity_models, workflow_keeper
 from ._events import WorkflowEvents
 from ._governance import governed
 from ._interrupts import GovernedWorkflow
 from ._proxies import Activities, ActivityModel, WorkflowClock
 from ._shared import check_decisions, define_workflow
+from ._sources import ActivitySource
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -47,21 +51,26 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
     The loop's own model retries are off: the model activity's retry policy does them.
     """
     clock = WorkflowClock()
-    models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(config.models))
+    served = activity_models(config)
+    models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(served))
     tools, handoffs = workflow_parts(config, activities, usage)
     registry = ToolRegistry(tools, owner=f"Agent {config.name!r}")
-    catalog = ToolCatalog(registry)
+    catalog = ToolCatalog(registry, advertise=advertised(config, activities))
+    sources = tuple(ActivitySource(s.name, activities) for s in config.tool_sources.sources)
     return replace(
         config,
         model=models[0],
-        models=models,
+        models=models[: len(config.models)],
+        context=workflow_keeper(config, models),
         clock=clock,
         catalog=catalog,
         tools=catalog.current(),
+        tool_sources=ToolSources(sources, registry),
         executor=_executor(config.executor, clock),
         retry=RetryConfig(max_retries=0),
         store=None,
         handoffs=handoffs,
+        deps=None,  # the worker's: made where the tools run, never in workflow code
     )
 
 
