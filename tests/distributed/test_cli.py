@@ -15,6 +15,7 @@ from collections.abc import Generator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from bastion.distributed import TemporalAgent
@@ -71,6 +72,7 @@ def _address(env: WorkflowEnvironment) -> str:
     return env.client.service_client.config.target_host
 
 
+@pytest.mark.timeout(240)  # real bastion processes: ~10 s each to start on a busy machine
 async def test_a_worker_process_runs_what_bastion_run_temporal_starts(
     dev_server: WorkflowEnvironment,
 ) -> None:
@@ -103,6 +105,7 @@ async def test_a_worker_process_runs_what_bastion_run_temporal_starts(
     assert "Traceback" not in err
 
 
+@pytest.mark.timeout(240)  # real bastion processes: ~10 s each to start on a busy machine
 async def test_a_parked_run_is_approved_from_the_cli(dev_server: WorkflowEnvironment) -> None:
     address = _address(dev_server)
     spec = SPEC.replace("served", "mailer")
@@ -138,6 +141,7 @@ async def test_a_parked_run_is_approved_from_the_cli(dev_server: WorkflowEnviron
     assert "Traceback" not in err
 
 
+@pytest.mark.timeout(240)  # real bastion processes: ~10 s each to start on a busy machine
 def test_usage_errors_exit_2_without_a_traceback() -> None:
     cases = [
         ("worker", "tests/distributed/_agents.py:nope", "--temporal", "127.0.0.1:1"),

@@ -232,7 +232,9 @@ def test_agents_served_together_register_each_workflow_and_activity_once() -> No
     ]
     assert sorted(a.__temporal_activity_definition.name for a in activities) == [
         "bastion.agent.billing.model",
+        "bastion.agent.billing.source",
         "bastion.agent.billing.tool",
         "bastion.agent.triage.model",
+        "bastion.agent.triage.source",
         "bastion.agent.triage.tool",
     ]
