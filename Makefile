@@ -12,7 +12,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(PYTHON)
 
-.PHONY: help install system-deps format lint typecheck services test test-fast bench demo clean
+.PHONY: help install system-deps format lint typecheck services test test-slow test-fast bench demo clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -54,8 +54,11 @@ typecheck: install  ## basedpyright, strict, over src, tests and examples
 services: install  ## Check that PostgreSQL and Redis, which the suite needs, are reachable
 	$(BIN)/python -m tests.check_services
 
-test: lint typecheck services  ## What CI runs: lint, types, then the whole suite
-	$(BIN)/pytest -q
+test: lint typecheck services  ## Lint, types, then the suite but its slow end-to-end tests
+	$(BIN)/pytest -q -m "not slow"
+
+test-slow: services  ## The slow end-to-end tests (Temporal servers, worker and CLI processes)
+	$(BIN)/pytest -q -m slow
 
 test-fast: services  ## The suite without lint and type checks
 	$(BIN)/pytest -q -x

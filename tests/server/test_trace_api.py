@@ -69,7 +69,10 @@ async def test_a_runs_trace_nests_steps_calls_and_sub_agent_runs(sqlite_url: str
             for child in span["children"]:
                 assert span["start"] <= child["start"]
                 assert child["end"] is None or span["end"] is None or child["end"] <= span["end"]
-        assert (root["start"], root["end"]) == (0, trace["duration"])
+        # The run's bar starts the trace; it ends by its own measure, at most when the last
+        # batch was written (a batch reaches the store a little after its events).
+        assert root["start"] == 0
+        assert 0 < root["end"] <= trace["duration"]
         assert (await stranger.get(f"/runs/{run_id}/trace")).status_code == 404
         assert (await http.get("/runs/run_nope/trace")).status_code == 404
         schema = (await http.get("/openapi.json")).json()

@@ -135,6 +135,8 @@ async def run_process(spec: ProcessSpec) -> ExecResult:
                     process.kill()
                 await asyncio.shield(process.wait())
     returncode = process.returncode if process.returncode is not None else -signal.SIGKILL
+    if timed_out:  # killed for its time, whatever a wrapper (bwrap) made of the signal
+        returncode = -signal.SIGKILL
     return ExecResult(
         stdout=out.text(),
         stderr=err.text(),
