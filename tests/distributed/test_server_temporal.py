@@ -15,6 +15,7 @@ from tests.server._agents import Sse, read_sse
 from tests.server.conftest import client, running
 
 from ._agents import mailer
+from ._governed import spender
 
 
 async def _events(http: httpx.AsyncClient, run_id: str, after: int | None = None) -> list[Sse]:
@@ -94,3 +95,45 @@ def test_create_app_refuses_a_bad_temporal_target(tmp_path: Path) -> None:
         create_app(mailer(), store=store, temporal=7233)  # type: ignore[arg-type]
     with pytest.raises(UserError, match="temporal must be an address"):
         create_app(mailer(), store=store, temporal="")
+
+
+async def test_a_budget_interrupt_is_listed_raised_and_denied_over_http(
+    time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    store = f"sqlite:///{tmp_path}/bastion.db"
+    temporal = time_skipping.client
+    worker = spender("bastion.spender", store)  # counts its budget in the served store
+    app = create_app(worker.agent, store=store, temporal=temporal)
+    async with running(app), client(app) as http, worker.worker(temporal):
+        parked: list[str] = []
+        for _ in range(2):  # one run to raise, one to deny
+            started = await http.post("/runs", json={"input": "Is tea in stock?"})
+            assert started.status_code == 202, started.text
+            run_id = str(started.json()["run_id"])
+            await worker.settle(temporal, run_id)
+            parked.append(run_id)
+        raised_run, denied_run = parked
+        [item] = (await http.get(f"/runs/{raised_run}/approvals")).json()
+        assert (item["kind"], item["limit"]["limit_type"], item["limit"]["max"]) == (
+            "interrupt", "cost", 0.5,
+        )  # fmt: skip
+        assert item["limit"]["approvers"] == ["human:cfo"]
+        missing = await http.post(f"/runs/{raised_run}/approvals/int_nope/raise", json={"max": 2})
+        assert missing.status_code == 404
+        raised = await http.post(
+            f"/runs/{raised_run}/approvals/{item['id']}/raise", json={"max": 5}
+        )
+        assert raised.status_code == 202, raised.text
+        assert (raised.json()["resumed"], raised.json()["undecided"]) == (True, [])
+        done = await worker.result(temporal, raised_run)
+        assert (done.status, done.output) == ("completed", "Tea is in stock.")
+
+        [other] = (await http.get(f"/runs/{denied_run}/approvals")).json()
+        denied = await http.post(
+            f"/runs/{denied_run}/approvals/{other['id']}/deny", json={"reason": "Too dear."}
+        )
+        assert denied.status_code == 202, denied.text
+        refused = await worker.result(temporal, denied_run)
+        assert refused.status == "failed"
+        assert refused.error is not None
+        assert refused.error.code == "policy_denied"

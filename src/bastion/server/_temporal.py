@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 
     from bastion.agent import Agent
     from bastion.core import Usage
-    from bastion.distributed import WorkflowStatus
+    from bastion.distributed import WorkflowInterrupt, WorkflowStatus
     from bastion.stores import Stores
-    from bastion.tools import ApprovalDecision
+    from bastion.tools import ApprovalDecision, InterruptResolution
 
     from ._auth import Caller
 
@@ -59,7 +59,16 @@ class TemporalRuns:
         poll: float,
         stopping: asyncio.Event,
     ) -> None:
-        self.agents = {name: TemporalAgent(agent, events=stores) for name, agent in agents.items()}
+        # The server is a client of the workflows: the served store carries their events
+        # and, for a governed agent, names where its workers count (this side counts none).
+        self.agents = {
+            name: TemporalAgent(
+                agent,
+                events=stores,
+                counters=stores if agent.config.governance is not None else None,
+            )
+            for name, agent in agents.items()
+        }
         self._by_type = {a.workflow_name: a for a in self.agents.values()}
         self.channel = EventChannel(stores=stores, _open=True)  # the app opens the store
         self._target = target
@@ -154,6 +163,14 @@ class TemporalRuns:
         waiting = await agent.decide(self.client, run_id, decision)
         return accepted(run_id, agent.agent.name, undecided=waiting)
 
+    async def resolve(
+        self, run_id: str, resolution: InterruptResolution, caller: Caller
+    ) -> Accepted:
+        """Send one decision on a governance interrupt as the workflow's ``resolve`` update."""
+        _, agent, _ = await self._visible(run_id, caller)
+        waiting = await agent.resolve(self.client, run_id, resolution)
+        return accepted(run_id, agent.agent.name, undecided=waiting)
+
     def events(self, run_id: str, after: int) -> AsyncIterator[list[LoggedEvent]]:
         """The run's events after ``after``, in the batches read (check the caller first)."""
 
@@ -206,7 +223,7 @@ def _tenant(memo: Mapping[str, Any]) -> str | None:
 
 
 def _pending(run_id: str, status: WorkflowStatus) -> list[PendingItem]:
-    return [
+    calls = [
         PendingItem(
             id=p.tool_call_id,
             kind="call",
@@ -217,6 +234,25 @@ def _pending(run_id: str, status: WorkflowStatus) -> list[PendingItem]:
         )
         for p in status.pending
     ]
+    interrupts = [
+        PendingItem(id=i.id, kind="interrupt", run_id=run_id, reason=i.reason, limit=_limit(i))
+        for i in status.interrupts
+    ]
+    return calls + interrupts
+
+
+def _limit(interrupt: WorkflowInterrupt) -> dict[str, Any] | None:
+    """The limit a budget interrupt waits on, as the local server shows it."""
+    if interrupt.limit_type is None:
+        return None
+    return {
+        "oracle": interrupt.oracle,
+        "limit_type": interrupt.limit_type,
+        "window": interrupt.window,
+        "current": interrupt.current,
+        "max": interrupt.max,
+        "approvers": list(interrupt.approvers),
+    }
 
 
 def _dump(usage: Usage) -> dict[str, Any]:

@@ -9,11 +9,12 @@ from fastapi.responses import StreamingResponse
 
 from bastion.core import UserError
 from bastion.stores import MAX_SEQ
-from bastion.tools import ApprovalDecision
+from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._auth import Caller
+from ._errors import NotFound
 from ._follow import sse_response
-from ._models import Accepted, Decision, PendingItem, RunView, StartRun
+from ._models import Accepted, Decision, PendingItem, RaiseBudget, RunView, StartRun
 from ._routes import _ERRORS, _after, _caller  # pyright: ignore[reportPrivateUsage]
 from ._temporal import TemporalRuns
 
@@ -98,7 +99,39 @@ async def approve(run_id: str, item_id: str, body: Decision, runs: Runs, caller:
     tags=["approvals"],
 )
 async def deny(run_id: str, item_id: str, body: Decision, runs: Runs, caller: Who) -> Accepted:
-    """Deny a call (the model reads the reason)."""
+    """Deny a call (the model reads the reason), or a budget interrupt (the run fails)."""
     reason = body.reason or "Denied by a person."
+    pending = (await runs.view(run_id, caller)).pending
+    if any(p.id == item_id and p.kind == "interrupt" for p in pending):
+        denial = {"decision": "deny", "reason": reason}
+        return await runs.resolve(
+            run_id, InterruptResolution(interrupt_id=item_id, decision=denial), caller
+        )
     choice = ApprovalDecision(tool_call_id=item_id, granted=False, reason=reason)
     return await runs.decide(run_id, choice, caller)
+
+
+@temporal_router.post(
+    "/runs/{run_id}/approvals/{item_id}/raise",
+    status_code=202,
+    response_model=Accepted,
+    tags=["approvals"],
+)
+async def raise_budget(
+    run_id: str, item_id: str, body: RaiseBudget, runs: Runs, caller: Who
+) -> Accepted:
+    """Raise the limit a budget interrupt stopped at to ``max`` (the ``resolve`` update)."""
+    pending = (await runs.view(run_id, caller)).pending
+    item = next((p for p in pending if p.id == item_id and p.limit is not None), None)
+    if item is None or item.limit is None:
+        raise NotFound(f"Run {run_id} has no pending budget interrupt {item_id!r}.")
+    decision = {
+        "decision": "mutate",
+        "oracle": item.limit["oracle"],
+        "limit_type": item.limit["limit_type"],
+        "max": body.max,
+        "window": item.limit["window"],
+    }
+    return await runs.resolve(
+        run_id, InterruptResolution(interrupt_id=item_id, decision=decision), caller
+    )
