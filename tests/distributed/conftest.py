@@ -44,20 +44,13 @@ async def dev_server(tmp_path: Path) -> AsyncIterator[WorkflowEnvironment]:
         yield env
 
 
-_END_TO_END = ("_cli", "_crash", "_docs", "test_docs")
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the end-to-end tests ``slow``: real dev servers, worker and CLI processes.
+    """Mark this directory's tests ``slow``: each starts a real Temporal server (and many
+    worker or CLI processes), which takes most of their time.
 
     ``make test`` leaves them out to stay fast; ``make test-slow`` (and CI) runs them.
     """
     here = Path(__file__).parent
     for item in items:
-        file = Path(str(item.fspath))
-        if file.parent != here:  # the hook sees the whole session's items
-            continue
-        module = file.stem
-        uses_dev_server = "dev_server" in getattr(item, "fixturenames", ())
-        if uses_dev_server or any(part in module for part in _END_TO_END):
+        if Path(str(item.fspath)).parent == here:  # the hook sees the whole session's items
             item.add_marker(pytest.mark.slow)
