@@ -54,3 +54,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).parent == here:  # the hook sees the whole session's items
             item.add_marker(pytest.mark.slow)
+            if item.get_closest_marker("timeout") is None:  # a server start can take a minute
+                item.add_marker(pytest.mark.timeout(300))
