@@ -159,6 +159,37 @@ def test_a_tool_logged_late_keeps_its_own_duration() -> None:
     assert (trace.spans[0].end, trace.live) == (None, True)
 
 
+def test_a_sub_agent_logged_after_its_parent_measured_its_end_stays_inside_its_bar() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def at(seconds: float, seq: int, **data: Any) -> tuple[datetime, LoggedEvent]:
+        data = {"seq": seq, "run_id": "r", **data}
+        text = json.dumps(data)
+        return t0 + timedelta(seconds=seconds), LoggedEvent(seq=seq, type=data["type"], data=text)
+
+    inner = {"type": "agent.start", "run_id": "c", "agent_name": "child", "model": "m"}
+    done = {"type": "agent.end", "run_id": "c", "status": "completed", "duration": 0.001}
+    events = [
+        at(0.0, 1, type="agent.start", agent_name="a", model="m"),
+        at(0.0, 2, type="step.start", step=1, model="m"),
+        # the child's events reach the store after the parent measured its own end
+        at(0.02, 3, type="subagent.event", tool_call_id="t", agent_name="child", event=inner),
+        at(0.03, 4, type="subagent.event", tool_call_id="t", agent_name="child", event=done),
+        at(0.03, 5, type="tool.execute.end", tool_call_id="t", tool_name="child", duration=0.005),
+        at(0.03, 6, type="step.end", step=1),
+        at(0.03, 7, type="agent.end", status="completed", duration=0.01),
+    ]  # fmt: skip
+    [root] = build_trace("r", "run", events, live=False).spans
+
+    def inside(span: Any) -> None:
+        for child in span.children:
+            assert span.start <= child.start <= child.end <= span.end
+            inside(child)
+
+    assert root.end == 0.01
+    inside(root)
+
+
 def test_the_traces_example_of_server_md_prints_what_the_page_says(tmp_path: Path) -> None:
     text = (DOCS / "server.md").read_text(encoding="utf-8").split("## Traces", 1)[1]
     script = tmp_path / "trace_example.py"

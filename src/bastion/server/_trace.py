@@ -313,10 +313,10 @@ def _shift(span: _Span, by: float, floor: float, ceiling: float | None = None) -
     its parent's duration, measured in the process, says it ended.
     """
     span.start = max(span.start + by, floor)
+    if ceiling is not None:
+        span.start = min(span.start, ceiling)
     if span.end is not None:
         span.end = span.end + by if ceiling is None else min(span.end + by, ceiling)
         span.end = max(span.end, span.start)
-    if ceiling is not None:
-        span.start = min(span.start, ceiling)
     for child in span.children:
         _shift(child, by, span.start, span.end)
