@@ -14,12 +14,9 @@ import statistics
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeAlias
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._adapter import Adapter
-from ._progress import rounds_bar
 from ._script import (
     CALLS,
     EXPECTED_CALLS,
@@ -29,6 +26,9 @@ from ._script import (
     WORKLOADS,
     Workload,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "Budget",
@@ -183,6 +183,8 @@ async def sample_interleaved(
     the ratios between them stay fair. A sampler that raises is dropped and reported.
     On a terminal (``console``, default stderr) a bar shows the round and the sampler.
     """
+    from ._progress import rounds_bar  # not in the S4 child: its RSS is measured
+
     share = budget.split(rounds)
     samples: dict[str, list[float]] = {name: [] for name in samplers}
     sampled = Sampled()
