@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from bastion import Agent
-from bastion.core import UserError
+from bastion.core import UserError, UserMessage
 from bastion.distributed import TemporalAgent, WorkflowResult
 from bastion.governance import Budget, Governor, Limit
 from bastion.stores import StoreCounters, open_store
@@ -188,9 +188,51 @@ async def test_concurrent_runs_on_two_workers_never_overspend_a_shared_limit(
         assert view.accumulated == METERED_CALLS  # the shared counter stopped at the limit
 
 
-async def test_a_governed_agent_has_no_session_on_temporal_yet(
+async def test_a_sessions_turn_parks_at_a_budget_and_a_steer_denies_the_interrupt(
     time_skipping: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    remote = spender("bastion-test-tgov-session", f"sqlite:///{tmp_path / 'counters.db'}")
-    with pytest.raises(UserError, match="sessions on Temporal do not carry it yet"):
-        await remote.session(time_skipping.client, "s1")
+    url = f"sqlite:///{tmp_path / 'counters.db'}"
+    remote = spender("bastion-test-tgov-session", url)
+    async with remote.worker(time_skipping.client):
+        session = await remote.session(time_skipping.client, "governed-chat")
+        await session.send("Is tea in stock?")
+        parked = await session.settle()  # the second model call passes the $0.50 budget
+        assert (parked.status, parked.pending) == ("awaiting_approval", [])
+        [waiting] = parked.interrupts
+        assert (waiting.kind, waiting.limit_type, waiting.current, waiting.max) == (
+            "limit",
+            "cost",
+            0.6,
+            0.5,
+        )
+        with pytest.raises(UserError, match="'intern' may not raise this limit"):
+            await session.raise_budget(waiting.id, 2, approver="intern")
+        assert await session.raise_budget(waiting.id, 2, approver="human:cfo") == []
+        answered = await session.settle()
+        assert (answered.status, answered.text, answered.interrupts) == (
+            "idle",
+            "Tea is in stock.",
+            [],
+        )
+        assert answered.usage.cost_usd == pytest.approx(1.2)
+        assert await _spent(url, Budget(cost_usd=0.5)) == pytest.approx(1.2)
+
+        for question in ("And coffee?", "And milk?"):  # one answer each: $1.80, $2.40
+            await session.send(question)
+            assert (await session.settle()).status == "idle"
+        await session.send("And sugar?")  # the raised $2 is spent
+        [again] = (await session.settle()).interrupts
+        assert (again.current, again.max) == (pytest.approx(2.4), 2.0)
+        await session.send("Never mind.")  # a steer denies what the turn waits on
+        view = await session.settle()
+        history = await time_skipping.client.get_workflow_handle(session.id).fetch_history()
+    # the counters' answers are in the history: the session replays without the store
+    replayed = await Replayer(workflows=[remote.session_workflow]).replay_workflow(history)
+    assert replayed.replay_failure is None
+    assert view.error is not None
+    assert (view.error.code, view.interrupts, view.turns) == ("policy_denied", [], 4)
+    assert "steered" in view.error.message
+    # the denied model call never answered: the turn ends with the steer, the session idle
+    assert view.status == "idle"
+    last = [m.content for m in view.messages[-2:] if isinstance(m, UserMessage)]
+    assert last == ["And sugar?", "Never mind."]

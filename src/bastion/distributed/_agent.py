@@ -266,16 +266,11 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         """Open the session ``session_id``: one long-lived workflow (started if need be).
 
         ``continue_after``: the history length (events) after which the workflow continues
-        as new between two turns, carrying the transcript, usage and waiting messages.
-
-        Raises:
-            UserError: The agent has governance (not built for sessions on Temporal yet).
+        as new between two turns, carrying the transcript, usage and waiting messages. An
+        agent with governance counts its limits in the ``counters`` store every worker
+        shares; a turn that reaches a mutable limit parks until the session's
+        ``raise_budget`` or ``resolve`` decides it.
         """
-        if self.counters is not None:
-            raise UserError(
-                f"Agent {self.agent.name!r} has governance: sessions on Temporal do not "
-                "carry it yet; run it with start() / run() (see docs/scale-out.md)."
-            )
         return await open_session(
             client,
             workflow=self.session_workflow_name,

@@ -24,9 +24,9 @@ from bastion.governance import decision_from_dict
 from bastion.tools import InterruptResolution
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
-    from temporalio.client import Client
+    from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import RunResult
     from bastion.governance import SuspendedInterrupt
@@ -35,7 +35,9 @@ __all__ = [
     "GovernedWorkflow",
     "InterruptClient",
     "WorkflowInterrupt",
+    "raise_resolution",
     "resolutions_adapter",
+    "send_resolutions",
 ]
 
 
@@ -129,6 +131,14 @@ class GovernedWorkflow:
         """Whether every interrupt the run waits on is decided."""
         return len(self._resolved) == len(self._interrupts)
 
+    def undecided_interrupts(self) -> list[str]:
+        """The ids of the interrupts the run waits on that nobody decided yet."""
+        return [i for i in self._interrupts if i not in self._resolved]
+
+    def decide_interrupt(self, resolution: InterruptResolution) -> None:
+        """Decide an interrupt from inside the workflow (a steering message denies it)."""
+        self._resolved[resolution.interrupt_id] = resolution
+
     def take_resolutions(self) -> list[InterruptResolution]:
         """The decisions, for the directive that resumes the run (and forget them)."""
         resolutions = list(self._resolved.values())
@@ -140,7 +150,7 @@ class GovernedWorkflow:
         """Decide pending interrupts; returns the interrupt ids still waiting."""
         for resolution in self._checked(resolutions):
             self._resolved[resolution.interrupt_id] = resolution
-        return [i for i in self._interrupts if i not in self._resolved]
+        return self.undecided_interrupts()
 
     @resolve.validator
     def check_resolutions(self, resolutions: str) -> None:
@@ -214,14 +224,8 @@ class InterruptClient:
             UserError: No decision, or the workflow refused one (an interrupt not waiting,
                 decided already, a raise that raises nothing or by someone who may not).
         """
-        if not resolutions:
-            raise UserError("TemporalAgent.resolve needs at least one InterruptResolution.")
-        payload = [
-            {"interrupt_id": r.interrupt_id, "decision": _decision_data(r.decision)}
-            for r in resolutions
-        ]
-        text = resolutions_adapter().dump_json(payload).decode()
-        return await _send(client, workflow_id, text)
+        handle = client.get_workflow_handle(workflow_id)
+        return await send_resolutions(handle, resolutions, "TemporalAgent.resolve")
 
     async def raise_budget(
         self,
@@ -242,15 +246,53 @@ class InterruptClient:
         Raises:
             UserError: ``maximum`` is no number >= 0, or the workflow refused the raise.
         """
-        if isinstance(maximum, bool) or not isinstance(maximum, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"raise_budget needs a number maximum, got {maximum!r}.")
-        if math.isnan(maximum) or maximum < 0:
-            raise UserError(f"raise_budget needs a maximum >= 0, got {maximum!r}.")
-        decision: dict[str, Any] = {"decision": "mutate", "max": float(maximum)}
-        if approver is not None:
-            decision["approver"] = approver
-        resolution = InterruptResolution(interrupt_id=interrupt_id, decision=decision)
+        resolution = raise_resolution(interrupt_id, maximum, approver)
         return await self.resolve(client, workflow_id, resolution)
+
+
+def raise_resolution(
+    interrupt_id: str, maximum: float, approver: str | None
+) -> InterruptResolution:
+    """The decision that raises a limit interrupt's max to ``maximum``.
+
+    Raises:
+        UserError: ``maximum`` is no number >= 0.
+    """
+    if isinstance(maximum, bool) or not isinstance(maximum, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"raise_budget needs a number maximum, got {maximum!r}.")
+    if math.isnan(maximum) or maximum < 0:
+        raise UserError(f"raise_budget needs a maximum >= 0, got {maximum!r}.")
+    decision: dict[str, Any] = {"decision": "mutate", "max": float(maximum)}
+    if approver is not None:
+        decision["approver"] = approver
+    return InterruptResolution(interrupt_id=interrupt_id, decision=decision)
+
+
+async def send_resolutions(
+    handle: WorkflowHandle[Any, Any], resolutions: Sequence[InterruptResolution], who: str
+) -> list[str]:
+    """Send decisions on interrupts to the workflow (the ``resolve`` update).
+
+    Returns the interrupt ids still waiting.
+
+    Raises:
+        UserError: No decision, or the workflow refused one.
+    """
+    if not resolutions:
+        raise UserError(f"{who} needs at least one InterruptResolution.")
+    payload = [
+        {"interrupt_id": r.interrupt_id, "decision": _decision_data(r.decision)}
+        for r in resolutions
+    ]
+    text = resolutions_adapter().dump_json(payload).decode()
+    try:
+        waiting: list[str] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
+            "resolve", text, result_type=list[str]
+        )
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        raise UserError(str(getattr(cause, "message", cause))) from None
+    return waiting
 
 
 def _decision_data(decision: Any) -> dict[str, Any]:
@@ -258,15 +300,3 @@ def _decision_data(decision: Any) -> dict[str, Any]:
         return cast("dict[str, Any]", decision)
     data = {k: getattr(decision, k) for k in decision.__dataclass_fields__}  # a decision class
     return cast("dict[str, Any]", data)
-
-
-async def _send(client: Client, workflow_id: str, payload: str) -> list[str]:
-    handle = client.get_workflow_handle(workflow_id)
-    try:
-        waiting: list[str] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-            "resolve", payload, result_type=list[str]
-        )
-    except WorkflowUpdateFailedError as error:
-        cause = error.cause
-        raise UserError(str(getattr(cause, "message", cause))) from None
-    return waiting

@@ -13,6 +13,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
+from ._interrupts import raise_resolution, send_resolutions
 from ._session_views import SessionCarry, SessionView, carry_adapter, view_adapter
 from ._shared import send_decisions
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.core import Message
+    from bastion.tools import InterruptResolution
 
 __all__ = ["TemporalSession", "open_session"]
 
@@ -111,6 +113,34 @@ class TemporalSession:
         return await self.decide(
             ApprovalDecision(tool_call_id=call_id, granted=False, reason=reason)
         )
+
+    async def resolve(self, *resolutions: InterruptResolution) -> list[str]:
+        """Decide governance interrupts the turn waits on (the ``resolve`` update).
+
+        Decisions are those of ``TemporalAgent.resolve`` (``mutate``, ``deny``, ``retry``,
+        ``result``). Returns the interrupt ids still waiting; the turn goes on once every
+        interrupt and call it waits for is decided.
+
+        Raises:
+            UserError: No decision, or the workflow refused one (an interrupt not waiting,
+                decided already, a raise that raises nothing or by someone who may not).
+        """
+        return await send_resolutions(self._handle, resolutions, "TemporalSession.resolve")
+
+    async def raise_budget(
+        self, interrupt_id: str, maximum: float, *, approver: str | None = None
+    ) -> list[str]:
+        """Raise the limit interrupt ``interrupt_id`` waits on to ``maximum``, for all workers.
+
+        The limit's rules (``mutable_by``, ``ceiling``) judge the raise when the turn goes
+        on: a refused raise leaves the interrupt pending. Returns the interrupt ids still
+        waiting.
+
+        Raises:
+            UserError: ``maximum`` is no number >= 0, or the workflow refused the raise.
+        """
+        resolution = raise_resolution(interrupt_id, maximum, approver)
+        return await self.resolve(resolution)
 
     async def close(self) -> SessionView:
         """Close the session once the messages sent have had their turns; its last view."""

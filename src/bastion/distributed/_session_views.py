@@ -11,6 +11,8 @@ from pydantic import Field, TypeAdapter
 from bastion.core import Message, RunErrorInfo, Usage
 from bastion.tools import ApprovalRequest
 
+from ._interrupts import WorkflowInterrupt
+
 __all__ = [
     "SessionCarry",
     "SessionStatusName",
@@ -58,12 +60,15 @@ class SessionView:
     Attributes:
         session_id: The session's id (its workflow id).
         status: ``idle``, ``running`` (a turn runs, or messages wait for one),
-            ``awaiting_approval`` (the turn waits for decisions) or ``closed``.
+            ``awaiting_approval`` (the turn waits for decisions on calls or on
+            governance interrupts) or ``closed``.
         messages: The transcript, with what the running turn added so far.
         usage: Usage summed over every model call of the session.
         turns: How many turns ended.
         waiting: How many sent messages wait for a turn (or, steering, for the next step).
         pending: The calls waiting for a decision (with ``awaiting_approval``).
+        interrupts: The governance interrupts the turn waits on (a budget reached, a
+            policy asking): decided with ``raise_budget`` or ``resolve``.
         error: Why the last turn did not complete, when it did not.
         generation: How many times the session continued as new.
     """
@@ -75,6 +80,7 @@ class SessionView:
     turns: int = 0
     waiting: int = 0
     pending: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
+    interrupts: list[WorkflowInterrupt] = field(default_factory=list[WorkflowInterrupt])
     error: RunErrorInfo | None = None
     generation: int = 0
 

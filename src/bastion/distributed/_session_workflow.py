@@ -4,7 +4,9 @@ Each turn is one run of the agent's loop, configured as the agent workflow confi
 (activity models and tools, the workflow's clock and ids). A ``send`` signal queues a
 message or steers the running turn: the turn's session link adds steering messages to the
 transcript before its next model call, as a local session does. Approvals park the turn
-until the ``decide`` update has decided every pending call. Between two turns, once the
+until the ``decide`` update has decided every pending call; a governance interrupt (a
+budget reached, a policy asking) parks it until the ``resolve`` update decides it, the
+limits counted in the store every worker shares. Between two turns, once the
 history is long (or Temporal suggests it), the workflow continues as new with the
 transcript, usage, session state and waiting messages as the next run's input.
 """
@@ -16,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 
 from bastion.core import Message, Usage, UserMessage, id_source
-from bastion.tools import ApprovalDecision, Deny, Directive
+from bastion.tools import ApprovalDecision, Deny, Directive, InterruptResolution
 
+from ._governance import governed
+from ._interrupts import GovernedWorkflow
 from ._session_views import (
     SessionCarry,
     SessionStatusName,
@@ -67,7 +71,7 @@ class _Link:
         self._owner.live = ctx.messages
 
 
-class SessionWorkflow:
+class SessionWorkflow(GovernedWorkflow):
     """The session workflow of one agent; :func:`session_workflow` makes one per agent."""
 
     agent: Agent[Any, Any]
@@ -76,6 +80,7 @@ class SessionWorkflow:
     @workflow.init
     def __init__(self: SessionWorkflow, carry: str) -> None:  # the run method's parameters
         # the input is read here, not in run: signal and update handlers may run first
+        super().__init__()
         given = carry_adapter().validate_json(carry)
         self.steering: list[str] = list(given.steering)
         self.live: list[Message] | None = None
@@ -98,6 +103,7 @@ class SessionWorkflow:
     async def execute(self) -> str:
         """Run turns as messages arrive until closed; continue as new when history is long."""
         config = workflow_config(self.agent.config, self.activities, self._spent)
+        config = governed(config, self.activities.counters)
         link = self._link
         with id_source(lambda: workflow.uuid4().hex):
             while True:
@@ -161,20 +167,29 @@ class SessionWorkflow:
         self._running, self.live = False, None
 
     async def _park(self, result: RunResult[Any]) -> Directive:
-        """Wait until every pending call is decided, or steering denies the rest."""
-        self._pending = {p.tool_call_id: p for p in result.pending_approvals}
+        """Wait until every pending call and interrupt is decided, or steering denies the rest."""
+        held = self.park_interrupts(result)  # calls held by an interrupt: decided with it
+        pending = result.pending_approvals
+        self._pending = {p.tool_call_id: p for p in pending if p.tool_call_id not in held}
         self.live = None
-        await workflow.wait_condition(
-            lambda: len(self._decided) == len(self._pending) or bool(self.steering)
-        )
+        await workflow.wait_condition(lambda: self._all_decided() or bool(self.steering))
         for call in self._pending:
             if call not in self._decided:
                 self._decided[call] = ApprovalDecision(
                     tool_call_id=call, granted=False, reason=STEERED
                 )
-        directive = Directive(approvals=[self._decided[c] for c in self._pending])
+        for interrupt in self.undecided_interrupts():
+            deny = {"decision": "deny", "reason": STEERED}
+            self.decide_interrupt(InterruptResolution(interrupt_id=interrupt, decision=deny))
+        directive = Directive(
+            approvals=[self._decided[c] for c in self._pending],
+            interrupts=self.take_resolutions(),
+        )
         self._pending, self._decided = {}, {}
         return directive
+
+    def _all_decided(self) -> bool:
+        return len(self._decided) == len(self._pending) and self.interrupts_decided()
 
     # handlers
 
@@ -231,13 +246,14 @@ class SessionWorkflow:
             turns=self._turns,
             waiting=self._waiting(),
             pending=list(self._pending.values()),
+            interrupts=self.interrupt_views(),
             error=self._error,
             generation=self._generation,
         )
         return view_adapter().dump_json(view).decode()
 
     def _status(self) -> SessionStatusName:
-        if self._pending:
+        if self._pending or self.interrupt_views():
             return "awaiting_approval"
         if self._running or self._waiting():
             return "running"
