@@ -137,3 +137,35 @@ async def test_a_budget_interrupt_is_listed_raised_and_denied_over_http(
         assert refused.status == "failed"
         assert refused.error is not None
         assert refused.error.code == "policy_denied"
+
+
+async def test_a_parked_workflow_run_is_cancelled_over_http(
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    store = f"sqlite:///{tmp_path}/bastion.db"
+    temporal = dev_server.client
+    worker = TemporalAgent(mailer(), events=store)
+    app = create_app(mailer(), store=store, temporal=temporal, auth={"t-acme": "acme", "x": "x"})
+    async with (
+        running(app),
+        client(app, "t-acme") as http,
+        client(app, "x") as other,
+        worker.worker(temporal),
+    ):
+        run_id = (await http.post("/runs", json={"input": "Mail Bob"})).json()["run_id"]
+        parked = await _events(http, run_id)
+        assert parked[-1].data["status"] == "awaiting_approval"
+        assert (await other.post(f"/runs/{run_id}/cancel")).status_code == 404
+        cancelled = await http.post(f"/runs/{run_id}/cancel")
+        assert cancelled.status_code == 202, cancelled.text
+        rest = await _events(http, run_id, after=parked[-1].id)
+        assert (rest[-1].event, rest[-1].data["status"]) == ("agent.end", "aborted")
+        view = (await http.get(f"/runs/{run_id}")).json()
+        assert (view["status"], view["pending"], view["error"]["code"]) == (
+            "aborted",
+            [],
+            "run_aborted",
+        )
+        again = await http.post(f"/runs/{run_id}/cancel")
+        assert again.status_code == 404
+        assert "not in flight" in again.json()["error"]["message"]

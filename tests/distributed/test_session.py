@@ -208,3 +208,32 @@ async def test_a_failed_turn_is_reported_and_the_next_message_runs(
         ("user", "hello again"),
         ("assistant", "re: hello again"),
     ]
+
+
+async def test_cancel_aborts_the_running_turn_and_closes_the_session(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    remote = _session_agent(started, release)
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "chat-cancel")
+        await session.send("go")
+        await started.wait()  # the turn is in its tool call
+        await session.send("later", mode="queue")
+        view = await session.cancel()
+        release.set()  # the activity, not heartbeating, ends on its own
+        with pytest.raises(UserError, match="is closed"):
+            await session.send("anyone?")
+    assert view.error is not None
+    assert (view.status, view.error.code, view.waiting, view.turns) == (
+        "closed",
+        "run_aborted",
+        0,
+        1,
+    )
+    assert _said(view.messages) == [
+        ("user", "go"),
+        ("assistant", "hold"),
+        ("tool", "Tool 'hold' did not finish: Cancelled."),
+    ]

@@ -147,3 +147,57 @@ async def test_a_side_effecting_call_that_timed_out_is_held_and_granted_runs_aga
         await remote_agent.approve(client, handle.id, held.tool_call_id)  # run it again
         result = await remote_agent.result(client, handle.id)
     assert (result.status, result.output, runs) == ("completed", "Charged.", [5, 5])
+
+
+async def test_a_cancelled_run_ends_aborted_and_its_tool_activity_is_cancelled(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    @tool(side_effect_class="read_only")
+    async def watch() -> str:
+        """Watch until told to stop."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return "never"
+
+    script = [Turn(tool_calls=[Call("watch", {})]), "Never said."]
+    agent = Agent("watcher", model=ScriptedModel(script), tools=[watch])
+    remote = TemporalAgent(agent, heartbeat_timeout=1)  # a long tool heartbeats
+    client = time_skipping.client
+    async with remote.worker(client):
+        handle = await remote.start(client, "Watch")
+        await started.wait()
+        await remote.cancel(client, handle.id)
+        result = await remote.result(client, handle.id)
+        await stopped.wait()  # the activity learned it at its next heartbeat
+        await remote.cancel(client, handle.id)  # closed already: nothing happens
+        with pytest.raises(UserError, match="No run 'run-nope' on Temporal"):
+            await remote.cancel(client, "run-nope")
+    assert result.error is not None
+    assert (result.status, result.error.code, result.output) == ("aborted", "run_aborted", None)
+    assert result.usage.requests == 1  # the model was not asked again
+    # the workflow completed (with the aborted run), it did not fail
+    description = await handle.describe()
+    assert description.status is not None
+    assert description.status.name == "COMPLETED"
+
+
+async def test_a_parked_run_that_is_cancelled_denies_its_calls_and_ends_aborted(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = TemporalAgent(mailer())
+    client = time_skipping.client
+    async with remote.worker(client):
+        handle = await remote.start(client, "Mail Bob")
+        assert (await remote.settle(client, handle.id)).status == "awaiting_approval"
+        await client.get_workflow_handle(handle.id).cancel()  # as `temporal workflow cancel`
+        result = await remote.result(client, handle.id)
+        ended = await remote.status(client, handle.id)
+    assert (result.status, result.output) == ("aborted", None)
+    assert (ended.status, ended.pending) == ("aborted", [])
+    assert await _activities(handle) == [f"{remote.workflow_name}.model"]  # no email sent

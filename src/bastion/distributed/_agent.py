@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 from temporalio.common import RetryPolicy
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from bastion.agent import RetryConfig
@@ -232,6 +233,31 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         handle = client.get_workflow_handle(workflow_id)
         text: str = await handle.execute_update("settle", result_type=str)  # pyright: ignore[reportUnknownMemberType]
         return status_adapter().validate_json(text)
+
+    async def cancel(self, client: Client, workflow_id: str) -> None:
+        """Cancel the run ``workflow_id``: it ends ``aborted``, as a local run's ``abort()``.
+
+        Returns once Temporal has the request; ``result`` then waits for the run's end. The
+        workflow stops waiting for the call at work (the activity itself learns it at its
+        next heartbeat: give ``heartbeat_timeout`` for long tools) and a parked run's
+        pending calls and interrupts are denied. ``temporal workflow cancel`` does the
+        same. A closed workflow is left as it is.
+
+        Raises:
+            UserError: No workflow has the id ``workflow_id``.
+        """
+        handle = client.get_workflow_handle(workflow_id)
+        try:
+            await handle.cancel()
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+            try:
+                await handle.describe()  # it exists: closed already, nothing to cancel
+            except RPCError as missing:
+                if missing.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                raise UserError(f"No run {workflow_id!r} on Temporal.") from None
 
     async def decide(
         self, client: Client, workflow_id: str, *decisions: ApprovalDecision

@@ -151,6 +151,19 @@ class TemporalSession:
                 raise
         return await self._last()
 
+    async def cancel(self) -> SessionView:
+        """Close the session now: abort the running turn, drop the messages still waiting.
+
+        What the turn waits on is denied and it ends ``aborted`` (the view's ``error``);
+        the transcript stays readable. Returns the session's last view.
+        """
+        try:
+            await self._handle.cancel()
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+        return await self._last()
+
     async def _last(self) -> SessionView:
         """The view a closed session ended with."""
         return view_adapter().validate_json(await self._handle.result())

@@ -6,13 +6,16 @@ message or steers the running turn: the turn's session link adds steering messag
 transcript before its next model call, as a local session does. Approvals park the turn
 until the ``decide`` update has decided every pending call; a governance interrupt (a
 budget reached, a policy asking) parks it until the ``resolve`` update decides it, the
-limits counted in the store every worker shares. Between two turns, once the
-history is long (or Temporal suggests it), the workflow continues as new with the
-transcript, usage, session state and waiting messages as the next run's input.
+limits counted in the store every worker shares. Between two turns, once the history is
+long (or Temporal suggests it), the workflow continues as new with the transcript, usage,
+session state and waiting messages as the next run's input. Cancelling the workflow
+closes the session: the running turn is aborted (what it waits on denied), the messages
+still waiting are dropped, and the workflow ends with its view.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
@@ -31,10 +34,10 @@ from ._session_views import (
 )
 from ._shared import check_decisions, define_workflow
 from ._views import decisions_adapter
-from ._workflow import workflow_config
+from ._workflow import ABORTED, workflow_config
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent, RunConfig, RunResult
+    from bastion.agent import Agent, AgentStream, RunConfig, RunResult
     from bastion.core import ModelResponse, RunContext, RunErrorInfo
     from bastion.tools import ApprovalRequest, BeforeToolCall, ToolCallDecision, ToolCallRequest
 
@@ -99,8 +102,23 @@ class SessionWorkflow(GovernedWorkflow):
         self._error: RunErrorInfo | None = given.error
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
+        self._stream: AgentStream[Any] | None = None
+        self._aborted = False
 
     async def execute(self) -> str:
+        """Run the session; a cancellation of the workflow aborts its turn and closes it."""
+        body = asyncio.create_task(self._body())
+        try:
+            return await asyncio.shield(body)
+        except asyncio.CancelledError:
+            self._aborted = self._closed = True
+            self.steering.clear()
+            self._queue.clear()
+            if self._stream is not None:
+                self._stream.abort()
+            return await body
+
+    async def _body(self) -> str:
         """Run turns as messages arrive until closed; continue as new when history is long."""
         config = workflow_config(self.agent.config, self.activities, self._spent)
         config = governed(config, self.activities.counters)
@@ -153,18 +171,28 @@ class SessionWorkflow(GovernedWorkflow):
             config=config,
             session_link=link,
         )
-        result = await stream.drain()
+        result = await self._drive(stream)
         while result.status == "awaiting_approval":
             self._messages = _conversation(result.messages)  # what the view shows meanwhile
             directive = await self._park(result)
             stream = self.agent.stream(
                 result.state, directive=directive, config=config, session_link=link
             )
-            result = await stream.drain()
+            result = await self._drive(stream)
         self._messages = _conversation(result.messages)
         self._error = result.error
         self._turns += 1
         self._running, self.live = False, None
+
+    async def _drive(self, stream: AgentStream[Any]) -> RunResult[Any]:
+        """Drain a turn's stream (aborted at once when the workflow was cancelled)."""
+        self._stream = stream
+        if self._aborted:
+            stream.abort()
+        try:
+            return await stream.drain()
+        finally:
+            self._stream = None
 
     async def _park(self, result: RunResult[Any]) -> Directive:
         """Wait until every pending call and interrupt is decided, or steering denies the rest."""
@@ -172,14 +200,17 @@ class SessionWorkflow(GovernedWorkflow):
         pending = result.pending_approvals
         self._pending = {p.tool_call_id: p for p in pending if p.tool_call_id not in held}
         self.live = None
-        await workflow.wait_condition(lambda: self._all_decided() or bool(self.steering))
+        await workflow.wait_condition(
+            lambda: self._all_decided() or bool(self.steering) or self._aborted
+        )
+        reason = ABORTED if self._aborted else STEERED
         for call in self._pending:
             if call not in self._decided:
                 self._decided[call] = ApprovalDecision(
-                    tool_call_id=call, granted=False, reason=STEERED
+                    tool_call_id=call, granted=False, reason=reason
                 )
         for interrupt in self.undecided_interrupts():
-            deny = {"decision": "deny", "reason": STEERED}
+            deny = {"decision": "deny", "reason": reason}
             self.decide_interrupt(InterruptResolution(interrupt_id=interrupt, decision=deny))
         directive = Directive(
             approvals=[self._decided[c] for c in self._pending],

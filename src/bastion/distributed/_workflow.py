@@ -5,10 +5,16 @@ model call and tool call it reaches is answered from the history instead of runn
 The loop gets the workflow's clock and ids, no store (no I/O in workflow code) and
 activity-backed models and tools. A run that suspends for approvals parks the workflow until
 the ``decide`` update has decided every pending call; the ``status`` query reads it.
+
+Cancelling the workflow aborts the run as ``AgentStream.abort`` does: the run's body works
+in a task of its own that Temporal's cancellation never reaches, and the cancellation
+becomes the loop's own abort (a parked run's calls and interrupts are denied first), so
+the run ends ``aborted`` with its events published and the workflow completes.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +25,13 @@ from bastion.agent import RetryConfig
 from bastion.agent._catalog import ToolCatalog
 from bastion.agent._sources import ToolSources
 from bastion.core import Usage, id_source
-from bastion.tools import Directive, ToolExecutor, ToolRegistry
+from bastion.tools import (
+    ApprovalDecision,
+    Directive,
+    InterruptResolution,
+    ToolExecutor,
+    ToolRegistry,
+)
 
 from ._code_mode import advertised
 from ._compaction import activity_models, workflow_keeper
@@ -39,10 +51,13 @@ from ._views import (
 from ._wiring import workflow_parts
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent, RunConfig, RunResult
-    from bastion.tools import ApprovalDecision, ApprovalRequest
+    from bastion.agent import Agent, AgentStream, RunConfig, RunResult
+    from bastion.tools import ApprovalRequest
 
-__all__ = ["AgentWorkflow", "agent_workflow", "workflow_config"]
+__all__ = ["ABORTED", "AgentWorkflow", "agent_workflow", "workflow_config"]
+
+ABORTED = "The run was cancelled."
+"""The reason given to the calls and interrupts a cancelled run was waiting on."""
 
 
 def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage]) -> RunConfig:
@@ -109,30 +124,66 @@ class AgentWorkflow(GovernedWorkflow):
         self._usage = [Usage()]
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
+        self._stream: AgentStream[Any] | None = None
+        self._aborted = False
 
     async def execute(self, prompt: str) -> str:
+        """Run the agent to its end; a cancellation of the workflow aborts the run."""
+        body = asyncio.create_task(self._body(prompt))
+        try:
+            return await asyncio.shield(body)
+        except asyncio.CancelledError:
+            self._abort()
+            return await body
+
+    def _abort(self) -> None:
+        """Abort the run: the stream at work now, or the next one (a parked run's)."""
+        self._aborted = True
+        if self._stream is not None:
+            self._stream.abort()
+
+    async def _body(self, prompt: str) -> str:
         """Run the agent to its end, parking at each approval until it is decided."""
         agent = self.agent
         config = workflow_config(agent.config, self.activities, self._usage)
         config = governed(config, self.activities.counters)
         events = WorkflowEvents(activity=self.activities.publish)
         with id_source(lambda: workflow.uuid4().hex):
-            result = await events.drain(agent.stream(prompt, config=config))
+            result = await self._drive(events, agent.stream(prompt, config=config))
             while result.status == "awaiting_approval":
                 await events.flush()
                 directive = await self.decisions(result)
-                result = await events.drain(
-                    agent.stream(result.state, directive=directive, config=config)
-                )
+                stream = agent.stream(result.state, directive=directive, config=config)
+                result = await self._drive(events, stream)
         await events.flush()
         self._status = WorkflowStatus(status=result.status, usage=result.usage)  # type: ignore[arg-type]
         await workflow.wait_condition(workflow.all_handlers_finished)
         return _encode(workflow.info().workflow_id, result)
 
+    async def _drive(self, events: WorkflowEvents, stream: AgentStream[Any]) -> RunResult[Any]:
+        """Drain ``stream`` (aborted at once when the workflow was cancelled meanwhile)."""
+        self._stream = stream
+        if self._aborted:
+            stream.abort()
+        try:
+            return await events.drain(stream)
+        finally:
+            self._stream = None
+
     async def decisions(self, result: RunResult[Any]) -> Directive:
-        """Park the run at its pending calls and interrupts until each is decided."""
+        """Park the run at its pending calls and interrupts until each is decided.
+
+        A cancelled workflow denies whatever is still undecided.
+        """
         self._park(result)
-        await workflow.wait_condition(self._all_decided)
+        await workflow.wait_condition(lambda: self._all_decided() or self._aborted)
+        for call in self._pending:
+            if call not in self._decided:
+                denial = ApprovalDecision(tool_call_id=call, granted=False, reason=ABORTED)
+                self._decided[call] = denial
+        for interrupt in self.undecided_interrupts():
+            deny = {"decision": "deny", "reason": ABORTED}
+            self.decide_interrupt(InterruptResolution(interrupt_id=interrupt, decision=deny))
         directive = Directive(
             approvals=list(self._decided.values()), interrupts=self.take_resolutions()
         )

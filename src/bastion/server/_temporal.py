@@ -127,17 +127,18 @@ class TemporalRuns:
         described, agent, tenant = await self._visible(run_id, caller)
         status, pending, usage, output, error = "running", list[PendingItem](), {}, None, None
         closed = _CLOSED.get(described.status) if described.status else None
-        if closed is None:
-            now = await agent.status(self.client, run_id)
+        now = None if closed is not None else await agent.status(self.client, run_id)
+        if now is not None and now.status in ("running", "awaiting_approval"):
             status, pending, usage = now.status, _pending(run_id, now), _dump(now.usage)
-        elif described.status == WorkflowExecutionStatus.COMPLETED:
+        elif now is not None or described.status == WorkflowExecutionStatus.COMPLETED:
+            # the run ended (its workflow may still be publishing its last events)
             result = await agent.result(self.client, run_id)
             status, output, usage = result.status, result.output, _dump(result.usage)
             if result.error is not None:
                 error = {"code": result.error.code, "message": result.error.message}
         else:
-            status = closed
-            error = {"code": "workflow_closed", "message": f"The workflow is {closed}."}
+            status = closed or "failed"
+            error = {"code": "workflow_closed", "message": f"The workflow is {status}."}
         started = described.start_time or datetime.now(UTC)
         return RunView(
             run_id=run_id, agent=agent.agent.name, status=status,
@@ -170,6 +171,18 @@ class TemporalRuns:
         _, agent, _ = await self._visible(run_id, caller)
         waiting = await agent.resolve(self.client, run_id, resolution)
         return accepted(run_id, agent.agent.name, undecided=waiting)
+
+    async def cancel(self, run_id: str, caller: Caller) -> Accepted:
+        """Cancel a workflow still running: the run ends ``aborted``.
+
+        Raises:
+            NotFound: No such run for the caller, or it is closed already.
+        """
+        described, agent, _ = await self._visible(run_id, caller)
+        if described.status is not None and described.status in _CLOSED:
+            raise NotFound(f"Run {run_id} is not in flight: its workflow is closed.")
+        await agent.cancel(self.client, run_id)
+        return accepted(run_id, agent.agent.name)
 
     def events(self, run_id: str, after: int) -> AsyncIterator[list[LoggedEvent]]:
         """The run's events after ``after``, in the batches read (check the caller first)."""

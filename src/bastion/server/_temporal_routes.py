@@ -45,6 +45,14 @@ async def get_run(run_id: str, runs: Runs, caller: Who) -> RunView:
     return await runs.view(run_id, caller)
 
 
+@temporal_router.post(
+    "/runs/{run_id}/cancel", status_code=202, response_model=Accepted, tags=["runs"]
+)
+async def cancel_run(run_id: str, runs: Runs, caller: Who) -> Accepted:
+    """Cancel the run's workflow; it ends ``aborted`` (what it waits for is denied)."""
+    return await runs.cancel(run_id, caller)
+
+
 @temporal_router.get(
     "/runs/{run_id}/events",
     tags=["runs"],
