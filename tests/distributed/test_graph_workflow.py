@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -10,11 +11,13 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from bastion import UserError
+from bastion import Agent, UserError
+from bastion.core import ModelRequest, ToolMessage
 from bastion.distributed import TemporalAgent, TemporalGraph
 from bastion.graph import Graph, NodeContext, RetryPolicy
+from bastion.testing import Call, FunctionModel, Turn
 
-from ._agents import mailer
+from ._agents import send_email
 from ._graphs import counter, pipeline, review, squares, with_agent
 
 
@@ -216,21 +219,85 @@ async def test_a_node_that_pauses_twice_runs_again_with_each_answer_in_order(
 async def test_an_agent_nodes_approval_is_decided_on_its_child_workflow(
     time_skipping: WorkflowEnvironment,
 ) -> None:
-    remote = TemporalGraph(Graph("mail_graph").add_node("mailer", mailer()))
-    decider = TemporalAgent(mailer(), task_queue=remote.task_queue)
+    asked = asyncio.Event()
+    remote = TemporalGraph(Graph("mail_graph").add_node("mail", _mail(asked)))
+    decider = TemporalAgent(_mail(asked), task_queue=remote.task_queue)
     client = time_skipping.client
     async with remote.worker(client):
         handle = await remote.start(client, "Mail Bob")
-        async for event in handle.fetch_history_events(wait_new_event=True):
-            if event.event_type == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
-                break
+        await asked.wait()  # the child workflow runs
         status = await remote.status(client, handle.id)
-        [child] = status.children["mailer@0"]
+        [child] = status.children["mail@0"]
         parked = await decider.settle(client, child)
         [pending] = parked.pending
         await decider.approve(client, child, pending.tool_call_id)
         result = await remote.result(client, handle.id)
-    assert (status.status, status.nodes) == ("running", {"mailer@0": "running"})
-    assert child == f"{handle.id}/mailer@0"
+    assert (status.status, status.nodes) == ("running", {"mail@0": "running"})
+    assert child == f"{handle.id}/mail@0"
     assert (parked.status, pending.tool_name) == ("awaiting_approval", "send_email")
     assert (result.status, result.output) == ("completed", "Done.")
+
+
+async def test_a_cancelled_execution_stops_its_running_node_and_starts_no_other(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    started, stopped, ran = asyncio.Event(), asyncio.Event(), list[str]()
+
+    async def watch(inputs: list[Any]) -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+        return "never"
+
+    graph = Graph("watch_graph")
+    graph.add_node("watch", watch)
+    graph.add_node("after", lambda inputs: ran.append("after"))
+    graph.add_edge("watch", "after")
+    remote = TemporalGraph(graph, heartbeat_timeout=1)
+    client = time_skipping.client
+    async with remote.worker(client):
+        handle = await remote.start(client, "x")
+        await started.wait()
+        await remote.cancel(client, handle.id)
+        result = await remote.result(client, handle.id)
+        await stopped.wait()  # the node's activity was cancelled at its next heartbeat
+        with pytest.raises(UserError, match="No run 'graph-nope' on Temporal"):
+            await remote.cancel(client, "graph-nope")
+        status = await remote.status(client, handle.id)
+    assert (result.status, result.errors, ran) == ("aborted", {}, [])
+    assert (status.status, status.nodes) == ("aborted", {"watch@0": "failed"})
+
+
+def _mail(asked: asyncio.Event) -> Agent[None, str]:
+    """``mail`` asks to send an email (approval needed); ``asked`` is set by its model."""
+
+    def answer(request: ModelRequest) -> Turn:
+        asked.set()  # its workflow exists: its model activity runs
+        if any(isinstance(m, ToolMessage) for m in request.messages):
+            return Turn(text="Done.")
+        return Turn(tool_calls=[Call("send_email", {"to": "bob@example.com", "body": "Hi"})])
+
+    return Agent("mail", model=FunctionModel(answer), tools=[send_email])
+
+
+async def test_a_cancelled_execution_aborts_its_agent_nodes_parked_workflow(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    asked = asyncio.Event()
+    mail = _mail(asked)
+    remote = TemporalGraph(Graph("mail_graph").add_node("mail", mail))
+    child_agent = TemporalAgent(mail, task_queue=remote.task_queue)
+    client = time_skipping.client
+    async with remote.worker(client):
+        handle = await remote.start(client, "Mail Bob")
+        await asked.wait()
+        child = f"{handle.id}/mail@0"
+        assert (await child_agent.settle(client, child)).status == "awaiting_approval"
+        await remote.cancel(client, handle.id)
+        result = await remote.result(client, handle.id)
+        aborted = await child_agent.result(client, child)
+    assert (result.status, result.errors) == ("aborted", {})
+    assert (aborted.status, aborted.output) == ("aborted", None)  # the email was never sent

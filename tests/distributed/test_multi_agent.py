@@ -208,7 +208,14 @@ async def test_first_success_cancels_the_children_still_running(
             merge="first_success",
             fan_out_id="fan-first",
         )
-        cancelled = await client.get_workflow_handle("fan-first/stalled").describe()
+        sibling = client.get_workflow_handle("fan-first/stalled")
+        cancelled = await sibling.describe()
+        scheduled = [
+            e.activity_task_scheduled_event_attributes.activity_type.name
+            async for e in sibling.fetch_history_events()
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        ]
+    assert scheduled == ["bastion.agent.stalled.model"]  # aborted: the model is not asked again
     assert (result.output, result.chosen) == ("Alpha found 1.", "alpha")
     summary = [(c.name, c.status, c.error.code if c.error else None) for c in result.children]
     assert summary == [("alpha", "completed", None), ("stalled", "aborted", "cancelled")]

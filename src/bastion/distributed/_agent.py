@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 from temporalio.common import RetryPolicy
-from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
 from bastion.agent import RetryConfig
@@ -24,7 +23,7 @@ from ._proxies import Activities
 from ._reach import reachable, retry_policy
 from ._session import TemporalSession, open_session
 from ._session_workflow import session_workflow
-from ._shared import send_decisions
+from ._shared import cancel_workflow, send_decisions
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -246,18 +245,7 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         Raises:
             UserError: No workflow has the id ``workflow_id``.
         """
-        handle = client.get_workflow_handle(workflow_id)
-        try:
-            await handle.cancel()
-        except RPCError as error:
-            if error.status != RPCStatusCode.NOT_FOUND:
-                raise
-            try:
-                await handle.describe()  # it exists: closed already, nothing to cancel
-            except RPCError as missing:
-                if missing.status != RPCStatusCode.NOT_FOUND:
-                    raise
-                raise UserError(f"No run {workflow_id!r} on Temporal.") from None
+        await cancel_workflow(client, workflow_id)
 
     async def decide(
         self, client: Client, workflow_id: str, *decisions: ApprovalDecision

@@ -58,7 +58,32 @@ __all__ = ["ChildWorkflow", "child_workflow"]
 class ChildWorkflow(AgentWorkflow):
     """The child workflow of one agent; :func:`child_workflow` makes one subclass per agent."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._child: ChildHandle | None = None  # a budgeted child's grip on its run
+
     async def execute_child(self, text: str) -> str:
+        """Run the agent for the parent, to its end; a cancellation aborts the run first.
+
+        The parent cancels a child when a sibling won ``first_success`` or the fan-out
+        was cancelled: the run is aborted through the loop (no further model call), then
+        the workflow ends CANCELED, which the parent reads as an aborted child.
+        """
+        body = asyncio.create_task(self._execute_child(text))
+        try:
+            return await asyncio.shield(body)
+        except asyncio.CancelledError:
+            self.abort()
+            await body
+            raise
+
+    def abort(self) -> None:
+        """Abort the run, a budgeted child's through its handle."""
+        super().abort()
+        if self._child is not None:
+            self._child.cancel()
+
+    async def _execute_child(self, text: str) -> str:
         """Run the agent for the parent, to its end (parking for approvals as a sub-agent)."""
         request = request_adapter().validate_json(text)
         config = workflow_config(self.agent.config, self.activities, self._usage)
@@ -71,10 +96,6 @@ class ChildWorkflow(AgentWorkflow):
                 outcome = await self._budgeted(config, request, run_id)
             else:
                 outcome = await self._parking(config, request, run_id)
-        if workflow.cancellation_reason() is not None:
-            # The parent cancelled it (a sibling won first_success): end CANCELED, whatever
-            # the loop made of its cancelled activity.
-            raise asyncio.CancelledError
         self._status = WorkflowStatus(status=outcome.status, usage=outcome.usage)  # type: ignore[arg-type]
         await workflow.wait_condition(workflow.all_handlers_finished)
         return outcome_adapter().dump_json(outcome).decode()
@@ -90,11 +111,13 @@ class ChildWorkflow(AgentWorkflow):
             config=config,
             run_id=run_id,
         )
-        result = await _drained(stream, texts)
+        with self.tracking(stream):
+            result = await _drained(stream, texts)
         while result.status == "awaiting_approval":
             directive = await self.decisions(result)
             stream = agent.stream(result.state, directive=directive, config=config)
-            result = await _drained(stream, texts)
+            with self.tracking(stream):
+                result = await _drained(stream, texts)
         return _outcome_of(result, texts)
 
     async def _budgeted(
@@ -108,10 +131,13 @@ class ChildWorkflow(AgentWorkflow):
             if isinstance(event, TextCompleteEvent) and event.text:
                 texts.append(event.text)
 
+        self._child = handle = ChildHandle()
+        if self._aborted:
+            handle.cancel()
         result = await run_child(
             child,
             0,
-            ChildHandle(),
+            handle,
             request.budget,
             None,
             WorkflowClock(),

@@ -28,6 +28,7 @@ from ._graph_views import (
     graph_status_adapter,
 )
 from ._graph_workflow import graph_workflow
+from ._shared import cancel_workflow
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -159,6 +160,18 @@ class TemporalGraph:
     async def settle(self, client: Client, workflow_id: str) -> GraphWorkflowStatus:
         """Wait until a node of ``workflow_id`` waits for an answer, or it ends; its status."""
         return graph_status_adapter().validate_json(await _ask(client, workflow_id, "settle"))
+
+    async def cancel(self, client: Client, workflow_id: str) -> None:
+        """Cancel the execution ``workflow_id``: it ends ``aborted``, as a local ``abort()``.
+
+        Its running nodes stop (a node's activity at its next heartbeat, an agent node's
+        workflow aborted, a map's element workflows cancelled), a paused node's wait ends,
+        no further node starts, and the workflow completes with the aborted result.
+
+        Raises:
+            UserError: No workflow has the id ``workflow_id``.
+        """
+        await cancel_workflow(client, workflow_id)
 
     async def answer(
         self, client: Client, workflow_id: str, node_id: str, value: Any = None

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any, cast
 import pydantic_core
 from pydantic import TypeAdapter
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+)
 
 from bastion.core import RunFailed
 from bastion.graph import Graph
@@ -61,6 +66,7 @@ class NodeCalls:
         self.pending: dict[str, PendingInput] = {}
         self.answers: dict[str, str] = {}
         self.children: dict[str, list[str]] = {}
+        self.aborted = False  # the workflow was cancelled: its children end aborted
 
     async def node(self, graph_key: str, key: str, node_id: str, inputs: list[Any]) -> Any:
         """Run the node activity; its output.
@@ -113,6 +119,8 @@ class NodeCalls:
                 f"Agent {agent.name!r} workflow failed: {error.cause}", code="agent_failed"
             ) from None
         raw = result_adapter().validate_json(text)
+        if raw.status == "aborted" and self.aborted:
+            raise asyncio.CancelledError(f"Node {node_id!r} was cancelled.")
         if raw.status != "completed":
             why = raw.error.message if raw.error is not None else raw.status
             raise RunFailed(
@@ -140,6 +148,8 @@ class NodeCalls:
                     result_type=str,
                 )
                 result = graph_result_adapter().validate_json(text)
+                if result.status == "aborted" and self.aborted:
+                    raise asyncio.CancelledError(f"Node {node_id!r} was cancelled.")
                 if result.status != "completed":
                     raise RunFailed(
                         f"Map element {index} ({graph.key!r}) ended {result.status}: "
@@ -207,8 +217,15 @@ def _path(ctx: NodeContext) -> str:
     return f"{ctx.key}@{ctx.round}"
 
 
-def _node_error(key: str, error: ActivityError) -> Exception:
+def _node_error(key: str, error: ActivityError) -> BaseException:
+    """What the node raises for its failed activity; a cancelled one is the node cancelled.
+
+    The workflow cancels a node's activity only when the execution is aborted: the node
+    then ends as a cancelled task does locally, not as a failure the graph goes on after.
+    """
     cause = error.cause
+    if isinstance(cause, CancelledError):
+        return asyncio.CancelledError(f"Node {key!r} was cancelled.")
     if isinstance(cause, ApplicationError):
         return _remote_error(cause.type or "Exception")(cause.message)
     return RunFailed(f"Node {key!r} did not finish: {cause or error}.", code="node_lost")

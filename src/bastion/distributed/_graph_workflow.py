@@ -9,6 +9,7 @@ query reads the node states its signals report, the ``answer`` update wakes a pa
 
 from __future__ import annotations
 
+import asyncio
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from ._proxies import WorkflowClock
 
 if TYPE_CHECKING:
     from bastion.graph import Graph, GraphResult, GraphSignal
+    from bastion.graph._run import Run
 
 __all__ = ["GraphWorkflow", "graph_workflow"]
 
@@ -49,8 +51,26 @@ class GraphWorkflow:
         self._nodes: dict[str, NodeStateName] = {}
         self._ended: GraphWorkflowStatusName | None = None
         self._root = ""
+        self._run: Run | None = None
+        self._aborted = False
 
     async def execute(self, input_text: str) -> str:
+        """Run the graph to its end; a cancellation of the workflow aborts the execution.
+
+        The execution works in a task of its own that Temporal's cancellation never
+        reaches: the cancellation becomes the execution's own abort (running nodes stop,
+        ``graph.after`` still comes), so it ends ``aborted`` and the workflow completes.
+        """
+        body = asyncio.create_task(self._execute(input_text))
+        try:
+            return await asyncio.shield(body)
+        except asyncio.CancelledError:
+            self._aborted = self._calls.aborted = True
+            if self._run is not None:
+                self._run.abort("cancelled")
+            return await body
+
+    async def _execute(self, input_text: str) -> str:
         """Run the graph on ``input_text`` (JSON) to its end; its result, as JSON."""
         info = workflow.info()
         governor = Governor(clock=WorkflowClock())
@@ -61,13 +81,16 @@ class GraphWorkflow:
             # The execution with a sink, as ``stream`` makes it, minus its async generator:
             # a workflow evicted from a worker's cache closes its coroutines, and a
             # generator's cleanup would then await in a closing coroutine.
-            _, execution = graph._start(  # pyright: ignore[reportPrivateUsage]
+            run, execution = graph._start(  # pyright: ignore[reportPrivateUsage]
                 pydantic_core.from_json(input_text),
                 self._track,
                 execution_id=execution_id,
                 governor=governor,
                 checkpointer=None,
             )
+            run.main, self._run = asyncio.current_task(), run  # what an abort cancels
+            if self._aborted:
+                run.abort("cancelled")
             result = await execution.execute()
         self._ended = result.status
         await workflow.wait_condition(workflow.all_handlers_finished)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from bastion.core import UserError
 
@@ -20,14 +21,14 @@ from ._views import decisions_adapter
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
 
-    from temporalio.client import WorkflowHandle
+    from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import Agent
     from bastion.tools import ApprovalDecision, ApprovalRequest
 
     from ._proxies import Activities
 
-__all__ = ["check_decisions", "define_workflow", "send_decisions"]
+__all__ = ["cancel_workflow", "check_decisions", "define_workflow", "send_decisions"]
 
 
 def define_workflow(
@@ -99,3 +100,23 @@ async def send_decisions(
         cause = error.cause
         raise UserError(str(getattr(cause, "message", cause))) from None
     return waiting
+
+
+async def cancel_workflow(client: Client, workflow_id: str) -> None:
+    """Ask Temporal to cancel the workflow ``workflow_id``; a closed one is left as it is.
+
+    Raises:
+        UserError: No workflow has that id.
+    """
+    handle = client.get_workflow_handle(workflow_id)
+    try:
+        await handle.cancel()
+    except RPCError as error:
+        if error.status != RPCStatusCode.NOT_FOUND:
+            raise
+        try:
+            await handle.describe()  # it exists: closed already, nothing to cancel
+        except RPCError as missing:
+            if missing.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise UserError(f"No run {workflow_id!r} on Temporal.") from None

@@ -15,6 +15,7 @@ the run ends ``aborted`` with its events published and the workflow completes.
 from __future__ import annotations
 
 import asyncio
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,8 @@ from ._views import (
 from ._wiring import workflow_parts
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from bastion.agent import Agent, AgentStream, RunConfig, RunResult
     from bastion.tools import ApprovalRequest
 
@@ -133,10 +136,10 @@ class AgentWorkflow(GovernedWorkflow):
         try:
             return await asyncio.shield(body)
         except asyncio.CancelledError:
-            self._abort()
+            self.abort()
             return await body
 
-    def _abort(self) -> None:
+    def abort(self) -> None:
         """Abort the run: the stream at work now, or the next one (a parked run's)."""
         self._aborted = True
         if self._stream is not None:
@@ -161,12 +164,18 @@ class AgentWorkflow(GovernedWorkflow):
         return _encode(workflow.info().workflow_id, result)
 
     async def _drive(self, events: WorkflowEvents, stream: AgentStream[Any]) -> RunResult[Any]:
-        """Drain ``stream`` (aborted at once when the workflow was cancelled meanwhile)."""
+        """Drain ``stream``, publishing its events (see :meth:`tracking`)."""
+        with self.tracking(stream):
+            return await events.drain(stream)
+
+    @contextmanager
+    def tracking(self, stream: AgentStream[Any]) -> Generator[None]:
+        """While ``stream`` works, a cancellation aborts it (at once, if it came before)."""
         self._stream = stream
         if self._aborted:
             stream.abort()
         try:
-            return await events.drain(stream)
+            yield
         finally:
             self._stream = None
 
