@@ -14,7 +14,7 @@ from bastion.server import create_app
 from tests.server._agents import Sse, read_sse
 from tests.server.conftest import client, running
 
-from ._agents import mailer
+from ._agents import adder, mailer
 from ._governed import spender
 
 
@@ -169,3 +169,61 @@ async def test_a_parked_workflow_run_is_cancelled_over_http(
         again = await http.post(f"/runs/{run_id}/cancel")
         assert again.status_code == 404
         assert "not in flight" in again.json()["error"]["message"]
+
+
+async def test_the_run_list_holds_the_workflows_and_the_local_session_runs(
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    store = f"sqlite:///{tmp_path}/bastion.db"
+    temporal = dev_server.client
+    workers = [TemporalAgent(mailer(), events=store), TemporalAgent(adder(), events=store)]
+    auth = {"t-acme": "acme", "t-globex": "globex"}
+    served = {"mailer": mailer(), "adder": adder()}
+    app = create_app(served, store=store, temporal=temporal, auth=auth)
+    async with (
+        running(app),
+        client(app, "t-acme") as http,
+        client(app, "t-globex") as other,
+        workers[0].worker(temporal),
+        workers[1].worker(temporal),
+    ):
+        mailed = await _started(http, "mailer", "Mail Bob")  # parks
+        added = await _started(http, "adder", "Add")
+        theirs = await _started(other, "adder", "Add")
+        session = (await http.post("/sessions", json={"agent": "adder"})).json()["session_id"]
+        await http.post(f"/sessions/{session}/messages", json={"text": "Add"})
+        async with http.stream("GET", f"/sessions/{session}/events") as turn:
+            await read_sse(turn)  # until the session settles
+        [local] = (await http.get(f"/sessions/{session}")).json()["runs"]
+
+        listed = (await http.get("/runs")).json()
+        assert [r["run_id"] for r in listed["runs"]] == [local, added, mailed]  # newest first
+        assert [r["status"] for r in listed["runs"]] == [
+            "completed",
+            "completed",
+            "awaiting_approval",
+        ]
+        assert listed["next_offset"] is None
+        assert [r["run_id"] for r in (await other.get("/runs")).json()["runs"]] == [theirs]
+        parked = (await http.get("/runs", params={"status": "awaiting_approval"})).json()
+        assert [(r["run_id"], r["pending"][0]["tool_name"]) for r in parked["runs"]] == [
+            (mailed, "send_email")
+        ]
+        by_agent = (await http.get("/runs", params={"agent": "mailer"})).json()
+        assert [r["run_id"] for r in by_agent["runs"]] == [mailed]
+        first = (await http.get("/runs", params={"limit": 2})).json()
+        second = (await http.get("/runs", params={"limit": 2, "offset": 2})).json()
+        assert (first["next_offset"], second["next_offset"]) == (2, None)
+        assert [r["run_id"] for r in first["runs"] + second["runs"]] == [local, added, mailed]
+        too_deep = await http.get("/runs", params={"offset": 10_001})
+        assert too_deep.status_code == 400
+        assert "offset may be at most 10000" in too_deep.json()["error"]["message"]
+
+
+async def _started(http: httpx.AsyncClient, agent: str, text: str) -> str:
+    """Start a run of ``agent``; its id once its events ended (it ended or parked)."""
+    started = await http.post("/runs", json={"agent": agent, "input": text})
+    assert started.status_code == 202, started.text
+    run_id: str = started.json()["run_id"]
+    await _events(http, run_id)
+    return run_id

@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bastion.core import RunStatus
+from bastion.stores import MAX_SEQ
+
 __all__ = [
     "Accepted",
     "ApprovalIn",
@@ -110,6 +113,16 @@ class RunView(BaseModel):
     error: dict[str, str] | None = None
     usage: dict[str, Any]
     pending: list[PendingItem]
+
+
+class RunQuery(BaseModel):
+    """The filters and the page of ``GET /runs`` (query parameters)."""
+
+    agent: str | None = Field(default=None, description="Only this agent's runs.")
+    status: RunStatus | None = Field(default=None, description="Only runs with this status.")
+    tenant: str | None = Field(default=None, description="Only this tenant's runs.")
+    limit: int = Field(default=50, ge=1, le=500, description="At most this many runs.")
+    offset: int = Field(default=0, ge=0, le=MAX_SEQ, description="Skip this many first.")
 
 
 class RunList(BaseModel):

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from bastion.core import RunStatus, UserError
+from bastion.core import UserError
 from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision, InterruptResolution
 
@@ -23,6 +23,7 @@ from ._models import (
     RaiseBudget,
     ResumeRun,
     RunList,
+    RunQuery,
     RunView,
     StartRun,
 )
@@ -59,20 +60,12 @@ async def start_run(body: StartRun, service: Svc, caller: Who) -> Accepted:
 
 
 @router.get("/runs", response_model=RunList, tags=["runs"])
-async def list_runs(
-    *,
-    service: Svc,
-    caller: Who,
-    agent: str | None = None,
-    status: RunStatus | None = None,
-    tenant: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
-) -> RunList:
+async def list_runs(service: Svc, caller: Who, query: Annotated[RunQuery, Query()]) -> RunList:
     """The runs the caller sees, newest first."""
     return await service.runs(
-        caller, agent=agent, status=status, tenant=tenant, limit=limit, offset=offset
-    )
+        caller, agent=query.agent, status=query.status, tenant=query.tenant,
+        limit=query.limit, offset=query.offset,
+    )  # fmt: skip
 
 
 @router.get("/runs/{run_id}", response_model=RunView, tags=["runs"])

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from bastion.core import UserError
@@ -125,6 +125,50 @@ class TemporalRuns:
     async def view(self, run_id: str, caller: Caller) -> RunView:
         """The run as the workflow tells it, if the caller may see it."""
         described, agent, tenant = await self._visible(run_id, caller)
+        return await self._view(described, agent, tenant)
+
+    async def newest(
+        self, caller: Caller, *, agent: str | None, status: str | None, tenant: str | None,
+        count: int,
+    ) -> list[RunView]:  # fmt: skip
+        """The ``count`` newest runs of the served agents the caller sees, filtered.
+
+        Temporal's visibility lists the workflows (newest first) and narrows them by
+        agent and by running or closed; the tenant (in each workflow's memo) and the exact
+        status (a running workflow may be parked) are checked on each.
+        """
+        query = self._query(agent, status)
+        found: list[RunView] = []
+        if query is None or count <= 0:
+            return found
+        async for execution in self.client.list_workflows(query):
+            served = self._by_type.get(execution.workflow_type)
+            owner = _tenant(await execution.memo())
+            if served is None or not caller.sees(owner) or tenant not in (None, owner):
+                continue
+            view = await self._view(execution, served, owner)
+            if status in (None, view.status):
+                found.append(view)
+                if len(found) == count:
+                    break
+        return found
+
+    def _query(self, agent: str | None, status: str | None) -> str | None:
+        """The visibility query of the served agents' workflows (``None``: none can match)."""
+        served = [a for a in self.agents.values() if agent in (None, a.agent.name)]
+        if not served:
+            return None
+        clauses = [_types(served)]
+        if status in ("running", "awaiting_approval"):
+            clauses.append("ExecutionStatus = 'Running'")
+        elif status is not None:
+            clauses.append("ExecutionStatus != 'Running'")
+        return " AND ".join(f"({c})" for c in clauses if c)
+
+    async def _view(
+        self, described: WorkflowExecution, agent: TemporalAgent[Any], tenant: str | None
+    ) -> RunView:
+        run_id = described.id
         status, pending, usage, output, error = "running", list[PendingItem](), {}, None, None
         closed = _CLOSED.get(described.status) if described.status else None
         now = None if closed is not None else await agent.status(self.client, run_id)
@@ -149,8 +193,9 @@ class TemporalRuns:
 
     async def pending(self, caller: Caller) -> list[PendingItem]:
         """What the caller's parked runs (of the served agents) wait for, newest first."""
-        types = " OR ".join(f"WorkflowType = '{a.workflow_name}'" for a in self.agents.values())
-        query = f"ExecutionStatus = 'Running' AND ({types})"
+        query = " AND ".join(
+            f"({c})" for c in ("ExecutionStatus = 'Running'", _types(self.agents.values())) if c
+        )
         items: list[PendingItem] = []
         async for found in self.client.list_workflows(query):
             agent = self._by_type.get(found.workflow_type)
@@ -217,6 +262,17 @@ class TemporalRuns:
         if agent is None or not caller.sees(tenant):
             raise NotFound(f"No run {run_id}.")
         return described, agent, tenant
+
+
+def _types(agents: Iterable[TemporalAgent[Any]]) -> str:
+    """A visibility clause naming the agents' workflow types.
+
+    Empty for a name it cannot quote: the check of each workflow's type filters then.
+    """
+    names = [a.workflow_name for a in agents]
+    if any("'" in n or "\\" in n for n in names):
+        return ""
+    return " OR ".join(f"WorkflowType = '{n}'" for n in names)
 
 
 def accepted(run_id: str, agent: str, *, undecided: list[str] | None = None) -> Accepted:

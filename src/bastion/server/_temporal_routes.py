@@ -14,8 +14,17 @@ from bastion.tools import ApprovalDecision, InterruptResolution
 from ._auth import Caller
 from ._errors import NotFound
 from ._follow import sse_response
-from ._models import Accepted, Decision, PendingItem, RaiseBudget, RunView, StartRun
-from ._routes import _ERRORS, _after, _caller  # pyright: ignore[reportPrivateUsage]
+from ._models import (
+    Accepted,
+    Decision,
+    PendingItem,
+    RaiseBudget,
+    RunList,
+    RunQuery,
+    RunView,
+    StartRun,
+)
+from ._routes import _ERRORS, Svc, _after, _caller  # pyright: ignore[reportPrivateUsage]
 from ._temporal import TemporalRuns
 
 __all__ = ["temporal_router"]
@@ -27,6 +36,8 @@ def _runs(request: Request) -> TemporalRuns:
 
 
 Runs = Annotated[TemporalRuns, Depends(_runs)]
+MAX_OFFSET = 10_000
+"""How deep a page of the merged run list may start (each source is read from its newest)."""
 Who = Annotated[Caller, Depends(_caller)]
 temporal_router = APIRouter(responses=_ERRORS)
 
@@ -37,6 +48,26 @@ async def start_run(body: StartRun, runs: Runs, caller: Who) -> Accepted:
     if body.session_id is not None or body.metadata:
         raise UserError("Temporal runs take no session_id or metadata yet: send input only.")
     return await runs.start(caller, body.agent, body.input)
+
+
+@temporal_router.get("/runs", response_model=RunList, tags=["runs"])
+async def list_runs(
+    runs: Runs, service: Svc, caller: Who, query: Annotated[RunQuery, Query()]
+) -> RunList:
+    """The runs the caller sees, newest first: the served agents' workflows and local runs.
+
+    Local runs are those the server's store journals itself (a session's turns).
+    """
+    if query.offset > MAX_OFFSET:
+        raise UserError(f"offset may be at most {MAX_OFFSET} here, got {query.offset}.")
+    end = query.offset + query.limit
+    agent, status, tenant = query.agent, query.status, query.tenant
+    remote = await runs.newest(caller, agent=agent, status=status, tenant=tenant, count=end + 1)
+    local = await service.runs(
+        caller, agent=agent, status=status, tenant=tenant, limit=end + 1, offset=0
+    )  # each source's newest: enough for this page and one more
+    merged = sorted([*remote, *local.runs], key=lambda run: run.created_at, reverse=True)
+    return RunList(runs=merged[query.offset : end], next_offset=end if len(merged) > end else None)
 
 
 @temporal_router.get("/runs/{run_id}", response_model=RunView, tags=["runs"])
