@@ -33,13 +33,16 @@ def adder() -> Agent[None, str]:
     return Agent("adder", model=ScriptedModel(script), tools=[add])
 
 
+def _mail(request: ModelRequest) -> Turn:
+    """Ask to mail Bob, then, with the call's result in the conversation, answer."""
+    if any(isinstance(m, ToolMessage) for m in request.messages):
+        return Turn(text="Done.")
+    return Turn(tool_calls=[Call("send_email", {"to": "bob@example.com", "body": "Hi"})])
+
+
 def mailer() -> Agent[None, str]:
-    """A scripted agent whose one tool call needs approval."""
-    script = [
-        Turn(tool_calls=[Call("send_email", {"to": "bob@example.com", "body": "Hi"})]),
-        "Done.",
-    ]
-    return Agent("mailer", model=ScriptedModel(script), tools=[send_email])
+    """An agent whose one tool call needs approval; any number of runs (one worker's)."""
+    return Agent("mailer", model=FunctionModel(_mail, name="scripted"), tools=[send_email])
 
 
 def served() -> list[Agent[None, str]]:

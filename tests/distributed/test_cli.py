@@ -133,9 +133,19 @@ async def test_a_parked_run_is_approved_from_the_cli(dev_server: WorkflowEnviron
         again = await _run(*command[1:], "--plain")
         assert again.returncode == 2
         assert "Traceback" not in again.stderr
+
+        second = await _run("run", spec, "Mail Bob", "--temporal", address, "--plain")
+        second_id = second.stdout.splitlines()[0].split()[1]
+        cancel = ["runs", "cancel", second_id, "--agent", spec, "--temporal", address, "--plain"]
+        cancelled = await _run(*cancel)
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert "run aborted: The run was aborted." in cancelled.stderr
+        assert f"{second_id} · aborted" in cancelled.stdout
     # What another client sees: the workflow completed after the approved call ran.
     result = await TemporalAgent(mailer()).result(dev_server.client, workflow_id)
     assert (result.status, result.steps) == ("completed", 2)
+    aborted = await TemporalAgent(mailer()).result(dev_server.client, second_id)
+    assert (aborted.status, aborted.steps) == ("aborted", 1)  # the email was never sent
     *_, out, err, code = printed
     assert (code, out.splitlines()[-1]) == ("0", "Stopped.")
     assert "Traceback" not in err
@@ -152,6 +162,8 @@ def test_usage_errors_exit_2_without_a_traceback() -> None:
         ("run", SPEC.replace("served", "adder"), "hi", "--temporal", "127.0.0.1:1"),
         ("runs", "resume", "w", "--agent", SPEC.replace("served", "adder"), "--temporal", "x:1"),
         ("runs", "resume", "w", "--agent", SPEC, "--temporal", "x:1", "--raise", "i=3"),
+        ("runs", "cancel", "w", "--agent", SPEC.replace("served", "adder")),
+        ("runs", "cancel", "w", "--agent", SPEC.replace("served", "adder"), "--temporal", "x:1"),
     ]
     cases.append(("run", SPEC.replace("served", "adder"), "hi", "--model", "openai:gpt-4.1"))
     for args in cases:

@@ -14,7 +14,7 @@ from temporalio.worker import Replayer
 from bastion import Agent, UserError, tool
 from bastion.core import ToolMessage
 from bastion.distributed import TemporalAgent
-from bastion.testing import Call, ScriptedModel, Turn
+from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
 
 from ._agents import adder, mailer
 
@@ -84,7 +84,7 @@ async def test_the_update_refuses_a_call_that_is_not_waiting_and_a_denial_reache
 ) -> None:
     agent = mailer()
     model = agent.model
-    assert isinstance(model, ScriptedModel)
+    assert isinstance(model, FunctionModel)
     remote_agent = TemporalAgent(agent)
     client = time_skipping.client
     async with remote_agent.worker(client):

@@ -1,4 +1,4 @@
-"""``bastion runs list|show|why|resume|replay|export|prune``: the journaled runs of a store.
+"""``bastion runs list|show|why|resume|cancel|replay|export|prune``: the journaled runs of a store.
 
 The store is ``--store URL``, else ``BASTION_STORE``, else the SQLite file
 ``./.bastion/bastion.db`` (as :func:`bastion.stores.open_store` chooses). Exit codes follow
@@ -38,7 +38,7 @@ from ._decisions import (
 from ._format import format_call, preview
 from ._graph_format import graph_entry_summary
 from ._load import load_agent, load_object
-from ._temporal import TEMPORAL_OPTION, TaskQueue, resume_on_temporal
+from ._temporal import TEMPORAL_OPTION, TaskQueue, cancel_on_temporal, resume_on_temporal
 
 __all__ = ["entry_summary", "explain_suspension", "runs_app"]
 
@@ -46,7 +46,8 @@ _T = TypeVar("_T")
 
 runs_app = typer.Typer(
     name="runs",
-    help="Journaled runs in the store: list, show, resume, replay, export and prune them.",
+    help="Journaled runs in the store: list, show, resume, replay, export and prune them; "
+    "cancel a run on Temporal.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -181,6 +182,38 @@ def why(
         )
     if chain.untrusted:
         out.print(Text(f"{len(chain.untrusted)} untrusted link(s) in the chain.", style="bold"))
+
+
+@runs_app.command()
+def cancel(  # noqa: PLR0917 (typer options)
+    run_id: Annotated[str, typer.Argument(metavar="WORKFLOW_ID", show_default=False)],
+    agent_spec: Annotated[
+        str,
+        typer.Option(
+            "--agent",
+            metavar="MODULE:ATTR",
+            help="The run's agent, as for 'bastion run'.",
+            show_default=False,
+        ),
+    ],
+    temporal: Annotated[str | None, TEMPORAL_OPTION] = None,
+    task_queue: TaskQueue = None,
+    json_lines: Annotated[bool, typer.Option("--json", help="Print the end as JSON.")] = False,
+    plain: Annotated[bool, _PLAIN] = False,
+) -> None:
+    """Cancel a run on Temporal: it ends aborted; what it waits for is denied.
+
+    A local run is stopped by the process that runs it (Ctrl-C, or the server's
+    POST /runs/{id}/cancel).
+    """
+    if temporal is None:
+        error(
+            "runs cancel stops a run on Temporal: give --temporal ADDRESS (or set "
+            "$BASTION_TEMPORAL). A local run is stopped by the process that runs it."
+        )
+        raise typer.Exit(EXIT_USAGE)
+    output = "json" if json_lines else "plain" if plain else "auto"
+    raise typer.Exit(cancel_on_temporal(run_id, agent_spec, temporal, task_queue, output))
 
 
 @runs_app.command()

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TEMPORAL_ENV",
+    "cancel_on_temporal",
     "exit_after_temporal",
     "TEMPORAL_OPTION",
     "TaskQueue",
@@ -173,6 +174,30 @@ def resume_on_temporal(  # noqa: PLR0917 (the options of runs resume)
             return workflow_id, await agent.settle(client, workflow_id)
 
         return _outcome(agent, spec, address, output, go, shown=show is not None)
+
+
+def cancel_on_temporal(
+    workflow_id: str, spec: str, address: str, task_queue: str | None, output: Output
+) -> int:
+    """Cancel the workflow of a run; print how the run ended (``aborted``, or as it had).
+
+    Exit code 0 once the run has ended, whatever its status: what was asked is done.
+    """
+    [agent] = _one_agent(spec, task_queue)
+
+    async def go() -> WorkflowResult[object]:
+        client = await _connect(address)
+        await _refusing(agent.cancel(client, workflow_id))
+        return await _refusing(agent.result(client, workflow_id))
+
+    result = run_client(go)
+    if isinstance(result, int):
+        return result
+    if output == "json":
+        _write_json(workflow_id, None, result)
+    else:
+        _print_result(result, output, shown=False)
+    return 0
 
 
 def temporal_agents(
@@ -358,11 +383,12 @@ def _print_result(result: WorkflowResult[object], output: Output, *, shown: bool
 
 
 def _write_json(
-    workflow_id: str, status: WorkflowStatus, result: WorkflowResult[object] | None
+    workflow_id: str, status: WorkflowStatus | None, result: WorkflowResult[object] | None
 ) -> None:
     from pydantic import TypeAdapter
 
     if result is None:
+        assert status is not None  # parked: its status says on what
         body: dict[str, Any] = json.loads(TypeAdapter(type(status)).dump_json(status))
         body = {"type": "workflow_parked", "workflow_id": workflow_id, **body}
     else:
