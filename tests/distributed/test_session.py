@@ -237,3 +237,42 @@ async def test_cancel_aborts_the_running_turn_and_closes_the_session(
         ("assistant", "hold"),
         ("tool", "Tool 'hold' did not finish: Cancelled."),
     ]
+
+
+async def test_abort_stops_the_running_turn_and_the_session_takes_the_next_message(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    remote = _session_agent(started, release)
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "chat-abort")
+        assert await session.abort() is False  # nothing runs, nothing waits
+        await session.send("go")
+        await started.wait()  # the turn is in its tool call
+        await session.send("later", mode="queue")
+        assert await session.abort("now") is True
+        aborted = await session.settle()
+        release.set()
+        await session.send("pay 5")  # parks for approval
+        assert (await session.settle()).status == "awaiting_approval"
+        await session.send("then this", mode="queue")
+        assert await session.abort("after_turn") is True  # drops 'then this' only
+        [call] = (await session.view()).pending
+        await session.approve(call.tool_call_id)
+        paid = await session.settle()
+        with pytest.raises(UserError, match="abort mode must be"):
+            await session.abort("later")  # type: ignore[arg-type]
+        await session.close()
+        with pytest.raises(UserError, match="is closed"):
+            await session.abort()
+    assert aborted.error is not None
+    assert (aborted.status, aborted.error.code, aborted.waiting, aborted.turns) == (
+        "idle",
+        "run_aborted",
+        0,
+        1,
+    )
+    assert (paid.status, paid.text, paid.turns, paid.waiting) == ("idle", "re: paid 5", 2, 0)
+    assert ("user", "later") not in _said(paid.messages)
+    assert ("user", "then this") not in _said(paid.messages)

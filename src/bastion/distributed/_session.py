@@ -151,6 +151,27 @@ class TemporalSession:
                 raise
         return await self._last()
 
+    async def abort(self, mode: Literal["now", "after_turn"] = "now") -> bool:
+        """Drop the messages waiting for a turn; ``now`` also aborts the turn running.
+
+        As a local session's ``abort``: ``now`` stops the running turn (its calls waiting
+        for a decision are denied; it ends ``aborted``), ``after_turn`` lets it end. The
+        session stays open for the next ``send``. Returns False when there was nothing to
+        abort.
+
+        Raises:
+            UserError: A mode other than ``now`` or ``after_turn``, or a closed session.
+        """
+        if mode not in ("now", "after_turn"):  # typed, but a caller may pass any string
+            raise UserError(f"abort mode must be 'now' or 'after_turn', got {mode!r}.")
+        try:
+            busy: bool = await self._handle.execute_update("abort", mode, result_type=bool)  # pyright: ignore[reportUnknownMemberType]
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+            raise UserError(f"Session {self.id!r} is closed: {error.message}") from None
+        return busy
+
     async def cancel(self) -> SessionView:
         """Close the session now: abort the running turn, drop the messages still waiting.
 

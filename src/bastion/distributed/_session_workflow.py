@@ -19,6 +19,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
+from temporalio.exceptions import ApplicationError
 
 from bastion.core import Message, Usage, UserMessage, id_source
 from bastion.tools import ApprovalDecision, Deny, Directive, InterruptResolution
@@ -103,7 +104,8 @@ class SessionWorkflow(GovernedWorkflow):
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
         self._stream: AgentStream[Any] | None = None
-        self._aborted = False
+        self._aborted = False  # the workflow was cancelled: the session closes
+        self._turn_aborted = False  # the ``abort`` update stopped the turn now running
 
     async def execute(self) -> str:
         """Run the session; a cancellation of the workflow aborts its turn and closes it."""
@@ -180,6 +182,7 @@ class SessionWorkflow(GovernedWorkflow):
             )
             result = await self._drive(stream)
         self._messages = _conversation(result.messages)
+        self._turn_aborted = False
         self._error = result.error
         self._turns += 1
         self._running, self.live = False, None
@@ -187,7 +190,7 @@ class SessionWorkflow(GovernedWorkflow):
     async def _drive(self, stream: AgentStream[Any]) -> RunResult[Any]:
         """Drain a turn's stream (aborted at once when the workflow was cancelled)."""
         self._stream = stream
-        if self._aborted:
+        if self._aborted or self._turn_aborted:
             stream.abort()
         try:
             return await stream.drain()
@@ -201,9 +204,9 @@ class SessionWorkflow(GovernedWorkflow):
         self._pending = {p.tool_call_id: p for p in pending if p.tool_call_id not in held}
         self.live = None
         await workflow.wait_condition(
-            lambda: self._all_decided() or bool(self.steering) or self._aborted
+            lambda: self._all_decided() or bool(self.steering) or self._stopping()
         )
-        reason = ABORTED if self._aborted else STEERED
+        reason = ABORTED if self._stopping() else STEERED
         for call in self._pending:
             if call not in self._decided:
                 self._decided[call] = ApprovalDecision(
@@ -245,6 +248,30 @@ class SessionWorkflow(GovernedWorkflow):
     def check(self, decisions: str) -> None:
         """Refuse decisions on calls that are not waiting, or are decided already."""
         check_decisions(decisions, self._pending, self._decided)
+
+    def _stopping(self) -> bool:
+        return self._aborted or self._turn_aborted
+
+    @workflow.update
+    async def abort(self, mode: str) -> bool:
+        """Drop the messages waiting; ``now`` also aborts the turn running (its waits denied).
+
+        Returns whether there was anything to abort.
+        """
+        busy = self._running or self._waiting() > 0
+        self.steering.clear()
+        self._queue.clear()
+        if mode == "now" and self._running:
+            self._turn_aborted = True
+            if self._stream is not None:
+                self._stream.abort()
+        return busy
+
+    @abort.validator
+    def check_abort(self, mode: str) -> None:
+        """Refuse a mode other than ``now`` or ``after_turn``."""
+        if mode not in ("now", "after_turn"):
+            raise ApplicationError(f"abort mode must be 'now' or 'after_turn', got {mode!r}.")
 
     @workflow.signal
     def mark(self, token: str) -> None:
