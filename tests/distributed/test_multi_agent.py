@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -11,9 +11,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent, UserError, tool
 from bastion.agent import ChildBudget, ChildResult, Judge
+from bastion.core import ModelRequest, ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.distributed._multi import worker_parts
-from bastion.testing import Call, ScriptedModel, Turn
+from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
 
 from ._multi_agents import boss, filtering_boss, lead, researchers, stalled, triage_desk
 from .test_workflow import _activities  # pyright: ignore[reportPrivateUsage]
@@ -245,3 +246,55 @@ def test_agents_served_together_register_each_workflow_and_activity_once() -> No
         "bastion.agent.triage.source",
         "bastion.agent.triage.tool",
     ]
+
+
+def _office() -> Agent[None, str]:
+    """``director`` asks ``manager`` (a sub-agent), who asks ``clerk``, whose refund waits."""
+
+    def clerk_turn(request: ModelRequest) -> Turn:
+        if any(isinstance(m, ToolMessage) for m in request.messages):
+            return Turn(text="Refund done.")
+        return Turn(tool_calls=[Call("refund", {"amount": 30})])
+
+    def relay(name: str) -> Callable[[ModelRequest], Turn]:
+        def turn(request: ModelRequest) -> Turn:
+            results = [m for m in request.messages if isinstance(m, ToolMessage)]
+            if not results:
+                return Turn(tool_calls=[Call(f"task_{name}", {"input": "Refund 30"})])
+            return Turn(text=f"{name} says: {results[-1].content}")
+
+        return turn
+
+    clerk = Agent("clerk", model=FunctionModel(clerk_turn), tools=[refund])
+    manager = Agent("manager", model=FunctionModel(relay("clerk")), subagents={"clerk": clerk})
+    return Agent("director", model=FunctionModel(relay("manager")), subagents={"manager": manager})
+
+
+async def test_a_sub_agents_approval_shows_in_the_parents_status_and_is_decided_there(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = TemporalAgent(_office())
+    client = time_skipping.client
+    async with remote.worker(client):
+        handle = await remote.start(client, "Refund 30")
+        parked = await remote.settle(client, handle.id)  # the clerk, two levels down, waits
+        [call] = parked.pending
+        [child] = parked.children
+        with pytest.raises(UserError, match="No call 'call_nope' is waiting"):
+            await remote.approve(client, handle.id, "call_nope")
+        assert await remote.approve(client, handle.id, call.tool_call_id) == []
+        result = await remote.result(client, handle.id)
+        ended = await remote.status(client, handle.id)
+    assert (parked.status, call.tool_name, call.arguments) == (
+        "awaiting_approval",
+        "refund",
+        {"amount": 30},
+    )
+    assert child.agent == "clerk"
+    assert child.workflow_id.startswith("run_")  # the clerk's own workflow: decided there
+    assert child.workflow_id != handle.id
+    assert (result.status, result.output) == (
+        "completed",
+        "manager says: clerk says: Refund done.",
+    )
+    assert (ended.status, ended.pending, ended.children) == ("completed", [], [])

@@ -14,6 +14,7 @@ from bastion.agent import RetryConfig
 from bastion.core import UserError
 from bastion.tools import ApprovalDecision
 
+from ._below import route
 from ._fan_out_client import check_merges
 from ._following import event_channel, follow_events, publishing
 from ._governance import counter_stores, counters_activity
@@ -252,14 +253,18 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
     ) -> list[str]:
         """Decide pending calls of a parked run; returns the ids still waiting.
 
-        The run resumes once every pending call is decided.
+        The run resumes once every pending call is decided. A call of a sub-agent below the
+        run (in its status's ``children``) is decided in the sub-agent's workflow.
 
         Raises:
             UserError: No decision, or the workflow refused them (a call not waiting, or
                 already decided).
         """
-        handle = client.get_workflow_handle(workflow_id)
-        return await send_decisions(handle, decisions, "TemporalAgent.decide")
+        return await route(
+            client, workflow_id, self.status, decisions, lambda d: d.tool_call_id,
+            lambda handle, group: send_decisions(handle, group, "TemporalAgent.decide"),
+            calls=True,
+        )  # fmt: skip
 
     async def approve(self, client: Client, workflow_id: str, call_id: str) -> list[str]:
         """Approve one pending call (see :meth:`decide`)."""

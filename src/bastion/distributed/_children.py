@@ -86,6 +86,9 @@ class ChildWorkflow(AgentWorkflow):
     async def _execute_child(self, text: str) -> str:
         """Run the agent for the parent, to its end (parking for approvals as a sub-agent)."""
         request = request_adapter().validate_json(text)
+        parent = workflow.info().parent
+        if request.kind != "fan_out" and parent is not None:  # its waits show in the parent
+            self.report_to(parent.workflow_id)
         config = workflow_config(self.agent.config, self.activities, self._usage)
         if request.capability == "read_only" and not isinstance(config.catalog, ReadOnlyCatalog):
             catalog = ReadOnlyCatalog(config.catalog)

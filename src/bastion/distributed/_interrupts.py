@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import TypeAdapter
 from temporalio import workflow
-from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
 from bastion.core import UserError
@@ -24,12 +23,14 @@ from bastion.governance import decision_from_dict
 from bastion.tools import InterruptResolution
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import RunResult
     from bastion.governance import SuspendedInterrupt
+
+    from ._views import WorkflowStatus
 
 __all__ = [
     "GovernedWorkflow",
@@ -211,6 +212,8 @@ def _check_raise(interrupt: WorkflowInterrupt, decision: Mapping[str, Any]) -> N
 class InterruptClient:
     """``TemporalAgent``'s methods that decide a parked workflow's governance interrupts."""
 
+    status: Callable[[Client, str], Awaitable[WorkflowStatus]]  # TemporalAgent's query
+
     async def resolve(
         self, client: Client, workflow_id: str, *resolutions: InterruptResolution
     ) -> list[str]:
@@ -224,8 +227,13 @@ class InterruptClient:
             UserError: No decision, or the workflow refused one (an interrupt not waiting,
                 decided already, a raise that raises nothing or by someone who may not).
         """
-        handle = client.get_workflow_handle(workflow_id)
-        return await send_resolutions(handle, resolutions, "TemporalAgent.resolve")
+        from ._below import route  # it imports the views, which import this module
+
+        return await route(
+            client, workflow_id, self.status, resolutions, lambda r: r.interrupt_id,
+            lambda handle, group: send_resolutions(handle, group, "TemporalAgent.resolve"),
+            calls=False,
+        )  # fmt: skip
 
     async def raise_budget(
         self,
@@ -285,14 +293,9 @@ async def send_resolutions(
         for r in resolutions
     ]
     text = resolutions_adapter().dump_json(payload).decode()
-    try:
-        waiting: list[str] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-            "resolve", text, result_type=list[str]
-        )
-    except WorkflowUpdateFailedError as error:
-        cause = error.cause
-        raise UserError(str(getattr(cause, "message", cause))) from None
-    return waiting
+    from ._shared import decision_update  # it imports the views, which import this module
+
+    return await decision_update(handle, "resolve", text)
 
 
 def _decision_data(decision: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from bastion.core import UserError
 from ._views import decisions_adapter
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from temporalio.client import Client, WorkflowHandle
 
@@ -28,7 +28,13 @@ if TYPE_CHECKING:
 
     from ._proxies import Activities
 
-__all__ = ["cancel_workflow", "check_decisions", "define_workflow", "send_decisions"]
+__all__ = [
+    "cancel_workflow",
+    "check_decisions",
+    "decision_update",
+    "define_workflow",
+    "send_decisions",
+]
 
 
 def define_workflow(
@@ -82,7 +88,7 @@ def check_decisions(
 
 
 async def send_decisions(
-    handle: WorkflowHandle[Any, Any], decisions: tuple[ApprovalDecision, ...], caller: str
+    handle: WorkflowHandle[Any, Any], decisions: Sequence[ApprovalDecision], caller: str
 ) -> list[str]:
     """Send ``decisions`` as the ``decide`` update; the ids still waiting.
 
@@ -92,13 +98,29 @@ async def send_decisions(
     if not decisions:
         raise UserError(f"{caller} needs at least one ApprovalDecision.")
     payload = decisions_adapter().dump_json(list(decisions)).decode()
+    return await decision_update(handle, "decide", payload)
+
+
+async def decision_update(handle: WorkflowHandle[Any, Any], update: str, payload: str) -> list[str]:
+    """Send a decision ``update`` (``decide``, ``resolve``); the ids still waiting.
+
+    Raises:
+        UserError: The update's validator refused it, or the workflow has ended (or never
+            existed), so nothing waits for a decision.
+    """
     try:
         waiting: list[str] = await handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-            "decide", payload, result_type=list[str]
+            update, payload, result_type=list[str]
         )
     except WorkflowUpdateFailedError as error:
         cause = error.cause
         raise UserError(str(getattr(cause, "message", cause))) from None
+    except RPCError as error:
+        if error.status != RPCStatusCode.NOT_FOUND:
+            raise
+        raise UserError(
+            f"Run {handle.id!r} waits for no decision: its workflow has ended ({error.message})."
+        ) from None
     return waiting
 
 

@@ -14,12 +14,14 @@ from bastion.tools import ApprovalDecision, ApprovalRequest
 from ._interrupts import WorkflowInterrupt
 
 __all__ = [
+    "ChildWaiting",
     "WorkflowResult",
     "WorkflowStatus",
     "WorkflowStatusName",
     "decisions_adapter",
     "result_adapter",
     "status_adapter",
+    "waiting_adapter",
 ]
 
 OutputT = TypeVar("OutputT")
@@ -60,20 +62,42 @@ class WorkflowResult(Generic[OutputT]):
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
+class ChildWaiting:
+    """A sub-agent's workflow, below a run, that waits for decisions.
+
+    Attributes:
+        workflow_id: The workflow the calls and interrupts wait in (decided there).
+        agent: The sub-agent's name.
+        pending: Its calls waiting for a decision.
+        interrupts: Its governance interrupts waiting for a decision.
+    """
+
+    workflow_id: str
+    agent: str
+    pending: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
+    interrupts: list[WorkflowInterrupt] = field(default_factory=list[WorkflowInterrupt])
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
 class WorkflowStatus:
     """What an agent workflow is doing now (its ``status`` query).
 
     Attributes:
-        status: ``running``, ``awaiting_approval``, or how the run ended.
-        pending: The calls waiting for a decision (with ``awaiting_approval``).
+        status: ``running``, ``awaiting_approval`` (the run, or a sub-agent below it, waits
+            for decisions), or how the run ended.
+        pending: The calls waiting for a decision: the run's own, then its sub-agents'.
         usage: Usage of the model calls made so far.
-        interrupts: The governance interrupts waiting for a decision (a budget reached).
+        interrupts: The governance interrupts waiting for a decision (a budget reached),
+            the run's own, then its sub-agents'.
+        children: The sub-agent workflows among those waiting, with what each waits for:
+            ``TemporalAgent.decide`` and ``resolve`` on the run send each decision there.
     """
 
     status: WorkflowStatusName
     pending: list[ApprovalRequest] = field(default_factory=list[ApprovalRequest])
     usage: Usage = field(default_factory=Usage)
     interrupts: list[WorkflowInterrupt] = field(default_factory=list[WorkflowInterrupt])
+    children: list[ChildWaiting] = field(default_factory=list[ChildWaiting])
 
 
 @cache
@@ -92,3 +116,9 @@ def status_adapter() -> TypeAdapter[WorkflowStatus]:
 def decisions_adapter() -> TypeAdapter[list[ApprovalDecision]]:
     """The adapter of the decisions an update carries."""
     return TypeAdapter(list[ApprovalDecision])
+
+
+@cache
+def waiting_adapter() -> TypeAdapter[list[ChildWaiting]]:
+    """The adapter of what a sub-agent's workflow reports to its parent as waiting."""
+    return TypeAdapter(list[ChildWaiting])

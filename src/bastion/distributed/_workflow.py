@@ -34,6 +34,7 @@ from bastion.tools import (
     ToolRegistry,
 )
 
+from ._below import Below
 from ._code_mode import advertised
 from ._compaction import activity_models, workflow_keeper
 from ._events import WorkflowEvents
@@ -115,14 +116,15 @@ def _executor(executor: ToolExecutor, clock: WorkflowClock) -> ToolExecutor:
     return twin
 
 
-class AgentWorkflow(GovernedWorkflow):
+class AgentWorkflow(GovernedWorkflow, Below):
     """The workflow of one agent; :func:`agent_workflow` makes one subclass per agent."""
 
     agent: Agent[Any, Any]
     activities: Activities
 
     def __init__(self) -> None:
-        super().__init__()
+        GovernedWorkflow.__init__(self)
+        Below.__init__(self)
         self._status = WorkflowStatus(status="running")
         self._usage = [Usage()]
         self._pending: dict[str, ApprovalRequest] = {}
@@ -185,6 +187,7 @@ class AgentWorkflow(GovernedWorkflow):
         A cancelled workflow denies whatever is still undecided.
         """
         self._park(result)
+        await self.report_up()  # a sub-agent's parent shows what waits here
         await workflow.wait_condition(lambda: self._all_decided() or self._aborted)
         for call in self._pending:
             if call not in self._decided:
@@ -198,6 +201,7 @@ class AgentWorkflow(GovernedWorkflow):
         )
         self._pending, self._decided = {}, {}
         self._status = WorkflowStatus(status="running", usage=self._usage[0])
+        await self.report_up()
         return directive
 
     def _park(self, result: RunResult[Any]) -> None:
@@ -228,17 +232,28 @@ class AgentWorkflow(GovernedWorkflow):
 
     @workflow.update
     async def settle(self) -> str:
-        """Wait until the run parks for a decision or ends; its status, as JSON."""
-        await workflow.wait_condition(lambda: self._status.status != "running")
+        """Wait until the run (or a sub-agent below it) parks for a decision or ends; its status."""
+        await workflow.wait_condition(
+            lambda: self._status.status != "running" or bool(self.waiting_below())
+        )
         return self.status()
 
     @workflow.query
     def status(self) -> str:
-        """Status, pending approvals and usage so far, as JSON."""
+        """Status, pending approvals (with its sub-agents') and usage so far, as JSON."""
         status = self._status
         if status.status == "running":
             status = replace(status, usage=self._usage[0])
-        return status_adapter().dump_json(status).decode()
+        return status_adapter().dump_json(self.with_below(status)).decode()
+
+    @workflow.signal
+    async def child_waiting(self, child: str, payload: str) -> None:
+        """A sub-agent's workflow reports what waits in it (empty: nothing any more)."""
+        await self.heard(child, payload)
+
+    async def report_up(self) -> None:
+        """Report to the parent (a sub-agent's) what this run and those below wait for."""
+        await self.report(self.agent.name, self._pending.values(), self.interrupt_views())
 
 
 async def _run(self: AgentWorkflow, prompt: str) -> str:
