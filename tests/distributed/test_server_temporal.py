@@ -81,6 +81,14 @@ async def test_a_workflow_run_streams_parks_and_is_approved_over_http(
 
             done = (await http.get(f"/runs/{run_id}")).json()
             assert (done["status"], done["output"], done["pending"]) == ("completed", "Done.", [])
+            traced = (await http.get(f"/runs/{run_id}/trace")).json()  # the console's waterfall
+            [root] = traced["spans"]
+            assert (root["kind"], root["name"], root["status"]) == ("run", "mailer", "completed")
+            [first_step, second_step] = root["children"]
+            assert [c["kind"] for c in first_step["children"]] == ["model", "tool"]
+            assert first_step["children"][1]["name"] == "send_email"
+            assert second_step["status"] == "ok"
+            assert (await other.get(f"/runs/{run_id}/trace")).status_code == 404
             assert (await http.get("/runs/nope")).status_code == 404
             refused = await http.post("/runs", json={"input": "x", "session_id": "s"})
             assert refused.status_code == 400

@@ -26,6 +26,8 @@ from ._models import (
 )
 from ._routes import _ERRORS, Svc, _after, _caller  # pyright: ignore[reportPrivateUsage]
 from ._temporal import TemporalRuns
+from ._trace import build_trace
+from ._trace_models import Trace
 
 __all__ = ["temporal_router"]
 
@@ -103,6 +105,14 @@ async def run_events(
     """
     await runs.check(run_id, caller)  # no status query: the stream needs no live worker
     return sse_response(runs.events(run_id, _after(last_event_id, after)))
+
+
+@temporal_router.get("/runs/{run_id}/trace", response_model=Trace, tags=["runs"])
+async def run_trace(run_id: str, runs: Runs, service: Svc, caller: Who) -> Trace:
+    """The run as a tree of timed spans, built from the events its workers published."""
+    view = await runs.view(run_id, caller)
+    events = await service.manager.log.read_timed(run_id)
+    return build_trace(run_id, "run", events, live=view.status == "running")
 
 
 @temporal_router.get("/approvals", response_model=list[PendingItem], tags=["approvals"])
