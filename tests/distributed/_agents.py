@@ -9,7 +9,7 @@ from pathlib import Path
 from bastion import Agent, tool
 from bastion.core import ModelRequest, ToolMessage
 from bastion.distributed import TemporalAgent
-from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
+from bastion.testing import Call, FunctionModel, Turn
 from bastion.tools import SideEffectClass
 
 CRASH_QUEUE = "bastion-test-crash"
@@ -27,10 +27,16 @@ def send_email(to: str, body: str) -> str:
     return f"sent to {to}: {body}"
 
 
+def _add(request: ModelRequest) -> Turn:
+    """Ask for ``add(2, 3)``, then, with its result in the conversation, answer."""
+    if any(isinstance(m, ToolMessage) for m in request.messages):
+        return Turn(text="The sum is 5.")
+    return Turn(tool_calls=[Call("add", {"a": 2, "b": 3})])
+
+
 def adder() -> Agent[None, str]:
-    """A scripted agent that calls ``add`` once, then answers."""
-    script = [Turn(tool_calls=[Call("add", {"a": 2, "b": 3})]), "The sum is 5."]
-    return Agent("adder", model=ScriptedModel(script), tools=[add])
+    """An agent that calls ``add`` once, then answers; any number of runs (one worker's)."""
+    return Agent("adder", model=FunctionModel(_add, name="scripted"), tools=[add])
 
 
 def _mail(request: ModelRequest) -> Turn:

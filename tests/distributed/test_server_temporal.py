@@ -69,6 +69,13 @@ async def test_a_workflow_run_streams_parks_and_is_approved_over_http(
             wrong = await http.post(f"/runs/{run_id}/approvals/call_nope/approve", json={})
             assert wrong.status_code == 400
             assert "No call 'call_nope' is waiting" in wrong.json()["error"]["message"]
+            nothing = await http.post(f"/runs/{run_id}/resume", json={})
+            assert nothing.status_code == 400
+            refused = await http.post(
+                f"/runs/{run_id}/resume",
+                json={"approvals": [{"tool_call_id": "call_nope", "granted": True}]},
+            )
+            assert refused.status_code == 400
             decided = await http.post(
                 f"/runs/{run_id}/approvals/{pending[0]['id']}/approve", json={}
             )
@@ -226,6 +233,15 @@ async def test_the_run_list_holds_the_workflows_and_the_local_session_runs(
         too_deep = await http.get("/runs", params={"offset": 10_001})
         assert too_deep.status_code == 400
         assert "offset may be at most 10000" in too_deep.json()["error"]["message"]
+
+        [call] = parked["runs"][0]["pending"]  # every decision at once, as for a local run
+        body = {"approvals": [{"tool_call_id": call["id"], "granted": True}]}
+        before = await _events(http, mailed)  # up to the agent.end of its parking
+        resumed = await http.post(f"/runs/{mailed}/resume", json=body)
+        assert (resumed.status_code, resumed.json()["undecided"]) == (202, [])
+        ended = await _events(http, mailed, after=before[-1].id)
+        assert (ended[-1].event, ended[-1].data["status"]) == ("agent.end", "completed")
+        assert (await http.get(f"/runs/{mailed}")).json()["output"] == "Done."
 
 
 async def _started(http: httpx.AsyncClient, agent: str, text: str) -> str:

@@ -20,10 +20,11 @@ from bastion.core import UserError
 from bastion.distributed import TemporalAgent
 from bastion.distributed._events import EventChannel
 from bastion.distributed._following import follow_batches
+from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._errors import NotFound
 from ._events import LoggedEvent
-from ._models import Accepted, PendingItem, RunView
+from ._models import Accepted, PendingItem, ResumeRun, RunView
 
 if TYPE_CHECKING:
     from temporalio.client import WorkflowExecutionDescription
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from bastion.core import Usage
     from bastion.distributed import WorkflowInterrupt, WorkflowStatus
     from bastion.stores import Stores
-    from bastion.tools import ApprovalDecision, InterruptResolution
 
     from ._auth import Caller
 
@@ -215,6 +215,24 @@ class TemporalRuns:
         """Send one decision on a governance interrupt as the workflow's ``resolve`` update."""
         _, agent, _ = await self._visible(run_id, caller)
         waiting = await agent.resolve(self.client, run_id, resolution)
+        return accepted(run_id, agent.agent.name, undecided=waiting)
+
+    async def resume(self, run_id: str, body: ResumeRun, caller: Caller) -> Accepted:
+        """Send every decision at once: interrupts as ``resolve``, calls as ``decide``.
+
+        Raises:
+            UserError: No decision, or the workflow refused one.
+        """
+        _, agent, _ = await self._visible(run_id, caller)
+        approvals = [ApprovalDecision(**a.model_dump()) for a in body.approvals]
+        interrupts = [InterruptResolution(**i.model_dump()) for i in body.interrupts]
+        if not approvals and not interrupts:
+            raise UserError("Give at least one decision: approvals or interrupts.")
+        waiting: list[str] = []
+        if interrupts:
+            waiting += await agent.resolve(self.client, run_id, *interrupts)
+        if approvals:
+            waiting += await agent.decide(self.client, run_id, *approvals)
         return accepted(run_id, agent.agent.name, undecided=waiting)
 
     async def cancel(self, run_id: str, caller: Caller) -> Accepted:

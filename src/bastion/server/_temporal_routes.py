@@ -19,6 +19,7 @@ from ._models import (
     Decision,
     PendingItem,
     RaiseBudget,
+    ResumeRun,
     RunList,
     RunQuery,
     RunView,
@@ -76,6 +77,14 @@ async def list_runs(
 async def get_run(run_id: str, runs: Runs, caller: Who) -> RunView:
     """One run: status, output or error, usage, and what it waits for."""
     return await runs.view(run_id, caller)
+
+
+@temporal_router.post(
+    "/runs/{run_id}/resume", status_code=202, response_model=Accepted, tags=["runs"]
+)
+async def resume_run(run_id: str, body: ResumeRun, runs: Runs, caller: Who) -> Accepted:
+    """Decide the calls and interrupts the run waits for, at once (its updates)."""
+    return await runs.resume(run_id, body, caller)
 
 
 @temporal_router.post(
