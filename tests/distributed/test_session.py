@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
@@ -10,6 +11,7 @@ from temporalio.worker import Replayer
 
 from bastion import Agent, UserError, tool
 from bastion.core import (
+    AgentEndEvent,
     AssistantMessage,
     Message,
     ModelError,
@@ -136,11 +138,13 @@ async def test_a_turn_parks_for_approval_and_a_steer_denies_the_undecided_call(
 
 
 async def test_continue_as_new_keeps_the_transcript_usage_and_waiting_messages(
-    time_skipping: WorkflowEnvironment,
+    time_skipping: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    remote = _session_agent(asyncio.Event(), asyncio.Event())
+    plain = _session_agent(asyncio.Event(), asyncio.Event())
+    remote = TemporalAgent(plain.agent, events=f"sqlite:///{tmp_path / 'events.db'}")
     client = time_skipping.client
     views: list[SessionView] = []
+    seqs: list[list[int]] = []
     async with remote.worker(client):
         for session_id, continue_after in (("short", 10), ("long", 10_000)):
             session = await remote.session(client, session_id, continue_after=continue_after)
@@ -149,7 +153,11 @@ async def test_continue_as_new_keeps_the_transcript_usage_and_waiting_messages(
             await session.settle()
             await session.send("four")
             views.append(await session.close())
+            seqs.append([e.seq async for e in session.follow()])
+        await remote.aclose()
     short, long = views
+    # the seq goes on across continue-as-new: every event of the four turns, once
+    assert seqs[0] == seqs[1] == list(range(1, len(seqs[1]) + 1))
     assert short.generation >= 3  # continued as new after every turn
     assert long.generation == 0
     assert short.messages == long.messages
@@ -276,3 +284,33 @@ async def test_abort_stops_the_running_turn_and_the_session_takes_the_next_messa
     assert (paid.status, paid.text, paid.turns, paid.waiting) == ("idle", "re: paid 5", 2, 0)
     assert ("user", "later") not in _said(paid.messages)
     assert ("user", "then this") not in _said(paid.messages)
+
+
+async def test_a_sessions_turns_publish_their_events_with_one_seq(
+    time_skipping: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    release.set()
+    plain = _session_agent(started, release)
+    remote = TemporalAgent(plain.agent, events=f"sqlite:///{tmp_path / 'events.db'}")
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "chat-events")
+        await session.send("hello")
+        first = [e async for e in session.follow()]
+        await session.send("pay 5")  # parks for approval
+        second = [e async for e in session.follow(after=first[-1].seq)]
+        [call] = (await session.settle()).pending
+        await session.approve(call.tool_call_id)
+        third = [e async for e in session.follow(after=second[-1].seq)]
+        again = [e async for e in session.follow(after=first[-1].seq)]  # a reconnection
+        with pytest.raises(UserError, match="publishes no events"):
+            (await plain.session(client, "chat-events")).follow()
+        await remote.aclose()
+    seen = first + second + third
+    assert [e.seq for e in seen] == list(range(1, len(seen) + 1))  # one seq across turns
+    assert (first[0].type, first[-1].type) == ("agent.start", "agent.end")
+    ends = [e for e in seen if isinstance(e, AgentEndEvent)]
+    assert [e.status for e in ends] == ["completed", "awaiting_approval", "completed"]
+    assert len({e.run_id for e in ends}) == 2  # a turn is a run; the approval resumed it
+    assert again == second + third

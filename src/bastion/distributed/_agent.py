@@ -288,8 +288,13 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         as new between two turns, carrying the transcript, usage and waiting messages. An
         agent with governance counts its limits in the ``counters`` store every worker
         shares; a turn that reaches a mutable limit parks until the session's
-        ``raise_budget`` or ``resolve`` decides it.
+        ``raise_budget`` or ``resolve`` decides it. With an event store (``events``), the
+        session's turns publish their events: ``TemporalSession.follow`` reads them.
         """
+
+        def follower(workflow_id: str, after: int, poll: float) -> AsyncIterator[AgentEvent]:
+            return self.follow(client, workflow_id, after=after, poll=poll)
+
         return await open_session(
             client,
             workflow=self.session_workflow_name,
@@ -297,6 +302,7 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
             session_id=session_id,
             send_mode=self.agent.session_send_mode,
             continue_after=continue_after,
+            follower=None if self.events is None else follower,
         )
 
     def _result(self, text: str) -> WorkflowResult[OutputT]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from bastion.stores import ArtifactStore, Stores
 
 __all__ = [
+    "SESSION_PATCH",
     "EventChannel",
     "WorkflowEvents",
     "ended",
@@ -38,6 +39,8 @@ _ROLE = "events"
 _FINAL = frozenset({"completed", "failed", "aborted", "stopped"})
 _PATCH = "bastion.events"
 """The patch marker of runs that publish their events."""
+SESSION_PATCH = "bastion.session-events"
+"""The patch marker of sessions that publish their turns' events."""
 _PUBLISH_TIMEOUT = timedelta(seconds=30)
 _PUBLISH_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
@@ -175,6 +178,12 @@ class WorkflowEvents:
     """
 
     activity: str | None
+    renumber: bool = False
+    """Number the events anew, one seq across runs (a session's turns are runs)."""
+    seq: int = 0
+    """With ``renumber``: the last seq handed out (a session carries it across runs)."""
+    patch: str = _PATCH
+    """The patch marker that tells a workflow started before it published its events."""
     _on: bool | None = None
     _buffer: list[str] = field(default_factory=list[str])
     _sender: asyncio.Task[None] | None = None
@@ -186,11 +195,14 @@ class WorkflowEvents:
         marker tells, so events can be turned on while runs are in flight.
         """
         if self._on is None:
-            self._on = self.activity is not None and workflow.patched(_PATCH)
+            self._on = self.activity is not None and workflow.patched(self.patch)
         if not self._on:
             return await stream.drain()
         async with stream:
             async for event in stream:
+                if self.renumber:
+                    self.seq += 1
+                    event = replace(event, seq=self.seq)  # noqa: PLW2901 - the one published
                 self._buffer.append(dump_event(event).decode())
                 if self._sender is None or self._sender.done():
                     self._sender = asyncio.create_task(self._send())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -18,14 +18,19 @@ from ._session_views import SessionCarry, SessionView, carry_adapter, view_adapt
 from ._shared import send_decisions
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
     from temporalio.client import Client, WorkflowHandle
 
-    from bastion.core import Message
+    from bastion.core import AgentEvent, Message
     from bastion.tools import InterruptResolution
 
 __all__ = ["TemporalSession", "open_session"]
 
 _MODES = ("steer", "queue")
+
+Follower: TypeAlias = "Callable[[str, int, float], AsyncIterator[AgentEvent]]"
+"""Follows a workflow's published events: (workflow id, after, poll) -> the events."""
 
 
 class TemporalSession:
@@ -36,9 +41,12 @@ class TemporalSession:
     process.
     """
 
-    def __init__(self, handle: WorkflowHandle[Any, str], send_mode: str) -> None:
+    def __init__(
+        self, handle: WorkflowHandle[Any, str], send_mode: str, follower: Follower | None = None
+    ) -> None:
         self._handle = handle
         self._send_mode = send_mode
+        self._follower = follower
 
     @property
     def id(self) -> str:
@@ -67,6 +75,27 @@ class TemporalSession:
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise
             raise UserError(f"Session {self.id!r} is closed: {error.message}") from None
+
+    def follow(self, *, after: int = 0, poll: float = 0.1) -> AsyncIterator[AgentEvent]:
+        """Yield the session's events with ``seq > after`` as the workers publish them.
+
+        The events of its turns, one seq across them (each turn is a run of its own), in
+        order, each once; it ends at the ``agent.end`` of a turn that ended or parked for a
+        decision, or when the session is closed. Follow again from the last seq seen for
+        the next turn; any process on the event store may follow, from any seq.
+
+        Raises:
+            UserError: The agent publishes no events (``TemporalAgent(events=...)``), or
+                ``after`` < 0.
+        """
+        if self._follower is None:
+            raise UserError(
+                f"Session {self.id!r} publishes no events: give the TemporalAgent "
+                "events='sqlite:///runs.db' (or the agent a store), on workers and clients."
+            )
+        if after < 0:
+            raise UserError(f"after must be an event seq >= 0, got {after!r}.")
+        return self._follower(self.id, after, poll)
 
     async def view(self) -> SessionView:
         """The session now (the ``view`` query): status, transcript, usage, pending calls."""
@@ -198,6 +227,7 @@ async def open_session(
     session_id: str,
     send_mode: str,
     continue_after: int,
+    follower: Follower | None = None,
 ) -> TemporalSession:
     """Start the session's workflow, or attach to the one running (or closed) under its id."""
     if not isinstance(session_id, str) or not session_id.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -219,4 +249,4 @@ async def open_session(
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
     handle = client.get_workflow_handle(session_id, result_type=str)  # the latest run, always
-    return TemporalSession(handle, send_mode)
+    return TemporalSession(handle, send_mode, follower)

@@ -40,6 +40,7 @@ class SessionCarry:
             as new, between two turns.
         generation: How many times the session continued as new.
         error: Why the last turn did not complete, when it did not.
+        published: The seq of the last event the session published.
     """
 
     messages: _Messages = field(default_factory=_Messages)
@@ -51,6 +52,7 @@ class SessionCarry:
     continue_after: int = 10_000
     generation: int = 0
     error: RunErrorInfo | None = None
+    published: int = 0
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)

@@ -24,6 +24,7 @@ from temporalio.exceptions import ApplicationError
 from bastion.core import Message, Usage, UserMessage, id_source
 from bastion.tools import ApprovalDecision, Deny, Directive, InterruptResolution
 
+from ._events import SESSION_PATCH, WorkflowEvents
 from ._governance import governed
 from ._interrupts import GovernedWorkflow
 from ._session_views import (
@@ -106,6 +107,10 @@ class SessionWorkflow(GovernedWorkflow):
         self._stream: AgentStream[Any] | None = None
         self._aborted = False  # the workflow was cancelled: the session closes
         self._turn_aborted = False  # the ``abort`` update stopped the turn now running
+        self._events = WorkflowEvents(
+            activity=self.activities.publish, renumber=True, seq=given.published,
+            patch=SESSION_PATCH,
+        )  # fmt: skip
 
     async def execute(self) -> str:
         """Run the session; a cancellation of the workflow aborts its turn and closes it."""
@@ -150,6 +155,7 @@ class SessionWorkflow(GovernedWorkflow):
             continue_after=self._limit,
             generation=self._generation + 1,
             error=self._error,
+            published=self._events.seq,
         )
         return carry_adapter().dump_json(carry).decode()
 
@@ -176,11 +182,13 @@ class SessionWorkflow(GovernedWorkflow):
         result = await self._drive(stream)
         while result.status == "awaiting_approval":
             self._messages = _conversation(result.messages)  # what the view shows meanwhile
+            await self._events.flush()  # a follower sees the turn park
             directive = await self._park(result)
             stream = self.agent.stream(
                 result.state, directive=directive, config=config, session_link=link
             )
             result = await self._drive(stream)
+        await self._events.flush()
         self._messages = _conversation(result.messages)
         self._turn_aborted = False
         self._error = result.error
@@ -193,7 +201,7 @@ class SessionWorkflow(GovernedWorkflow):
         if self._aborted or self._turn_aborted:
             stream.abort()
         try:
-            return await stream.drain()
+            return await self._events.drain(stream)
         finally:
             self._stream = None
 
