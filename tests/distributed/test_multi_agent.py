@@ -298,3 +298,18 @@ async def test_a_sub_agents_approval_shows_in_the_parents_status_and_is_decided_
         "manager says: clerk says: Refund done.",
     )
     assert (ended.status, ended.pending, ended.children) == ("completed", [], [])
+
+
+async def test_cancelling_a_run_aborts_its_parked_sub_agents(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = TemporalAgent(_office())
+    client = time_skipping.client
+    async with remote.worker(client):
+        handle = await remote.start(client, "Refund 30")
+        [child] = (await remote.settle(client, handle.id)).children
+        await remote.cancel(client, handle.id)
+        result = await remote.result(client, handle.id)
+        clerk = await client.get_workflow_handle(child.workflow_id).describe()
+    assert (result.status, result.output) == ("aborted", None)
+    assert clerk.status == WorkflowExecutionStatus.CANCELED  # its refund was never made
