@@ -13,11 +13,6 @@ the tests see that nothing is repeated when a second process takes over:
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +21,7 @@ import pytest
 
 from bastion.stores import open_store
 from bastion.testing import isolated_store
+from tests._processes import kill_at, run_json
 
 WORKER = Path(__file__).with_name("_child_worker.py")
 
@@ -36,24 +32,9 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
         yield url
 
 
-def _command(store: str, workdir: Path, mode: str) -> list[str]:
-    return [sys.executable, str(WORKER), store, str(workdir), mode]
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-
-
 async def _run(store: str, workdir: Path, mode: str) -> dict[str, Any]:
-    process = await asyncio.create_subprocess_exec(
-        *_command(store, workdir, mode),
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return json.loads(out.decode().strip().splitlines()[-1])
+    found: dict[str, Any] = await run_json(WORKER, store, str(workdir), mode)
+    return found
 
 
 def _lines(path: Path) -> list[str]:
@@ -104,21 +85,7 @@ async def test_a_child_parked_on_approval_is_resumed_with_its_parent_in_another_
 
 
 async def _start_and_kill(store: str, workdir: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *_command(store, workdir, "crash"),
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=60)
-        assert line.decode().strip() == "waiting"
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-        _, err = await process.communicate()
-    assert process.returncode == -signal.SIGKILL, err.decode()
+    await kill_at(WORKER, store, str(workdir), "crash", line="waiting", wait=60)
 
 
 async def test_a_child_killed_mid_run_is_continued_from_its_journal(

@@ -9,11 +9,7 @@ the run completes. Against a SQLite file and PostgreSQL (one schema per case).
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,47 +18,19 @@ import pytest
 
 from bastion.core import new_id
 from bastion.stores import open_store
+from tests._processes import kill_at, run_json
 
 WORKER = Path(__file__).with_name("_answer_worker.py")
 DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-def _command(store: str, workdir: Path, mode: str) -> list[str]:
-    return [sys.executable, str(WORKER), store, str(workdir), mode]
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-
-
 async def _run(store: str, workdir: Path, mode: str) -> dict[str, object]:
-    process = await asyncio.create_subprocess_exec(
-        *_command(store, workdir, mode),
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return json.loads(out.decode().strip().splitlines()[-1])
+    found: dict[str, object] = await run_json(WORKER, store, str(workdir), mode)
+    return found
 
 
 async def _answer_and_kill(store: str, workdir: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *_command(store, workdir, "answer"),
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)
-        assert line.decode().strip() == "running"
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-        _, err = await process.communicate()
-    assert process.returncode == -signal.SIGKILL, err.decode()
+    await kill_at(WORKER, store, str(workdir), "answer", line="running")
 
 
 async def _check(store: str, workdir: Path) -> None:

@@ -14,11 +14,8 @@ ARCHITECTURE §5 (journal, replay, side-effect ledger).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -26,51 +23,23 @@ import pytest
 
 from bastion.core import new_id
 from bastion.stores import open_store
+from tests._processes import kill_at, run_json
 
 WORKER = Path(__file__).with_name("_approval_worker.py")
 DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 MODES = ("resume", "directive")
 
 
-def _command(store: str, workdir: Path, mode: str) -> list[str]:
-    return [sys.executable, str(WORKER), store, str(workdir), mode]
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-
-
 async def _run(store: str, workdir: Path, mode: str) -> dict[str, object]:
-    process = await asyncio.create_subprocess_exec(
-        *_command(store, workdir, mode),
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return json.loads(out.decode().strip().splitlines()[-1])
+    found: dict[str, object] = await run_json(WORKER, store, str(workdir), mode)
+    return found
 
 
 async def _start_and_kill(store: str, workdir: Path) -> None:
     """Start the run and SIGKILL the worker once its callback is waiting for a decision."""
-    process = await asyncio.create_subprocess_exec(
-        *_command(store, workdir, "start"),
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    try:
-        # The worker prints "waiting <call id>" once its callback waits (or exits early).
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)
-        assert line.decode().strip() == "waiting c1"
-        assert (workdir / "waiting").read_text() == "c1"
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-        _, err = await process.communicate()
-    assert process.returncode == -signal.SIGKILL, err.decode()
+    # The worker prints "waiting <call id>" once its callback waits (or exits early).
+    await kill_at(WORKER, store, str(workdir), "start", line="waiting c1")
+    assert (workdir / "waiting").read_text() == "c1"
 
 
 def _lines(path: Path) -> list[str]:

@@ -14,11 +14,7 @@ Against a SQLite file and PostgreSQL (one schema per case).
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -28,47 +24,19 @@ import pytest
 from bastion.agent._fanout_relay import fan_out_child_run_id
 from bastion.core import new_id
 from bastion.stores import open_store
+from tests._processes import kill_at, run_json
 
 WORKER = Path(__file__).with_name("_fanout_worker.py")
 DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-def _command(store: str, workdir: Path, mode: str, scenario: str) -> list[str]:
-    return [sys.executable, str(WORKER), store, str(workdir), mode, scenario]
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-
-
 async def _start_and_kill(store: str, workdir: Path, scenario: str) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *_command(store, workdir, "start", scenario),
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)
-        assert line.decode().strip() == "in-flight"
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-        _, err = await process.communicate()
-    assert process.returncode == -signal.SIGKILL, err.decode()
+    await kill_at(WORKER, store, str(workdir), "start", scenario, line="in-flight")
 
 
 async def _resume(store: str, workdir: Path, scenario: str) -> dict[str, Any]:
-    process = await asyncio.create_subprocess_exec(
-        *_command(store, workdir, "resume", scenario),
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return json.loads(out.decode().strip().splitlines()[-1])
+    found: dict[str, Any] = await run_json(WORKER, store, str(workdir), "resume", scenario)
+    return found
 
 
 def _lines(workdir: Path, name: str) -> list[str]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import pytest
 
 from bastion.core import new_id
 from bastion.stores import open_store
+from tests._processes import run_worker
 
 WORKER = Path(__file__).with_name("_worker.py")
 EXPECTED = "Done: 42 | wrote 'hello' | charged 5"
@@ -52,23 +52,7 @@ BARRIER_POINTS = ("model:2", "model:3")
 
 
 async def _worker(store: str, workdir: Path, mode: str, crash: str | None) -> tuple[int, str, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("BASTION_CRASH", None)
-    if crash is not None:
-        env["BASTION_CRASH"] = crash
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        store,
-        str(workdir),
-        mode,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    return await run_worker(WORKER, store, str(workdir), mode, crash=crash)
 
 
 async def _durable(store: str, workdir: Path) -> tuple[list[str], set[str], set[str]]:

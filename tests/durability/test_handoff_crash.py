@@ -14,7 +14,6 @@ import asyncio
 import json
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 
 from bastion.core import new_id
 from bastion.stores import open_store
+from tests._processes import run_worker
 
 WORKER = Path(__file__).with_name("_handoff_worker.py")
 DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -29,23 +29,7 @@ KILL_POINTS = ("before:handoff", "after:handoff", "model:billing")
 
 
 async def _worker(store: str, workdir: Path, mode: str, crash: str | None) -> tuple[int, str, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("BASTION_CRASH", None)
-    if crash is not None:
-        env["BASTION_CRASH"] = crash
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        store,
-        str(workdir),
-        mode,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    return await run_worker(WORKER, store, str(workdir), mode, crash=crash)
 
 
 def _calls(workdir: Path) -> list[str]:

@@ -10,10 +10,7 @@ Runs on a SQLite file and on PostgreSQL (one schema per test).
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,6 +18,7 @@ import pytest
 
 from bastion.stores import open_store
 from bastion.testing import isolated_store
+from tests._processes import run_worker
 
 WORKER = Path(__file__).with_name("_crash_worker.py")
 NODES = ("prepare", "left", "middle", "right", "join")
@@ -41,23 +39,7 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
 
 
 async def _worker(store: str, workdir: Path, mode: str, crash: str | None) -> tuple[int, str, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    env.pop("BASTION_CRASH", None)
-    if crash is not None:
-        env["BASTION_CRASH"] = crash
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        store,
-        str(workdir),
-        mode,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    return await run_worker(WORKER, store, str(workdir), mode, crash=crash)
 
 
 def _counts(workdir: Path) -> dict[str, int]:

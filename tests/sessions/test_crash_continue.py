@@ -11,11 +11,7 @@ Against a SQLite file and PostgreSQL (one schema per case).
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -23,52 +19,20 @@ import pytest
 
 from bastion.core import new_id
 from bastion.stores import open_store
+from tests._processes import kill_at, run_json
 
 WORKER = Path(__file__).with_name("_crash_worker.py")
 DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 MODES = ("resume", "send")
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-
-
 async def _run(store: str, workdir: Path, mode: str) -> dict[str, list[str]]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        store,
-        str(workdir),
-        mode,
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return json.loads(out.decode().strip().splitlines()[-1])
+    found: dict[str, list[str]] = await run_json(WORKER, store, str(workdir), mode)
+    return found
 
 
 async def _start_and_kill(store: str, workdir: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        store,
-        str(workdir),
-        "start",
-        env=_env(),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stdout is not None
-    try:
-        line = await asyncio.wait_for(process.stdout.readline(), timeout=30)
-        assert line.decode().strip() == "waiting"
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGKILL)
-        _, err = await process.communicate()
-    assert process.returncode == -signal.SIGKILL, err.decode()
+    await kill_at(WORKER, store, str(workdir), "start", line="waiting")
 
 
 def _lines(path: Path) -> list[str]:
