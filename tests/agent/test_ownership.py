@@ -109,6 +109,27 @@ async def test_a_running_run_renews_its_lease_refuses_a_resume_and_releases_at_t
     assert await stores.leases.get(key) is None  # released when the run ended
 
 
+async def test_a_run_whose_task_is_cancelled_drops_its_lease_and_is_resumed_at_once() -> None:
+    stores, _, clock, blocking, agent = await _setup()
+    stream = agent.stream("pay bob")
+    running = asyncio.create_task(stream.drain())  # as under a timeout or a closing app
+    await blocking.entered.wait()
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    record = await stores.journal.get_run(stream.run_id)
+    assert record is not None
+    assert record.status == "running"  # as after a crash: its journal says what started
+    assert await stores.leases.get(run_lease_key(stream.run_id)) is None  # no 60 ms wait
+    other = Agent("payer", model=ScriptedModel(["Paid."]), store=stores, clock=clock)
+    result = await other.resume(stream.run_id)
+    # the payment may have been made: the ledger holds it for a person, as after a crash
+    assert result.status == "awaiting_approval"
+    [pending] = result.pending_approvals
+    assert pending.tool_call_id == "c1"
+    assert blocking.ran == 0
+
+
 async def test_an_owner_whose_lease_was_taken_over_stops_writing_and_fails_as_conflict() -> None:
     stores, watched, clock, blocking, agent = await _setup()
     stream = agent.stream("pay bob")

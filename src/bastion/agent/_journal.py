@@ -256,6 +256,20 @@ class RunJournal:
             self._surfaced = True
             raise self.failure from None
 
+    async def abandon(self) -> None:
+        """The run's task was cancelled from outside: commit what was accepted, drop the lease.
+
+        The run stays ``running`` in the store, as after a crash, and any process may
+        resume it at once (the side-effect ledger decides what runs again) instead of
+        after the lease's time to live. Nothing raised here reaches the caller.
+        """
+        keeper = self.keeper
+        if keeper is not None:
+            keeper.stop()  # at once: if what follows is cut short, the lease still lapses
+        with contextlib.suppress(Exception):
+            await self.flush()
+        await self.release()
+
     async def release(self) -> None:
         """Drop the run's lease now (idempotent): the run ended, suspended or was closed.
 

@@ -274,7 +274,9 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
     except RunAborted:
         state.abort()
     except asyncio.CancelledError:
-        if not scope.cancel_sent:
+        if not scope.cancel_sent:  # cancelled from outside (a timeout, a closing app)
+            if journal is not None:
+                await journal.abandon()
             raise
         task = asyncio.current_task()
         if task is not None:
