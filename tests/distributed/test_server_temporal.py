@@ -251,3 +251,18 @@ async def _started(http: httpx.AsyncClient, agent: str, text: str) -> str:
     run_id: str = started.json()["run_id"]
     await _events(http, run_id)
     return run_id
+
+
+async def test_a_run_no_worker_answers_for_is_listed_as_running(
+    dev_server: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    store = f"sqlite:///{tmp_path}/bastion.db"
+    app = create_app(mailer(), store=store, temporal=dev_server.client)
+    async with running(app), client(app) as http:  # and no worker at all
+        started = await http.post("/runs", json={"input": "Mail Bob"})
+        run_id = started.json()["run_id"]
+        listed = await http.get("/runs")
+    assert listed.status_code == 200, listed.text
+    assert [(r["run_id"], r["status"], r["pending"]) for r in listed.json()["runs"]] == [
+        (run_id, "running", [])
+    ]

@@ -223,10 +223,16 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         handle = client.get_workflow_handle(workflow_id, result_type=str)
         return self._result(await handle.result())
 
-    async def status(self, client: Client, workflow_id: str) -> WorkflowStatus:
-        """What the run ``workflow_id`` is doing: status, pending approvals, usage so far."""
+    async def status(
+        self, client: Client, workflow_id: str, *, rpc_timeout: timedelta | None = None
+    ) -> WorkflowStatus:
+        """What the run ``workflow_id`` is doing: status, pending approvals, usage so far.
+
+        A worker answers (the ``status`` query); ``rpc_timeout`` bounds the wait for one.
+        """
         handle = client.get_workflow_handle(workflow_id)
-        return status_adapter().validate_json(await handle.query("status", result_type=str))
+        text = await handle.query("status", result_type=str, rpc_timeout=rpc_timeout)
+        return status_adapter().validate_json(text)
 
     async def settle(self, client: Client, workflow_id: str) -> WorkflowStatus:
         """Wait until the run ``workflow_id`` parks for a decision or ends; its status."""

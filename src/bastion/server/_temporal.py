@@ -10,14 +10,14 @@ import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from bastion.core import UserError
-from bastion.distributed import TemporalAgent
+from bastion.distributed import TemporalAgent, WorkflowStatus
 from bastion.distributed._events import EventChannel
 from bastion.distributed._following import follow_batches
 from bastion.tools import ApprovalDecision, InterruptResolution
@@ -31,13 +31,17 @@ if TYPE_CHECKING:
 
     from bastion.agent import Agent
     from bastion.core import Usage
-    from bastion.distributed import WorkflowInterrupt, WorkflowStatus
+    from bastion.distributed import WorkflowInterrupt
     from bastion.stores import Stores
 
     from ._auth import Caller
 
 __all__ = ["TemporalRuns"]
 
+_LIST_BATCH = 16
+"""How many listed workflows are asked for their status at once."""
+_LIST_WAIT = timedelta(seconds=2)
+"""How long a listed run's status query waits for a worker."""
 _CLOSED = {
     WorkflowExecutionStatus.COMPLETED: "completed",
     WorkflowExecutionStatus.FAILED: "failed",
@@ -141,17 +145,38 @@ class TemporalRuns:
         found: list[RunView] = []
         if query is None or count <= 0:
             return found
+        batch: list[tuple[WorkflowExecution, TemporalAgent[Any], str | None]] = []
         async for execution in self.client.list_workflows(query):
             served = self._by_type.get(execution.workflow_type)
             owner = _tenant(await execution.memo())
             if served is None or not caller.sees(owner) or tenant not in (None, owner):
                 continue
-            view = await self._view(execution, served, owner)
-            if status in (None, view.status):
-                found.append(view)
-                if len(found) == count:
+            batch.append((execution, served, owner))
+            if len(batch) == _LIST_BATCH:
+                found += await self._listed(batch, status)
+                batch = []
+                if len(found) >= count:
                     break
-        return found
+        return (found + await self._listed(batch, status))[:count]
+
+    async def _listed(
+        self,
+        batch: list[tuple[WorkflowExecution, TemporalAgent[Any], str | None]],
+        status: str | None,
+    ) -> list[RunView]:
+        """The views of a batch of listed workflows, asked at once; those with ``status``."""
+        views = await asyncio.gather(*(self._view(*item, wait=_LIST_WAIT) for item in batch))
+        return [view for view in views if status in (None, view.status)]
+
+    async def _status(
+        self, agent: TemporalAgent[Any], run_id: str, wait: timedelta | None
+    ) -> WorkflowStatus:
+        if wait is None:
+            return await agent.status(self.client, run_id)
+        try:
+            return await agent.status(self.client, run_id, rpc_timeout=wait)
+        except RPCError:  # no worker answered in time (they restart, or none runs)
+            return WorkflowStatus(status="running")
 
     def _query(self, agent: str | None, status: str | None) -> str | None:
         """The visibility query of the served agents' workflows (``None``: none can match)."""
@@ -166,12 +191,22 @@ class TemporalRuns:
         return " AND ".join(f"({c})" for c in clauses if c)
 
     async def _view(
-        self, described: WorkflowExecution, agent: TemporalAgent[Any], tenant: str | None
+        self,
+        described: WorkflowExecution,
+        agent: TemporalAgent[Any],
+        tenant: str | None,
+        *,
+        wait: timedelta | None = None,
     ) -> RunView:
+        """The run's view, as ``GET /runs/{id}`` shows it.
+
+        ``wait``: how long its status query may wait for a worker; a run no worker answers
+        for in time is shown ``running``, with nothing pending (a listing).
+        """
         run_id = described.id
         status, pending, usage, output, error = "running", list[PendingItem](), {}, None, None
         closed = _CLOSED.get(described.status) if described.status else None
-        now = None if closed is not None else await agent.status(self.client, run_id)
+        now = None if closed is not None else await self._status(agent, run_id, wait)
         if now is not None and now.status in ("running", "awaiting_approval"):
             status, pending, usage = now.status, _pending(run_id, now), _dump(now.usage)
         elif now is not None or described.status == WorkflowExecutionStatus.COMPLETED:
