@@ -262,6 +262,10 @@ async def test_a_run_no_worker_answers_for_is_listed_as_running(
         started = await http.post("/runs", json={"input": "Mail Bob"})
         run_id = started.json()["run_id"]
         listed = await http.get("/runs")
+        approvals = await http.get("/approvals")
+        one = await http.get(f"/runs/{run_id}")
+    assert (one.status_code, approvals.status_code, approvals.json()) == (503, 200, [])
+    assert "No worker answered" in one.json()["error"]["message"]
     assert listed.status_code == 200, listed.text
     assert [(r["run_id"], r["status"], r["pending"]) for r in listed.json()["runs"]] == [
         (run_id, "running", [])

@@ -41,7 +41,7 @@ class TooLarge(UserError):
 
 
 class Unavailable(BastionError):
-    """The server is draining and takes no new work."""
+    """The server cannot serve this now: it is draining, or no worker answers (503)."""
 
 
 def error_response(

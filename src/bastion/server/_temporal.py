@@ -22,7 +22,7 @@ from bastion.distributed._events import EventChannel
 from bastion.distributed._following import follow_batches
 from bastion.tools import ApprovalDecision, InterruptResolution
 
-from ._errors import NotFound
+from ._errors import NotFound, Unavailable
 from ._events import LoggedEvent
 from ._models import Accepted, PendingItem, ResumeRun, RunView
 
@@ -42,6 +42,12 @@ _LIST_BATCH = 16
 """How many listed workflows are asked for their status at once."""
 _LIST_WAIT = timedelta(seconds=2)
 """How long a listed run's status query waits for a worker."""
+_VIEW_WAIT = timedelta(seconds=10)
+"""How long one run's status query waits for a worker before the answer is 503."""
+_UNANSWERED = frozenset({RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED})
+"""How a query that no worker answered in time fails (the server's deadline, or ours)."""
+_MAX_PARKED = 1_000
+"""At most this many parked runs are listed by ``GET /approvals``."""
 _CLOSED = {
     WorkflowExecutionStatus.COMPLETED: "completed",
     WorkflowExecutionStatus.FAILED: "failed",
@@ -129,7 +135,7 @@ class TemporalRuns:
     async def view(self, run_id: str, caller: Caller) -> RunView:
         """The run as the workflow tells it, if the caller may see it."""
         described, agent, tenant = await self._visible(run_id, caller)
-        return await self._view(described, agent, tenant)
+        return await self._view(described, agent, tenant, listing=False)
 
     async def newest(
         self, caller: Caller, *, agent: str | None, status: str | None, tenant: str | None,
@@ -165,18 +171,29 @@ class TemporalRuns:
         status: str | None,
     ) -> list[RunView]:
         """The views of a batch of listed workflows, asked at once; those with ``status``."""
-        views = await asyncio.gather(*(self._view(*item, wait=_LIST_WAIT) for item in batch))
+        views = await asyncio.gather(*(self._view(*item, listing=True) for item in batch))
         return [view for view in views if status in (None, view.status)]
 
     async def _status(
-        self, agent: TemporalAgent[Any], run_id: str, wait: timedelta | None
+        self, agent: TemporalAgent[Any], run_id: str, listing: bool
     ) -> WorkflowStatus:
-        if wait is None:
-            return await agent.status(self.client, run_id)
+        """The run's status query; unanswered, ``running`` when ``listing``.
+
+        Raises:
+            Unavailable: No worker answered for the run (when not listing).
+        """
+        wait = _LIST_WAIT if listing else _VIEW_WAIT
         try:
             return await agent.status(self.client, run_id, rpc_timeout=wait)
-        except RPCError:  # no worker answered in time (they restart, or none runs)
-            return WorkflowStatus(status="running")
+        except RPCError as error:
+            if error.status not in _UNANSWERED:
+                raise
+            if listing:  # workers restart, or none runs yet
+                return WorkflowStatus(status="running")
+            raise Unavailable(
+                f"No worker answered for run {run_id}: start 'bastion worker' for agent "
+                f"{agent.agent.name!r} ({error.message})."
+            ) from None
 
     def _query(self, agent: str | None, status: str | None) -> str | None:
         """The visibility query of the served agents' workflows (``None``: none can match)."""
@@ -196,17 +213,18 @@ class TemporalRuns:
         agent: TemporalAgent[Any],
         tenant: str | None,
         *,
-        wait: timedelta | None = None,
+        listing: bool,
     ) -> RunView:
         """The run's view, as ``GET /runs/{id}`` shows it.
 
-        ``wait``: how long its status query may wait for a worker; a run no worker answers
-        for in time is shown ``running``, with nothing pending (a listing).
+        Raises:
+            Unavailable: No worker answered the run's status query (a run of a listing is
+                shown ``running`` instead, with nothing pending).
         """
         run_id = described.id
         status, pending, usage, output, error = "running", list[PendingItem](), {}, None, None
         closed = _CLOSED.get(described.status) if described.status else None
-        now = None if closed is not None else await self._status(agent, run_id, wait)
+        now = None if closed is not None else await self._status(agent, run_id, listing)
         if now is not None and now.status in ("running", "awaiting_approval"):
             status, pending, usage = now.status, _pending(run_id, now), _dump(now.usage)
         elif now is not None or described.status == WorkflowExecutionStatus.COMPLETED:
@@ -228,15 +246,10 @@ class TemporalRuns:
 
     async def pending(self, caller: Caller) -> list[PendingItem]:
         """What the caller's parked runs (of the served agents) wait for, newest first."""
-        query = " AND ".join(
-            f"({c})" for c in ("ExecutionStatus = 'Running'", _types(self.agents.values())) if c
+        parked = await self.newest(
+            caller, agent=None, status="awaiting_approval", tenant=None, count=_MAX_PARKED
         )
-        items: list[PendingItem] = []
-        async for found in self.client.list_workflows(query):
-            agent = self._by_type.get(found.workflow_type)
-            if agent is not None and caller.sees(_tenant(await found.memo())):
-                items += _pending(found.id, await agent.status(self.client, found.id))
-        return items
+        return [item for view in parked for item in view.pending]
 
     async def decide(self, run_id: str, decision: ApprovalDecision, caller: Caller) -> Accepted:
         """Send one decision to the parked workflow as its ``decide`` update."""
