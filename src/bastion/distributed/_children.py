@@ -19,7 +19,6 @@ untrusted content.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +38,7 @@ from ._child_wire import (
     request_adapter,
 )
 from ._proxies import WorkflowClock
-from ._shared import define_workflow
+from ._shared import cancel_as_abort, define_workflow
 from ._views import WorkflowStatus
 from ._workflow import AgentWorkflow, workflow_config
 
@@ -69,13 +68,7 @@ class ChildWorkflow(AgentWorkflow):
         was cancelled: the run is aborted through the loop (no further model call), then
         the workflow ends CANCELED, which the parent reads as an aborted child.
         """
-        body = asyncio.create_task(self._execute_child(text))
-        try:
-            return await asyncio.shield(body)
-        except asyncio.CancelledError:
-            self.abort()
-            await body
-            raise
+        return await cancel_as_abort(self._execute_child(text), self.abort, then_raise=True)
 
     def abort(self) -> None:
         """Abort the run, a budgeted child's through its handle."""

@@ -32,6 +32,7 @@ from ._graph_views import (
     graph_status_adapter,
 )
 from ._proxies import WorkflowClock
+from ._shared import cancel_as_abort
 
 if TYPE_CHECKING:
     from bastion.graph import Graph, GraphResult, GraphSignal
@@ -61,14 +62,13 @@ class GraphWorkflow:
         reaches: the cancellation becomes the execution's own abort (running nodes stop,
         ``graph.after`` still comes), so it ends ``aborted`` and the workflow completes.
         """
-        body = asyncio.create_task(self._execute(input_text))
-        try:
-            return await asyncio.shield(body)
-        except asyncio.CancelledError:
-            self._aborted = self._calls.aborted = True
-            if self._run is not None:
-                self._run.abort("cancelled")
-            return await body
+        return await cancel_as_abort(self._execute(input_text), self._cancelled)
+
+    def _cancelled(self) -> None:
+        """The workflow was cancelled: abort the execution (and what it starts next)."""
+        self._aborted = self._calls.aborted = True
+        if self._run is not None:
+            self._run.abort("cancelled")
 
     async def _execute(self, input_text: str) -> str:
         """Run the graph on ``input_text`` (JSON) to its end; its result, as JSON."""

@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from bastion.core import UserError
 from bastion.governance import decision_from_dict
-from bastion.tools import InterruptResolution
+from bastion.tools import ApprovalDecision, InterruptResolution
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from bastion.agent import RunResult
     from bastion.governance import SuspendedInterrupt
+    from bastion.tools import ApprovalRequest
 
     from ._views import WorkflowStatus
 
@@ -136,9 +137,23 @@ class GovernedWorkflow:
         """The ids of the interrupts the run waits on that nobody decided yet."""
         return [i for i in self._interrupts if i not in self._resolved]
 
-    def decide_interrupt(self, resolution: InterruptResolution) -> None:
-        """Decide an interrupt from inside the workflow (a steering message denies it)."""
-        self._resolved[resolution.interrupt_id] = resolution
+    def deny_the_rest(
+        self,
+        pending: Mapping[str, ApprovalRequest],
+        decided: dict[str, ApprovalDecision],
+        reason: str,
+    ) -> None:
+        """Deny, with ``reason``, every pending call and interrupt not decided yet.
+
+        The run stops waiting without a person: it was cancelled, or a steering message
+        came. The calls' denials go into ``decided``.
+        """
+        for call in pending:
+            if call not in decided:
+                decided[call] = ApprovalDecision(tool_call_id=call, granted=False, reason=reason)
+        for interrupt in self.undecided_interrupts():
+            denial = {"decision": "deny", "reason": reason}
+            self._resolved[interrupt] = InterruptResolution(interrupt_id=interrupt, decision=denial)
 
     def take_resolutions(self) -> list[InterruptResolution]:
         """The decisions, for the directive that resumes the run (and forget them)."""

@@ -15,14 +15,13 @@ still waiting are dropped, and the workflow ends with its view.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from bastion.core import Message, Usage, UserMessage, id_source
-from bastion.tools import ApprovalDecision, Deny, Directive, InterruptResolution
+from bastion.tools import ApprovalDecision, Deny, Directive
 
 from ._events import SESSION_PATCH, WorkflowEvents
 from ._governance import governed
@@ -34,7 +33,7 @@ from ._session_views import (
     carry_adapter,
     view_adapter,
 )
-from ._shared import check_decisions, define_workflow
+from ._shared import cancel_as_abort, check_decisions, define_workflow
 from ._views import decisions_adapter
 from ._workflow import ABORTED, workflow_config
 
@@ -114,16 +113,15 @@ class SessionWorkflow(GovernedWorkflow):
 
     async def execute(self) -> str:
         """Run the session; a cancellation of the workflow aborts its turn and closes it."""
-        body = asyncio.create_task(self._body())
-        try:
-            return await asyncio.shield(body)
-        except asyncio.CancelledError:
-            self._aborted = self._closed = True
-            self.steering.clear()
-            self._queue.clear()
-            if self._stream is not None:
-                self._stream.abort()
-            return await body
+        return await cancel_as_abort(self._body(), self._cancelled)
+
+    def _cancelled(self) -> None:
+        """The workflow was cancelled: abort the turn, drop what waits, close."""
+        self._aborted = self._closed = True
+        self.steering.clear()
+        self._queue.clear()
+        if self._stream is not None:
+            self._stream.abort()
 
     async def _body(self) -> str:
         """Run turns as messages arrive until closed; continue as new when history is long."""
@@ -214,15 +212,7 @@ class SessionWorkflow(GovernedWorkflow):
         await workflow.wait_condition(
             lambda: self._all_decided() or bool(self.steering) or self._stopping()
         )
-        reason = ABORTED if self._stopping() else STEERED
-        for call in self._pending:
-            if call not in self._decided:
-                self._decided[call] = ApprovalDecision(
-                    tool_call_id=call, granted=False, reason=reason
-                )
-        for interrupt in self.undecided_interrupts():
-            deny = {"decision": "deny", "reason": reason}
-            self.decide_interrupt(InterruptResolution(interrupt_id=interrupt, decision=deny))
+        self.deny_the_rest(self._pending, self._decided, ABORTED if self._stopping() else STEERED)
         directive = Directive(
             approvals=[self._decided[c] for c in self._pending],
             interrupts=self.take_resolutions(),

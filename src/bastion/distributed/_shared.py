@@ -6,8 +6,9 @@ The class factory Temporal needs (a run method of the class's own), the check of
 
 from __future__ import annotations
 
+import asyncio
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import workflow
 from temporalio.client import WorkflowUpdateFailedError
@@ -18,8 +19,10 @@ from bastion.core import UserError
 
 from ._views import decisions_adapter
 
+_T = TypeVar("_T")
+
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 
     from temporalio.client import Client, WorkflowHandle
 
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from ._proxies import Activities
 
 __all__ = [
+    "cancel_as_abort",
     "cancel_workflow",
     "check_decisions",
     "decision_update",
@@ -142,3 +146,25 @@ async def cancel_workflow(client: Client, workflow_id: str) -> None:
             if missing.status != RPCStatusCode.NOT_FOUND:
                 raise
             raise UserError(f"No run {workflow_id!r} on Temporal.") from None
+
+
+async def cancel_as_abort(
+    body: Coroutine[Any, Any, _T], abort: Callable[[], None], *, then_raise: bool = False
+) -> _T:
+    """Run a workflow's ``body`` where Temporal's cancellation never reaches it.
+
+    Temporal cancels a workflow by cancelling its main task wherever it waits, which
+    inside the loop is a model or tool call: the call would fail and the run go on. Here
+    the body works in a task of its own; a cancellation calls ``abort`` (the run's own
+    abort), waits for the body to end through it, and returns its value, or, with
+    ``then_raise``, raises the cancellation again (the workflow ends ``Canceled``).
+    """
+    task = asyncio.create_task(body)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        abort()
+        done = await task
+        if then_raise:
+            raise
+        return done

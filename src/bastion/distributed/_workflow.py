@@ -14,7 +14,6 @@ the run ends ``aborted`` with its events published and the workflow completes.
 
 from __future__ import annotations
 
-import asyncio
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -29,7 +28,6 @@ from bastion.core import Usage, id_source
 from bastion.tools import (
     ApprovalDecision,
     Directive,
-    InterruptResolution,
     ToolExecutor,
     ToolRegistry,
 )
@@ -41,7 +39,7 @@ from ._events import WorkflowEvents
 from ._governance import governed
 from ._interrupts import GovernedWorkflow
 from ._proxies import Activities, ActivityModel, WorkflowClock
-from ._shared import check_decisions, define_workflow
+from ._shared import cancel_as_abort, check_decisions, define_workflow
 from ._sources import ActivitySource
 from ._views import (
     WorkflowResult,
@@ -134,12 +132,7 @@ class AgentWorkflow(GovernedWorkflow, Below):
 
     async def execute(self, prompt: str) -> str:
         """Run the agent to its end; a cancellation of the workflow aborts the run."""
-        body = asyncio.create_task(self._body(prompt))
-        try:
-            return await asyncio.shield(body)
-        except asyncio.CancelledError:
-            self.abort()
-            return await body
+        return await cancel_as_abort(self._body(prompt), self.abort)
 
     def abort(self) -> None:
         """Abort the run: the stream at work now, or the next one (a parked run's)."""
@@ -189,13 +182,7 @@ class AgentWorkflow(GovernedWorkflow, Below):
         self._park(result)
         await self.report_up()  # a sub-agent's parent shows what waits here
         await workflow.wait_condition(lambda: self._all_decided() or self._aborted)
-        for call in self._pending:
-            if call not in self._decided:
-                denial = ApprovalDecision(tool_call_id=call, granted=False, reason=ABORTED)
-                self._decided[call] = denial
-        for interrupt in self.undecided_interrupts():
-            deny = {"decision": "deny", "reason": ABORTED}
-            self.decide_interrupt(InterruptResolution(interrupt_id=interrupt, decision=deny))
+        self.deny_the_rest(self._pending, self._decided, ABORTED)
         directive = Directive(
             approvals=list(self._decided.values()), interrupts=self.take_resolutions()
         )
