@@ -7,7 +7,9 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.common import RetryPolicy
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from bastion.agent import RetryConfig
@@ -235,9 +237,20 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         return status_adapter().validate_json(text)
 
     async def settle(self, client: Client, workflow_id: str) -> WorkflowStatus:
-        """Wait until the run ``workflow_id`` parks for a decision or ends; its status."""
+        """Wait until the run ``workflow_id`` parks for a decision or ends; its status.
+
+        A run that ends as the update arrives (Temporal refuses an update to a closing
+        workflow) is answered from its result.
+        """
         handle = client.get_workflow_handle(workflow_id)
-        text: str = await handle.execute_update("settle", result_type=str)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            text: str = await handle.execute_update("settle", result_type=str)  # pyright: ignore[reportUnknownMemberType]
+        except RPCError:
+            described = await handle.describe()
+            if described.status == WorkflowExecutionStatus.RUNNING:
+                raise
+            result = await self.result(client, workflow_id)
+            return WorkflowStatus(status=result.status, usage=result.usage)
         return status_adapter().validate_json(text)
 
     async def cancel(self, client: Client, workflow_id: str) -> None:
