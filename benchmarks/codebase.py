@@ -101,7 +101,7 @@ def _exempt(node: ast.AST, module: Module) -> bool:
         ast.get_docstring(node)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module))
         else None
-    )  # noqa: E501
+    )
     if doc and _EXEMPT.search(doc):
         return True
     line = module.text.splitlines()[max(node.lineno - 2, 0)] if hasattr(node, "lineno") else ""  # type: ignore[attr-defined]
@@ -175,7 +175,7 @@ def _runtime_imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFro
 
     def walk(
         node: ast.AST, in_function: bool
-    ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:  # noqa: E501
+    ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child.test):
                 for orelse in child.orelse:
@@ -185,7 +185,7 @@ def _runtime_imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFro
                 yield child, in_function
             inner = in_function or isinstance(
                 child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-            )  # noqa: E501
+            )
             yield from walk(child, inner)
 
     yield from walk(tree, False)
@@ -219,7 +219,7 @@ def _definitions(modules: dict[str, Module]) -> dict[str, dict[str, str]]:
 
 def _resolve(
     target: str, name: str, modules: dict[str, Module], table: dict[str, dict[str, str]]
-) -> str:  # noqa: E501
+) -> str:
     """The module that defines ``target.name``, following package re-exports."""
     for _ in range(10):
         if f"{target}.{name}" in modules:
