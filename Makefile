@@ -8,6 +8,11 @@ BOOT := .tools
 UV := $(BOOT)/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
+SYNCED := $(VENV)/.synced
+# pytest-xdist workers (each with its own PostgreSQL database and Redis db: tests/_services.py)
+# and basedpyright's checker threads; `make test WORKERS=1` runs the suite in one process.
+WORKERS ?= 2
+PYTEST := $(BIN)/pytest -q -n $(WORKERS)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON := $(PYTHON)
@@ -21,11 +26,11 @@ $(UV):
 	$(PYTHON) -m venv $(BOOT)
 	$(BOOT)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
-$(VENV)/.synced: uv.lock pyproject.toml | $(UV)
+$(SYNCED): uv.lock pyproject.toml | $(UV)
 	$(UV) sync --frozen --all-groups --quiet
 	@touch $@
 
-install: $(VENV)/.synced system-deps  ## Create .venv from the lock file (and the system packages)
+install: $(SYNCED) system-deps  ## Create .venv from the lock file (and the system packages)
 
 # The sandboxed runtime runs commands in bubblewrap, the console's browser tests drive
 # Debian's Chromium (through Playwright, never `playwright install`); their tests fail
@@ -39,31 +44,31 @@ system-deps:  ## Install the Debian packages the tests need (bubblewrap, chromiu
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing; \
 	}
 
-format: install  ## Format and autofix
+format: $(SYNCED)  ## Format and autofix
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-lint: install  ## Ruff, formatting, import-linter layers
+lint: $(SYNCED)  ## Ruff, formatting, import-linter layers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 
-typecheck: install  ## basedpyright, strict, over src, tests and examples
-	$(BIN)/basedpyright
+typecheck: $(SYNCED)  ## basedpyright, strict, over src, tests and examples
+	$(BIN)/basedpyright --threads $(WORKERS)
 
-services: install  ## Check that PostgreSQL and Redis, which the suite needs, are reachable
+services: $(SYNCED)  ## Check that PostgreSQL and Redis, which the suite needs, are reachable
 	$(BIN)/python -m tests.check_services
 
-test: lint typecheck services  ## Lint, types, then the suite but its slow end-to-end tests
-	$(BIN)/pytest -q -m "not slow"
+test: lint typecheck services system-deps  ## Lint, types, then the suite but its slow end-to-end tests
+	$(PYTEST) -m "not slow"
 
-test-slow: services  ## The slow end-to-end tests (Temporal servers, worker and CLI processes)
-	$(BIN)/pytest -q -m slow
+test-slow: services system-deps  ## The slow end-to-end tests (Temporal servers, worker and CLI processes)
+	$(PYTEST) -m slow
 
-test-fast: services  ## The suite without lint and type checks
-	$(BIN)/pytest -q -x
+test-fast: services system-deps  ## The suite without lint and type checks
+	$(PYTEST) -x
 
-bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
+bench: $(SYNCED)  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks
 	$(BIN)/python -m benchmarks.providers
 	$(BIN)/python -m benchmarks.providers_whole
@@ -89,7 +94,8 @@ bench: install  ## Benchmarks against pydantic-ai, openai-agents and LangGraph
 	$(BIN)/python -m benchmarks.tracing
 	$(BIN)/python -m benchmarks.server sqlite
 
-demo: install  ## The demo app, offline: a run suspends for approval, a new process resumes it
+# The demo needs python3 and make only: no bubblewrap, no Chromium (its tools are plain Python).
+demo: $(SYNCED)  ## The demo app, offline: a run suspends for approval, a new process resumes it
 	@rm -f .bastion/demo/next.sh
 	$(BIN)/bastion demo --next-command-file .bastion/demo/next.sh
 	@if [ -f .bastion/demo/next.sh ]; then \

@@ -8,14 +8,13 @@ how to point the suite at it, instead of letting hundreds of tests fail one by o
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from typing import Any
 
-POSTGRES_ENV = "BASTION_TEST_POSTGRES_DSN"
-REDIS_ENV = "BASTION_TEST_REDIS_URL"
-POSTGRES = os.environ.get(POSTGRES_ENV, "postgresql://postgres@127.0.0.1:5432/test")
-REDIS = os.environ.get(REDIS_ENV, "redis://127.0.0.1:6379/0")
+from tests._services import POSTGRES_ENV, REDIS_ENV, postgres_dsn, redis_url
+
+POSTGRES = postgres_dsn()
+REDIS = redis_url()
 
 
 async def _postgres() -> str | None:

@@ -8,7 +8,6 @@ the suite at the same time do not see each other's data.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +15,12 @@ from typing import Any
 import pytest
 
 from bastion.core import new_id
+from tests._services import postgres_dsn, redis_url
 
 __all__ = ["DSN", "REDIS", "store_url", "tamper"]
 
-DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS = os.environ.get("BASTION_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+DSN = postgres_dsn()
+REDIS = redis_url()
 
 
 def _with(url: str, key: str, value: str) -> str:

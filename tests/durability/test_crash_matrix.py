@@ -15,7 +15,6 @@ ARCHITECTURE §5 (journal, replay, side-effect ledger).
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,10 +24,11 @@ import pytest
 from bastion.core import new_id
 from bastion.stores import open_store
 from tests._processes import run_worker
+from tests._services import postgres_dsn
 
 WORKER = Path(__file__).with_name("_worker.py")
 EXPECTED = "Done: 42 | wrote 'hello' | charged 5"
-DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+DSN = postgres_dsn()
 # One kill point per kind of boundary (entry numbers: see the module docstring).
 KILL_POINTS = (
     "none",

@@ -25,9 +25,10 @@ import pytest
 from bastion.agent._team_keys import member_key, team_call_run_id
 from bastion.core import new_id
 from bastion.stores import open_store
+from tests._services import postgres_dsn
 
 WORKER = Path(__file__).with_name("_team_worker.py")
-DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+DSN = postgres_dsn()
 IDS = [team_call_run_id("team-1", i, member_key(1, name)) for i, name in enumerate("abc")]
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,9 +21,10 @@ import pytest
 from bastion.core import new_id
 from bastion.stores import open_store
 from tests._processes import run_worker
+from tests._services import postgres_dsn
 
 WORKER = Path(__file__).with_name("_handoff_worker.py")
-DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+DSN = postgres_dsn()
 KILL_POINTS = ("before:handoff", "after:handoff", "model:billing")
 
 

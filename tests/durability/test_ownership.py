@@ -18,12 +18,13 @@ import pytest
 from bastion.core import AssistantMessage, Message, ToolMessage, UserMessage
 from bastion.sessions import Session
 from bastion.stores import RunBusy, SessionEntry, open_store, session_lease_key
+from tests._services import postgres_dsn, redis_url
 
 from ._owner_worker import build_agent
 
 WORKER = Path(__file__).with_name("_owner_worker.py")
-DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS = os.environ.get("BASTION_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+DSN = postgres_dsn()
+REDIS = redis_url()
 CUT_SHORT = "Tool call not run: the turn was aborted."
 
 

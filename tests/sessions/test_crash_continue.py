@@ -11,7 +11,6 @@ Against a SQLite file and PostgreSQL (one schema per case).
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -20,9 +19,10 @@ import pytest
 from bastion.core import new_id
 from bastion.stores import open_store
 from tests._processes import kill_at, run_json
+from tests._services import postgres_dsn
 
 WORKER = Path(__file__).with_name("_crash_worker.py")
-DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+DSN = postgres_dsn()
 MODES = ("resume", "send")
 
 

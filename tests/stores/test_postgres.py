@@ -7,7 +7,6 @@ ARCHITECTURE §4 (counters shared across processes), §5 (journal).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,10 +15,11 @@ import pytest
 from bastion.core import new_id
 from bastion.stores import SessionConflict, StoreError, open_store
 from bastion.testing import ProcessStoreConformance, StoreConformance, isolated_store
+from tests._services import postgres_dsn
 
 from ._governed import GovernedProcesses
 
-DSN = os.environ.get("BASTION_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+DSN = postgres_dsn()
 
 
 @pytest.fixture

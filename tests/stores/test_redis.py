@@ -7,7 +7,6 @@ ARCHITECTURE §4 (counters shared across processes), §5 (journal).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,11 @@ from bastion.core import new_id
 from bastion.stores import SessionConflict, Stores, open_store
 from bastion.stores._redis import POOL_SIZE
 from bastion.testing import ProcessStoreConformance, StoreConformance, isolated_store
+from tests._services import redis_url
 
 from ._governed import GovernedProcesses
 
-URL = os.environ.get("BASTION_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+URL = redis_url()
 
 
 @pytest.fixture
