@@ -4,11 +4,9 @@
 ``check`` / ``record`` / ``begin_round`` are the same steps split apart, for callers that run
 the action themselves (the agent loop around a streamed model call).
 
-The governor is composed of parts it delegates to, each owning its state: a
-:class:`~._table.PolicyTable` (configuration and plans), a :class:`~._counters.CounterBook`
-(the counter store, counter keys, maxima and mutations), an
-:class:`~._desk.InterruptDesk` (pending interrupts, decisions, the handler) and a
-:class:`~._bus.SignalBus` (subscribers). This module wires them into the gate.
+The governor is composed of parts it delegates to, each owning its state (``_parts.py``
+wires nothing: it says what the governor exposes of them). This module builds the parts and
+wires them into the gate.
 """
 
 from __future__ import annotations
@@ -20,24 +18,24 @@ from typing import Any
 from bastion.core import Clock, SystemClock, UserError
 
 from ._bus import SignalBus
-from ._counters import CounterBook, CounterView
+from ._counters import CounterBook
 from ._desk import InterruptDesk, InterruptHandler, Substitute, new_interrupt_id
-from ._durable import GovernorSnapshot, dump_governance_state, load_governance_state
 from ._exec import run_counted
 from ._guard import Guard
-from ._interrupts import Interrupt, InterruptDecision
+from ._interrupts import Interrupt
+from ._parts import GovernorParts
+from ._plan import Plan
 from ._policy import Budget, Oracle, Policy, PolicyAction
 from ._recording import count_usage
 from ._resolve import Verdict, resolve_sync
 from ._scope import ActionScope
-from ._signals import DataListener, SignalListener
 from ._store import LimitCounters, MemoryLimitCounters
 from ._table import PolicyTable
 
 __all__ = ["Governor"]
 
 
-class Governor:
+class Governor(GovernorParts):
     """Resolves policies, counts limits and raises interrupts for every action.
 
     Args:
@@ -106,75 +104,6 @@ class Governor:
         twin.max_interrupt_rounds = self.max_interrupt_rounds
         return twin
 
-    # -- configuration held by the parts --------------------------------------------------
-
-    @property
-    def handle_interrupt(self) -> InterruptHandler | None:
-        """The interrupt handler (``None``: interrupts raise :class:`InterruptRequired`)."""
-        return self._desk.handler
-
-    @handle_interrupt.setter
-    def handle_interrupt(self, handler: InterruptHandler | None) -> None:
-        self._desk.handler = handler
-
-    @property
-    def interrupt_timeout(self) -> float | None:
-        """Seconds a handler may take before the action is denied."""
-        return self._desk.timeout
-
-    @interrupt_timeout.setter
-    def interrupt_timeout(self, seconds: float | None) -> None:
-        self._desk.timeout = seconds
-
-    @property
-    def max_interrupt_rounds(self) -> int:
-        """Decisions one action may go through before it is denied (20)."""
-        return self._desk.max_rounds
-
-    @max_interrupt_rounds.setter
-    def max_interrupt_rounds(self, rounds: int) -> None:
-        self._desk.max_rounds = rounds
-
-    @property
-    def counts_on_check(self) -> bool:
-        """True when ``calls`` are counted as actions are admitted, atomically.
-
-        The store is an :class:`AtomicLimitCounters` (shared by processes): pass the calls
-        to :meth:`check` (``calls=1``) and ``calls=0`` to :meth:`record`, so processes
-        sharing a ``calls`` limit together admit exactly its maximum. :meth:`exec` does so.
-        """
-        return self._book.atomic is not None
-
-    def counts_results(self, key: str, *, node: str = "", graph: str = "") -> bool:
-        """True when a limit on ``key`` (or an ancestor) reads results with an ``extract``.
-
-        Without one, ``record(key, result, calls=0)`` of a result that carries no usage
-        counts nothing, and callers may skip it.
-        """
-        return bool(self._table.plan(key, node, graph).extracting)
-
-    def add_policies(
-        self,
-        *,
-        graph_policies: Mapping[str, Sequence[Policy]] | None = None,
-        node_policies: Mapping[str, Sequence[Policy]] | None = None,
-    ) -> None:
-        """Add custom policies at the graph and node levels (a graph does, when it runs).
-
-        A policy already present at that level is not added twice.
-
-        Raises:
-            UserError: For a limit (limits belong to oracles) or a value that is no policy.
-        """
-        self._table.extend(graph_policies=graph_policies or {}, node_policies=node_policies or {})
-
-    def has_level_policies(self) -> bool:
-        """Whether any global, graph or node custom policy is configured.
-
-        A graph reads it: such a policy may bound its cycles.
-        """
-        return self._table.has_level_policies()
-
     # -- the gate -----------------------------------------------------------------------
 
     async def check(
@@ -218,46 +147,22 @@ class Governor:
             InterruptRequired: An interrupt needs a decision and no handler is configured.
         """
         plan = self._plans.get((key, node, graph)) or self._table.plan(key, node, graph)
-        approved = False
-        if self._desk.decided:
-            outcome = self._desk.take(key, node)
-            if isinstance(outcome, Substitute):
-                return outcome
-            approved = outcome is True
-        book = self._book
+        outcome = self._desk.take(key, node) if self._desk.decided else None
+        if isinstance(outcome, Substitute):
+            return outcome
         asked: tuple[Verdict | None] | None = None  # the sync policies' verdict, once asked
-        if not plan.policies:
-            if not plan.counted:
-                return None
-            clear = True
-        elif plan.all_sync:
-            # Sync policies are asked here, before any scope object is built.
-            action = PolicyAction(
-                node=node,
-                oracle=key,
-                input=input,
-                history=history,
-                ancestry=ancestry,
-                target=target,
-                timestamp=self.clock.now(),
-                invocation_id=invocation,
-                graph_id=graph,
-                node_id=node_id,
-                oracle_id=self._guard.new_action_id(),
+        if plan.policies and plan.all_sync:  # asked before any scope object is built
+            at = (node, graph, invocation, node_id)
+            asked = (self._ask_sync(plan, key, input, at, ancestry, history, target),)
+        # No policy, or every policy allowed: the limits alone decide.
+        clear = not plan.policies or (asked is not None and asked[0] is None)
+        if clear and (
+            not plan.counted
+            or self._far(
+                plan, graph=graph, invocation=invocation, tokens=tokens, calls=calls, node=node
             )
-            asked = (resolve_sync(plan, action),)
-            clear = asked[0] is None  # every policy allowed: the limits alone decide
-            if clear and not plan.counted:
-                return None
-        else:
-            clear = False
-        if clear and book.memory is not None:
-            now = self.clock.now()
-            if book.breach_now(plan.counted, now, graph, invocation, tokens) is None:
-                # Nothing near a limit: no resolution loop needed.
-                if calls:
-                    book.count_calls(plan, calls, now, graph, invocation, node)
-                return None
+        ):
+            return None
         scope = ActionScope(
             node=node,
             graph=graph,
@@ -269,21 +174,67 @@ class Governor:
             input=input,
         )
         substitute = await self._guard.judge(
-            plan,
-            plan.counted,
-            scope,
-            approved=approved,
-            tokens=tokens,
-            asked=asked,
+            plan, plan.counted, scope, approved=outcome is True, tokens=tokens, asked=asked
         )
         if substitute is not None or not calls:
             return substitute
+        return await self._count_admitted(plan, key, calls, scope)
+
+    def _ask_sync(  # noqa: PLR0917 - hot path: positional arguments parse fastest
+        self,
+        plan: Plan,
+        key: str,
+        input: Any,
+        at: tuple[str, str, str, str],
+        ancestry: Sequence[str],
+        history: Sequence[str],
+        target: str | None,
+    ) -> Verdict | None:
+        """The verdict of ``plan``'s sync policies (``at``: node, graph, invocation, node id)."""
+        node, graph, invocation, node_id = at
+        action = PolicyAction(
+            node=node,
+            oracle=key,
+            input=input,
+            history=history,
+            ancestry=ancestry,
+            target=target,
+            timestamp=self.clock.now(),
+            invocation_id=invocation,
+            graph_id=graph,
+            node_id=node_id,
+            oracle_id=self._guard.new_action_id(),
+        )
+        return resolve_sync(plan, action)
+
+    def _far(
+        self, plan: Plan, *, graph: str, invocation: str, tokens: float, calls: int, node: str
+    ) -> bool:
+        """True when in-memory counters are nowhere near a limit (no resolution loop needed).
+
+        The admitted action's ``calls`` are counted then.
+        """
+        book = self._book
+        if book.memory is None:
+            return False
+        now = self.clock.now()
+        if book.breach_now(plan.counted, now, graph, invocation, tokens) is not None:
+            return False
+        if calls:
+            book.count_calls(plan, calls, now, graph, invocation, node)
+        return True
+
+    async def _count_admitted(
+        self, plan: Plan, key: str, calls: int, scope: ActionScope
+    ) -> Substitute | None:
+        """Count an admitted action's ``calls`` against its ``calls`` limits."""
+        book = self._book
         counted = tuple(bound for bound in plan.counted if bound.type == "calls")
         if book.atomic is not None:
             return await self._guard.reserve(plan, counted, float(calls), scope)
         now = self.clock.now()
         for bound in counted:
-            await book.add(bound, float(calls), now, graph, invocation, key, node)
+            await book.add(bound, float(calls), now, scope.graph, scope.invocation, key, scope.node)
         return None
 
     async def begin_round(
@@ -470,88 +421,3 @@ class Governor:
             input=input,
         )
         return await self._desk.resolve(interrupt, key, scope)
-
-    # -- signals ------------------------------------------------------------------------
-
-    def subscribe(self, listener: SignalListener, *, routine: bool = True) -> Callable[[], None]:
-        """Call ``listener`` with every signal from now on; return a function that stops it.
-
-        With ``routine=False`` it gets the decisions only: denials, breaches, interrupts and
-        mutations, not the routine ``oracle.exec.in/out`` and ``oracle.policy.<oracle>``
-        signals every allowed action produces.
-        """
-        return self._bus.subscribe(listener, routine=routine)
-
-    def subscribe_data(self, listener: DataListener, *, routine: bool = True) -> Callable[[], None]:
-        """Call ``listener(name, data)`` with every signal from now on, as JSON-ready data.
-
-        ``data`` is what :func:`signal_data` returns for the typed signal; treat it as
-        read-only (it may be shared by several data listeners). Cheaper than
-        :meth:`subscribe` when nobody needs the typed objects. ``routine`` as for
-        :meth:`subscribe`. Return a function that stops it.
-        """
-        return self._bus.subscribe_data(listener, routine=routine)
-
-    # -- interrupts -----------------------------------------------------------------------
-
-    def pending(self) -> list[Interrupt]:
-        """Return the interrupts waiting for :meth:`decide`, oldest first."""
-        return list(self._desk.pending.values())
-
-    async def decide(
-        self, interrupt_id: str, decision: InterruptDecision | Mapping[str, Any]
-    ) -> None:
-        """Answer a pending interrupt; the next check of the same action consumes it.
-
-        Raises:
-            UserError: No pending interrupt has that id.
-            MutationRefused: A mutate past the ceiling or by someone not allowed; the
-                interrupt stays pending.
-        """
-        await self._desk.decide(interrupt_id, decision)
-
-    # -- state ----------------------------------------------------------------------------
-
-    async def counters(
-        self, key: str, *, graph: str = "", invocation: str = ""
-    ) -> list[CounterView]:
-        """Return the counters that apply to ``key``, its ancestors' first."""
-        return await self._book.views(key, graph, invocation)
-
-    async def end_scope(self, *, graph: str | None = None, invocation: str | None = None) -> None:
-        """Forget the ``graph``- or ``invocation``-window counters of a finished scope."""
-        if graph is not None:
-            await self._book.end_scope("graph", graph)
-            if "#" in graph:  # a graph execution: its plans are of no further use
-                self._table.forget(graph)
-        if invocation is not None:
-            await self._book.end_scope("invocation", invocation)
-
-    async def snapshot_state(self) -> GovernorSnapshot:
-        """Return every counter, mutation, pending interrupt and decision, typed."""
-        now = self.clock.now()
-        counters, mutations = await self._book.records(now)
-        pending, decided = self._desk.records()
-        return GovernorSnapshot(
-            taken_at=now, counters=counters, mutations=mutations, pending=pending, decided=decided
-        )
-
-    async def snapshot(self) -> dict[str, Any]:
-        """Return :meth:`snapshot_state` as JSON-ready data."""
-        return dump_governance_state(await self.snapshot_state())
-
-    async def restore(self, snapshot: GovernorSnapshot | Mapping[str, Any]) -> None:
-        """Load a snapshot (typed, or its data, possibly after a JSON round trip).
-
-        Snapshots written by earlier versions (plain dicts) load too.
-
-        Raises:
-            UserError: For data that is not a snapshot, or a snapshot of an unknown version.
-        """
-        if not isinstance(snapshot, GovernorSnapshot):
-            loaded = load_governance_state(snapshot)
-            if not isinstance(loaded, GovernorSnapshot):
-                raise UserError(f"Not a governance snapshot: {type(loaded).__name__}.")
-            snapshot = loaded
-        await self._book.load(snapshot.counters, snapshot.mutations)
-        self._desk.load(snapshot.pending, snapshot.decided)
