@@ -12,11 +12,10 @@ from ._graph_views import (
     NodeStateName,
     PendingInput,
 )
-from ._interrupts import WorkflowInterrupt
 from ._proxies import WorkflowClock
 from ._session import TemporalSession
 from ._session_views import SessionStatusName, SessionView
-from ._views import WorkflowResult, WorkflowStatus, WorkflowStatusName
+from ._views import WorkflowInterrupt, WorkflowResult, WorkflowStatus, WorkflowStatusName
 
 __all__ = [
     "GraphWorkflowResult",

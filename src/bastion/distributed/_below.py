@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 
     from bastion.tools import ApprovalRequest
 
-    from ._interrupts import WorkflowInterrupt
-    from ._views import WorkflowStatus
+    from ._views import WorkflowInterrupt, WorkflowStatus
 
 __all__ = ["Below", "route"]
 

@@ -10,9 +10,8 @@ side, :class:`InterruptClient` the client's (``TemporalAgent.raise_budget``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import TypeAdapter
 from temporalio import workflow
@@ -22,13 +21,16 @@ from bastion.core import UserError
 from bastion.governance import decision_from_dict
 from bastion.tools import ApprovalDecision, InterruptResolution
 
+from ._below import route
+from ._shared import decision_update
+from ._views import WorkflowInterrupt, interrupt_view
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import RunResult
-    from bastion.governance import SuspendedInterrupt
     from bastion.tools import ApprovalRequest
 
     from ._views import WorkflowStatus
@@ -36,72 +38,10 @@ if TYPE_CHECKING:
 __all__ = [
     "GovernedWorkflow",
     "InterruptClient",
-    "WorkflowInterrupt",
     "raise_resolution",
     "resolutions_adapter",
     "send_resolutions",
 ]
-
-
-@dataclass(kw_only=True, slots=True, frozen=True)
-class WorkflowInterrupt:
-    """A governance interrupt a parked workflow waits on (in its ``status``).
-
-    Attributes:
-        id: The interrupt's id: what ``raise_budget`` / ``resolve`` decide.
-        kind: ``limit`` (a mutable limit was reached) or ``policy``.
-        on: What it paused: a ``model`` call, a ``tool`` call or a tool-call ``round``.
-        action: The oracle key of the paused action (``llm:<provider>:<model>``, ...).
-        oracle: The key owning the limit.
-        limit_type: The limit's type (``cost``, ``calls``, ...), for a limit.
-        window: The limit's window label.
-        current: The counter when the limit was checked.
-        max: The limit's max then.
-        approvers: Who may raise it.
-        reason: A sentence for humans.
-        tool_call_ids: The tool calls it holds.
-    """
-
-    id: str
-    kind: Literal["limit", "policy"]
-    on: Literal["model", "tool", "round"]
-    action: str
-    oracle: str
-    limit_type: str | None = None
-    window: str | None = None
-    current: float | None = None
-    max: float | None = None
-    approvers: tuple[str, ...] = ()
-    reason: str = ""
-    tool_call_ids: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """The flat JSON form the CLI's ``--raise`` reads (as a journaled interrupt's)."""
-        return cast("dict[str, Any]", interrupts_adapter().dump_python([self], mode="json")[0])
-
-
-def _view(item: SuspendedInterrupt) -> WorkflowInterrupt:
-    interrupt = item.interrupt
-    return WorkflowInterrupt(
-        id=interrupt.id,
-        kind=interrupt.kind,
-        on=item.on,
-        action=interrupt.action,
-        oracle=interrupt.oracle,
-        limit_type=interrupt.limit_type,
-        window=interrupt.window,
-        current=interrupt.current,
-        max=interrupt.max,
-        approvers=interrupt.approvers,
-        reason=interrupt.reason,
-        tool_call_ids=item.tool_call_ids,
-    )
-
-
-@cache
-def interrupts_adapter() -> TypeAdapter[list[WorkflowInterrupt]]:
-    """The adapter of interrupt views."""
-    return TypeAdapter(list[WorkflowInterrupt])
 
 
 @cache
@@ -121,7 +61,7 @@ class GovernedWorkflow:
         """Hold the run's interrupts; the ids of the tool calls they hold."""
         state = result.state
         items = [] if state is None else state.interrupts
-        self._interrupts = {item.id: _view(item) for item in items}
+        self._interrupts = {item.id: interrupt_view(item) for item in items}
         self._resolved = {}
         return {call for item in items for call in item.tool_call_ids}
 
@@ -242,8 +182,6 @@ class InterruptClient:
             UserError: No decision, or the workflow refused one (an interrupt not waiting,
                 decided already, a raise that raises nothing or by someone who may not).
         """
-        from ._below import route  # it imports the views, which import this module
-
         return await route(
             client, workflow_id, self.status, resolutions, lambda r: r.interrupt_id,
             lambda handle, group: send_resolutions(handle, group, "TemporalAgent.resolve"),
@@ -308,8 +246,6 @@ async def send_resolutions(
         for r in resolutions
     ]
     text = resolutions_adapter().dump_json(payload).decode()
-    from ._shared import decision_update  # it imports the views, which import this module
-
     return await decision_update(handle, "resolve", text)
 
 

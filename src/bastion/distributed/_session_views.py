@@ -11,7 +11,7 @@ from pydantic import Field, TypeAdapter
 from bastion.core import Message, RunErrorInfo, Usage
 from bastion.tools import ApprovalRequest
 
-from ._interrupts import WorkflowInterrupt
+from ._views import WorkflowInterrupt
 
 __all__ = [
     "SessionCarry",

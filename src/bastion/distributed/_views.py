@@ -4,21 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, cast
 
 from pydantic import TypeAdapter
 
 from bastion.core import RunErrorInfo, Usage
 from bastion.tools import ApprovalDecision, ApprovalRequest
 
-from ._interrupts import WorkflowInterrupt
+if TYPE_CHECKING:
+    from bastion.governance import SuspendedInterrupt
+
 
 __all__ = [
     "ChildWaiting",
     "WorkflowResult",
     "WorkflowStatus",
+    "WorkflowInterrupt",
     "WorkflowStatusName",
     "decisions_adapter",
+    "interrupt_view",
+    "interrupts_adapter",
     "result_adapter",
     "status_adapter",
     "waiting_adapter",
@@ -29,6 +34,68 @@ OutputT = TypeVar("OutputT")
 WorkflowStatusName: TypeAlias = Literal[
     "running", "awaiting_approval", "completed", "failed", "aborted", "stopped"
 ]
+
+
+@dataclass(kw_only=True, slots=True, frozen=True)
+class WorkflowInterrupt:
+    """A governance interrupt a parked workflow waits on (in its ``status``).
+
+    Attributes:
+        id: The interrupt's id: what ``raise_budget`` / ``resolve`` decide.
+        kind: ``limit`` (a mutable limit was reached) or ``policy``.
+        on: What it paused: a ``model`` call, a ``tool`` call or a tool-call ``round``.
+        action: The oracle key of the paused action (``llm:<provider>:<model>``, ...).
+        oracle: The key owning the limit.
+        limit_type: The limit's type (``cost``, ``calls``, ...), for a limit.
+        window: The limit's window label.
+        current: The counter when the limit was checked.
+        max: The limit's max then.
+        approvers: Who may raise it.
+        reason: A sentence for humans.
+        tool_call_ids: The tool calls it holds.
+    """
+
+    id: str
+    kind: Literal["limit", "policy"]
+    on: Literal["model", "tool", "round"]
+    action: str
+    oracle: str
+    limit_type: str | None = None
+    window: str | None = None
+    current: float | None = None
+    max: float | None = None
+    approvers: tuple[str, ...] = ()
+    reason: str = ""
+    tool_call_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat JSON form the CLI's ``--raise`` reads (as a journaled interrupt's)."""
+        return cast("dict[str, Any]", interrupts_adapter().dump_python([self], mode="json")[0])
+
+
+def interrupt_view(item: SuspendedInterrupt) -> WorkflowInterrupt:
+    """The view of a parked interrupt in a workflow's status."""
+    interrupt = item.interrupt
+    return WorkflowInterrupt(
+        id=interrupt.id,
+        kind=interrupt.kind,
+        on=item.on,
+        action=interrupt.action,
+        oracle=interrupt.oracle,
+        limit_type=interrupt.limit_type,
+        window=interrupt.window,
+        current=interrupt.current,
+        max=interrupt.max,
+        approvers=interrupt.approvers,
+        reason=interrupt.reason,
+        tool_call_ids=item.tool_call_ids,
+    )
+
+
+@cache
+def interrupts_adapter() -> TypeAdapter[list[WorkflowInterrupt]]:
+    """The adapter of interrupt views."""
+    return TypeAdapter(list[WorkflowInterrupt])
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)

@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from bastion.agent import run_state_from_json, run_state_to_json
+from bastion.tools import ApprovalDecision, Directive, InterruptResolution
+
 if TYPE_CHECKING:
     from bastion.agent import RunState
     from bastion.tools import Directive
@@ -74,8 +77,6 @@ def agent_pending(node: str, state: RunState) -> list[dict[str, Any]]:
 
 def directive_for(state: RunState, decisions: Mapping[str, Any] | None) -> Directive:
     """The part of a graph directive (JSON) that decides this agent run's calls."""
-    from bastion.tools import ApprovalDecision, Directive, InterruptResolution
-
     calls = {p.call.id for p in state.pending_approvals}
     interrupts = {s.interrupt.id for s in state.interrupts}
     approvals: Sequence[Mapping[str, Any]] = (decisions or {}).get("approvals", ())
@@ -109,8 +110,6 @@ def resumed_agent(execution: Execution, node_id: str) -> tuple[RunState, Directi
     saved = checkpointer.resumed_agent(execution.execution_id, node_id.rpartition("/")[2])
     if saved is None:
         return None
-    from bastion.agent import run_state_from_json
-
     state = run_state_from_json(saved[0])
     return state, directive_for(state, saved[1])
 
@@ -119,8 +118,6 @@ def suspend_agent(execution: Execution, node_id: str, state: RunState) -> None:
     """Hand a suspended agent node's run to the checkpointer (when it keeps them)."""
     checkpointer = execution.run.checkpointer
     if isinstance(checkpointer, KeepsAgents):
-        from bastion.agent import run_state_to_json
-
         node = node_id.rpartition("/")[2]
         checkpointer.suspend_agent(
             execution.execution_id, node, run_state_to_json(state), agent_pending(node, state)

@@ -8,17 +8,22 @@ tools → model loop in Bastion, not a second one here.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bastion.agent import Agent, GovernanceOptions
+from bastion.agent._subrun import ANCESTRY, GRAPH, INVOCATION
 from bastion.core import RunFailed, UserError
+from bastion.governance import Denied, PolicyExceeded
 
+from ._agent_resume import resumed_agent, suspend_agent
+from ._nodes import Suspended, agent_prompt
 from ._result import Aborted, GraphResult
 from ._signals import AgentEventSignal, CustomSignal
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent
     from bastion.core import Model
     from bastion.governance import CounterView
 
@@ -196,8 +201,6 @@ class NodeContext:
 
     async def check_ancestry(self, target: str) -> str | None:
         """Why starting ``target`` below this node would be refused, or ``None``."""
-        from bastion.governance import Denied, PolicyExceeded
-
         try:
             await self._check_spawn(target)
         except (Denied, PolicyExceeded) as exc:
@@ -247,19 +250,15 @@ class NodeContext:
         self._execution.run.spawn_background(child.execute())
 
     async def _child(self, key: str | Graph, data: Any) -> Execution:
-        from ._execution import Execution
-
         execution = self._execution
         graph = execution.graph.resolve(key)
         await self._check_spawn(graph.key)
         count = execution.spawned = execution.spawned + 1
-        return Execution(
-            execution.run,
+        return execution.child(
             graph,
             f"{execution.execution_id}/{self.node_id.rpartition('/')[2]}~{count}",
             data,
-            ancestry=(*execution.ancestry, self.key),
-            parent=execution,
+            below=self.key,
         )
 
     async def map(
@@ -273,21 +272,13 @@ class NodeContext:
             Aborted: The execution was aborted.
             RunFailed: An element's execution did not complete (the first such, by index).
         """
-        import asyncio
-
-        from ._execution import Execution
-
         self._alive()
         execution = self._execution
-        run = execution.run
         base = f"{execution.execution_id}/{self.node_id.rpartition('/')[2]}"
-        ancestry = (*execution.ancestry, self.key)
         results: list[GraphResult | None] = [None] * len(items)
 
         async def one(index: int) -> None:
-            child = Execution(
-                run, graph, f"{base}[{index}]", items[index], ancestry=ancestry, parent=execution
-            )
+            child = execution.child(graph, f"{base}[{index}]", items[index], below=self.key)
             results[index] = await child.execute()
 
         workers = min(len(items), max_concurrency)
@@ -324,11 +315,6 @@ class NodeContext:
             Suspended: The run waits for approvals (``detail`` is its ``RunState``).
             RunFailed: The run failed.
         """
-        from bastion.agent._subrun import ANCESTRY, GRAPH, INVOCATION
-
-        from ._agent_resume import resumed_agent, suspend_agent
-        from ._nodes import Suspended
-
         self._alive()
         execution = self._execution
         metadata = {
@@ -405,10 +391,6 @@ class OracleCalls:
             output_type: The answer's type.
             max_steps: Model calls at most.
         """
-        from bastion.agent import Agent, GovernanceOptions
-
-        from ._nodes import agent_prompt
-
         ctx = self._ctx
         run = ctx._execution.run
         parts = [f"{layer.content}" for layer in layers]

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, cast
 from bastion.core import UserError
 
 from ._result import GraphResult
+from ._resume import prepare_resume
+from ._store_checkpointer import StoreCheckpointer
 
 if TYPE_CHECKING:
     from bastion.governance import Governor
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
     from ._checkpoint import Checkpointer
     from ._graph import Graph
     from ._run import GraphStream
-    from ._store_checkpointer import StoreCheckpointer
     from ._store_records import CheckpointRecord
 
 __all__ = ["Durable"]
@@ -38,8 +39,6 @@ def _checkpointer(graph: Graph, given: Checkpointer | None) -> Checkpointer:
 
 
 def _store(graph: Graph, given: Checkpointer | None) -> StoreCheckpointer:
-    from ._store_checkpointer import StoreCheckpointer
-
     checkpointer = _checkpointer(graph, given)
     if not isinstance(checkpointer, StoreCheckpointer):
         raise UserError(f"{type(checkpointer).__name__} keeps no history; use a StoreCheckpointer.")
@@ -70,8 +69,6 @@ class Durable:
                 an interrupt that is not pending (nothing was written or run).
             CheckpointConflict: Another process resumed it first (nothing was run here).
         """
-        from ._resume import prepare_resume
-
         graph = cast("Graph", self)
         saved_in = _checkpointer(graph, checkpointer)
         governing = graph._governor(governor)  # pyright: ignore[reportPrivateUsage]
@@ -98,8 +95,6 @@ class Durable:
         Returns:
             The stream of the resumed execution, or the recorded result of a completed one.
         """
-        from ._resume import prepare_resume
-
         graph = cast("Graph", self)
         saved_in = _checkpointer(graph, checkpointer)
         governing = graph._governor(governor)  # pyright: ignore[reportPrivateUsage]

@@ -111,6 +111,17 @@ class Execution:
         self._group: asyncio.TaskGroup | None = None
         self._delta: dict[str, Any] = {}  # what this round finished (with a checkpointer)
 
+    def child(self, graph: Graph, execution_id: str, input: Any, *, below: str) -> Execution:
+        """A nested execution of ``graph`` started by this execution's node ``below``."""
+        return Execution(
+            self.run,
+            graph,
+            execution_id,
+            input,
+            ancestry=(*self.ancestry, below),
+            parent=self,
+        )
+
     # -- the execution ------------------------------------------------------------------
 
     async def execute(self) -> GraphResult:

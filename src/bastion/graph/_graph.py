@@ -18,6 +18,9 @@ from bastion.governance import Governor
 
 from ._durable import Durable
 from ._execution import Execution
+from ._map import map_spec
+from ._mcp_serve import graph_server
+from ._mermaid import to_mermaid
 from ._nodes import NodeSpec, as_spec, check_key
 from ._run import GraphStream, Run, Sink
 from ._topology import Edge, Topology, compile_topology
@@ -203,8 +206,6 @@ class Graph(Durable):
             max_concurrency: Elements in flight at once, at most.
             policies: Node-level policies.
         """
-        from ._map import map_spec
-
         self._add(map_spec(key, graph, items, max_concurrency, policies))
         return self
 
@@ -401,12 +402,8 @@ class Graph(Durable):
         checkpointer; ``source`` (``module:attr``) completes the resume command a suspension
         answers with. See ``bastion.graph.graph_server``.
         """
-        from ._mcp_serve import graph_server
-
         return graph_server(self, tool_name=tool_name, source=source, store=store)
 
     def to_mermaid(self) -> str:
         """The graph as a Mermaid flowchart (conditional edges dashed, with labels)."""
-        from ._mermaid import to_mermaid
-
         return to_mermaid(self)

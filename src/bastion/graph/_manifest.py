@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError
 
+from ._graph import Graph
+from ._manifest_model import GraphManifest, MapManifest, parse_manifest
 from ._nodes import as_spec, check_key
 
 if TYPE_CHECKING:
     from bastion.governance import Policy
 
-    from ._graph import Graph
     from ._nodes import NodeLike
 
 __all__ = ["Registry"]
@@ -84,8 +85,6 @@ class Registry:
 
         A manifest is a dict, JSON or YAML text, or a file path.
         """
-        from ._graph import Graph
-
         if isinstance(graph, Graph):
             self._graphs[graph.key] = graph
             if graph.registry is None:
@@ -141,9 +140,6 @@ class Registry:
         Raises:
             UserError: An invalid manifest, or a name the registry does not hold.
         """
-        from ._graph import Graph
-        from ._manifest_model import GraphManifest, MapManifest, parse_manifest
-
         manifest: GraphManifest = parse_manifest(data)
         graph = Graph(
             manifest.key,

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from bastion.agent import Agent
 from bastion.core import UserError
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent
     from bastion.governance import Policy
 
     from ._context import NodeContext
@@ -208,8 +208,6 @@ def as_spec(
     Raises:
         UserError: For anything else, or a function with more than two arguments.
     """
-    from bastion.agent import Agent
-
     check_key("node", key)
     if isinstance(target, Agent):
         invoke = _agent_invoke(target, prompt)  # pyright: ignore[reportUnknownArgumentType]
