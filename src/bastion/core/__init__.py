@@ -70,6 +70,7 @@ from ._events import (
     VerifierResultEvent,
 )
 from ._ids import id_source, new_id
+from ._json import JsonObject, JsonValue
 from ._messages import (
     AssistantMessage,
     AssistantPart,
@@ -135,6 +136,8 @@ from ._tap import RunTap, current_run_tap, set_run_tap
 from ._usage import Usage
 
 __all__ = [
+    "JsonObject",
+    "JsonValue",
     "AgentCancellingEvent",
     "AgentEndEvent",
     "AgentErrorEvent",

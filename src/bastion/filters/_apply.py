@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from bastion.context import SUMMARY_HEADER, split_exchanges
 from bastion.core import (
     AssistantMessage,
     Message,
@@ -188,8 +189,6 @@ def _by_sensitivity(
 async def _summary(
     descriptor: Summary, messages: Sequence[Message], context: FilterContext
 ) -> list[Message]:
-    from bastion.context import SUMMARY_HEADER, split_exchanges
-
     prefix, exchanges = split_exchanges(messages)
     cut = max(len(exchanges) - descriptor.keep_last, 0)
     older = [m for exchange in exchanges[:cut] for m in exchange]

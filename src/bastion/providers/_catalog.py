@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from bastion.providers.openai import PRESETS, preset_variables
+
 __all__ = ["ProviderInfo", "provider_catalog"]
 
 
@@ -52,8 +54,6 @@ def _native(
 
 def provider_catalog() -> list[ProviderInfo]:
     """Every built-in provider: the five protocols, then each ``openai-compatible`` preset."""
-    from bastion.providers.openai import PRESETS, preset_variables
-
     rows = [
         ProviderInfo(
             spec="openai:<model>",

@@ -19,8 +19,8 @@ from bastion.core import (
     resolve_sandbox,
 )
 
-from ._local import LocalRuntime
-from ._sandbox import SandboxRuntime, bwrap_argv, find_bwrap
+from ._local import LocalRuntime, SandboxRuntime
+from ._sandbox import bwrap_argv, find_bwrap
 
 if TYPE_CHECKING:
     from ._vercel import VercelSandboxRuntime

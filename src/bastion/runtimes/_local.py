@@ -1,86 +1,29 @@
-"""``LocalRuntime``: commands run as local processes; files confined to the work dir.
+"""``LocalRuntime`` and ``SandboxRuntime``: commands run as local processes, plain or boxed.
 
-Also the file half that the sandboxed runtime shares: files are read and written on the
-host side (the sandbox mounts the same work dir), in a worker thread.
+A sandboxed command runs in a fresh bubblewrap sandbox (``_sandbox``); files stay confined
+to the work dir (``_files``). The two runtimes turn into each other by ``with_sandbox``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from bastion.core import (
     DEFAULT_MAX_OUTPUT_BYTES,
-    DirEntry,
     ExecResult,
     Runtime,
-    RuntimeAccessError,
     SandboxConfig,
     UserError,
 )
 
-from ._process import ProcessSpec, run_process, shell_argv
-from ._workdir import WorkDir
+from ._files import WorkDirFiles, command_argv, command_timeout
+from ._process import ProcessSpec, run_process
+from ._sandbox import PidsGroup, bwrap_argv, find_bwrap, find_prlimit, launcher
+from ._seccomp import seccomp_pipe
 
-__all__ = ["LocalRuntime", "WorkDirFiles"]
-
-
-class WorkDirFiles:
-    """Files of a work dir, reached without blocking the event loop."""
-
-    __slots__ = ("_workdir",)
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self._workdir = WorkDir(root)
-
-    @property
-    def cwd(self) -> str:
-        """The work dir (absolute, symlinks resolved)."""
-        return self._workdir.root
-
-    def resolve(self, path: str) -> str:
-        """The absolute path ``path`` names inside the work dir.
-
-        Raises:
-            RuntimeAccessError: It names ``..`` or resolves outside the work dir.
-        """
-        return self._workdir.resolve(path)
-
-    async def read_file(self, path: str, *, max_bytes: int | None = None) -> bytes:
-        """Return a file's bytes (at most ``max_bytes``).
-
-        Raises:
-            RuntimeAccessError: The path leaves the work dir or is not a regular file.
-            FileNotFoundError: No such file.
-        """
-        return await asyncio.to_thread(self._workdir.read, path, max_bytes)
-
-    async def write_file(self, path: str, data: bytes | str) -> None:
-        """Create or replace a file atomically (parents are created).
-
-        Raises:
-            RuntimeAccessError: The path leaves the work dir.
-        """
-        raw = data.encode() if isinstance(data, str) else bytes(data)
-        await asyncio.to_thread(self._workdir.write, path, raw)
-
-    async def list_dir(self, path: str = ".") -> list[DirEntry]:
-        """Return a directory's entries, sorted by name.
-
-        Raises:
-            RuntimeAccessError: The path leaves the work dir.
-            FileNotFoundError: No such directory.
-        """
-        return await asyncio.to_thread(self._workdir.list, path)
-
-    def _command_cwd(self, cwd: str | None) -> str:
-        if cwd is None:
-            return self.cwd
-        resolved = self._workdir.resolve(cwd)
-        if not os.path.isdir(resolved):
-            raise RuntimeAccessError(f"cwd {cwd!r} is not a directory inside the work dir.")
-        return resolved
+__all__ = ["LocalRuntime", "SandboxRuntime"]
 
 
 class LocalRuntime(WorkDirFiles):
@@ -114,7 +57,7 @@ class LocalRuntime(WorkDirFiles):
         inherit_env: bool = True,
     ) -> None:
         super().__init__(root)
-        self.timeout = _timeout(timeout, 0.0)
+        self.timeout = command_timeout(timeout, 0.0)
         if isinstance(max_output_bytes, bool) or not isinstance(max_output_bytes, int):
             max_output_bytes = 0
         if max_output_bytes < 1:
@@ -143,10 +86,10 @@ class LocalRuntime(WorkDirFiles):
         """
         base = dict(os.environ) if self.inherit_env else _minimal_env(self.cwd)
         spec = ProcessSpec(
-            argv=_argv(command),
+            argv=command_argv(command),
             cwd=self._command_cwd(cwd),
             env={**base, **self._env, **(env or {})},
-            timeout=_timeout(timeout, self.timeout),
+            timeout=command_timeout(timeout, self.timeout),
             max_output=self.max_output_bytes,
             stdin=stdin,
         )
@@ -156,24 +99,95 @@ class LocalRuntime(WorkDirFiles):
         """This work dir in a bubblewrap sandbox with ``config`` (``None``: ``self``)."""
         if config is None:
             return self
-        from ._sandbox import SandboxRuntime
-
         return SandboxRuntime(self.cwd, config)
 
 
-def _argv(command: str | Sequence[str]) -> list[str]:
-    try:
-        return shell_argv(command)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
+class SandboxRuntime(WorkDirFiles):
+    r"""Runs every command in a new bubblewrap sandbox; files confined to the work dir.
 
+    Example::
 
-def _timeout(given: float | None, default: float) -> float:
-    if given is None:
-        return default
-    if isinstance(given, bool) or not isinstance(given, int | float) or not given > 0:
-        raise UserError(f"timeout must be a number of seconds > 0, got {given!r}.")
-    return float(given)
+        runtime = SandboxRuntime("/srv/jobs/42", SandboxConfig(timeout=10))
+        result = await runtime.exec("python3 -c 'print(6 * 7)'")
+        assert result.stdout == "42\\n"
+
+    Args:
+        root: The work dir, the only host directory the command may write (must exist).
+        config: Limits, network and extra paths (default: ``SandboxConfig()``).
+
+    Raises:
+        UserError: The work dir does not exist, bubblewrap is missing, or a path of
+            ``config.allow_fs`` does not exist.
+    """
+
+    __slots__ = ("_bwrap", "config")
+
+    def __init__(
+        self, root: str | os.PathLike[str] = ".", config: SandboxConfig | None = None
+    ) -> None:
+        super().__init__(root)
+        config = config if config is not None else SandboxConfig()
+        if not isinstance(config, SandboxConfig):
+            raise UserError(f"SandboxRuntime config must be a SandboxConfig, got {config!r}.")
+        if config.allow_fs is not None:
+            for path in (*config.allow_fs.read_only, *config.allow_fs.read_write):
+                if not os.path.exists(path):
+                    raise UserError(f"SandboxConfig.allow_fs names {path!r}, which does not exist.")
+        self.config = config
+        self._bwrap = find_bwrap()
+        find_prlimit()
+
+    def __repr__(self) -> str:
+        return f"SandboxRuntime({self.cwd!r}, network={self.config.allow_network})"
+
+    async def exec(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the command's deadline, not ours
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> ExecResult:
+        """Run a shell command (a string, by bash) or an argv list inside the sandbox.
+
+        ``timeout`` may shorten the config's, never extend it.
+
+        Raises:
+            RuntimeAccessError: ``cwd`` is outside the work dir.
+        """
+        config = self.config
+        if env:
+            config = replace(config, env={**config.env, **env})
+        start_dir = self._command_cwd(cwd)
+        argv = command_argv(command)
+        cgroup = PidsGroup.acquire(config.max_processes)
+        seccomp = seccomp_pipe()
+        try:
+            bwrap = bwrap_argv(self._bwrap, self.cwd, config, start_dir, argv, seccomp_fd=seccomp)
+            spec = ProcessSpec(
+                argv=[*launcher(config, cgroup), *bwrap],
+                cwd=start_dir,
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},  # bwrap's own, not the host's
+                timeout=min(command_timeout(timeout, config.timeout), config.timeout),
+                max_output=config.max_output_bytes,
+                stdin=stdin,
+                pass_fds=() if seccomp is None else (seccomp,),
+            )
+            return await run_process(spec)
+        finally:
+            if seccomp is not None:
+                os.close(seccomp)
+            if cgroup is not None:
+                cgroup.release()
+
+    def with_sandbox(self, config: SandboxConfig | None) -> Runtime:
+        """This work dir with another sandbox config (``None``: a local runtime)."""
+        if config is None:
+            return LocalRuntime(self.cwd)
+        if config == self.config:
+            return self
+        return SandboxRuntime(self.cwd, config)
 
 
 def _minimal_env(home: str) -> dict[str, str]:

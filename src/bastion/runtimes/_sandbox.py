@@ -1,4 +1,4 @@
-"""``SandboxRuntime``: each command in a fresh bubblewrap sandbox.
+"""The bubblewrap sandbox of ``SandboxRuntime``: its command line, limits and cgroup.
 
 What a command sees: the system directories read-only (``/usr`` and its ``/bin``, ``/lib``
 links, a short list of ``/etc`` files), the work dir writable at its own path, a private
@@ -24,22 +24,12 @@ import functools
 import itertools
 import os
 import shutil
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import ClassVar
 
-from bastion.core import (
-    ExecResult,
-    Runtime,
-    SandboxConfig,
-    UserError,
-)
+from bastion.core import SandboxConfig, UserError
 
-from ._local import LocalRuntime, WorkDirFiles, _argv, _timeout
-from ._process import ProcessSpec, run_process
-from ._seccomp import seccomp_pipe
-
-__all__ = ["SandboxRuntime", "bwrap_argv", "find_bwrap", "find_prlimit", "launcher"]
+__all__ = ["PidsGroup", "bwrap_argv", "find_bwrap", "find_prlimit", "launcher"]
 
 # Files of /etc that programs need to start and to name users; nothing secret (no shadow,
 # no ssh keys, no machine credentials).
@@ -120,95 +110,7 @@ def bwrap_argv(
     return [*argv, "--", *command]
 
 
-class SandboxRuntime(WorkDirFiles):
-    r"""Runs every command in a new bubblewrap sandbox; files confined to the work dir.
-
-    Example::
-
-        runtime = SandboxRuntime("/srv/jobs/42", SandboxConfig(timeout=10))
-        result = await runtime.exec("python3 -c 'print(6 * 7)'")
-        assert result.stdout == "42\\n"
-
-    Args:
-        root: The work dir, the only host directory the command may write (must exist).
-        config: Limits, network and extra paths (default: ``SandboxConfig()``).
-
-    Raises:
-        UserError: The work dir does not exist, bubblewrap is missing, or a path of
-            ``config.allow_fs`` does not exist.
-    """
-
-    __slots__ = ("_bwrap", "config")
-
-    def __init__(
-        self, root: str | os.PathLike[str] = ".", config: SandboxConfig | None = None
-    ) -> None:
-        super().__init__(root)
-        config = config if config is not None else SandboxConfig()
-        if not isinstance(config, SandboxConfig):
-            raise UserError(f"SandboxRuntime config must be a SandboxConfig, got {config!r}.")
-        if config.allow_fs is not None:
-            for path in (*config.allow_fs.read_only, *config.allow_fs.read_write):
-                if not os.path.exists(path):
-                    raise UserError(f"SandboxConfig.allow_fs names {path!r}, which does not exist.")
-        self.config = config
-        self._bwrap = find_bwrap()
-        find_prlimit()
-
-    def __repr__(self) -> str:
-        return f"SandboxRuntime({self.cwd!r}, network={self.config.allow_network})"
-
-    async def exec(
-        self,
-        command: str | Sequence[str],
-        *,
-        cwd: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109 - the command's deadline, not ours
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-    ) -> ExecResult:
-        """Run a shell command (a string, by bash) or an argv list inside the sandbox.
-
-        ``timeout`` may shorten the config's, never extend it.
-
-        Raises:
-            RuntimeAccessError: ``cwd`` is outside the work dir.
-        """
-        config = self.config
-        if env:
-            config = replace(config, env={**config.env, **env})
-        start_dir = self._command_cwd(cwd)
-        argv = _argv(command)
-        cgroup = _PidsGroup.acquire(config.max_processes)
-        seccomp = seccomp_pipe()
-        try:
-            bwrap = bwrap_argv(self._bwrap, self.cwd, config, start_dir, argv, seccomp_fd=seccomp)
-            spec = ProcessSpec(
-                argv=[*launcher(config, cgroup), *bwrap],
-                cwd=start_dir,
-                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},  # bwrap's own, not the host's
-                timeout=min(_timeout(timeout, config.timeout), config.timeout),
-                max_output=config.max_output_bytes,
-                stdin=stdin,
-                pass_fds=() if seccomp is None else (seccomp,),
-            )
-            return await run_process(spec)
-        finally:
-            if seccomp is not None:
-                os.close(seccomp)
-            if cgroup is not None:
-                cgroup.release()
-
-    def with_sandbox(self, config: SandboxConfig | None) -> Runtime:
-        """This work dir with another sandbox config (``None``: a local runtime)."""
-        if config is None:
-            return LocalRuntime(self.cwd)
-        if config == self.config:
-            return self
-        return SandboxRuntime(self.cwd, config)
-
-
-def launcher(config: SandboxConfig, cgroup: _PidsGroup | None) -> list[str]:
+def launcher(config: SandboxConfig, cgroup: PidsGroup | None) -> list[str]:
     """The argv prefix that limits ``bwrap`` (and all it starts) before it runs.
 
     ``prlimit`` sets the rlimits and execs; with a cgroup, a tiny shell first moves itself
@@ -258,7 +160,7 @@ def _nproc_limit(config: SandboxConfig) -> int:
     return running + config.max_processes
 
 
-class _PidsGroup:
+class PidsGroup:
     """A ``pids`` cgroup (v1) holding one command at a time, so a fork bomb stops at its limit.
 
     Groups are pooled per process: removing a cgroup that held processes waits for the
@@ -268,8 +170,8 @@ class _PidsGroup:
 
     __slots__ = ("limit", "path")
 
-    _idle: ClassVar[list[_PidsGroup]] = []
-    _retired: ClassVar[list[_PidsGroup]] = []  # still draining when released; removed at exit
+    _idle: ClassVar[list[PidsGroup]] = []
+    _retired: ClassVar[list[PidsGroup]] = []  # still draining when released; removed at exit
     _owner: ClassVar[int] = 0
 
     def __init__(self, path: str, limit: int) -> None:
@@ -282,7 +184,7 @@ class _PidsGroup:
         return os.path.join(self.path, "cgroup.procs")
 
     @classmethod
-    def acquire(cls, max_processes: int) -> _PidsGroup | None:
+    def acquire(cls, max_processes: int) -> PidsGroup | None:
         """An empty group limited to ``max_processes`` (``None``: cgroups not writable)."""
         if cls._owner != os.getpid():  # first use, or a forked child: the pool is not ours
             cls._owner = os.getpid()
@@ -303,7 +205,7 @@ class _PidsGroup:
         return group
 
     @classmethod
-    def _create(cls) -> _PidsGroup | None:
+    def _create(cls) -> PidsGroup | None:
         parent = os.path.join(_PIDS_ROOT, _CGROUP_PARENT)
         path = os.path.join(parent, f"{os.getpid()}-{next(_sequence)}")
         try:

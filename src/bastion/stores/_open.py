@@ -11,7 +11,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from bastion.core import UserError
 
+from ._memory import MemoryStores
+from ._postgres import POOL_SIZE as PG_POOL_SIZE
+from ._postgres import PostgresStores
 from ._protocols import Stores
+from ._redis import POOL_SIZE as REDIS_POOL_SIZE
+from ._redis import RedisStores
+from ._sqlite import SqliteStores
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_ENV", "open_store"]
 
@@ -38,8 +44,6 @@ def open_store(url: str | None = None) -> Stores:
     url = url or os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
     scheme = url.partition("://")[0].lower()
     if scheme == "memory":
-        from ._memory import MemoryStores
-
         return MemoryStores()
     if scheme == "sqlite":
         path = url[len("sqlite:///") :] if url.lower().startswith("sqlite:///") else ""
@@ -48,28 +52,22 @@ def open_store(url: str | None = None) -> Stores:
                 f"SQLite store URL {url!r} has no file path; write 'sqlite:///relative.db' or "
                 "'sqlite:////absolute/path.db'."
             )
-        from ._sqlite import SqliteStores
-
         return SqliteStores(path)
     if scheme in {"postgresql", "postgres"}:
         dsn, options, shown = _take_options(url, "schema", "max_connections")
-        from ._postgres import POOL_SIZE, PostgresStores
-
         return PostgresStores(
             dsn,
             schema=options.get("schema", "bastion"),
             display_url=shown,
-            max_size=_pool_size(options, shown, POOL_SIZE),
+            max_size=_pool_size(options, shown, PG_POOL_SIZE),
         )
     if scheme in {"redis", "rediss"}:
         client_url, options, shown = _take_options(url, "prefix", "max_connections")
-        from ._redis import POOL_SIZE, RedisStores
-
         return RedisStores(
             client_url,
             prefix=options.get("prefix", "bastion:"),
             display_url=shown,
-            max_connections=_pool_size(options, shown, POOL_SIZE),
+            max_connections=_pool_size(options, shown, REDIS_POOL_SIZE),
         )
     raise UserError(f"Unsupported store URL {url!r}; use {_SCHEMES}.")
 

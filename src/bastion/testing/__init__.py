@@ -2,6 +2,8 @@
 
 from typing import TYPE_CHECKING
 
+from bastion._lazy import lazy_attributes
+
 from ._clock import LaterClock, VirtualClock
 from ._isolated import isolated_store
 from ._journal import ForwardingJournal
@@ -66,18 +68,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # The conformance suites import pytest, so they load on first use only.
-    if name in {"ProcessStoreConformance", "StoreConformance"}:
-        from . import _store_conformance
+# The conformance suites import pytest, and the fake MCP server needs the mcp extra: they
+# load on first use only.
+_LAZY = {
+    "ProcessStoreConformance": "._store_conformance",
+    "StoreConformance": "._store_conformance",
+    "SCENARIOS": "._model_conformance",
+    "ModelConformance": "._model_conformance",
+    "Scenario": "._model_conformance",
+    "ScenarioSpec": "._model_conformance",
+    "fake_mcp_server": "._mcp",
+}
 
-        return getattr(_store_conformance, name)
-    if name in {"SCENARIOS", "ModelConformance", "Scenario", "ScenarioSpec"}:
-        from . import _model_conformance
-
-        return getattr(_model_conformance, name)
-    if name == "fake_mcp_server":  # needs the mcp extra: loaded on first use
-        from ._mcp import fake_mcp_server
-
-        return fake_mcp_server
-    raise AttributeError(f"module 'bastion.testing' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -10,9 +10,9 @@ them on the body ``_payload`` built. Cache usage comes back as
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, cast
 
-from bastion.core import UserError
+from bastion.core import JsonObject, UserError
 
 __all__ = ["MAX_BREAKPOINTS", "PromptCache", "apply_cache"]
 
@@ -55,30 +55,30 @@ class PromptCache:
         if self.ttl not in ("5m", "1h"):
             raise UserError(f"PromptCache(ttl={self.ttl!r}) must be '5m' or '1h'.")
 
-    def marker(self) -> dict[str, Any]:
+    def marker(self) -> JsonObject:
         """The ``cache_control`` object for one breakpoint."""
         if self.ttl == "5m":
             return {"type": "ephemeral"}
         return {"type": "ephemeral", "ttl": self.ttl}
 
 
-def apply_cache(body: dict[str, Any], cache: PromptCache) -> None:
+def apply_cache(body: JsonObject, cache: PromptCache) -> None:
     """Put ``cache``'s breakpoints on a request body built by ``_payload`` (in place)."""
     marker = cache.marker()
-    tools: list[dict[str, Any]] = body.get("tools") or []
+    tools = cast("list[JsonObject]", body.get("tools") or [])
     if cache.tools and tools:
         tools[-1] = {**tools[-1], "cache_control": marker}
     system = body.get("system")
     if cache.system and isinstance(system, str) and system:
         body["system"] = [{"type": "text", "text": system, "cache_control": marker}]
     if cache.messages:
-        turns: list[dict[str, Any]] = body["messages"]
+        turns = cast("list[JsonObject]", body["messages"])
         for turn in turns[-cache.messages :]:
             _mark_last_block(turn, marker)
 
 
-def _mark_last_block(turn: dict[str, Any], marker: dict[str, Any]) -> None:
-    content: list[dict[str, Any]] = turn["content"]
+def _mark_last_block(turn: JsonObject, marker: JsonObject) -> None:
+    content = cast("list[JsonObject]", turn["content"])
     for index in range(len(content) - 1, -1, -1):
         if content[index].get("type") not in _UNMARKABLE:
             content[index] = {**content[index], "cache_control": marker}

@@ -21,6 +21,7 @@ from typing import Any, cast
 from bastion.core import (
     FinishChunk,
     FinishReason,
+    JsonObject,
     MalformedResponse,
     Overloaded,
     ReasoningChunk,
@@ -95,7 +96,7 @@ class MessagesParser:
         self._output = 0
         self._stop_reason: str | None = None
         self._message_id: str | None = None
-        self._raw_usage: dict[str, Any] | None = None  # the last usage object, as sent
+        self._raw_usage: JsonObject | None = None  # the last usage object, as sent
 
     def whole(self, body: object) -> list[StreamChunk]:
         """A non-streamed ``Message`` body → the chunks its stream would have given.
@@ -181,12 +182,12 @@ class MessagesParser:
                 requests=1,
                 provider_metrics={"usage": self._raw_usage},
             )
-        details: dict[str, Any] = {"stop_reason": raw}
+        details: JsonObject = {"stop_reason": raw}
         if self._message_id is not None:
             details["id"] = self._message_id
         return [FinishChunk(finish_reason=reason, usage=usage, provider_details=details)]
 
-    def _stream_error(self, data: dict[str, Any], item: Any) -> Exception:
+    def _stream_error(self, data: JsonObject, item: Any) -> Exception:
         kind, message = error_fields(data)
         body = item if isinstance(item, str) else _body(item)
         mapped = error_from_fields(kind, message, status=None, body=body, headers={})
@@ -199,7 +200,7 @@ class MessagesParser:
             vendor_code=kind,
         )
 
-    def _usage(self, usage: dict[str, Any]) -> None:
+    def _usage(self, usage: JsonObject) -> None:
         # Counts are cumulative: a later event repeats or raises an earlier count.
         self._raw_usage = {**(self._raw_usage or {}), **usage}
         self._input = _int(usage.get("input_tokens"), self._input)
@@ -207,7 +208,7 @@ class MessagesParser:
         self._cache_write = _int(usage.get("cache_creation_input_tokens"), self._cache_write)
         self._output = _int(usage.get("output_tokens"), self._output)
 
-    def _message_start(self, data: dict[str, Any]) -> list[StreamChunk]:
+    def _message_start(self, data: JsonObject) -> list[StreamChunk]:
         if self._started:
             raise MalformedResponse("Anthropic stream sent a second message_start.")
         self._started = True
@@ -219,7 +220,7 @@ class MessagesParser:
             self._usage(usage)
         return []
 
-    def _message_delta(self, data: dict[str, Any]) -> None:
+    def _message_delta(self, data: JsonObject) -> None:
         delta = as_object(data.get("delta"))
         if delta is not None and isinstance(reason := delta.get("stop_reason"), str):
             self._stop_reason = reason
@@ -227,12 +228,12 @@ class MessagesParser:
         if usage is not None:
             self._usage(usage)
 
-    def _block_start(self, data: dict[str, Any]) -> list[StreamChunk]:
+    def _block_start(self, data: JsonObject) -> list[StreamChunk]:
         index = _index(data)
         block = _object(data.get("content_block"), "content_block")
         return self._open_block(index, block)
 
-    def _open_block(self, index: int, block: dict[str, Any]) -> list[StreamChunk]:
+    def _open_block(self, index: int, block: JsonObject) -> list[StreamChunk]:
         kind = block.get("type")
         if kind == "text":
             self._blocks[index] = _Block(kind="text")
@@ -267,7 +268,7 @@ class MessagesParser:
         self._blocks[index] = _Block(kind="other")  # server tools, citations: not mapped
         return []
 
-    def _block_delta(self, data: dict[str, Any]) -> list[StreamChunk]:
+    def _block_delta(self, data: JsonObject) -> list[StreamChunk]:
         block = self._block(data)
         delta = _object(data.get("delta"), "content_block_delta.delta")
         kind = delta.get("type")
@@ -290,7 +291,7 @@ class MessagesParser:
             return []  # e.g. citations_delta: not mapped
         raise MalformedResponse(f"Anthropic stream sent a {kind!r} delta in a {block.kind} block.")
 
-    def _block_stop(self, data: dict[str, Any]) -> list[StreamChunk]:
+    def _block_stop(self, data: JsonObject) -> list[StreamChunk]:
         block = self._block(data)
         chunks: list[StreamChunk] = []
         if block.kind == "output":
@@ -304,7 +305,7 @@ class MessagesParser:
             chunks.append(ToolCallEndChunk(id=block.tool_id))
         return chunks
 
-    def _block(self, data: dict[str, Any]) -> _Block:
+    def _block(self, data: JsonObject) -> _Block:
         index = _index(data)
         block = self._blocks.get(index)
         if block is None:
@@ -319,7 +320,7 @@ def _body(item: Any) -> str | None:
     return item.data if isinstance(item, SSEEvent) else None
 
 
-def _object(value: object, what: str) -> dict[str, Any]:
+def _object(value: object, what: str) -> JsonObject:
     obj = as_object(value)
     if obj is None:
         raise MalformedResponse(f"Anthropic stream: {what} is not a JSON object: {value!r:.200}")
@@ -332,7 +333,7 @@ def _string(value: object, what: str) -> str:
     return value
 
 
-def _index(data: dict[str, Any]) -> int:
+def _index(data: JsonObject) -> int:
     index = data.get("index")
     if not isinstance(index, int) or isinstance(index, bool):
         raise MalformedResponse(f"Anthropic stream: block index is not an integer: {index!r}")

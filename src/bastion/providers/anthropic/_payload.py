@@ -21,12 +21,13 @@ import binascii
 import json
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import cast
 
 from bastion.core import (
     AssistantMessage,
     FilePart,
     ImagePart,
+    JsonObject,
     Message,
     ModelRequest,
     ModelSettings,
@@ -53,7 +54,7 @@ __all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL_DESCRIPTION", "build_payload", "na
 DEFAULT_MAX_TOKENS = 4096
 OUTPUT_TOOL_DESCRIPTION = "Give the final answer by calling this tool with the answer as input."
 
-Block = dict[str, Any]
+Block = JsonObject
 
 
 def native_format(output: OutputSpec) -> Block | None:
@@ -69,7 +70,7 @@ def build_payload(
     *,
     native_output: bool = False,
     cache: PromptCache | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The request body for ``request`` (streamed unless ``settings.stream`` is False).
 
     Args:
@@ -85,7 +86,7 @@ def build_payload(
     """
     settings = request.settings
     system, messages = _conversation(request.messages, names)
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": model,
         "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
     }
@@ -191,11 +192,9 @@ def _tool_choice(request: ModelRequest, names: ToolNameMap) -> Block | None:
     return choice
 
 
-def _conversation(
-    messages: Sequence[Message], names: ToolNameMap
-) -> tuple[str, list[dict[str, Any]]]:
+def _conversation(messages: Sequence[Message], names: ToolNameMap) -> tuple[str, list[JsonObject]]:
     leading: list[str] = []
-    turns: list[dict[str, Any]] = []
+    turns: list[JsonObject] = []
     for message in messages:
         if isinstance(message, SystemMessage):
             if not turns:
@@ -211,7 +210,7 @@ def _conversation(
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
+            cast("list[JsonObject]", turns[-1]["content"]).extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
     if turns and turns[0]["role"] != "user":  # the API opens with the user's turn
@@ -305,7 +304,7 @@ def _assistant_blocks(message: AssistantMessage, names: ToolNameMap) -> list[Blo
     return blocks
 
 
-def _arguments(arguments: str) -> dict[str, Any]:
+def _arguments(arguments: str) -> JsonObject:
     # A model may have produced malformed JSON; the API takes only an object, and the
     # executor already told the model about the malformed call in the tool result.
     try:

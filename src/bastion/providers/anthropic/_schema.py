@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
+from bastion.core import JsonObject, JsonValue
 from bastion.providers._errors import as_object
 
 __all__ = ["strict_output_schema"]
@@ -43,7 +44,7 @@ class _Unsupported(Exception):
     """The schema uses something the structured-output grammar cannot express."""
 
 
-def strict_output_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+def strict_output_schema(schema: Mapping[str, Any]) -> JsonObject | None:
     """``schema`` rewritten for ``output_config.format``, or None when it cannot be."""
     defs = as_object(schema.get("$defs")) or as_object(schema.get("definitions")) or {}
     if _recursive(defs):
@@ -54,7 +55,7 @@ def strict_output_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
 
 
-def _recursive(defs: dict[str, Any]) -> bool:
+def _recursive(defs: JsonObject) -> bool:
     edges = {name: _refs(body) for name, body in defs.items()}
     visiting: set[str] = set()
     done: set[str] = set()
@@ -82,9 +83,9 @@ def _refs(node: object) -> set[str]:
     return found
 
 
-def _convert(node: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    dropped: dict[str, Any] = {}
+def _convert(node: Mapping[str, Any]) -> JsonObject:
+    out: JsonObject = {}
+    dropped: JsonObject = {}
     for key, value in node.items():
         if key in _DROPPED or (key == "minItems" and isinstance(value, int) and value > 1):
             dropped[key] = value
@@ -96,7 +97,7 @@ def _convert(node: Mapping[str, Any]) -> dict[str, Any]:
         elif key in _NESTED_ONE and (child := as_object(value)) is not None:
             out[key] = _convert(child)
         elif key in _NESTED_MANY and isinstance(value, list):
-            items = cast("list[object]", value)
+            items = cast("list[JsonValue]", value)
             out[key] = [_convert(c) if (c := as_object(i)) is not None else i for i in items]
         elif key == "additionalProperties":
             if value is True or as_object(value) is not None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from bastion.core import (
     AssistantMessage,
     ImagePart,
+    JsonObject,
     Message,
     ModelRequest,
     ModelSettings,
@@ -35,7 +35,7 @@ from bastion.providers._reasoning import accepted_effort, refuse_budget
 __all__ = ["build_payload"]
 
 
-def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
     """The JSON body of an ``/api/chat`` call for ``request``.
 
     The answer is streamed unless ``settings.stream`` is False (one whole JSON answer).
@@ -49,7 +49,7 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> dict
             audio, a file).
     """
     settings = request.settings
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": model,
         "messages": [_message(m, names) for m in request.messages],
     }
@@ -84,8 +84,8 @@ def _think(config: ReasoningConfig) -> bool | str:
     return False if effort == "none" else str(effort)
 
 
-def _options(settings: ModelSettings) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+def _options(settings: ModelSettings) -> JsonObject:
+    options: JsonObject = {}
     if settings.temperature is not None:
         options["temperature"] = settings.temperature
     if settings.top_p is not None:
@@ -101,7 +101,7 @@ def _options(settings: ModelSettings) -> dict[str, Any]:
 
 def _tools(
     tools: Sequence[ToolDefinition], settings: ModelSettings, names: ToolNameMap
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     # Ollama has no tool_choice: "none" withholds the tools, a tool name offers only that
     # tool; "auto" and "required" send them all.
     choice = settings.tool_choice
@@ -122,7 +122,7 @@ def _tools(
     ]
 
 
-def _message(message: Message, names: ToolNameMap) -> dict[str, Any]:
+def _message(message: Message, names: ToolNameMap) -> JsonObject:
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     if isinstance(message, UserMessage):
@@ -134,7 +134,7 @@ def _message(message: Message, names: ToolNameMap) -> dict[str, Any]:
     )
 
 
-def _with_parts(out: dict[str, Any], content: str | list[UserPart]) -> dict[str, Any]:
+def _with_parts(out: JsonObject, content: str | list[UserPart]) -> JsonObject:
     if isinstance(content, str):
         out["content"] = content
         return out
@@ -168,8 +168,8 @@ def _image_base64(part: ImagePart) -> str:
     )
 
 
-def _assistant(message: AssistantMessage, names: ToolNameMap) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _assistant(message: AssistantMessage, names: ToolNameMap) -> JsonObject:
+    out: JsonObject = {
         "role": "assistant",
         "content": "".join(p.text for p in message.parts if isinstance(p, TextPart)),
     }
@@ -181,11 +181,11 @@ def _assistant(message: AssistantMessage, names: ToolNameMap) -> dict[str, Any]:
     return out
 
 
-def _tool_call(call: ToolCall, names: ToolNameMap) -> dict[str, Any]:
+def _tool_call(call: ToolCall, names: ToolNameMap) -> JsonObject:
     return {"function": {"name": names.wire(call.name), "arguments": _arguments(call.arguments)}}
 
 
-def _arguments(raw: str) -> dict[str, Any]:
+def _arguments(raw: str) -> JsonObject:
     # Ollama requires an object. A model's malformed arguments were already answered with a
     # tool error, so an empty object keeps the history valid without inventing values.
     try:

@@ -16,6 +16,7 @@ from typing import Any, cast
 from bastion.core import (
     FinishChunk,
     FinishReason,
+    JsonObject,
     MalformedResponse,
     ReasoningChunk,
     StreamChunk,
@@ -50,7 +51,7 @@ class OllamaStreamParser:
     def __init__(self, names: ToolNameMap) -> None:
         self._names = names
         self._calls = 0
-        self._done: dict[str, Any] | None = None
+        self._done: JsonObject | None = None
 
     def feed(self, item: Any) -> list[StreamChunk]:
         """One stream line's JSON value → chunks.
@@ -100,7 +101,7 @@ class OllamaStreamParser:
         details = {"done_reason": reason} if isinstance(reason, str) else None
         return [FinishChunk(finish_reason=finish, usage=usage, provider_details=details)]
 
-    def _message(self, line: dict[str, Any]) -> list[StreamChunk]:
+    def _message(self, line: JsonObject) -> list[StreamChunk]:
         raw = line.get("message")
         if raw is None:
             return []
@@ -149,7 +150,7 @@ class OllamaStreamParser:
         return f"call_{digest}_{self._calls}"
 
 
-def _status_of(line: dict[str, Any]) -> int | None:
+def _status_of(line: JsonObject) -> int | None:
     """An HTTP status an error line carries (hosted or proxied Ollama), if any."""
     for key in ("status_code", "status", "code"):
         value = line.get(key)
@@ -158,6 +159,6 @@ def _status_of(line: dict[str, Any]) -> int | None:
     return None
 
 
-def _count(line: dict[str, Any], key: str) -> int:
+def _count(line: JsonObject, key: str) -> int:
     value = line.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -23,6 +23,7 @@ from typing import Any, cast
 from bastion.core import (
     FinishChunk,
     FinishReason,
+    JsonObject,
     MalformedResponse,
     ReasoningChunk,
     StreamChunk,
@@ -114,7 +115,7 @@ class ChatCompletionsParser:
         chunks.append(FinishChunk(finish_reason=self._finish or "stop", usage=usage))
         return chunks
 
-    def _data(self, data: dict[str, Any], raw: str) -> list[StreamChunk]:
+    def _data(self, data: JsonObject, raw: str) -> list[StreamChunk]:
         if data.get("object") == "error" or data.get("error") is not None:
             error = data.get("error", data)  # vLLM puts the error fields at the top level
             fields = as_object(error)
@@ -290,14 +291,14 @@ def usage_from(raw: Mapping[str, Any]) -> Usage:
     )
 
 
-def _object(value: object, what: str, raw: str) -> dict[str, Any]:
+def _object(value: object, what: str, raw: str) -> JsonObject:
     obj = as_object(value)
     if obj is None:
         raise MalformedResponse(f"Stream {what} is not a JSON object: {raw[:200]!r}", body=raw)
     return obj
 
 
-def _object_or_empty(value: object) -> dict[str, Any]:
+def _object_or_empty(value: object) -> JsonObject:
     obj = as_object(value)
     return obj if obj is not None else {}
 

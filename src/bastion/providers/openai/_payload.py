@@ -24,6 +24,7 @@ from bastion.core import (
     AudioPart,
     FilePart,
     ImagePart,
+    JsonObject,
     Message,
     ModelRequest,
     ModelSettings,
@@ -68,7 +69,7 @@ def tool_names(request: ModelRequest) -> ToolNameMap:
 
 def build_payload(
     request: ModelRequest, model: str, names: ToolNameMap, params: ChatParams = OPENAI
-) -> dict[str, Any]:
+) -> JsonObject:
     """The JSON body of ``POST /chat/completions`` for ``request``, as ``params`` spells it.
 
     ``settings.stream=False`` asks for one whole JSON answer (``"stream": false``).
@@ -80,7 +81,7 @@ def build_payload(
     settings = request.settings
     streaming = settings.stream is not False
     messages = [_message(m, names, params) for m in request.messages]
-    body: dict[str, Any] = {"model": model, "messages": messages, "stream": streaming}
+    body: JsonObject = {"model": model, "messages": messages, "stream": streaming}
     if streaming and params.stream_usage:
         body["stream_options"] = {"include_usage": True}
     tools = _offered_tools(request, names, params, body)
@@ -92,8 +93,8 @@ def build_payload(
     return body
 
 
-def _tool(tool: ToolDefinition, names: ToolNameMap) -> dict[str, Any]:
-    function: dict[str, Any] = {
+def _tool(tool: ToolDefinition, names: ToolNameMap) -> JsonObject:
+    function: JsonObject = {
         "name": names.wire(tool.name),
         "description": tool.description,
         "parameters": tool.parameters,
@@ -104,7 +105,7 @@ def _tool(tool: ToolDefinition, names: ToolNameMap) -> dict[str, Any]:
 
 
 def _offered_tools(
-    request: ModelRequest, names: ToolNameMap, params: ChatParams, body: dict[str, Any]
+    request: ModelRequest, names: ToolNameMap, params: ChatParams, body: JsonObject
 ) -> Sequence[ToolDefinition]:
     """The tools to send, setting ``tool_choice`` in the form the server accepts."""
     tools = request.tools
@@ -129,7 +130,7 @@ def _offered_tools(
     return chosen
 
 
-def _output_format(body: dict[str, Any], output: OutputSpec, params: ChatParams) -> None:
+def _output_format(body: JsonObject, output: OutputSpec, params: ChatParams) -> None:
     if output.mode == "prompted":  # the schema is in the system prompt already
         body["response_format"] = {"type": "json_object"}
         return
@@ -147,7 +148,7 @@ def _output_format(body: dict[str, Any], output: OutputSpec, params: ChatParams)
     # word "JSON" in the prompt), so the schema goes in a system message.
     body["response_format"] = {"type": "json_object"}
     schema = json.dumps(output.json_schema, separators=(",", ":"))
-    body["messages"].append(
+    cast("list[JsonObject]", body["messages"]).append(
         {
             "role": "system",
             "content": f"Answer with one JSON object that matches this JSON schema: {schema}",
@@ -156,7 +157,7 @@ def _output_format(body: dict[str, Any], output: OutputSpec, params: ChatParams)
 
 
 def _apply_settings(
-    body: dict[str, Any], settings: ModelSettings, params: ChatParams, *, has_tools: bool
+    body: JsonObject, settings: ModelSettings, params: ChatParams, *, has_tools: bool
 ) -> None:
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
@@ -184,10 +185,10 @@ def _apply_settings(
         body.update(extra)
 
 
-def _reasoning(body: dict[str, Any], config: ReasoningConfig, params: ChatParams) -> None:
+def _reasoning(body: JsonObject, config: ReasoningConfig, params: ChatParams) -> None:
     """Send ``config`` in the fields ``params`` names (``extra`` may still override them)."""
     effort = accepted_effort(config, "this Chat Completions server", params.reasoning_efforts)
-    nested: dict[str, Any] = {}
+    nested: JsonObject = {}
     if config.budget_tokens is not None:
         if not params.reasoning_budget:
             refuse_budget(config, "this Chat Completions server")
@@ -203,11 +204,11 @@ def _reasoning(body: dict[str, Any], config: ReasoningConfig, params: ChatParams
         body["reasoning"] = nested
 
 
-def _message(message: Message, names: ToolNameMap, params: ChatParams) -> dict[str, Any]:
+def _message(message: Message, names: ToolNameMap, params: ChatParams) -> JsonObject:
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     if isinstance(message, UserMessage):
-        out: dict[str, Any] = {"role": "user", "content": _user_content(message.content)}
+        out: JsonObject = {"role": "user", "content": _user_content(message.content)}
         if message.name is not None and params.message_name:
             out["name"] = message.name
         return out
@@ -225,13 +226,13 @@ def _message(message: Message, names: ToolNameMap, params: ChatParams) -> dict[s
     )
 
 
-def _user_content(content: str | Sequence[object]) -> str | list[dict[str, Any]]:
+def _user_content(content: str | Sequence[object]) -> str | list[JsonObject]:
     if isinstance(content, str):
         return content
     return [_user_part(part) for part in content]
 
 
-def _user_part(part: object) -> dict[str, Any]:
+def _user_part(part: object) -> JsonObject:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ImagePart):
@@ -250,7 +251,7 @@ def _user_part(part: object) -> dict[str, Any]:
                 f"Chat Completions takes files inline only, got FilePart(url={part.url!r}); "
                 "pass the bytes with FilePart.from_bytes()."
             )
-        file: dict[str, Any] = {"file_data": f"data:{part.media_type};base64,{part.data}"}
+        file: JsonObject = {"file_data": f"data:{part.media_type};base64,{part.data}"}
         if part.filename is not None:
             file = {"filename": part.filename, **file}
         return {"type": "file", "file": file}
@@ -277,7 +278,7 @@ def _audio(part: AudioPart) -> dict[str, str]:
     return {"data": part.data, "format": audio_format}
 
 
-def _assistant(message: AssistantMessage, names: ToolNameMap, params: ChatParams) -> dict[str, Any]:
+def _assistant(message: AssistantMessage, names: ToolNameMap, params: ChatParams) -> JsonObject:
     texts: list[str] = []
     reasoning: list[ReasoningPart] = []
     for part in message.parts:
@@ -291,7 +292,7 @@ def _assistant(message: AssistantMessage, names: ToolNameMap, params: ChatParams
                 "assistant messages carry text and tool calls only."
             )
     text = "".join(texts)
-    out: dict[str, Any] = {"role": "assistant"}
+    out: JsonObject = {"role": "assistant"}
     if text or not message.tool_calls:
         out["content"] = text
     elif params.tool_call_content != "omit":
@@ -311,7 +312,7 @@ def _assistant(message: AssistantMessage, names: ToolNameMap, params: ChatParams
 
 
 def _echo_reasoning(
-    out: dict[str, Any], parts: list[ReasoningPart], text: str, echo: ReasoningEcho
+    out: JsonObject, parts: list[ReasoningPart], text: str, echo: ReasoningEcho
 ) -> None:
     """Put earlier reasoning back on an assistant message, in the server's own field."""
     thinking = "".join(part.text for part in parts)
@@ -327,7 +328,7 @@ def _echo_reasoning(
         if details:
             out["reasoning_details"] = details
     elif echo == "mistral" and thinking:
-        chunks: list[dict[str, Any]] = [
+        chunks: list[JsonObject] = [
             {"type": "thinking", "thinking": [{"type": "text", "text": thinking}]}
         ]
         if text:
@@ -335,11 +336,11 @@ def _echo_reasoning(
         out["content"] = chunks
 
 
-def _tool_content(message: ToolMessage) -> str | list[dict[str, Any]]:
+def _tool_content(message: ToolMessage) -> str | list[JsonObject]:
     content = message.content
     if isinstance(content, str):
         return content
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     for part in content:
         if not isinstance(part, TextPart):
             raise UserError(

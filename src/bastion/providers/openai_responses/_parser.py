@@ -18,11 +18,13 @@ through the same item handlers. Created by ``_protocol.ResponsesProtocol``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from bastion.core import (
     FinishChunk,
     FinishReason,
+    JsonObject,
+    JsonValue,
     MalformedResponse,
     ModelError,
     ReasoningChunk,
@@ -140,13 +142,13 @@ class ResponsesParser:
         details = {"response_id": self._response_id} if self._response_id else None
         return [FinishChunk(finish_reason=finish, usage=self._usage, provider_details=details)]
 
-    def _text(self, data: dict[str, Any]) -> list[StreamChunk]:
+    def _text(self, data: JsonObject) -> list[StreamChunk]:
         delta = req_str(data, "delta")
         if item_id := opt_str(data, "item_id"):
             self._streamed.add(item_id)
         return [TextChunk(text=delta)] if delta else []
 
-    def _reasoning_delta(self, data: dict[str, Any]) -> list[StreamChunk]:
+    def _reasoning_delta(self, data: JsonObject) -> list[StreamChunk]:
         delta = req_str(data, "delta")
         item_id = opt_str(data, "item_id") or ""
         index = opt_int(data, "summary_index")
@@ -164,7 +166,7 @@ class ResponsesParser:
         self._last_reasoning = item_id or self._last_reasoning
         return [ReasoningChunk(text=delta, provider_details={"id": item_id} if item_id else None)]
 
-    def _item_added(self, item: dict[str, Any]) -> list[StreamChunk]:
+    def _item_added(self, item: JsonObject) -> list[StreamChunk]:
         kind = opt_str(item, "type")
         if kind == "reasoning":
             self._last_reasoning = opt_str(item, "id") or self._last_reasoning
@@ -191,7 +193,7 @@ class ResponsesParser:
             )
         return call_id
 
-    def _arguments_delta(self, data: dict[str, Any]) -> list[StreamChunk]:
+    def _arguments_delta(self, data: JsonObject) -> list[StreamChunk]:
         item_id = req_str(data, "item_id")
         call_id = self._call_id(item_id)
         delta = req_str(data, "delta")
@@ -212,7 +214,7 @@ class ResponsesParser:
         chunks.append(ToolCallEndChunk(id=call_id, provider_details=details))
         return chunks
 
-    def _item_done(self, item: dict[str, Any]) -> list[StreamChunk]:
+    def _item_done(self, item: JsonObject) -> list[StreamChunk]:
         kind = opt_str(item, "type")
         if kind == "function_call":
             return self._arguments_done(req_str(item, "id"), opt_str(item, "arguments"))
@@ -225,19 +227,20 @@ class ResponsesParser:
             return [TextChunk(text=text)] if text else []
         return []
 
-    def _reasoning_done(self, item: dict[str, Any]) -> ReasoningChunk:
+    def _reasoning_done(self, item: JsonObject) -> ReasoningChunk:
         item_id = req_str(item, "id")
         self._last_reasoning = item_id
         summary = opt_list(item, "summary")
-        details: dict[str, Any] = {"id": item_id}
+        details: JsonObject = {"id": item_id}
         if summary is not None:
-            details["summary"] = summary
+            details["summary"] = cast("list[JsonValue]", summary)
         encrypted = opt_str(item, "encrypted_content")
         if encrypted is not None:
             details["encrypted_content"] = encrypted
         content = opt_list(item, "content")
         if content:
-            details["content"] = content  # raw reasoning text (open-weight models)
+            # raw reasoning text (open-weight models)
+            details["content"] = cast("list[JsonValue]", content)
         if item_id in self._streamed:
             text = ""
         else:
@@ -246,7 +249,7 @@ class ResponsesParser:
             text = "\n\n".join(texts)
         return ReasoningChunk(text=text, provider_details=details)
 
-    def _terminal(self, response: dict[str, Any]) -> list[StreamChunk]:
+    def _terminal(self, response: JsonObject) -> list[StreamChunk]:
         self._response_id = opt_str(response, "id")
         self._usage = usage_of(opt_obj(response, "usage"))
         if opt_str(response, "status") == "incomplete":
@@ -257,11 +260,11 @@ class ResponsesParser:
         return []
 
     @staticmethod
-    def _failure(error: dict[str, Any], event: dict[str, Any]) -> ModelError:
+    def _failure(error: JsonObject, event: JsonObject) -> ModelError:
         return stream_error(error, json.dumps(event))
 
 
-def usage_of(usage: dict[str, Any] | None) -> Usage:
+def usage_of(usage: JsonObject | None) -> Usage:
     """Bastion usage from a Responses ``usage`` object (cached and reasoning tokens included).
 
     A response without ``usage`` (some proxies drop it) counts as one request whose usage
@@ -281,7 +284,7 @@ def usage_of(usage: dict[str, Any] | None) -> Usage:
     )
 
 
-def _details(usage: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+def _details(usage: JsonObject | None, key: str) -> JsonObject | None:
     return None if usage is None else opt_obj(usage, key)
 
 

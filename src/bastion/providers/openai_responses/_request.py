@@ -12,12 +12,14 @@ followed by the item it led to. Called by ``_protocol.ResponsesProtocol.payload`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 from bastion.core import (
     AssistantMessage,
     FilePart,
     ImagePart,
+    JsonObject,
+    JsonValue,
     Message,
     ModelRequest,
     ModelSettings,
@@ -43,7 +45,7 @@ _EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "hi
 
 def build_payload(
     request: ModelRequest, model: str, names: ToolNameMap, *, encrypted_reasoning: bool
-) -> dict[str, Any]:
+) -> JsonObject:
     """The JSON body for ``request``.
 
     Args:
@@ -56,7 +58,7 @@ def build_payload(
     Raises:
         UserError: A message holds content the Responses API cannot take (audio input).
     """
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": model,
         "input": input_items(request.messages, names),
         "stream": request.settings.stream is not False,
@@ -88,7 +90,7 @@ def build_payload(
     return body
 
 
-def _apply_settings(body: dict[str, Any], settings: ModelSettings, names: ToolNameMap) -> None:
+def _apply_settings(body: JsonObject, settings: ModelSettings, names: ToolNameMap) -> None:
     # The Responses API has no ``stop`` or ``seed`` parameter: they are left out.
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
@@ -111,19 +113,19 @@ def _apply_settings(body: dict[str, Any], settings: ModelSettings, names: ToolNa
     for key, value in (settings.extra or {}).items():
         if key == "include" and isinstance(value, list):
             # Merged, so asking for more includes keeps the encrypted reasoning.
-            ours: list[object] = body.get("include", [])
-            body["include"] = list(dict.fromkeys([*ours, *cast("list[object]", value)]))
+            ours = cast("list[JsonValue]", body.get("include", []))
+            body["include"] = list(dict.fromkeys([*ours, *cast("list[JsonValue]", value)]))
         else:
             body[key] = value
 
 
-def input_items(messages: Sequence[Message], names: ToolNameMap) -> list[dict[str, Any]]:
+def input_items(messages: Sequence[Message], names: ToolNameMap) -> list[JsonObject]:
     """The ``input`` items for a conversation, in order.
 
     Raises:
         UserError: A message holds content the Responses API cannot take.
     """
-    items: list[dict[str, Any]] = []
+    items: list[JsonObject] = []
     for message in messages:
         if isinstance(message, SystemMessage):
             items.append({"role": "system", "content": message.content})
@@ -136,13 +138,13 @@ def input_items(messages: Sequence[Message], names: ToolNameMap) -> list[dict[st
     return items
 
 
-def _user_content(content: str | list[UserPart]) -> list[dict[str, Any]]:
+def _user_content(content: str | list[UserPart]) -> list[JsonObject]:
     if isinstance(content, str):
         return [{"type": "input_text", "text": content}]
     return [_user_part(part) for part in content]
 
 
-def _user_part(part: UserPart) -> dict[str, Any]:
+def _user_part(part: UserPart) -> JsonObject:
     if isinstance(part, TextPart):
         return {"type": "input_text", "text": part.text}
     if isinstance(part, ImagePart):
@@ -150,7 +152,7 @@ def _user_part(part: UserPart) -> dict[str, Any]:
     if isinstance(part, FilePart):
         if part.data is None:
             return {"type": "input_file", "file_url": part.url}
-        item: dict[str, Any] = {"type": "input_file", "file_data": _url_of(part, part.media_type)}
+        item: JsonObject = {"type": "input_file", "file_data": _url_of(part, part.media_type)}
         item["filename"] = part.filename or "document"
         return item
     raise UserError(
@@ -167,7 +169,7 @@ def _url_of(part: ImagePart | FilePart, default_type: str) -> str:
     return f"data:{part.media_type or default_type};base64,{part.data}"
 
 
-def _assistant_items(message: AssistantMessage, names: ToolNameMap) -> list[dict[str, Any]]:
+def _assistant_items(message: AssistantMessage, names: ToolNameMap) -> list[JsonObject]:
     reasoning = [
         (part, item)
         for part in message.parts
@@ -177,8 +179,8 @@ def _assistant_items(message: AssistantMessage, names: ToolNameMap) -> list[dict
     by_part = {id(part): (k, item) for k, (part, item) in enumerate(reasoning)}
     # Each call waits until the reasoning item after the one it followed is about to go out.
     pending = [(order.get(_after(call), -1), call) for call in message.tool_calls]
-    items: list[dict[str, Any]] = []
-    texts: list[dict[str, Any]] = []
+    items: list[JsonObject] = []
+    texts: list[JsonObject] = []
     for part in message.parts:
         if isinstance(part, TextPart):
             texts.append({"type": "output_text", "text": part.text})
@@ -207,7 +209,7 @@ def _after(call: ToolCall) -> str | None:
     return after if isinstance(after, str) else None
 
 
-def _reasoning_item(part: ReasoningPart) -> dict[str, Any] | None:
+def _reasoning_item(part: ReasoningPart) -> JsonObject | None:
     details = part.provider_details or {}
     item_id = details.get("id")
     if not isinstance(item_id, str) or not item_id.startswith("rs_"):
@@ -215,7 +217,7 @@ def _reasoning_item(part: ReasoningPart) -> dict[str, Any] | None:
     summary = details.get("summary")
     if not isinstance(summary, list):
         summary = [{"type": "summary_text", "text": part.text}] if part.text else []
-    item: dict[str, Any] = {"type": "reasoning", "id": item_id, "summary": summary}
+    item: JsonObject = {"type": "reasoning", "id": item_id, "summary": summary}
     encrypted = details.get("encrypted_content")
     if isinstance(encrypted, str):
         item["encrypted_content"] = encrypted
@@ -225,8 +227,8 @@ def _reasoning_item(part: ReasoningPart) -> dict[str, Any] | None:
     return item
 
 
-def _function_call(call: ToolCall, names: ToolNameMap) -> dict[str, Any]:
-    item: dict[str, Any] = {
+def _function_call(call: ToolCall, names: ToolNameMap) -> JsonObject:
+    item: JsonObject = {
         "type": "function_call",
         "call_id": call.id,
         "name": names.wire(call.name),
@@ -238,7 +240,7 @@ def _function_call(call: ToolCall, names: ToolNameMap) -> dict[str, Any]:
     return item
 
 
-def _tool_output(message: ToolMessage) -> dict[str, Any]:
+def _tool_output(message: ToolMessage) -> JsonObject:
     # Only text is sent: non-text parts of a tool result have no place in a string output.
     return {
         "type": "function_call_output",

@@ -7,15 +7,15 @@ object per delta would cost more than the rest of the parse. Used by ``_parser``
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
-from bastion.core import MalformedResponse
+from bastion.core import JsonObject, MalformedResponse
 from bastion.providers._errors import as_object
 
 __all__ = ["obj", "opt_int", "opt_list", "opt_obj", "opt_str", "req_str"]
 
 
-def obj(value: object, what: str) -> dict[str, Any]:
+def obj(value: object, what: str) -> JsonObject:
     """``value`` as a JSON object.
 
     Raises:
@@ -27,7 +27,7 @@ def obj(value: object, what: str) -> dict[str, Any]:
     return narrowed
 
 
-def opt_obj(data: dict[str, Any], key: str) -> dict[str, Any] | None:
+def opt_obj(data: JsonObject, key: str) -> JsonObject | None:
     """``data[key]`` as a JSON object, or None when absent or null.
 
     Raises:
@@ -37,7 +37,7 @@ def opt_obj(data: dict[str, Any], key: str) -> dict[str, Any] | None:
     return None if value is None else obj(value, repr(key))
 
 
-def opt_list(data: dict[str, Any], key: str) -> list[object] | None:
+def opt_list(data: JsonObject, key: str) -> list[object] | None:
     """``data[key]`` as a JSON array, or None when absent or null.
 
     Raises:
@@ -51,7 +51,7 @@ def opt_list(data: dict[str, Any], key: str) -> list[object] | None:
     raise MalformedResponse(f"Expected {key!r} to be an array, got {value!r:.200}.")
 
 
-def opt_str(data: dict[str, Any], key: str) -> str | None:
+def opt_str(data: JsonObject, key: str) -> str | None:
     """``data[key]`` as a string, or None when absent or null.
 
     Raises:
@@ -63,7 +63,7 @@ def opt_str(data: dict[str, Any], key: str) -> str | None:
     raise MalformedResponse(f"Expected {key!r} to be a string, got {value!r:.200}.")
 
 
-def req_str(data: dict[str, Any], key: str) -> str:
+def req_str(data: JsonObject, key: str) -> str:
     """``data[key]`` as a string.
 
     Raises:
@@ -75,7 +75,7 @@ def req_str(data: dict[str, Any], key: str) -> str:
     return value
 
 
-def opt_int(data: dict[str, Any] | None, key: str) -> int:
+def opt_int(data: JsonObject | None, key: str) -> int:
     """``data[key]`` as an int, 0 when ``data`` is None or the field absent or null.
 
     Raises:
