@@ -324,7 +324,7 @@ class NodeContext:
             Suspended: The run waits for approvals (``detail`` is its ``RunState``).
             RunFailed: The run failed.
         """
-        from bastion.agent._subrun import ANCESTRY, GRAPH, INVOCATION
+        from bastion.multi._subrun import ANCESTRY, GRAPH, INVOCATION
 
         from ._agent_resume import resumed_agent, suspend_agent
         from ._nodes import Suspended
