@@ -4,7 +4,7 @@ Run as ``python -m benchmarks.fanout``. Every child is a one-step agent on a zer
 scripted model (it yields to the loop once, as I/O would, and answers ``done``); all the
 time measured is framework time. Per child, median of 7 interleaved rounds:
 
-* ``bastion fan_out``: ``lead.fan_out(children, max_concurrent_children=N)`` with the
+* ``bastion fan_out``: ``fan_out(lead, children, max_concurrent_children=N)`` with the
   default ``concat`` merge (events, outcomes, usage roll-up, merge);
 * ``bastion gather``: ``asyncio.gather`` of the children's ``run()``, no fan-out (the
   floor of the fan-out: its own cost is the difference);
@@ -93,7 +93,7 @@ def cases(n: int = N) -> dict[str, Callable[[], Awaitable[None]]]:
     expected = "\n\n".join([ANSWER] * n)
 
     async def fan_out() -> None:
-        result = await lead.fan_out(children, max_concurrent_children=n)
+        result = await fan_out(lead, children, max_concurrent_children=n)
         _check(result.output == expected, "bastion fan_out")
 
     async def gather() -> None:

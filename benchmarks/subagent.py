@@ -7,7 +7,7 @@ Run as ``python -m benchmarks.subagent``. The child is the overhead benchmark's 
 * ``child alone``: ``child.run(prompt)``;
 * ``parent + plain tool``: a parent whose model calls a hand-written async tool that
   awaits ``child.run(input)`` and returns its output (2 more model steps, 1 tool call);
-* ``parent + as_tool``: the same parent calling ``child.as_tool()`` (every child event
+* ``parent + as_tool``: the same parent calling ``as_tool(child)`` (every child event
   forwarded as ``subagent.event``);
 * ``... forward_events="none"``: the same, forwarding nothing;
 * ``... governed``: the ``as_tool`` parent with per-minute call limits on ``llm``, ``tool``
@@ -27,6 +27,7 @@ from typing import Any
 from bastion import Agent, GovernanceOptions, tool
 from bastion.core import ModelRequest, ToolMessage
 from bastion.governance import Limit
+from bastion.multi import as_tool
 from bastion.testing import Call, FunctionModel, Turn
 
 from ._bastion import _model
@@ -76,12 +77,12 @@ def agents() -> dict[str, Agent[Any, str]]:
     return {
         "child alone": _child(),
         "parent + plain tool": _parent([_plain_tool(_child())]),
-        "parent + as_tool": _parent([_child().as_tool()]),
+        "parent + as_tool": _parent([as_tool(_child())]),
         'parent + as_tool, forward_events="none"': _parent(
-            [_child().as_tool(forward_events="none")]
+            [as_tool(_child(), forward_events="none")]
         ),
         "parent + as_tool, governed": _parent(
-            [_child().as_tool()],
+            [as_tool(_child())],
             governance=GovernanceOptions(oracles={"llm": minute, "tool": minute, "agent": minute}),
         ),
     }

@@ -15,7 +15,7 @@ import asyncio
 import sys
 
 from bastion import Agent
-from bastion.agent import ChildBudget, FanOutChild, Judge
+from bastion.multi import ChildBudget, FanOutChild, Judge, fan_out_stream
 from bastion.testing import ScriptedModel
 
 PATCH = "def div(a, b): return a / b"
@@ -35,7 +35,8 @@ async def main(store: str) -> None:
     lead = Agent("lead", model=ScriptedModel([]), store=store)
     async with (
         lead,
-        lead.fan_out_stream(
+        fan_out_stream(
+            lead,
             [FanOutChild(r, f"Review:\n{PATCH}") for r in (security, correctness, style)],
             merge=Judge(judge=judge, task="Review the patch."),
             per_child_budget=ChildBudget(tokens=4_000, tool_calls=8, duration=30),

@@ -19,6 +19,7 @@ from bastion import Agent, tool
 from bastion.agent import causal_chain
 from bastion.cli import app
 from bastion.core import ToolMessage, UserError
+from bastion.multi import as_tool
 from bastion.stores import Stores, open_store
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import ToolResult
@@ -56,7 +57,7 @@ def agents(stores: Stores, causality: Any) -> Agent[Any, Any]:
                 "ok",
             ]
         ),
-        tools=[fetch, mailer.as_tool(causality=causality)],
+        tools=[fetch, as_tool(mailer, causality=causality)],
         store=stores,
     )
 
@@ -129,7 +130,7 @@ async def test_an_unknown_call_or_run_is_a_user_error(stores: Stores) -> None:
 
 def test_bad_causality_mode_is_refused() -> None:
     with pytest.raises(UserError, match="causality must be one of"):
-        Agent("mailer", model=ScriptedModel(["x"])).as_tool(causality="strict")  # pyright: ignore[reportArgumentType]
+        as_tool(Agent("mailer", model=ScriptedModel(["x"])), causality="strict")  # pyright: ignore[reportArgumentType]
 
 
 def test_runs_why_prints_the_chain(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import os
 from bastion import Agent, GovernanceOptions, RetryConfig, tool
 from bastion.core import AuthenticationFailed, ModelRequest, Overloaded, RateLimited, ToolMessage
 from bastion.governance import Limit
+from bastion.multi import as_tool
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn, VirtualClock
 
 
@@ -176,4 +177,4 @@ def boss() -> Agent[None, str]:
             return Turn(tool_calls=[Call("mailer", {"input": "Email Bob."}, id="m1")])
         return Turn(text=f"Boss: {results[-1].text}")
 
-    return Agent("boss", model=FunctionModel(turn), tools=[mailer().as_tool()])
+    return Agent("boss", model=FunctionModel(turn), tools=[as_tool(mailer())])

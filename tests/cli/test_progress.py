@@ -17,6 +17,7 @@ from rich.console import Console
 from bastion import Agent, tool
 from bastion.cli._render import Renderer
 from bastion.core import ModelRequest, ToolMessage, UserMessage
+from bastion.multi import fan_out_stream
 from bastion.testing import Call, FunctionModel, Turn
 from bastion.tools import Progress, ToolResult
 
@@ -51,7 +52,7 @@ def _lead() -> Agent[None, str]:
             topic: About what.
         """
         done = 0
-        fan = hub.fan_out_stream([(child, topic) for child in children])
+        fan = fan_out_stream(hub, [(child, topic) for child in children])
         async for event in fan:
             if event.type == "agent.fanout.child.end":
                 done += 1

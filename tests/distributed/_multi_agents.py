@@ -8,6 +8,7 @@ from pathlib import Path
 from bastion import Agent, tool
 from bastion.core import ModelRequest, ToolMessage, UserMessage
 from bastion.distributed import TemporalAgent
+from bastion.multi import as_tool, subagents
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
 
 FAN_OUT_QUEUE = "bastion-test-fan-out"
@@ -77,7 +78,7 @@ def boss() -> Agent[None, str]:
             return Turn(tool_calls=[Call("task_explore", {"input": "What is 3 + 4?"})])
         return f"The explorer says: {results[-1].content}"
 
-    return Agent("boss", model=FunctionModel(answer), subagents={"explore": explorer})
+    return Agent("boss", model=FunctionModel(answer), tools=[subagents({"explore": explorer})])
 
 
 def filtering_boss() -> Agent[None, str]:
@@ -88,7 +89,7 @@ def filtering_boss() -> Agent[None, str]:
         return f"saw {' | '.join(map(str, said))}"
 
     child = Agent("recaller", model=FunctionModel(recall))
-    tool = child.as_tool(name="recall", input_filter=lambda messages: messages[-1:])
+    tool = as_tool(child, name="recall", input_filter=lambda messages: messages[-1:])
 
     def answer(request: ModelRequest) -> Turn | str:
         results = [m for m in request.messages if isinstance(m, ToolMessage)]

@@ -10,10 +10,10 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent, UserError, tool
-from bastion.agent import ChildBudget, ChildResult, Judge
 from bastion.core import ModelRequest, ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.distributed._multi import worker_parts
+from bastion.multi import ChildBudget, ChildResult, Judge, as_tool, fan_out, subagents
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
 
 from ._multi_agents import boss, filtering_boss, lead, researchers, stalled, triage_desk
@@ -43,8 +43,8 @@ async def test_a_fan_out_of_three_children_merges_as_the_local_fan_out(
     time_skipping: WorkflowEnvironment,
 ) -> None:
     budget = ChildBudget(tool_calls=1)
-    local = await lead().fan_out(
-        list(zip(researchers(), ["a", "b", "c"], strict=True)), per_child_budget=budget
+    local = await fan_out(
+        lead(), list(zip(researchers(), ["a", "b", "c"], strict=True)), per_child_budget=budget
     )
     children = researchers()
     remote_agent = TemporalAgent(lead(), children=children)
@@ -103,7 +103,7 @@ async def test_a_merge_registered_by_name_runs_on_the_workers(
 
 def test_what_a_temporal_agent_cannot_run_yet_is_refused_by_name() -> None:
     explorer = Agent("explorer", model=ScriptedModel(["x"]))
-    tracked = explorer.as_tool(name="explore", causality="enforce")
+    tracked = as_tool(explorer, name="explore", causality="enforce")
     with pytest.raises(UserError, match="sub-agent tool 'explore' with causality tracking"):
         TemporalAgent(Agent("boss", model=ScriptedModel(["x"]), tools=[tracked]))
     judge = Judge(judge=Agent("judge", model=ScriptedModel(["PICK: 1"])))
@@ -266,8 +266,12 @@ def _office() -> Agent[None, str]:
         return turn
 
     clerk = Agent("clerk", model=FunctionModel(clerk_turn), tools=[refund])
-    manager = Agent("manager", model=FunctionModel(relay("clerk")), subagents={"clerk": clerk})
-    return Agent("director", model=FunctionModel(relay("manager")), subagents={"manager": manager})
+    manager = Agent(
+        "manager", model=FunctionModel(relay("clerk")), tools=[subagents({"clerk": clerk})]
+    )
+    return Agent(
+        "director", model=FunctionModel(relay("manager")), tools=[subagents({"manager": manager})]
+    )
 
 
 async def test_a_sub_agents_approval_shows_in_the_parents_status_and_is_decided_there(

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from bastion.agent import Evaluation, evaluator_optimizer
+from bastion.multi import Evaluation, evaluator_optimizer
 from bastion.stores import open_store
 
 

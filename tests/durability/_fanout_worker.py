@@ -28,6 +28,7 @@ from pathlib import Path
 
 from bastion import Agent, tool
 from bastion.core import ModelRequest, ToolMessage
+from bastion.multi import fan_out_stream
 from bastion.stores import DEFAULT_LEASE_TTL
 from bastion.testing import Call, FunctionModel, LaterClock, Turn
 
@@ -72,7 +73,7 @@ async def main(store: str, workdir: Path, mode: str, scenario: str) -> None:
     children = [(child(name), f"part {name}") for name in ANSWERS]
     relayed: set[str] = set()
     fan_out_id = FAN_OUT_IDS[scenario]
-    async with lead, lead.fan_out_stream(children, fan_out_id=fan_out_id) as fan:
+    async with lead, fan_out_stream(lead, children, fan_out_id=fan_out_id) as fan:
         async for event in fan:
             if event.type == "subagent.event":
                 relayed.add(f"{event.tool_call_id} {event.child_run_id}")

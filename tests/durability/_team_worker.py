@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from bastion import Agent, tool
-from bastion.agent import Team
 from bastion.core import ModelRequest, ToolMessage, Usage
+from bastion.multi import Team
 from bastion.stores import DEFAULT_LEASE_TTL
 from bastion.testing import Call, FunctionModel, LaterClock, Turn
 

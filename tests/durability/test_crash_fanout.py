@@ -20,8 +20,8 @@ from typing import Any, cast
 
 import pytest
 
-from bastion.agent._fanout_relay import fan_out_child_run_id
 from bastion.core import new_id
+from bastion.multi._fanout_relay import fan_out_child_run_id
 from bastion.stores import open_store
 from tests._processes import kill_at, run_json
 from tests._services import postgres_dsn

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from bastion.agent._team_keys import member_key, team_call_run_id
 from bastion.core import new_id
+from bastion.multi._team_keys import member_key, team_call_run_id
 from bastion.stores import open_store
 from tests._services import postgres_dsn
 

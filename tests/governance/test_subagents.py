@@ -28,6 +28,7 @@ from bastion.governance import (
     deny,
     max_depth,
 )
+from bastion.multi import as_tool
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
 from bastion.tools import ApprovalDecision, Directive, InputAnswer, InterruptResolution
 
@@ -76,7 +77,7 @@ async def test_two_calls_a_minute_on_agent_researcher_refuses_the_third_until_ti
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a", "b", "c"), "done", delegate("d"), "done again"]),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         governance=GovernanceOptions(
             oracles={"agent:researcher": [Limit(type="calls", max=2, window="minute")]}
         ),
@@ -114,7 +115,7 @@ async def test_a_forced_deny_on_agent_blocks_every_sub_agent_whatever_allows_bel
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a"), "I will do it myself."]),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         governance=GovernanceOptions(
             oracles={"agent": [no_sub_agents], "agent:researcher": [always]}
         ),
@@ -145,7 +146,7 @@ async def test_policies_see_the_sub_agents_calls_below_the_parent_in_the_ancestr
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a"), "done"], name="big"),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         policies=[record],
     )
     result = await parent.run("go")
@@ -165,7 +166,7 @@ async def test_the_parent_stream_shows_the_trees_governance_signals_in_order() -
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a"), "done"], name="big"),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         governance=GovernanceOptions(
             oracles={
                 "llm": [Limit(type="calls", max=100, window="day")],
@@ -194,12 +195,12 @@ async def test_max_depth_stops_a_sub_agent_from_starting_its_own_sub_agent() -> 
             [Turn(tool_calls=[Call("fact_checker", {"input": "check"}, id="f1")]), "Unchecked."],
             name="small",
         ),
-        tools=[leaf.as_tool()],
+        tools=[as_tool(leaf)],
     )
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a"), "done"]),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         policies=[max_depth(1)],
     )
     result = await parent.run("go")
@@ -225,7 +226,7 @@ async def test_invocation_limits_count_the_sub_agents_model_calls_with_the_paren
         model=ScriptedModel(
             [Turn(tool_calls=[Call("researcher", {"input": "a"})], usage=Usage(cost_usd=0.1))]
         ),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         budget=Budget(cost_usd=1.0, window="invocation"),
     )
     result = await parent.run("go")
@@ -244,7 +245,7 @@ async def test_what_a_sub_agent_spends_counts_against_a_cost_limit_on_agent_rese
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a"), delegate("b"), "done"]),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         governance=GovernanceOptions(
             oracles={"agent:researcher": [Limit(type="cost", max=1.0, window="day")]}
         ),
@@ -281,7 +282,7 @@ async def test_a_mutable_limit_breached_inside_the_child_is_decided_by_the_paren
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a"), "done"]),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         governance=GovernanceOptions(
             oracles={
                 "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={"ops": True})]
@@ -309,7 +310,7 @@ async def test_an_interrupt_in_the_child_nobody_handles_parks_the_parent_until_d
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a"), "done"]),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         governance=GovernanceOptions(
             oracles={
                 "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={"ops": True})]
@@ -343,7 +344,7 @@ async def test_a_mutable_limit_on_agent_researcher_suspends_the_parent_until_dec
     parent = Agent(
         "boss",
         model=ScriptedModel([delegate("a"), delegate("b"), "done"]),
-        tools=[child.as_tool()],
+        tools=[as_tool(child)],
         governance=GovernanceOptions(
             oracles={
                 "agent:researcher": [
@@ -375,13 +376,13 @@ def test_a_governed_parent_refuses_a_child_with_another_governor() -> None:
         Agent(
             "boss",
             model=ScriptedModel([]),
-            tools=[child.as_tool()],
+            tools=[as_tool(child)],
             governance=GovernanceOptions(governor=Governor()),
         )
     shared = Governor()
     Agent(
         "boss",
         model=ScriptedModel([]),
-        tools=[researcher(governance=GovernanceOptions(governor=shared)).as_tool()],
+        tools=[as_tool(researcher(governance=GovernanceOptions(governor=shared)))],
         governance=GovernanceOptions(governor=shared),
     )

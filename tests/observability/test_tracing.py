@@ -34,6 +34,7 @@ from bastion.core import (
     current_run_tap,
 )
 from bastion.governance import Budget, Interrupt, InterruptContext, MutateDecision
+from bastion.multi import as_tool
 from bastion.observability import instrument, trace_headers, uninstrument
 from bastion.runtimes import LocalRuntime
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock, fake_mcp_server
@@ -281,7 +282,7 @@ async def test_a_sub_agent_run_nests_under_the_parents_tool_span(traced: Traced)
     parent = Agent(
         "boss",
         model=ScriptedModel([Turn(tool_calls=[call]), "The moon."], name="big"),
-        tools=[child.as_tool(forward_events="none")],
+        tools=[as_tool(child, forward_events="none")],
     )
     await parent.run("Explain tides")
 

@@ -25,6 +25,7 @@ from bastion.core import (
     UserMessage,
 )
 from bastion.governance import Budget
+from bastion.multi import as_tool
 from bastion.testing import Call, FunctionModel, Turn
 
 CHROMIUM = "/usr/bin/chromium"
@@ -163,7 +164,7 @@ def support(gate: asyncio.Event | None = None) -> Agent[None, str]:
     return Agent(
         "support",
         model=FunctionModel(turn, name="support-model"),
-        tools=[look_up_order, refund, researcher.as_tool()],
+        tools=[look_up_order, refund, as_tool(researcher)],
     )
 
 

@@ -9,6 +9,7 @@ import httpx
 
 from bastion import Agent
 from bastion.core import ModelRequest, ToolMessage
+from bastion.multi import as_tool
 from bastion.server import create_app
 from bastion.testing import Call, FunctionModel, Turn
 
@@ -224,7 +225,7 @@ async def test_a_parked_sub_agent_is_decided_through_its_parents_approval(sqlite
             return Turn(tool_calls=[Call("mailer", {"input": "Mail Bob"}, id="m1")])
         return Turn(text=f"Boss: {results[-1].text}")
 
-    boss = Agent("boss", model=FunctionModel(turn), tools=[mailer().as_tool()])
+    boss = Agent("boss", model=FunctionModel(turn), tools=[as_tool(mailer())])
     app = create_app({"boss": boss}, store=sqlite_url, auth=AUTH)
     async with running(app), client(app, "token-acme") as http:
         response = await http.post("/runs", json={"agent": "boss", "input": "Have Bob mailed"})

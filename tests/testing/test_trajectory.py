@@ -6,6 +6,7 @@ import pytest
 
 from bastion import Agent, tool
 from bastion.core import AgentEvent, UserError
+from bastion.multi import as_tool
 from bastion.testing import (
     ANY,
     Call,
@@ -141,7 +142,7 @@ async def test_calls_inside_a_sub_agent_are_captured() -> None:
     )
     parent = _agent(
         [Turn(tool_calls=[Call("researcher", {"input": "hotels in Lyon"})]), "Found 3."],
-        [researcher.as_tool()],
+        [as_tool(researcher)],
     )
     events = await _events(parent)
     assert_trajectory(

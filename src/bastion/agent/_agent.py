@@ -35,7 +35,6 @@ from bastion.core import (
 from bastion.core._context import DepsT
 from bastion.observability import ToolAudit
 
-from ._as_tool import check_subagents, subagent_tool
 from ._build import (
     GateOptions,
     build_executor,
@@ -48,11 +47,11 @@ from ._build import (
     check_runtime,
     check_tool_choice,
 )
-from ._capability import Capability, SecretsMode, narrowed_catalog
-from ._causality import CausalityMode
+from ._capability import Capability, narrowed_catalog
 from ._config import Instructions, RunConfig
 from ._dataflow import apply_security
 from ._drive import AgentDrive, start_drive
+from ._extensions import ToolFactory, check_toolset, made_tools
 from ._fallback import FallbackPolicy
 from ._handoffs import AgentRegistry, Handoff, HandoffTarget, build_handoffs, find_agent
 from ._input import check_history, check_user_input
@@ -66,7 +65,7 @@ from ._progress import Progress, memory_stores
 from ._replay import load_run
 from ._result import OutputT, RunResult
 from ._retry import RetryConfig
-from ._scope import RunScope
+from ._scope import ANCESTRY, GRAPH, INVOCATION, RunScope
 from ._setup import (
     HookFlags,
     build_context,
@@ -75,11 +74,8 @@ from ._setup import (
     build_suggester,
     resolve_model,
 )
-from ._slice import BudgetSlice
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
-from ._subrun import ANCESTRY, GRAPH, INVOCATION, ExposeTurns, ForwardEvents, InputFilter
-from ._task import SubagentSpec, task_tools
 from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
 from .steps._handoff import activate
@@ -99,20 +95,15 @@ if TYPE_CHECKING:
         Directive,
         RepairHook,
         ResultLimiter,
-        SideEffectClass,
         Tool,
         ToolExecutor,
         ToolSource,
     )
 
     from ._context import ContextKeeper
-    from ._fanout_plan import FanOutPlan
-    from ._fanout_stream import FanOutStream
-    from ._fanout_types import AgentLike, ChildBudget, FanOutChild, FanOutResult
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
     from ._hooks import AgentHooks, LoopHooks, SessionLink
-    from ._merge import Merge
     from ._sources import ToolSources
 
 __all__ = ["Agent", "HookFlags"]
@@ -144,6 +135,7 @@ class Agent(Generic[DepsT, OutputT]):
             tool sources such as MCP servers (``bastion.mcp.MCPServer``): a source is asked
             for its tools before every model call, so its list may change while the agent
             lives. Close the agent (``async with agent:`` or :meth:`aclose`) to stop them.
+            A tool factory (``bastion.multi.subagents({...})``) makes its tools here.
         output_type: ``str`` (default) or any type pydantic validates (a model, a
             dataclass, ``list[int]``, …); the answer is parsed into it.
         output_retries: How often an answer that does not parse is sent back for a fix.
@@ -243,14 +235,10 @@ class Agent(Generic[DepsT, OutputT]):
             the run (code ``max_handoffs``). Default 10.
         agent_registry: Where targets named by a string are found (and where a resuming
             process finds the active agent of a run).
-        subagents: Named sub-agents, each offered to the model as a ``task_<name>`` tool:
-            an ``Agent``, or a :class:`SubagentSpec` (run on this agent's model unless it
-            names one). The sub-agent's text arrives as the call's progress. See
-            ``docs/multi-agent.md``.
         capability: ``read_only``: the agent's tools that may change something (and
             handoffs) are not shown to its model, and a call to one is refused
             (``capability_blocked``). ``full`` (default): all its tools. A parent can
-            also narrow a sub-agent with ``as_tool(capability=...)``.
+            also narrow a sub-agent with ``bastion.multi.as_tool(agent, capability=...)``.
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -262,7 +250,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         model: Model | str,
         instructions: Instructions = "",
-        tools: Sequence[Tool | Callable[..., Any] | ToolSource] = (),
+        tools: Sequence[Tool | Callable[..., Any] | ToolSource | ToolFactory] = (),
         output_type: type[OutputT] | Any = str,
         output_retries: int = 1,
         output_mode: OutputMode | None = None,
@@ -305,7 +293,6 @@ class Agent(Generic[DepsT, OutputT]):
         handoffs: Sequence[HandoffTarget | Handoff | str] = (),
         max_handoffs: int = 10,
         agent_registry: AgentRegistry | None = None,
-        subagents: Mapping[str, Agent[Any, Any] | SubagentSpec] | None = None,
         capability: Capability = "full",
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -347,8 +334,7 @@ class Agent(Generic[DepsT, OutputT]):
         clock = clock or SystemClock()
         audit = ToolAudit()
         handoff_tools, handoff_config = build_handoffs(name, handoffs, agent_registry, max_handoffs)
-        if subagents:
-            tools = [*tools, *task_tools(name, subagents, resolved)]
+        tools = made_tools(name, tools, resolved)
         parts = build_tools(
             name,
             [*tools, *handoff_tools] if handoff_tools else tools,
@@ -383,7 +369,7 @@ class Agent(Generic[DepsT, OutputT]):
             name=name,
         )
         security = apply_security(name, security, executor, audit.counters)
-        check_subagents(name, toolset.by_name, governed)
+        check_toolset(name, toolset.by_name, governed)
         stores = build_store(store, name)
         if record_responses and stores is None:
             raise UserError(
@@ -649,169 +635,6 @@ class Agent(Generic[DepsT, OutputT]):
             UserError: As :meth:`stream` and :meth:`resume_stream` do.
         """
         return start_drive(self, input, resume, directive, deps, options)
-
-    def as_tool(
-        self,
-        name: str | None = None,
-        description: str | None = None,
-        *,
-        expose_turns: ExposeTurns = "final",
-        forward_events: ForwardEvents = "all",
-        input_filter: InputFilter | None = None,
-        side_effect_class: SideEffectClass | None = None,
-        capability: Capability = "full",
-        secrets: SecretsMode = "inherit_allowlist",
-        inherit_secrets: Sequence[str] = (),
-        text_progress: bool = False,
-        budget: BudgetSlice | None = None,
-        causality: CausalityMode = "off",
-    ) -> Tool:
-        """This agent as a tool another agent's model can call: a sub-agent (SPEC S-28).
-
-        The model calls it with ``{"input": "<task>"}``. The sub-agent runs on that input
-        alone (no parent history unless ``input_filter`` builds some), with the parent
-        run's deps, session id, user and tenant, and none of its other state (no session
-        state, no metadata, no secrets). Its events reach the parent's stream live as
-        ``subagent.event``; its usage adds to the parent run's; under a governed parent
-        the call is an action on ``agent:<name>`` and the sub-agent's own calls are
-        governed by the parent's governor below it. See ``docs/multi-agent.md``.
-
-        Args:
-            name: The tool's name (default: the agent's name).
-            description: What the parent's model reads about it (default: the agent's
-                ``description``).
-            expose_turns: What the parent's model gets back: ``final`` (the answer),
-                ``all`` (the text of every turn, in order) or ``none`` (only that it
-                finished).
-            forward_events: Which of the sub-agent's events join the parent's stream:
-                ``all``, ``lifecycle`` (not the text, reasoning and argument pieces) or
-                ``none``.
-            input_filter: Builds the sub-agent's history from the parent's finished
-                turns (a function of the message list, sync or async).
-            side_effect_class: Overrides the derived class (``read_only`` when every
-                tool of the agent is ``pure`` or ``read_only``, else ``side_effecting``).
-            capability: ``read_only`` leaves out the sub-agent's tools that may change
-                something (and handoffs): its model is not shown them, and a call to one
-                is refused (``capability_blocked``). ``full`` (default): all its tools.
-            secrets: How the sub-agent gets the parent's secrets: ``inherit_allowlist``
-                (the parent's vault, limited to ``inherit_secrets``), ``forward_explicit``
-                (their values when the sub-agent starts) or ``isolated`` (none).
-            inherit_secrets: The names of the parent's secrets it gets (default: none).
-            text_progress: Also report the sub-agent's text as the call's progress
-                (``tool.execute.progress`` events, one per text piece).
-            budget: The sub-agent's slice of the budget (:class:`BudgetSlice`: tokens,
-                tool calls, seconds, dollars); a spent slice stops it cleanly.
-            causality: ``record`` journals, with the sub-agent's run, which agents above
-                it had read untrusted content when the task was delegated
-                (:func:`bastion.agent.causal_chain` walks it); ``enforce`` also refuses the
-                sub-agent's side-effecting calls when that chain, or its own run, holds
-                untrusted content (``dataflow_policy_blocked``). ``off`` (default): neither.
-
-        Raises:
-            UserError: An option is invalid.
-        """
-        return subagent_tool(
-            self,
-            name=name,
-            description=description,
-            expose_turns=expose_turns,
-            forward_events=forward_events,
-            input_filter=input_filter,
-            side_effect_class=side_effect_class,
-            capability=capability,
-            secrets=secrets,
-            inherit_secrets=inherit_secrets,
-            text_progress=text_progress,
-            budget=budget,
-            causality=causality,
-        )
-
-    async def fan_out(
-        self,
-        children: Sequence[FanOutChild | tuple[AgentLike, str]],
-        *,
-        merge: Merge = "concat",
-        per_child_budget: ChildBudget | None = None,
-        max_concurrent_children: int = 4,
-        fan_out_id: str | None = None,
-    ) -> FanOutResult:
-        """Run ``children`` concurrently and merge their outputs; see :meth:`fan_out_stream`.
-
-        A failing child does not raise: its outcome is in ``result.children``. Usage of
-        every child (and of a judge) adds up in ``result.usage``.
-
-        Raises:
-            UserError: An option is invalid (nothing has been run).
-        """
-        from ._fanout import execute
-
-        return await execute(
-            self._fan_out_plan(
-                children, merge, per_child_budget, max_concurrent_children, fan_out_id
-            ),
-            None,
-        )
-
-    def fan_out_stream(
-        self,
-        children: Sequence[FanOutChild | tuple[AgentLike, str]],
-        *,
-        merge: Merge = "concat",
-        per_child_budget: ChildBudget | None = None,
-        max_concurrent_children: int = 4,
-        fan_out_id: str | None = None,
-    ) -> FanOutStream:
-        """Start a fan-out and stream its events (``agent.fanout.*``); then ``.result``.
-
-        Each child (a :class:`FanOutChild` or an ``(agent, input)`` pair: an Agent, a Team
-        or an external agent) runs as its own run, under this agent's governor (as action
-        ``agent:<child>``) and, when the child has none, this agent's store. At most
-        ``max_concurrent_children`` run at once, taken in registration order. The stream
-        also yields each child's own events, wrapped in ``SubagentEvent`` (its
-        ``child_run_id`` is the child's run).
-
-        Args:
-            children: The children, each with its input.
-            merge: ``"concat"`` (default), ``"first_success"``, :class:`Concat`,
-                :class:`FirstSuccess`, :class:`Judge` (a judge agent behind the merge
-                guard), or a function of the children's :class:`ChildResult` list.
-            per_child_budget: Tokens, tool calls and seconds each child may spend.
-            max_concurrent_children: How many children run at once.
-            fan_out_id: The fan-out's id. With a store, running a fan-out again with the
-                same id takes the outcomes of the children that finished before (in
-                another process, too) instead of running them again, and continues an
-                ``Agent`` child that was in flight from its own run's journal.
-
-        Raises:
-            UserError: An option is invalid (nothing has been run).
-        """
-        from ._fanout_stream import FanOutStream
-
-        return FanOutStream(
-            self._fan_out_plan(
-                children, merge, per_child_budget, max_concurrent_children, fan_out_id
-            )
-        )
-
-    def _fan_out_plan(
-        self,
-        children: Sequence[FanOutChild | tuple[AgentLike, str]],
-        merge: Merge,
-        budget: ChildBudget | None,
-        cap: int,
-        fan_out_id: str | None,
-    ) -> FanOutPlan:
-        from ._fanout_plan import plan_fan_out
-
-        return plan_fan_out(
-            self.config,
-            children,
-            merge=merge,
-            per_child_budget=budget,
-            max_concurrent_children=cap,
-            fan_out_id=fan_out_id,
-            stores=self.stores if self.store is not None else None,
-        )
 
     def stream(
         self,

@@ -27,7 +27,26 @@ if TYPE_CHECKING:
     from ._journal import RunJournal
     from ._state import RunState
 
-__all__ = ["AbortRequest", "RunAborted", "RunScope", "live_scope"]
+__all__ = [
+    "ANCESTRY",
+    "GRAPH",
+    "INVOCATION",
+    "PARENT_AGENT",
+    "PARENT_RUN_ID",
+    "PARENT_TOOL_CALL_ID",
+    "AbortRequest",
+    "RunAborted",
+    "RunScope",
+    "live_scope",
+]
+
+# Keys of a child run's ``metadata`` (journaled with the run): who started it, and where.
+PARENT_RUN_ID = "bastion.parent_run_id"
+PARENT_TOOL_CALL_ID = "bastion.parent_tool_call_id"
+PARENT_AGENT = "bastion.parent_agent"
+ANCESTRY = "bastion.ancestry"  # agent names from the root run to the parent
+INVOCATION = "bastion.invocation_id"  # the root run, whose invocation windows count it
+GRAPH = "bastion.graph_id"  # the graph execution a run acts in (a graph's agent node)
 
 # Runs in flight by id, for tools that act within their run (``Agent.as_tool`` finds its
 # parent's governance, approvals, store and abort requests here).

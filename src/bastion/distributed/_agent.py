@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import Agent, RunConfig
-    from bastion.agent._merge import Merge
     from bastion.core import AgentEvent
+    from bastion.multi._merge import Merge
     from bastion.stores import Stores
 
     from ._events import EventChannel

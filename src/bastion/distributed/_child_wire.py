@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter
 
-from bastion.agent import ChildBudget
 from bastion.agent._result import RunResult
 from bastion.core import RunErrorInfo, RunStatus, Usage
+from bastion.multi import ChildBudget
 
 __all__ = [
     "ChildOutcome",

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
 
-from bastion.agent import FanOutChild
 from bastion.agent._capability import ReadOnlyCatalog
-from bastion.agent._multi_child import ChildHandle, run_child
 from bastion.core import TextCompleteEvent, id_source, messages_adapter
+from bastion.multi import FanOutChild
+from bastion.multi._multi_child import ChildHandle, run_child
 
 from ._child_wire import (
     ChildOutcome,

@@ -1,7 +1,7 @@
 """Fan-out on Temporal: a fan-out workflow whose children are child workflows.
 
 ``TemporalAgent.fan_out`` starts the workflow ``bastion.agent.<host>.fan_out``. It runs
-the very code of a local ``agent.fan_out`` (``bastion.agent._fanout.execute``: registration
+the very code of a local ``agent.fan_out`` (``bastion.multi._fanout.execute``: registration
 order, ``max_concurrent_children``, isolation of a failing child, the merge strategies,
 ``first_success`` cancelling the siblings still running), with each child a
 :class:`_ChildWorkflowStream`: the child agent's child workflow (``_children.py``), whose
@@ -26,11 +26,11 @@ from pydantic_core import to_jsonable_python
 from temporalio import workflow
 from temporalio.exceptions import CancelledError, ChildWorkflowError
 
-from bastion.agent import ChildBudget, Concat, FanOutChild, FanOutResult, FirstSuccess
-from bastion.agent._fanout import FAN_OUT_CHILD, FAN_OUT_ID, execute
-from bastion.agent._fanout_plan import FanOutPlan
 from bastion.agent._result import RunResult
 from bastion.core import RunErrorInfo, Usage, id_source
+from bastion.multi import ChildBudget, Concat, FanOutChild, FanOutResult, FirstSuccess
+from bastion.multi._fanout import FAN_OUT_CHILD, FAN_OUT_ID, execute
+from bastion.multi._fanout_plan import FanOutPlan
 
 from ._child_wire import ChildRequest, child_workflow_name, outcome_adapter, request_json
 from ._proxies import WorkflowClock
@@ -40,10 +40,11 @@ from ._workflow import workflow_config
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from bastion.agent import Agent, ChildResult
-    from bastion.agent._judge import Judge
-    from bastion.agent._merge import MergeFunction
+    from bastion.agent import Agent
     from bastion.core import AgentEvent
+    from bastion.multi import ChildResult
+    from bastion.multi._judge import Judge
+    from bastion.multi._merge import MergeFunction
 
     from ._proxies import Activities
 
@@ -96,7 +97,7 @@ def fan_out_request_adapter() -> TypeAdapter[FanOutRequest]:
 @cache
 def fan_out_adapter() -> TypeAdapter[FanOutResult]:
     """The adapter of the fan-out workflow's result (outputs as plain JSON)."""
-    from bastion.agent._merge_guard import GuardReport  # noqa: F401  # pyright: ignore[reportUnusedImport] - resolves its annotation
+    from bastion.multi._merge_guard import GuardReport  # noqa: F401  # pyright: ignore[reportUnusedImport] - resolves its annotation
 
     return TypeAdapter(FanOutResult)
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bastion.agent import Concat, FirstSuccess
-from bastion.agent._fanout_plan import plan_fan_out
-from bastion.agent._judge import Judge
-from bastion.agent._merge import check_merge
 from bastion.core import UserError
+from bastion.multi import Concat, FirstSuccess
+from bastion.multi._fanout_plan import plan_fan_out
+from bastion.multi._judge import Judge
+from bastion.multi._merge import check_merge
 
 from ._fan_out import FanOutRequest, FanOutSpec, Strategy
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent, ChildBudget, FanOutChild
-    from bastion.agent._fanout_types import AgentLike
+    from bastion.agent import Agent
+    from bastion.multi import ChildBudget, FanOutChild
+    from bastion.multi._fanout_types import AgentLike
 
 __all__ = ["check_merges", "fan_out_request"]
 

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
     from temporalio.client import Client, WorkflowHandle
 
-    from bastion.agent import Agent, ChildBudget, FanOutChild, FanOutResult, RunConfig
-    from bastion.agent._fanout_types import AgentLike
-    from bastion.agent._merge import Merge
+    from bastion.agent import Agent, RunConfig
+    from bastion.multi import ChildBudget, FanOutChild, FanOutResult
+    from bastion.multi._fanout_types import AgentLike
+    from bastion.multi._merge import Merge
 
     from ._fan_out import Strategy
     from ._proxies import Activities

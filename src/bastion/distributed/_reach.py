@@ -16,8 +16,8 @@ from temporalio.common import RetryPolicy
 
 from bastion.agent import RetryConfig
 from bastion.agent._handoffs import UnknownHandoffTarget
-from bastion.agent._subrun import SubagentCall
 from bastion.core import UserError
+from bastion.multi._subrun import SubagentCall
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
-from bastion.agent._child import child_run_id
 from bastion.agent._handoffs import HandoffCall, Handoffs, handoff_of
-from bastion.agent._subrun import ANCESTRY, PARENT_AGENT, PARENT_RUN_ID, PARENT_TOOL_CALL_ID
 from bastion.core import messages_adapter
+from bastion.multi._child import child_run_id
+from bastion.multi._subrun import ANCESTRY, PARENT_AGENT, PARENT_RUN_ID, PARENT_TOOL_CALL_ID
 from bastion.tools import ToolError
 
 from ._child_wire import (
@@ -36,8 +36,8 @@ from ._reach import activities_for, subagent_of
 
 if TYPE_CHECKING:
     from bastion.agent import RunConfig
-    from bastion.agent._subrun import SubagentCall
     from bastion.core import RunContext, Usage
+    from bastion.multi._subrun import SubagentCall
     from bastion.tools import Tool, ToolResult
 
     from ._proxies import Activities

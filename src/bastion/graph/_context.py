@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bastion.agent import Agent, GovernanceOptions
-from bastion.agent._subrun import ANCESTRY, GRAPH, INVOCATION
+from bastion.agent._scope import ANCESTRY, GRAPH, INVOCATION
 from bastion.core import RunFailed, UserError
 from bastion.governance import Denied, PolicyExceeded
 

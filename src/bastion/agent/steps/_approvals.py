@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 
 from bastion.agent._binding import apply_edits, bind, check_bindings
-from bastion.agent._child import decided_child
+from bastion.agent._child_answer import decided_child
 from bastion.agent._governance import held_calls
 from bastion.agent._scope import RunScope
 from bastion.agent._state import PendingApproval, RunState, SuspendedStep
