@@ -175,7 +175,7 @@ async def _drain(run: AgentStream[Any]) -> None:
 
 async def test_event_bus_sees_every_event_of_stream_and_run() -> None:
     # covers A-36, C1
-    from bastion import EventBus
+    from bastion.core import EventBus
 
     seen: list[str] = []
     bus = EventBus().on("*", lambda e: seen.append(e.type))
@@ -189,7 +189,7 @@ async def test_event_bus_sees_every_event_of_stream_and_run() -> None:
 
 async def test_lazy_dependencies_are_made_once_per_run() -> None:
     # covers C15 (lazy deps resolved once per run), A-05
-    from bastion import Lazy
+    from bastion.core import Lazy
 
     made: list[int] = []
 

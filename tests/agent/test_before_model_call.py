@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bastion import Agent, LoopHooks, RunContext, SystemMessage, tool
-from bastion.agent import StepOverrides
+from bastion import Agent, RunContext, SystemMessage, tool
+from bastion.agent import LoopHooks, StepOverrides
 from bastion.core import Model, RateLimited
 from bastion.providers import register_provider
 from bastion.security import INBOUND_PREAMBLE

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bastion import Agent, AgentRegistry, GovernanceOptions, filters, handoff, tool
-from bastion.agent import handoff_of, run_state_to_json
+from bastion import Agent, GovernanceOptions, filters, handoff, tool
+from bastion.agent import AgentRegistry, handoff_of, run_state_to_json
 from bastion.context import SUMMARY_HEADER
 from bastion.core import (
     AgentEvent,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bastion import Agent, AgentHooks, LoopHooks, RunContext, RunResult, SkipTool, tool
+from bastion import Agent, AgentHooks, RunContext, RunResult, SkipTool, tool
+from bastion.agent import LoopHooks
 from bastion.core import Message, ModelResponse, SystemMessage, Usage
 from bastion.testing import Call, ScriptedModel, Turn
 

@@ -6,16 +6,8 @@ from typing import Any
 
 import pytest
 
-from bastion import (
-    Agent,
-    LoopDetection,
-    LoopHooks,
-    RunContext,
-    Usage,
-    run_state_from_json,
-    run_state_to_json,
-    tool,
-)
+from bastion import Agent, RunContext, Usage, run_state_from_json, run_state_to_json, tool
+from bastion.agent import LoopDetection, LoopHooks
 from bastion.core import UserError
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import ApprovalDecision, Directive

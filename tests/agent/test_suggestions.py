@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bastion import Agent, AgentSuggestionsEvent, GovernanceOptions
+from bastion import Agent, GovernanceOptions
 from bastion.context import Suggestions, parse_suggestions
 from bastion.core import SystemMessage, UserError, UserMessage
+from bastion.events import AgentSuggestionsEvent
 from bastion.governance import PolicyAction, PolicyResult, deny
 from bastion.testing import ScriptedModel
 

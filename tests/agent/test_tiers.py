@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, LoopHooks, RunContext, tool
+from bastion import Agent, RunContext, tool
+from bastion.agent import LoopHooks
 from bastion.core import Model, RateLimited, UserError
 from bastion.providers import register_provider
 from bastion.testing import Call, ScriptedModel, Turn

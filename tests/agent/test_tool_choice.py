@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, LoopHooks, ModelSettings, RunContext, tool
-from bastion.agent import StepOverrides
+from bastion import Agent, ModelSettings, RunContext, tool
+from bastion.agent import LoopHooks, StepOverrides
 from bastion.core import UserError
 from bastion.testing import Call, ScriptedModel, Turn
 from tests.agent.conftest import chat_model_answering

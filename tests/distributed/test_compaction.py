@@ -7,9 +7,9 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from bastion import Agent, EventBus, tool
+from bastion import Agent, tool
 from bastion.context import SUMMARY_HEADER, ContextConfig
-from bastion.core import UserMessage
+from bastion.core import EventBus, UserMessage
 from bastion.testing import Call, ScriptedModel, Turn
 
 from ._history import run_on_temporal, scheduled

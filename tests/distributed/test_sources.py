@@ -8,8 +8,8 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from bastion import Agent, EventBus
-from bastion.core import ToolMessage
+from bastion import Agent
+from bastion.core import EventBus, ToolMessage
 from bastion.mcp import MCPServer
 from bastion.testing import Call, ScriptedModel, Turn
 

@@ -9,8 +9,8 @@ from typing import Any
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from bastion import Agent, EventBus, Lazy, RunContext, tool
-from bastion.core import ToolMessage
+from bastion import Agent, RunContext, tool
+from bastion.core import EventBus, Lazy, ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import (

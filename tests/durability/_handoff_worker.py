@@ -18,7 +18,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bastion import Agent, AgentRegistry
+from bastion import Agent
+from bastion.agent import AgentRegistry
 from bastion.core import ModelRequest, RunStatus, SystemMessage
 from bastion.stores import DEFAULT_LEASE_TTL, JournalEntry, JournalStore, NewEntry
 from bastion.testing import Call, ForwardingJournal, FunctionModel, LaterClock, Turn

@@ -16,7 +16,8 @@ import json
 import sys
 from typing import Any
 
-from bastion import Agent, AgentRegistry, tool
+from bastion import Agent, tool
+from bastion.agent import AgentRegistry
 from bastion.core import ModelRequest, SystemMessage, UserMessage
 from bastion.testing import Call, ScriptedModel, Turn
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bastion import Agent, AgentRegistry, tool
+from bastion import Agent, tool
+from bastion.agent import AgentRegistry
 from bastion.core import AssistantMessage, ModelRequest, SystemMessage, UserError, UserMessage
 from bastion.testing import Call, ScriptedModel, Turn
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, AgentStream, LoopHooks, ToolOptions, tool
+from bastion import Agent, AgentStream, ToolOptions, tool
+from bastion.agent import LoopHooks
 from bastion.core import (
     AgentEndEvent,
     AgentEvent,

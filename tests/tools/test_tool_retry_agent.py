@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, RunContext, ToolOptions, ToolRateLimited, ToolRetry, tool
+from bastion import Agent, RunContext, ToolOptions, ToolRetry, tool
 from bastion.core import RateLimited, UserError
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
+from bastion.tools import ToolRateLimited
 from tests.agent.conftest import brief
 
 
