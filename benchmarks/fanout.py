@@ -40,6 +40,7 @@ from pydantic_ai.models.function import FunctionModel as PydanticFunctionModel
 
 from bastion import Agent
 from bastion.core import ModelRequest
+from bastion.multi import fan_out
 from bastion.testing import FunctionModel
 
 from ._peers_openai_agents import _message  # pyright: ignore[reportPrivateUsage]
@@ -92,7 +93,7 @@ def cases(n: int = N) -> dict[str, Callable[[], Awaitable[None]]]:
     ]
     expected = "\n\n".join([ANSWER] * n)
 
-    async def fan_out() -> None:
+    async def bastion_fan_out() -> None:
         result = await fan_out(lead, children, max_concurrent_children=n)
         _check(result.output == expected, "bastion fan_out")
 
@@ -109,7 +110,7 @@ def cases(n: int = N) -> dict[str, Callable[[], Awaitable[None]]]:
         _check([r.output for r in results] == [ANSWER] * n, "pydantic-ai")
 
     return {
-        "bastion fan_out": fan_out,
+        "bastion fan_out": bastion_fan_out,
         "bastion gather": gather,
         "openai-agents gather": openai_gather,
         "pydantic-ai gather": pydantic_gather,

@@ -27,13 +27,10 @@ if TYPE_CHECKING:
         RunConfig,
         RunResult,
         RunState,
-        Team,
         ToolCallRecord,
         ToolOptions,
         Verdict,
         Verification,
-        evaluator_optimizer,
-        external_agent,
         handoff,
         input_guardrail,
         output_guardrail,
@@ -80,6 +77,7 @@ if TYPE_CHECKING:
     from bastion.mcp import (
         MCPServer,
     )
+    from bastion.multi import Team, evaluator_optimizer, external_agent
     from bastion.sessions import (
         Session,
     )
@@ -157,7 +155,7 @@ _LAZY: dict[str, str] = {
     "Session": "bastion.sessions",
     "SkipTool": "bastion.tools",
     "SystemMessage": "bastion.core",
-    "Team": "bastion.agent",
+    "Team": "bastion.multi",
     "TextPart": "bastion.core",
     "Tool": "bastion.tools",
     "ToolCall": "bastion.core",
@@ -173,8 +171,8 @@ _LAZY: dict[str, str] = {
     "Verdict": "bastion.agent",
     "Verification": "bastion.agent",
     "dump_messages": "bastion.core",
-    "evaluator_optimizer": "bastion.agent",
-    "external_agent": "bastion.agent",
+    "evaluator_optimizer": "bastion.multi",
+    "external_agent": "bastion.multi",
     "handoff": "bastion.agent",
     "input_guardrail": "bastion.agent",
     "load_messages": "bastion.core",

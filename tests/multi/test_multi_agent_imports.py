@@ -34,7 +34,7 @@ def test_every_public_name_of_bastion_agent_resolves() -> None:
     for name in bastion.agent.__all__:
         assert getattr(bastion.agent, name) is not None, name
     with pytest.raises(AttributeError, match=r"module 'bastion\.agent' has no attribute"):
-        _ = bastion.agent.no_such_name  # pyright: ignore[reportAttributeAccessIssue]
+        _ = bastion.agent.no_such_name  # pyright: ignore[reportAttributeAccessIssue, reportUnknownVariableType, reportUnknownMemberType]
 
 
 def test_every_public_name_of_bastion_multi_resolves() -> None:
