@@ -136,8 +136,6 @@ from ._tap import RunTap, current_run_tap, set_run_tap
 from ._usage import Usage
 
 __all__ = [
-    "JsonObject",
-    "JsonValue",
     "AgentCancellingEvent",
     "AgentEndEvent",
     "AgentErrorEvent",
@@ -173,6 +171,8 @@ __all__ = [
     "GuardrailTrippedEvent",
     "HandoffEvent",
     "ImagePart",
+    "JsonObject",
+    "JsonValue",
     "Lazy",
     "Listener",
     "ListenerWarning",
