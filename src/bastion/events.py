@@ -64,59 +64,6 @@ if TYPE_CHECKING:
         load_event,
     )
 
-_LAZY: dict[str, str] = {
-    "AgentCancellingEvent": "bastion.core",
-    "AgentEndEvent": "bastion.core",
-    "AgentErrorEvent": "bastion.core",
-    "AgentEvent": "bastion.core",
-    "AgentFollowUpEvent": "bastion.core",
-    "AgentStartEvent": "bastion.core",
-    "AgentSteeredEvent": "bastion.core",
-    "AgentSuggestionsEvent": "bastion.core",
-    "ContextCompactedEvent": "bastion.core",
-    "ContextCompactionFailedEvent": "bastion.core",
-    "FinishChunk": "bastion.core",
-    "FinishReason": "bastion.core",
-    "GovernanceEvent": "bastion.core",
-    "GuardrailTrippedEvent": "bastion.core",
-    "HandoffEvent": "bastion.core",
-    "ModelCircuitEvent": "bastion.core",
-    "ModelFellbackEvent": "bastion.core",
-    "ModelRetryEvent": "bastion.core",
-    "ReasoningChunk": "bastion.core",
-    "ReasoningDeltaEvent": "bastion.core",
-    "RunErrorInfo": "bastion.core",
-    "RunStatus": "bastion.core",
-    "StepEndEvent": "bastion.core",
-    "StepStartEvent": "bastion.core",
-    "StreamChunk": "bastion.core",
-    "SubagentEvent": "bastion.core",
-    "TextChunk": "bastion.core",
-    "TextCompleteEvent": "bastion.core",
-    "TextDeltaEvent": "bastion.core",
-    "ToolApprovalRequestedEvent": "bastion.core",
-    "ToolApprovalResolvedEvent": "bastion.core",
-    "ToolCallDeltaChunk": "bastion.core",
-    "ToolCallDeltaEvent": "bastion.core",
-    "ToolCallEndChunk": "bastion.core",
-    "ToolCallEndEvent": "bastion.core",
-    "ToolCallIncompleteEvent": "bastion.core",
-    "ToolCallStartChunk": "bastion.core",
-    "ToolCallStartEvent": "bastion.core",
-    "ToolErrorKind": "bastion.core",
-    "ToolExecuteEndEvent": "bastion.core",
-    "ToolExecuteErrorEvent": "bastion.core",
-    "ToolExecutePartialEvent": "bastion.core",
-    "ToolExecuteProgressEvent": "bastion.core",
-    "ToolExecuteStartEvent": "bastion.core",
-    "ToolLoopDetectedEvent": "bastion.core",
-    "ToolRetryEvent": "bastion.core",
-    "ToolSourceErrorEvent": "bastion.core",
-    "VerifierResultEvent": "bastion.core",
-    "dump_event": "bastion.core",
-    "load_event": "bastion.core",
-}
-
 __all__ = [
     "AgentCancellingEvent",
     "AgentEndEvent",
@@ -171,11 +118,13 @@ __all__ = [
 ]
 
 
+_NAMES = frozenset(__all__)  # every name here is bastion.core's
+
+
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module("bastion.core"), name)
     globals()[name] = value
     return value
 
