@@ -54,5 +54,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).parent == here:  # the hook sees the whole session's items
             item.add_marker(pytest.mark.slow)
-            if item.get_closest_marker("timeout") is None:  # a server start can take a minute
-                item.add_marker(pytest.mark.timeout(300))
+            marker = item.get_closest_marker("timeout")
+            seconds = marker.args[0] if marker is not None else 300  # a server start: ~1 min
+            # the thread method: a test stuck in native code or in its teardown (where
+            # SIGALRM never lands) dumps every stack and ends its worker process
+            item.add_marker(pytest.mark.timeout(seconds, method="thread"), append=False)

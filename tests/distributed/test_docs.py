@@ -32,7 +32,7 @@ def test_the_context_and_streaming_example_prints_what_the_page_shows(
 def example(text: str) -> tuple[str, list[str]]:
     """The first Python block of ``text`` and the lines after "It prints:"."""
     code = text.split("```python", 1)[1].split("```", 1)[0]
-    shown = text.split("It prints:\n\n```", 1)[1].split("```", 1)[0].strip().splitlines()
+    shown = text.split("It prints", 1)[1].split("```", 2)[1].strip().splitlines()
     return code, shown
 
 

@@ -2,35 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .test_docs import run_example
 
 DOCS = Path(__file__).parents[2] / "docs"
 
 
 def _run_section(page: str, heading: str, tmp_path: Path) -> None:
     """Run the first Python block after ``heading``; assert it prints what follows it."""
-    section = (DOCS / page).read_text(encoding="utf-8").split(heading, 1)[1]
-    code = section.split("```python", 1)[1].split("```", 1)[0]
-    shown = section.split("It prints", 1)[1].split("```", 2)[1].strip().splitlines()
-    script = tmp_path / "example.py"
-    script.write_text(code, encoding="utf-8")
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-        env={**os.environ, "PATH": path},
-    )
-    assert done.returncode == 0, done.stderr
-    # (the dev server prints its banner on the same stdout first)
-    assert done.stdout.splitlines()[-len(shown) :] == shown
+    run_example((DOCS / page).read_text(encoding="utf-8").split(heading, 1)[1], tmp_path)
 
 
 @pytest.mark.timeout(120)  # a dev server and a worker in a subprocess, on a shared machine

@@ -8,15 +8,14 @@ children's model calls and side-effecting ``charge`` runs are counted in files, 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 from temporalio.testing import WorkflowEnvironment
 
 from ._multi_agents import crash_fan_out
+from .test_docs import run_example
 from .test_worker_crash import (
     _count,  # pyright: ignore[reportPrivateUsage]
     _line,  # pyright: ignore[reportPrivateUsage]
@@ -65,23 +64,8 @@ async def test_a_worker_killed_during_a_fan_out_is_replaced_without_repeating_a_
     assert result.usage.requests == 7
 
 
-async def test_the_multi_agent_example_of_the_scale_out_page_prints_what_it_shows(
+def test_the_multi_agent_example_of_the_scale_out_page_prints_what_it_shows(
     tmp_path: Path,
 ) -> None:
-    text = PAGE.read_text(encoding="utf-8").split("## Multi-agent on Temporal", 1)[1]
-    code = text.split("```python", 1)[1].split("```", 1)[0]
-    shown = text.split("It prints (after the dev server's banner):\n\n```", 1)[1]
-    script = tmp_path / "multi_agent.py"
-    script.write_text(code, encoding="utf-8")
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(script),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PATH": path},
-    )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    expected = shown.split("```", 1)[0].strip().splitlines()
-    assert out.decode().splitlines()[-len(expected) :] == expected
+    section = PAGE.read_text(encoding="utf-8").split("## Multi-agent on Temporal", 1)[1]
+    run_example(section, tmp_path)  # in this process: see run_example

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
+from temporalio.client import WorkflowHandle, WorkflowUpdateHandle, WorkflowUpdateStage
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
@@ -170,6 +172,66 @@ async def test_continue_as_new_keeps_the_transcript_usage_and_waiting_messages(
         "four",
     ]
     assert short.status == "closed"
+
+
+async def _settle_without_mark(handle: WorkflowHandle[Any, Any]) -> WorkflowUpdateHandle[str]:
+    """A ``settle`` update whose mark was not sent: the run cannot continue as new before
+    it answers, which it does once ``mark t0`` comes."""
+    return await handle.start_update(  # pyright: ignore[reportUnknownMemberType]
+        "settle", "t0", wait_for_stage=WorkflowUpdateStage.ACCEPTED, result_type=str
+    )
+
+
+async def _settle(handle: WorkflowHandle[Any, Any], token: str) -> str:
+    return await handle.execute_update("settle", token, result_type=str)  # pyright: ignore[reportUnknownMemberType]
+
+
+async def test_a_settle_whose_mark_reached_the_run_before_it_continued_as_new_still_answers(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    """A ``mark`` applied by the run that then continued as new is carried to the next run.
+
+    Two clients settle at once: the first one's update (its mark not there yet) holds the
+    run open through its last turn; the second one's mark lands there first, its update
+    after the continue-as-new. Without the marks in the carry, that update waits forever.
+    """
+    remote = _session_agent(asyncio.Event(), asyncio.Event())
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "marks", continue_after=10)
+        handle = client.get_workflow_handle("marks")
+        first = await _settle_without_mark(handle)
+        await handle.signal("mark", "t1")  # the second client's mark, applied by this run
+        await session.send("hello")  # a turn; after it the history is long enough
+        await handle.signal("mark", "t0")
+        assert await first.result()  # the turn ended: then the run continues as new
+        async with asyncio.timeout(30):  # the next run knows t1 was marked
+            text = await _settle(handle, "t1")
+        view = await session.close()
+    assert text, "the settle after continue-as-new answered the empty 'ask again'"
+    assert (view.generation, view.turns, view.text) == (1, 1, "re: hello")
+
+
+async def test_a_close_sent_while_the_run_waits_to_continue_as_new_closes_the_session(
+    time_skipping: WorkflowEnvironment,
+) -> None:
+    remote = _session_agent(asyncio.Event(), asyncio.Event())
+    client = time_skipping.client
+    async with remote.worker(client):
+        session = await remote.session(client, "closing", continue_after=10)
+        handle = client.get_workflow_handle("closing")
+        held = await _settle_without_mark(handle)
+        await session.send("hello")
+        await handle.signal("mark", "t1")
+        assert await _settle(handle, "t1")  # the turn ended
+        await handle.signal("close")  # the run waits for t0 to continue as new
+        await handle.signal("mark", "t0")
+        assert await held.result()
+        async with asyncio.timeout(30):  # had the close been dropped, this waits forever
+            ended = await handle.result()  # the close above was the only one sent
+        view = await session.view()
+    assert (view.status, view.turns, view.generation) == ("closed", 1, 0)
+    assert ended
 
 
 async def test_bad_input_is_refused_before_anything_is_sent(

@@ -41,6 +41,8 @@ class SessionCarry:
         generation: How many times the session continued as new.
         error: Why the last turn did not complete, when it did not.
         published: The seq of the last event the session published.
+        marks: The settle tokens whose ``mark`` signal this run applied and whose
+            ``settle`` update has not come: it may reach the next run.
     """
 
     messages: _Messages = field(default_factory=_Messages)
@@ -53,6 +55,7 @@ class SessionCarry:
     generation: int = 0
     error: RunErrorInfo | None = None
     published: int = 0
+    marks: list[str] = field(default_factory=list[str])
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)

@@ -99,7 +99,7 @@ class SessionWorkflow(GovernedWorkflow):
         self._running = False
         self._closed = False
         self._rolling = False
-        self._marks: set[str] = set()  # the settle tokens whose mark signal arrived
+        self._marks = set(given.marks)  # the settle tokens whose mark signal arrived
         self._error: RunErrorInfo | None = given.error
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
@@ -137,7 +137,9 @@ class SessionWorkflow(GovernedWorkflow):
                 if not self._closed and self._history_long(self._limit):
                     self._rolling = True  # a settle waiting now answers from the next run
                     await workflow.wait_condition(workflow.all_handlers_finished)
-                    workflow.continue_as_new(self._carry())
+                    if not self._closed:  # a close that came meanwhile ends this run
+                        workflow.continue_as_new(self._carry())
+                    self._rolling = False
         self._closed = True
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.view()
@@ -154,6 +156,7 @@ class SessionWorkflow(GovernedWorkflow):
             generation=self._generation + 1,
             error=self._error,
             published=self._events.seq,
+            marks=sorted(self._marks),  # a settle's update may come after its mark
         )
         return carry_adapter().dump_json(carry).decode()
 
