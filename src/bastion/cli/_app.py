@@ -31,13 +31,8 @@ from ._models import models
 from ._prune import prune
 from ._runs import explain_suspension, runs_app
 from ._serve import serve
-from ._temporal import (
-    TEMPORAL_OPTION,
-    TaskQueue,
-    exit_after_temporal,
-    run_on_temporal,
-    worker,
-)
+from ._temporal import run_on_temporal, worker
+from ._temporal_client import TEMPORAL_OPTION, TaskQueue, exit_after_temporal
 from ._temporal_graph import graph_answer
 
 __all__ = ["app", "main"]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
 import signal
 import sys
 from collections.abc import Callable, Generator
-from typing import Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import typer
 from rich.console import Console
@@ -15,6 +17,7 @@ from rich.text import Text
 
 from bastion.agent import Agent, AgentStream, RunResult
 from bastion.core import AgentEvent, BastionError, dump_event
+from bastion.stores import DEFAULT_STORE_URL, STORE_ENV
 
 from ._load import SpecError
 from ._render import Renderer
@@ -25,7 +28,9 @@ __all__ = [
     "EXIT_USAGE",
     "Output",
     "console",
+    "default_store_url",
     "error",
+    "graph_input",
     "or_exit",
     "stream_run",
 ]
@@ -134,3 +139,18 @@ def _abort_on_sigint(stream: AgentStream[object], interrupted: list[str]) -> Gen
 def _print_json(event: AgentEvent) -> None:
     sys.stdout.write(dump_event(event).decode() + "\n")
     sys.stdout.flush()
+
+
+def default_store_url() -> str:
+    """The store the commands use: ``$BASTION_STORE``, else the embedded default."""
+    return os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
+
+
+def graph_input(text: str | None) -> Any:
+    """A graph's ``--input``: JSON when it parses, else the text as a string."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # plain text is a string input

@@ -22,13 +22,23 @@ from rich.text import Text
 from bastion.core import BastionError, UserError, dump_event
 from bastion.graph import Graph, GraphResult, GraphSignal, GraphStream, StoreCheckpointer
 
-from ._common import EXIT_FAILED_RUN, EXIT_INTERRUPTED, EXIT_USAGE, console, error, or_exit
+from ._common import (
+    EXIT_FAILED_RUN,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    console,
+    default_store_url,
+    error,
+    graph_input,
+    or_exit,
+)
+from ._graph_decisions import graph_directive
 from ._graph_format import pending_line
 from ._graph_render import GraphRenderer
 from ._load import SpecError, load_object
 from ._progress import GraphProgress
-from ._runs import _default_url
-from ._temporal import TEMPORAL_OPTION, TaskQueue
+from ._temporal_client import TEMPORAL_OPTION, TaskQueue
+from ._temporal_graph import run_graph_on_temporal
 
 __all__ = ["graph_resume", "graph_run", "load_graph", "resume_graph_command"]
 
@@ -66,16 +76,7 @@ def load_graph(spec: str) -> Graph:
 def _checkpointer(graph: Graph, store: str | None) -> StoreCheckpointer:
     if store is None and isinstance(graph.checkpointer, StoreCheckpointer):
         return graph.checkpointer
-    return StoreCheckpointer(store or _default_url())
-
-
-def _input(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text  # plain text is a string input
+    return StoreCheckpointer(store or default_store_url())
 
 
 def _print_json(signal: GraphSignal) -> None:
@@ -190,9 +191,7 @@ def graph_run(  # noqa: PLR0917 (typer options)
     """Run a graph on an input, checkpointed, and watch its nodes live."""
     output = "json" if json_lines else "plain" if plain else "auto"
     if temporal is not None:  # a workflow: the server's history is its checkpoint
-        from ._temporal_graph import run_graph_on_temporal
-
-        value = _input(input_text)
+        value = graph_input(input_text)
         raise typer.Exit(
             run_graph_on_temporal(spec, value, temporal, task_queue, execution_id, output)
         )
@@ -205,7 +204,7 @@ def graph_run(  # noqa: PLR0917 (typer options)
     except UserError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
-    value = _input(input_text)
+    value = graph_input(input_text)
 
     async def open_stream() -> GraphStream:
         return graph.stream(value, execution_id=execution_id, checkpointer=checkpointer)
@@ -240,8 +239,6 @@ def graph_resume(  # noqa: PLR0917 (typer options)
     store: Annotated[str | None, _STORE] = None,
 ) -> None:
     """Resume a graph execution (suspended, or cut short by a crash) to its end."""
-    from ._graph_decisions import graph_directive
-
     graph = or_exit(lambda: load_graph(spec))
     output = "json" if json_lines else "plain" if plain else "auto"
     try:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 
 from bastion.agent import Agent
 from bastion.core import UserError
+from bastion.graph import Graph
 
 if TYPE_CHECKING:
     from bastion.graph import Graph
@@ -74,7 +75,6 @@ def load_agent_or_graph(spec: str) -> Agent[object, object] | Graph:
 
 
 def _agent_or_graph(value: object) -> Agent[object, object] | Graph | None:
-    from bastion.graph import Graph
 
     if isinstance(value, Graph):
         return value

@@ -30,9 +30,10 @@ if TYPE_CHECKING:
     from bastion import Agent
     from bastion.graph import Graph
 
-from ._common import EXIT_FAILED_RUN, EXIT_USAGE, console, error, or_exit
+from bastion.graph import Graph, StoreCheckpointer
+
+from ._common import EXIT_FAILED_RUN, EXIT_USAGE, console, default_store_url, error, or_exit
 from ._load import load_agent_or_graph
-from ._runs import _default_url
 
 __all__ = ["CONFIG_ENV", "mcp_app"]
 
@@ -253,10 +254,8 @@ class _ServedGraph:
 
 def _servable(spec: str, store: str | None) -> Agent[object, object] | _ServedGraph:
     """The agent ``spec`` names, or its graph (checkpointed as ``bastion graph run`` does)."""
-    from bastion.graph import Graph, StoreCheckpointer
-
     made = load_agent_or_graph(spec)
     if not isinstance(made, Graph):
         return made
     own = store is None and isinstance(made.checkpointer, StoreCheckpointer)
-    return _ServedGraph(made, spec, None if own else store or _default_url())
+    return _ServedGraph(made, spec, None if own else store or default_store_url())

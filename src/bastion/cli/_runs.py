@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar, cast
@@ -22,10 +21,19 @@ from rich.text import Text
 
 from bastion.agent import RunResult, causal_chain, run_state_to_json
 from bastion.core import BastionError, UserError
-from bastion.stores import DEFAULT_STORE_URL, STORE_ENV, JournalEntry, RunRecord, Stores, open_store
+from bastion.graph import Graph
+from bastion.stores import JournalEntry, RunRecord, Stores, open_store
 from bastion.testing import ReplayModel
 
-from ._common import EXIT_INTERRUPTED, EXIT_USAGE, console, error, or_exit, stream_run
+from ._common import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    console,
+    default_store_url,
+    error,
+    or_exit,
+    stream_run,
+)
 from ._decisions import (
     Pending,
     build_directive,
@@ -36,9 +44,11 @@ from ._decisions import (
     resume_command,
 )
 from ._format import format_call, preview
+from ._graph_cli import graph_resume
 from ._graph_format import graph_entry_summary
 from ._load import load_agent, load_object
-from ._temporal import TEMPORAL_OPTION, TaskQueue, cancel_on_temporal, resume_on_temporal
+from ._temporal import cancel_on_temporal, resume_on_temporal
+from ._temporal_client import TEMPORAL_OPTION, TaskQueue
 
 __all__ = ["entry_summary", "explain_suspension", "runs_app"]
 
@@ -322,13 +332,12 @@ def resume(  # noqa: PLR0917 (typer options)
         if happened or raise_to or answer:
             error("A graph execution takes --approve, --deny (and 'graph resume --value').")
             raise typer.Exit(EXIT_USAGE)
-        from ._graph_cli import graph_resume
 
         graph_resume(run_id, agent_spec, approve, deny, None, json_lines, plain, store)
     agent = or_exit(lambda: load_agent(agent_spec))
     try:
         if store is not None or agent.store is None:
-            agent = agent.with_store(store or _default_url())
+            agent = agent.with_store(store or default_store_url())
     except UserError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
@@ -401,7 +410,6 @@ def replay(  # noqa: PLR0917 (typer options)
 
 
 def _is_graph(spec: str) -> bool:
-    from bastion.graph import Graph
 
     return isinstance(or_exit(lambda: load_object(spec)), Graph)
 
@@ -516,7 +524,7 @@ async def _load(stores: Stores, run_id: str) -> tuple[RunRecord, list[JournalEnt
 
 def _with_store(url: str | None, work: Callable[[Stores], Awaitable[_T]]) -> _T:
     async def go() -> _T:
-        async with open_store(url or _default_url()) as stores:
+        async with open_store(url or default_store_url()) as stores:
             return await work(stores)
 
     try:
@@ -527,10 +535,6 @@ def _with_store(url: str | None, work: Callable[[Stores], Awaitable[_T]]) -> _T:
     except KeyboardInterrupt:
         error("interrupted")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-
-
-def _default_url() -> str:
-    return os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
 
 
 def _record_json(record: RunRecord) -> dict[str, Any]:

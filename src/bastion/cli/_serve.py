@@ -12,8 +12,9 @@ from bastion.agent import Agent
 from bastion.core import UserError
 
 from ._common import EXIT_USAGE, error, or_exit
+from ._graph_cli import load_graph
 from ._load import SpecError, _call_factory, load_object
-from ._temporal import TEMPORAL_OPTION
+from ._temporal_client import TEMPORAL_OPTION
 
 if TYPE_CHECKING:
     from bastion.graph import Graph
@@ -115,7 +116,6 @@ def serve(  # noqa: PLR0917 (typer options)
 
 
 def _graphs(specs: Sequence[str]) -> dict[str, Graph]:
-    from ._graph_cli import load_graph
 
     loaded = [load_graph(spec) for spec in specs]
     return {graph.key: graph for graph in loaded}

@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import shlex
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -25,10 +24,13 @@ from rich.text import Text
 from bastion.agent import Agent
 from bastion.core import UserError
 
-from ._common import EXIT_FAILED_RUN, EXIT_INTERRUPTED, EXIT_USAGE, Output, console, error, or_exit
+from ._common import EXIT_FAILED_RUN, EXIT_USAGE, Output, console, error, or_exit
+from ._decisions import build_directive
 from ._format import format_call
 from ._load import SpecError, _call_factory, load_object
+from ._temporal_client import TEMPORAL_OPTION, TaskQueue, connect, refusing, run_client
 from ._temporal_events import event_printer, logged_seq, show_run
+from ._temporal_graph import holds_graphs, made_value, serve_graphs
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -41,39 +43,13 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "TEMPORAL_ENV",
     "cancel_on_temporal",
-    "exit_after_temporal",
-    "TEMPORAL_OPTION",
-    "TaskQueue",
     "resume_on_temporal",
-    "run_client",
     "run_on_temporal",
     "worker",
 ]
 
 _T = TypeVar("_T")
-
-TEMPORAL_ENV = "BASTION_TEMPORAL"
-"""The variable that sends ``run`` and ``runs resume`` to a Temporal server, as ``--temporal``."""
-
-TEMPORAL_OPTION = typer.Option(
-    "--temporal",
-    metavar="ADDRESS",
-    envvar=TEMPORAL_ENV,
-    help="Run on the Temporal server at ADDRESS (host:port) instead of in this process; "
-    "'bastion worker' serves the agent (default: $BASTION_TEMPORAL, else in-process).",
-    show_default=False,
-)
-TaskQueue = Annotated[
-    str | None,
-    typer.Option(
-        "--task-queue",
-        metavar="QUEUE",
-        help="The Temporal task queue (default: bastion.<agent name>).",
-        show_default=False,
-    ),
-]
 
 
 def worker(
@@ -93,8 +69,6 @@ def worker(
 
     Runs until SIGINT or SIGTERM, then finishes the calls in flight and exits.
     """
-    from ._temporal_graph import holds_graphs, made_value, serve_graphs
-
     loaded = or_exit(lambda: made_value(load_object(spec), spec))
     if holds_graphs(loaded):  # a graph, or graphs: their workflows, nodes and agents
         serve_graphs(loaded, address, task_queue)
@@ -155,7 +129,6 @@ def resume_on_temporal(  # noqa: PLR0917 (the options of runs resume)
     with event_printer(agent, output) as show:
 
         async def go(client: Client) -> tuple[str, WorkflowStatus]:
-            from ._decisions import build_directive
 
             after = 0 if show is None else await logged_seq(agent, workflow_id)
             # Which ids are interrupts (and the limit each waits on), and what still waits.
@@ -186,9 +159,9 @@ def cancel_on_temporal(
     [agent] = _one_agent(spec, task_queue)
 
     async def go() -> WorkflowResult[object]:
-        client = await _connect(address)
-        await _refusing(agent.cancel(client, workflow_id))
-        return await _refusing(agent.result(client, workflow_id))
+        client = await connect(address)
+        await refusing(agent.cancel(client, workflow_id))
+        return await refusing(agent.result(client, workflow_id))
 
     result = run_client(go)
     if isinstance(result, int):
@@ -251,39 +224,11 @@ def _one_agent(spec: str, task_queue: str | None) -> list[TemporalAgent[object]]
     return agents
 
 
-_CONNECTED: list[str] = []
-"""The addresses this process connected to (see :func:`exit_after_temporal`)."""
-
-
-def exit_after_temporal(code: int) -> None:
-    """End the process at once with ``code`` if it used a Temporal client; else return.
-
-    Temporal's client keeps native threads that may touch the interpreter while it shuts
-    down, which aborts it (temporalio/sdk-python#300), and a worker's evicted workflows
-    would be closed then too. Output is flushed first; nothing else is left to do.
-    """
-    if not _CONNECTED:
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-async def _connect(address: str) -> Client:
-    from temporalio.client import Client
-
-    _CONNECTED.append(address)
-    try:
-        return await Client.connect(address)
-    except RuntimeError as exc:
-        raise UserError(f"Cannot reach the Temporal server at {address!r}: {exc}") from None
-
-
 async def _serve(agents: Sequence[TemporalAgent[object]], address: str) -> None:
     """Run one worker per task queue until SIGINT or SIGTERM."""
     from temporalio.worker import Worker
 
-    client = await _connect(address)
+    client = await connect(address)
     queues: dict[str, list[TemporalAgent[object]]] = {}
     for agent in agents:
         queues.setdefault(agent.task_queue, []).append(agent)
@@ -321,11 +266,11 @@ def _outcome(
     """
 
     async def go() -> tuple[str, WorkflowStatus, WorkflowResult[object] | None]:
-        client = await _connect(address)
-        workflow_id, status = await _refusing(work(client))
+        client = await connect(address)
+        workflow_id, status = await refusing(work(client))
         if status.status == "awaiting_approval":
             return workflow_id, status, None
-        return workflow_id, status, await _refusing(agent.result(client, workflow_id))
+        return workflow_id, status, await refusing(agent.result(client, workflow_id))
 
     outcome = run_client(go)
     if isinstance(outcome, int):
@@ -340,28 +285,6 @@ def _outcome(
     else:
         _print_result(result, output, shown=shown)
     return 0 if result is not None and result.ok else EXIT_FAILED_RUN
-
-
-def run_client(go: Callable[[], Coroutine[Any, Any, _T]]) -> _T | int:
-    """``asyncio.run(go())``; a refusal or an interrupt is printed, its exit code returned."""
-    try:
-        return asyncio.run(go())
-    except UserError as exc:
-        error(str(exc))
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        error("interrupted (the workflow goes on; 'bastion worker' serves it)")
-        return EXIT_INTERRUPTED
-
-
-async def _refusing(awaitable: Awaitable[_T]) -> _T:
-    """``awaitable``'s value; Temporal's refusals become a :class:`UserError`."""
-    from temporalio.service import RPCError
-
-    try:
-        return await awaitable
-    except RPCError as exc:
-        raise UserError(f"Temporal refused: {exc.message}") from None
 
 
 def _print_result(result: WorkflowResult[object], output: Output, *, shown: bool) -> None:

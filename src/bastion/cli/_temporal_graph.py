@@ -23,10 +23,9 @@ from rich.text import Text
 from bastion.core import UserError
 from bastion.graph import Graph
 
-from ._common import EXIT_FAILED_RUN, EXIT_USAGE, Output, console, error, or_exit
-from ._graph_cli import _input
+from ._common import EXIT_FAILED_RUN, EXIT_USAGE, Output, console, error, graph_input, or_exit
 from ._load import SpecError, _call_factory, load_object
-from ._temporal import TEMPORAL_OPTION, TaskQueue, _connect, _refusing, run_client
+from ._temporal_client import TEMPORAL_OPTION, TaskQueue, connect, refusing, run_client
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -106,7 +105,7 @@ def serve_graphs(value: object, address: str, task_queue: str | None) -> None:
 
 
 async def _serve(graphs: list[TemporalGraph], address: str) -> None:
-    client = await _connect(address)
+    client = await connect(address)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -179,7 +178,7 @@ def graph_answer(  # noqa: PLR0917 (typer arguments and options)
         error("graph answer needs --graph MODULE:ATTR and --temporal ADDRESS.")
         raise typer.Exit(EXIT_USAGE)
     graph = _one_graph(spec, task_queue)
-    answer = _input(value)
+    answer = graph_input(value)
 
     async def go(client: Client) -> str:
         await graph.answer(client, workflow_id, node_id, answer)
@@ -192,12 +191,12 @@ def _outcome(graph: TemporalGraph, spec: str, address: str, output: Output, work
     """Run ``work`` (it returns the workflow id), wait for a pause or the end; print it."""
 
     async def go() -> tuple[str, GraphWorkflowStatus, GraphWorkflowResult | None]:
-        client = await _connect(address)
-        workflow_id: str = await _refusing(work(client))
-        status = await _refusing(graph.settle(client, workflow_id))
+        client = await connect(address)
+        workflow_id: str = await refusing(work(client))
+        status = await refusing(graph.settle(client, workflow_id))
         if status.status == "paused":
             return workflow_id, status, None
-        return workflow_id, status, await _refusing(graph.result(client, workflow_id))
+        return workflow_id, status, await refusing(graph.result(client, workflow_id))
 
     outcome = run_client(go)
     if isinstance(outcome, int):

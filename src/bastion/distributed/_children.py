@@ -40,7 +40,8 @@ from ._child_wire import (
 from ._proxies import WorkflowClock
 from ._shared import cancel_as_abort, define_workflow
 from ._views import WorkflowStatus
-from ._workflow import AgentWorkflow, workflow_config
+from ._wiring import workflow_config
+from ._workflow import AgentWorkflow
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

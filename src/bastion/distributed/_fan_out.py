@@ -35,7 +35,7 @@ from bastion.multi._fanout_plan import FanOutPlan
 from ._child_wire import ChildRequest, child_workflow_name, outcome_adapter, request_json
 from ._proxies import WorkflowClock
 from ._shared import define_workflow
-from ._workflow import workflow_config
+from ._wiring import workflow_config
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

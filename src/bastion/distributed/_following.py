@@ -10,6 +10,7 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from bastion.core import UserError
+from bastion.stores import Stores, open_store
 
 from ._events import EventChannel, publish_activity
 
@@ -30,8 +31,6 @@ _CHECK_EVERY = 1.0
 
 def event_channel(events: Stores | str | None, agent: Agent[Any, Any]) -> EventChannel | None:
     """The store a Temporal agent's events go to: ``events``, else the agent's store."""
-    from bastion.stores import Stores, open_store
-
     if events is None:
         store = agent.store
         return None if store is None else EventChannel(stores=store)

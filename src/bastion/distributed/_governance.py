@@ -27,6 +27,7 @@ from temporalio.common import RetryPolicy
 from bastion.agent._governance import AgentGovernance
 from bastion.core import UserError
 from bastion.governance import CounterRow
+from bastion.stores import StoreCounters, Stores, open_store
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -49,8 +50,6 @@ def counter_stores(agent: Agent[Any, Any], counters: str | Stores | None) -> Sto
     Raises:
         UserError: Governance without a counter store, a bad URL, or an in-memory store.
     """
-    from bastion.stores import Stores, open_store
-
     if agent.config.governance is None:
         if counters is not None:
             raise UserError(
@@ -88,8 +87,6 @@ def counter_stores(agent: Agent[Any, Any], counters: str | Stores | None) -> Sto
 
 def counters_activity(name: str, stores: Stores) -> Callable[[str, str], Awaitable[str]]:
     """The local activity that runs one counter operation on the worker's open store."""
-    from bastion.stores import StoreCounters
-
     opened: list[StoreCounters] = []
 
     @activity.defn(name=name)

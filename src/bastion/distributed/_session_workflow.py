@@ -35,7 +35,8 @@ from ._session_views import (
 )
 from ._shared import cancel_as_abort, check_decisions, define_workflow
 from ._views import decisions_adapter
-from ._workflow import ABORTED, workflow_config
+from ._wiring import workflow_config
+from ._workflow import ABORTED
 
 if TYPE_CHECKING:
     from bastion.agent import Agent, AgentStream, RunConfig, RunResult

@@ -1,4 +1,6 @@
-"""An agent's tools and handoffs as its workflow runs them.
+"""An agent's configuration as its workflow runs it: ``workflow_config``.
+
+Temporal time, activity models, no store, and its tools and handoffs:
 
 - A plain tool's function becomes the tool activity (``_proxies.proxy_tool``).
 - A sub-agent tool (``as_tool``, ``subagents``) starts the sub-agent's child workflow
@@ -18,11 +20,14 @@ from typing import TYPE_CHECKING, Any
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
+from bastion.agent import RetryConfig
+from bastion.agent._catalog import ToolCatalog
 from bastion.agent._handoffs import HandoffCall, Handoffs, handoff_of
+from bastion.agent._sources import ToolSources
 from bastion.core import messages_adapter
 from bastion.multi._child import child_run_id
 from bastion.multi._subrun import ANCESTRY, PARENT_AGENT, PARENT_RUN_ID, PARENT_TOOL_CALL_ID
-from bastion.tools import ToolError
+from bastion.tools import ToolError, ToolExecutor, ToolRegistry
 
 from ._child_wire import (
     ChildOutcome,
@@ -31,8 +36,11 @@ from ._child_wire import (
     outcome_adapter,
     request_json,
 )
-from ._proxies import proxy_tool
+from ._code_mode import advertised
+from ._compaction import activity_models, workflow_keeper
+from ._proxies import Activities, ActivityModel, WorkflowClock, proxy_tool
 from ._reach import activities_for, subagent_of
+from ._sources import ActivitySource
 
 if TYPE_CHECKING:
     from bastion.agent import RunConfig
@@ -40,7 +48,6 @@ if TYPE_CHECKING:
     from bastion.multi._subrun import SubagentCall
     from bastion.tools import Tool, ToolResult
 
-    from ._proxies import Activities
 
 __all__ = ["workflow_parts"]
 
@@ -73,6 +80,58 @@ def workflow_parts(
     return tools, handoffs
 
 
+def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage]) -> RunConfig:
+    """``config`` as the workflow runs it: Temporal time, activity models and tools, no store.
+
+    The loop's own model retries are off: the model activity's retry policy does them.
+    """
+    clock = WorkflowClock()
+    served = activity_models(config)
+    models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(served))
+    tools, handoffs = workflow_parts(config, activities, usage)
+    registry = ToolRegistry(tools, owner=f"Agent {config.name!r}")
+    catalog = ToolCatalog(registry, advertise=advertised(config, activities))
+    sources = tuple(ActivitySource(s.name, activities) for s in config.tool_sources.sources)
+    return replace(
+        config,
+        model=models[0],
+        models=models[: len(config.models)],
+        context=workflow_keeper(config, models),
+        clock=clock,
+        catalog=catalog,
+        tools=catalog.current(),
+        tool_sources=ToolSources(sources, registry),
+        executor=_executor(config.executor, clock),
+        retry=RetryConfig(max_retries=0),
+        store=None,
+        handoffs=handoffs,
+        deps=None,  # the worker's: made where the tools run, never in workflow code
+    )
+
+
+def _executor(executor: ToolExecutor, clock: WorkflowClock) -> ToolExecutor:
+    """The agent's executor on the workflow's clock, with a result cache of this run only.
+
+    A cache shared by the runs of a worker would answer a replay differently from the first
+    execution (a hit on one worker, a miss on another): its own cache keeps the run
+    deterministic.
+    """
+    twin = ToolExecutor(
+        executor.tools,
+        max_parallel=executor.max_parallel,
+        clock=clock,
+        gate=executor.gate,
+        processors=executor.processors,
+        audit=executor.audit,
+        cancel_grace=executor.cancel_grace,
+        event_queue_depth=executor.event_queue_depth,
+        retry=executor.retry,
+        memory_guard=executor.memory_guard,
+    )
+    twin.vault = executor.vault
+    return twin
+
+
 class _WorkflowTarget:
     """A handoff target whose configuration is the workflow's (built when first used)."""
 
@@ -89,8 +148,6 @@ class _WorkflowTarget:
     def config(self) -> RunConfig:
         """The target's configuration with its own activity models and tools."""
         if self._built is None:
-            from ._workflow import workflow_config  # it builds on this module
-
             own = activities_for(self._activities, self._config)
             self._built = workflow_config(self._config, own, self._usage)
         return self._built

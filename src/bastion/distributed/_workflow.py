@@ -21,26 +21,18 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
 
-from bastion.agent import RetryConfig
-from bastion.agent._catalog import ToolCatalog
-from bastion.agent._sources import ToolSources
 from bastion.core import Usage, id_source
 from bastion.tools import (
     ApprovalDecision,
     Directive,
-    ToolExecutor,
-    ToolRegistry,
 )
 
 from ._below import Below
-from ._code_mode import advertised
-from ._compaction import activity_models, workflow_keeper
 from ._events import WorkflowEvents
 from ._governance import governed
 from ._interrupts import GovernedWorkflow
-from ._proxies import Activities, ActivityModel, WorkflowClock
+from ._proxies import Activities
 from ._shared import cancel_as_abort, check_decisions, define_workflow
-from ._sources import ActivitySource
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -48,70 +40,18 @@ from ._views import (
     result_adapter,
     status_adapter,
 )
-from ._wiring import workflow_parts
+from ._wiring import workflow_config
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-    from bastion.agent import Agent, AgentStream, RunConfig, RunResult
+    from bastion.agent import Agent, AgentStream, RunResult
     from bastion.tools import ApprovalRequest
 
-__all__ = ["ABORTED", "AgentWorkflow", "agent_workflow", "workflow_config"]
+__all__ = ["ABORTED", "AgentWorkflow", "agent_workflow"]
 
 ABORTED = "The run was cancelled."
 """The reason given to the calls and interrupts a cancelled run was waiting on."""
-
-
-def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage]) -> RunConfig:
-    """``config`` as the workflow runs it: Temporal time, activity models and tools, no store.
-
-    The loop's own model retries are off: the model activity's retry policy does them.
-    """
-    clock = WorkflowClock()
-    served = activity_models(config)
-    models = tuple(ActivityModel(m, i, activities, usage) for i, m in enumerate(served))
-    tools, handoffs = workflow_parts(config, activities, usage)
-    registry = ToolRegistry(tools, owner=f"Agent {config.name!r}")
-    catalog = ToolCatalog(registry, advertise=advertised(config, activities))
-    sources = tuple(ActivitySource(s.name, activities) for s in config.tool_sources.sources)
-    return replace(
-        config,
-        model=models[0],
-        models=models[: len(config.models)],
-        context=workflow_keeper(config, models),
-        clock=clock,
-        catalog=catalog,
-        tools=catalog.current(),
-        tool_sources=ToolSources(sources, registry),
-        executor=_executor(config.executor, clock),
-        retry=RetryConfig(max_retries=0),
-        store=None,
-        handoffs=handoffs,
-        deps=None,  # the worker's: made where the tools run, never in workflow code
-    )
-
-
-def _executor(executor: ToolExecutor, clock: WorkflowClock) -> ToolExecutor:
-    """The agent's executor on the workflow's clock, with a result cache of this run only.
-
-    A cache shared by the runs of a worker would answer a replay differently from the first
-    execution (a hit on one worker, a miss on another): its own cache keeps the run
-    deterministic.
-    """
-    twin = ToolExecutor(
-        executor.tools,
-        max_parallel=executor.max_parallel,
-        clock=clock,
-        gate=executor.gate,
-        processors=executor.processors,
-        audit=executor.audit,
-        cancel_grace=executor.cancel_grace,
-        event_queue_depth=executor.event_queue_depth,
-        retry=executor.retry,
-        memory_guard=executor.memory_guard,
-    )
-    twin.vault = executor.vault
-    return twin
 
 
 class AgentWorkflow(GovernedWorkflow, Below):

@@ -24,6 +24,8 @@ from bastion.agent._capability import (
 from bastion.agent._causality import CAUSALITY_MODES, CausalityMode
 from bastion.agent._slice import BudgetSlice
 from bastion.core import UserError
+from bastion.governance import key_ancestry
+from bastion.security import SecretInheritance
 from bastion.tools import ModelArgsValidator, Tool
 
 from ._subrun import (
@@ -208,7 +210,6 @@ def subagent_tool(
             f"{owner}: causality must be one of {', '.join(map(repr, CAUSALITY_MODES))}, "
             f"got {causality!r}."
         )
-    from bastion.governance import key_ancestry  # governance loads when an agent uses it
 
     oracle_key = f"agent:{config.name}"
     key_ancestry(oracle_key)  # a name the governor cannot key raises UserError here
@@ -268,7 +269,6 @@ def _secrets_grant(
             "parent's secrets. Put what it needs in its vault and use secrets='isolated', or "
             "drop its vault."
         )
-    from bastion.security import SecretInheritance  # loaded when a sub-agent is granted some
 
     return SecretInheritance(mode=VAULT_MODES[mode], names=tuple(names))
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 from bastion.agent._child_answer import CHILD_SOURCE as _SOURCE
 from bastion.agent._child_answer import DENIED as _DENIED
 from bastion.agent._governance import held_calls
+from bastion.agent._persist import run_state_from_json, run_state_to_json
 from bastion.agent._scope import AbortRequest, RunScope
 from bastion.core import AgentEvent, Message, RunContext
 from bastion.tools import (
@@ -155,8 +156,6 @@ async def _open(child: ChildRun, ctx: RunContext[Any], run_id: str) -> AgentStre
         if await store.journal.get_run(run_id) is not None:
             return agent.resume_stream(run_id, directive=decided, deps=ctx.deps, config=config)
     elif "state" in context:
-        from bastion.agent._persist import run_state_from_json
-
         state = run_state_from_json(str(context["state"]))
         return agent.stream(state, directive=decided, deps=ctx.deps, config=config)
     return agent.stream(
@@ -214,8 +213,6 @@ def _question(child: ChildRun, result: RunResult[Any]) -> InputRequest:
         "interrupts": [{"id": i.id, "reason": i.interrupt.reason} for i in state.interrupts],
     }
     if child.config.store is None:
-        from bastion.agent._persist import run_state_to_json
-
         context["state"] = run_state_to_json(state)
     return InputRequest(
         message=f"sub-agent {name!r} (run {result.run_id}) waits for {'; '.join(needs)}",

@@ -30,6 +30,7 @@ from bastion.agent._entries import (
 from bastion.agent._journal import state_payload
 from bastion.agent._state import RunState
 from bastion.core import Usage, UserError
+from bastion.stores import JournalConflict, NewEntry
 
 if TYPE_CHECKING:
     from bastion.core import RunStatus
@@ -72,8 +73,6 @@ class CompositeLog:
         cls, stores: Stores, run_id: str, *, name: str, kind: str, metadata: Mapping[str, Any]
     ) -> CompositeLog:
         """Open the run ``run_id``: create it, or read the parts it already holds."""
-        from bastion.stores import NewEntry
-
         log = cls(stores, run_id, name)
         entries = await stores.journal.read(run_id)
         if not entries:
@@ -106,8 +105,6 @@ class CompositeLog:
 
     async def record(self, part: Part, *, model: str = "composite") -> None:
         """Journal a finished part (before anyone is told it finished)."""
-        from bastion.stores import NewEntry
-
         entry = ToolResultEntry(
             step=len(self.done) + 1,
             tool_call_id=part.key,
@@ -122,8 +119,6 @@ class CompositeLog:
 
     async def finish(self, status: RunStatus, output: Any, usage: Usage) -> None:
         """Journal the end of the composite run (its status, output and usage)."""
-        from bastion.stores import NewEntry
-
         if self.ended:
             return
         state = RunState(run_id=self.run_id, agent_name=self.name, status=status, usage=usage)
@@ -133,7 +128,6 @@ class CompositeLog:
         self.ended = True
 
     async def _append(self, entry: Any, status: RunStatus | None) -> None:
-        from bastion.stores import JournalConflict
 
         async with self._lock:
             while True:

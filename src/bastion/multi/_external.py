@@ -22,6 +22,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from bastion.agent._scope import live_scope
 from bastion.agent._state import RunState
 from bastion.core import (
     AgentEndEvent,
@@ -38,6 +39,7 @@ from bastion.core import (
     UserMessage,
     new_id,
 )
+from bastion.tools import render_output, tool
 
 from ._composite import CompositeLog, Part
 from ._own_stream import OwnStream
@@ -174,8 +176,6 @@ class ExternalAgent:
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This external agent as a tool: the model calls it with ``{"input": "<task>"}``."""
-        from bastion.agent._scope import live_scope
-        from bastion.tools import tool
 
         async def call(ctx: RunContext[Any], input: str) -> str:
             scope = live_scope(ctx.run_id)
@@ -315,7 +315,6 @@ def _end(state: RunState) -> AgentEndEvent:
 
 
 def _text(output: Any) -> str:
-    from bastion.tools import render_output
 
     return render_output(output)
 

@@ -30,6 +30,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from bastion.core import RunErrorInfo, Usage
+from bastion.governance import GovernanceError
 
 from ._composite import CompositeLog
 from ._fanout_records import from_record, jsonable, to_part
@@ -274,7 +275,6 @@ class _FanOut:
         governance = self.plan.host.governance
         if governance is None:
             return None
-        from bastion.governance import GovernanceError
 
         try:
             substitute = await governance.governor.check(

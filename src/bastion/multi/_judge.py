@@ -16,9 +16,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from bastion.core import RunErrorInfo, Usage
+from bastion.security import wrap_untrusted
 from bastion.tools import render_output
 
+from ._fanout_relay import judge_run_id
+from ._fanout_types import FanOutChild
 from ._merge_guard import GuardReport, MergeGuard
+from ._multi_child import ChildHandle, run_child
 
 if TYPE_CHECKING:
     from bastion.agent._config import RunConfig
@@ -214,7 +218,6 @@ def _nothing_to_judge(
 def _run_id(durable_id: str | None, question: int) -> str | None:
     if durable_id is None:
         return None
-    from ._fanout_relay import judge_run_id
 
     return judge_run_id(durable_id, question)
 
@@ -250,8 +253,6 @@ async def _ask_agent(
     *,
     run_id: str | None,
 ) -> tuple[Any, Usage]:
-    from ._fanout_types import FanOutChild
-    from ._multi_child import ChildHandle, run_child
 
     prompt = judge_prompt(strategy, candidates)
     metadata: dict[str, Any] = {"bastion.judge": True}
@@ -286,8 +287,6 @@ def parse_pick(text: str, count: int) -> int | None:
 
 def judge_prompt(strategy: Judge, candidates: Sequence[Candidate]) -> str:
     """What an agent judge is asked: the task, the quoted candidates, the answer's form."""
-    from bastion.security import wrap_untrusted
-
     parts = [_JUDGE_PROMPT]
     if strategy.task:
         parts.append(f"The task: {strategy.task}\n\n")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from bastion.core import UserError
+from bastion.security import find_injections
 
 if TYPE_CHECKING:
     from ._fanout_types import ChildResult
@@ -107,8 +108,6 @@ class MergeGuard:
 
     def assess(self, children: tuple[ChildResult, ...], texts: dict[str, str]) -> GuardReport:
         """Score the completed children whose rendered outputs are ``texts`` (by name)."""
-        from bastion.security import find_injections
-
         scores: list[TrustScore] = []
         for child in children:
             if not child.ok:

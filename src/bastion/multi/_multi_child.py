@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, cast
 
 from bastion.agent._config import RunConfig
 from bastion.core import RunErrorInfo, StepEndEvent, ToolExecuteStartEvent, Usage
@@ -44,6 +44,26 @@ if TYPE_CHECKING:
     from bastion.tools import ToolCallDecision, ToolCallRequest
 
 __all__ = ["ChildHandle", "run_child"]
+
+
+class _ContinuesRuns(Protocol):
+    """An agent-like that continues a run of its own by id (a ``Team`` with a ``store``).
+
+    It says so with ``continues_runs``.
+    """
+
+    continues_runs: ClassVar[bool]
+
+    @property
+    def store(self) -> Stores | None: ...
+
+    def stream(
+        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
+    ) -> ChildStream: ...
+
+
+def _continues(agent: object) -> TypeGuard[_ContinuesRuns]:
+    return getattr(agent, "continues_runs", False) and getattr(agent, "store", None) is not None
 
 
 class _Configured(Protocol):
@@ -151,9 +171,7 @@ async def _open(  # noqa: PLR0917 - one child's parts
     """
     agent = child.agent
     if not isinstance(getattr(agent, "config", None), RunConfig):
-        from ._team import Team
-
-        if run_id is not None and isinstance(agent, Team) and agent.store is not None:
+        if run_id is not None and _continues(agent):
             # A team with a store of its own: a durable run of its own, continued by id.
             stream = agent.stream(child.input, metadata=dict(metadata), run_id=run_id)
             return stream, tool_budget is not None

@@ -28,8 +28,9 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from bastion.agent._agent import Agent
 from bastion.agent._state import RunState
 from bastion.core import (
     AgentEndEvent,
@@ -43,10 +44,12 @@ from bastion.core import (
     UserMessage,
     new_id,
 )
+from bastion.tools import ToolError, tool
 
 from ._fanout_records import jsonable
 from ._fanout_types import ChildResult, FanOutChild
 from ._judge import Candidate, Judge, judge_prompt
+from ._merge_guard import MergeGuard
 from ._multi_child import ChildHandle
 from ._own_stream import OwnStream
 from ._team_keys import ROUTER, SYNTHESIS, member_key, open_team_log, run_member
@@ -105,6 +108,9 @@ class Team:
         UserError: The configuration is invalid.
     """
 
+    continues_runs: ClassVar[bool] = True
+    """With a ``store``, a fan-out continues the team's run of a child by its run id."""
+
     __slots__ = (
         "_lead",
         "description",
@@ -131,7 +137,6 @@ class Team:
         event_bus: EventBus | None = None,
         store: Stores | str | None = None,
     ) -> None:
-        from bastion.agent._agent import Agent
 
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"Team name must be a non-empty string, got {name!r}.")
@@ -218,7 +223,6 @@ class Team:
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """The team as a tool another agent's model calls with ``{"input": "<task>"}``."""
-        from bastion.tools import ToolError, tool
 
         async def call(input: str) -> str:
             result = await self.run(input)
@@ -371,8 +375,6 @@ class Team:
         self, input: str, answers: Sequence[ChildResult], run: _Run
     ) -> ChildResult:
         """The team's model writes one answer from the members' (quoted as data)."""
-        from ._merge_guard import MergeGuard
-
         done = tuple(a for a in answers if a.ok)
         if not done:
             return answers[0]

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from bastion.core import ModelError, ToolDefinition, UserError
+from bastion.core import MalformedResponse, ModelError, ToolDefinition, UserError
 
 from ._tool import Tool, ToolResult, tool
 
@@ -246,8 +246,6 @@ class ToolIndex:
                 assert embedder is not None
                 raw = await embedder.embed([search_text(t) for t in self.tools])
                 if len(raw) != len(self.tools):
-                    from bastion.core import MalformedResponse
-
                     raise MalformedResponse(
                         f"The embedder returned {len(raw)} vectors for {len(self.tools)} texts."
                     )
