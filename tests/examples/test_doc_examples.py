@@ -1,6 +1,6 @@
-"""The examples of docs/testing.md, of the two-way loop in docs/agent-loop.md and of the
-agent's governance options in docs/governance.md run as printed (in a fresh interpreter) and
-print what the pages say."""
+"""The examples of docs/testing.md, of the two-way loop in docs/agent-loop.md, of the
+agent's governance options in docs/governance.md and of wrapping ``tool()`` in docs/tools.md
+run as printed (in a fresh interpreter) and print what the pages say."""
 
 from __future__ import annotations
 
@@ -54,4 +54,13 @@ def test_the_governance_options_example_runs(tmp_path: Path) -> None:
         "oracle.exceeded tool:search",
         "b rate_limited",
         "completed Found a; b must wait.",
+    ]
+
+
+def test_the_tool_wrapper_example_runs(tmp_path: Path) -> None:
+    [code] = _blocks("tools.md", "## Wrapping `tool()`")
+    assert _run(code, tmp_path) == [
+        "stock read_only 5.0",
+        "tool() got unknown keyword arguments ['side_efect_class'] "
+        "(did you mean 'side_effect_class'?).",
     ]

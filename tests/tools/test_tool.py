@@ -422,3 +422,20 @@ def test_signature_errors_surface_from_the_decorator():
 
         @tool(side_effect_class="pure")
         def bad(x: int, ctx: RunContext[Any]) -> None: ...
+
+
+def test_an_unknown_keyword_is_a_user_error_that_names_it_and_the_closest_one() -> None:
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    options: dict[str, Any] = {"side_efect_class": "pure"}  # a typo, as a wrapper passes it
+    with pytest.raises(
+        UserError, match=r"\['side_efect_class'\] \(did you mean 'side_effect_class'\?\)"
+    ):
+        tool(add, **options)
+    colour: dict[str, Any] = {"colour": "red"}
+    with pytest.raises(UserError, match=r"unknown keyword arguments \['colour'\]\.$"):
+        tool(**colour)  # the decorator form refuses it before any function
+    made = tool(add, side_effect_class="pure", name="plus")
+    assert (made.name, made.side_effect_class, made.description) == ("plus", "pure", "Add.")

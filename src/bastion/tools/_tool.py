@@ -8,18 +8,28 @@ on every tool; the executor, approvals and the side-effect ledger act on it.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, overload
+
+from typing_extensions import Unpack
 
 from bastion.core import SandboxConfig, ToolDefinition, Usage, UserError
 from bastion.core._runtime import check_sandbox_setting
 
-from ._schema import ArgsValidator, JsonSchemaValidator, ModelArgsValidator, function_schema
+from ._schema import (
+    ArgsValidator,
+    JsonSchemaValidator,
+    ModelArgsValidator,
+    _is_run_context,  # pyright: ignore[reportPrivateUsage]
+    function_schema,
+    signature_and_hints,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -232,104 +242,49 @@ def _check_metadata(
     return side_effect_class  # type: ignore[return-value]  # narrowed by the membership test
 
 
+class ToolOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`tool` (each described there), for wrappers of it."""
+
+    name: str | None
+    description: str | None
+    args_model: type[BaseModel] | None
+    parameters: dict[str, Any] | None
+    side_effect_class: SideEffectClass | None
+    idempotency_key: Callable[[dict[str, Any]], str] | None
+    needs_approval: bool | Callable[..., bool]
+    execution_mode: ExecutionMode
+    defer_loading: bool
+    max_result_tokens: int | None
+    truncation_strategy: TruncationStrategy | None
+    cache_ttl: float | None
+    sandbox: bool | SandboxConfig | None
+    secrets_allowed: Sequence[str]
+    sensitivity: Sensitivity
+    trust_class: ToolTrustClass
+    examples: Sequence[ToolExample]
+    preferred_model: str | None
+    strict: bool
+    label: str | None
+    output_schema: dict[str, Any] | None
+    timeout: float | None
+    run_in_thread: bool
+    inbound_sanitization: InboundPolicy | None
+    fail_closed: bool
+    source: str | None
+
+
 @overload
 def tool(
-    function: None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    args_model: type[BaseModel] | None = None,
-    parameters: dict[str, Any] | None = None,
-    side_effect_class: SideEffectClass | None = None,
-    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
-    needs_approval: bool | Callable[..., bool] = False,
-    execution_mode: ExecutionMode = "parallel",
-    defer_loading: bool = False,
-    max_result_tokens: int | None = None,
-    truncation_strategy: TruncationStrategy | None = None,
-    cache_ttl: float | None = None,
-    sandbox: bool | SandboxConfig | None = None,
-    secrets_allowed: Sequence[str] = (),
-    sensitivity: Sensitivity = "public",
-    trust_class: ToolTrustClass = "first_party_user_defined",
-    examples: Sequence[ToolExample] = (),
-    preferred_model: str | None = None,
-    strict: bool = False,
-    label: str | None = None,
-    output_schema: dict[str, Any] | None = None,
-    timeout: float | None = None,
-    run_in_thread: bool = True,
-    inbound_sanitization: InboundPolicy | None = None,
-    fail_closed: bool = False,
-    source: str | None = None,
+    function: None = None, /, **options: Unpack[ToolOptions]
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 @overload
-def tool(
-    function: Callable[..., Any],
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    args_model: type[BaseModel] | None = None,
-    parameters: dict[str, Any] | None = None,
-    side_effect_class: SideEffectClass | None = None,
-    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
-    needs_approval: bool | Callable[..., bool] = False,
-    execution_mode: ExecutionMode = "parallel",
-    defer_loading: bool = False,
-    max_result_tokens: int | None = None,
-    truncation_strategy: TruncationStrategy | None = None,
-    cache_ttl: float | None = None,
-    sandbox: bool | SandboxConfig | None = None,
-    secrets_allowed: Sequence[str] = (),
-    sensitivity: Sensitivity = "public",
-    trust_class: ToolTrustClass = "first_party_user_defined",
-    examples: Sequence[ToolExample] = (),
-    preferred_model: str | None = None,
-    strict: bool = False,
-    label: str | None = None,
-    output_schema: dict[str, Any] | None = None,
-    timeout: float | None = None,
-    run_in_thread: bool = True,
-    inbound_sanitization: InboundPolicy | None = None,
-    fail_closed: bool = False,
-    source: str | None = None,
-) -> Tool: ...
+def tool(function: Callable[..., Any], /, **options: Unpack[ToolOptions]) -> Tool: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    args_model: type[BaseModel] | None = None,
-    parameters: dict[str, Any] | None = None,
-    side_effect_class: SideEffectClass | None = None,
-    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
-    needs_approval: bool | Callable[..., bool] = False,
-    execution_mode: ExecutionMode = "parallel",
-    defer_loading: bool = False,
-    max_result_tokens: int | None = None,
-    truncation_strategy: TruncationStrategy | None = None,
-    cache_ttl: float | None = None,
-    sandbox: bool | SandboxConfig | None = None,
-    secrets_allowed: Sequence[str] = (),
-    sensitivity: Sensitivity = "public",
-    trust_class: ToolTrustClass = "first_party_user_defined",
-    examples: Sequence[ToolExample] = (),
-    preferred_model: str | None = None,
-    strict: bool = False,
-    label: str | None = None,
-    output_schema: dict[str, Any] | None = None,
-    timeout: float | None = None,
-    run_in_thread: bool = True,
-    inbound_sanitization: InboundPolicy | None = None,
-    fail_closed: bool = False,
-    source: str | None = None,
+    function: Callable[..., Any] | None = None, /, **options: Unpack[ToolOptions]
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function.
 
@@ -379,73 +334,111 @@ def tool(
 
     Raises:
         UserError: The function cannot be turned into a tool (missing annotations, bad
-            name, invalid schema, both ``args_model`` and ``parameters``).
+            name, invalid schema, both ``args_model`` and ``parameters``), or a keyword
+            argument is not one of the above.
     """
-
-    def build(fn: Callable[..., Any]) -> Tool:
-        tool_name = name or getattr(fn, "__name__", "")
-        if not tool_name:
-            raise UserError(f"{fn!r} has no __name__: pass tool(..., name='...').")
-        if args_model is not None and parameters is not None:
-            raise UserError(f"Tool {tool_name!r}: give args_model or parameters, not both.")
-        takes_ctx = False
-        doc_description, _ = (description or "", {})
-        validator: ArgsValidator
-        if parameters is not None:
-            validator = JsonSchemaValidator(parameters)
-            takes_ctx = _first_param_is_ctx(fn)
-            doc_description = inspect.getdoc(fn) or ""
-        elif args_model is not None:
-            validator = ModelArgsValidator(args_model, unpack=False, strict=strict)
-            takes_ctx = _first_param_is_ctx(fn)
-            doc_description = (inspect.getdoc(fn) or "").split("\n\n")[0]
-        else:
-            validator, takes_ctx, doc_description = function_schema(fn, strict=strict)
-        effect = _check_metadata(tool_name, side_effect_class, execution_mode)
-        if len(examples) > 5:
-            raise UserError(f"Tool {tool_name!r}: at most 5 examples, got {len(examples)}.")
-        if max_result_tokens is not None and max_result_tokens < 0:
-            raise UserError(f"Tool {tool_name!r}: max_result_tokens must be >= 0.")
-        check_sandbox_setting(sandbox, f"Tool {tool_name!r}")
-        return Tool(
-            name=tool_name,
-            description=description if description is not None else doc_description,
-            function=fn,
-            validator=validator,
-            takes_ctx=takes_ctx,
-            side_effect_class=effect,
-            idempotency_key=idempotency_key,
-            needs_approval=needs_approval,
-            execution_mode=execution_mode,
-            defer_loading=defer_loading,
-            max_result_tokens=max_result_tokens,
-            truncation_strategy=truncation_strategy,
-            cache_ttl=cache_ttl,
-            sandbox=sandbox,
-            secrets_allowed=tuple(secrets_allowed),
-            sensitivity=sensitivity,
-            trust_class=trust_class,
-            examples=tuple(examples),
-            preferred_model=preferred_model,
-            strict=strict,
-            label=label,
-            output_schema=output_schema,
-            timeout=timeout,
-            run_in_thread=run_in_thread,
-            inbound_sanitization=inbound_sanitization,
-            fail_closed=fail_closed,
-            source=source,
-            kind=_function_kind(fn),
-        )
-
+    unknown = sorted(options.keys() - ToolOptions.__optional_keys__)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], ToolOptions.__optional_keys__, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UserError(f"tool() got unknown keyword arguments {unknown}{hint}.")
     if function is not None:
-        return build(function)
-    return build
+        return _build(function, **options)
+    return lambda fn: _build(fn, **options)
+
+
+def _build(
+    fn: Callable[..., Any],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    args_model: type[BaseModel] | None = None,
+    parameters: dict[str, Any] | None = None,
+    side_effect_class: SideEffectClass | None = None,
+    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+    needs_approval: bool | Callable[..., bool] = False,
+    execution_mode: ExecutionMode = "parallel",
+    defer_loading: bool = False,
+    max_result_tokens: int | None = None,
+    truncation_strategy: TruncationStrategy | None = None,
+    cache_ttl: float | None = None,
+    sandbox: bool | SandboxConfig | None = None,
+    secrets_allowed: Sequence[str] = (),
+    sensitivity: Sensitivity = "public",
+    trust_class: ToolTrustClass = "first_party_user_defined",
+    examples: Sequence[ToolExample] = (),
+    preferred_model: str | None = None,
+    strict: bool = False,
+    label: str | None = None,
+    output_schema: dict[str, Any] | None = None,
+    timeout: float | None = None,
+    run_in_thread: bool = True,
+    inbound_sanitization: InboundPolicy | None = None,
+    fail_closed: bool = False,
+    source: str | None = None,
+) -> Tool:
+    tool_name = name or getattr(fn, "__name__", "")
+    if not tool_name:
+        raise UserError(f"{fn!r} has no __name__: pass tool(..., name='...').")
+    validator, takes_ctx, docstring = _arguments(fn, tool_name, args_model, parameters, strict)
+    effect = _check_metadata(tool_name, side_effect_class, execution_mode)
+    if len(examples) > 5:
+        raise UserError(f"Tool {tool_name!r}: at most 5 examples, got {len(examples)}.")
+    if max_result_tokens is not None and max_result_tokens < 0:
+        raise UserError(f"Tool {tool_name!r}: max_result_tokens must be >= 0.")
+    check_sandbox_setting(sandbox, f"Tool {tool_name!r}")
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else docstring,
+        function=fn,
+        validator=validator,
+        takes_ctx=takes_ctx,
+        side_effect_class=effect,
+        idempotency_key=idempotency_key,
+        needs_approval=needs_approval,
+        execution_mode=execution_mode,
+        defer_loading=defer_loading,
+        max_result_tokens=max_result_tokens,
+        truncation_strategy=truncation_strategy,
+        cache_ttl=cache_ttl,
+        sandbox=sandbox,
+        secrets_allowed=tuple(secrets_allowed),
+        sensitivity=sensitivity,
+        trust_class=trust_class,
+        examples=tuple(examples),
+        preferred_model=preferred_model,
+        strict=strict,
+        label=label,
+        output_schema=output_schema,
+        timeout=timeout,
+        run_in_thread=run_in_thread,
+        inbound_sanitization=inbound_sanitization,
+        fail_closed=fail_closed,
+        source=source,
+        kind=_function_kind(fn),
+    )
+
+
+def _arguments(
+    fn: Callable[..., Any],
+    tool_name: str,
+    args_model: type[BaseModel] | None,
+    parameters: dict[str, Any] | None,
+    strict: bool,
+) -> tuple[ArgsValidator, bool, str]:
+    """How the tool's arguments are checked, whether it takes ``ctx``, its docstring text."""
+    if args_model is not None and parameters is not None:
+        raise UserError(f"Tool {tool_name!r}: give args_model or parameters, not both.")
+    if parameters is not None:
+        return JsonSchemaValidator(parameters), _first_param_is_ctx(fn), inspect.getdoc(fn) or ""
+    if args_model is not None:
+        validator = ModelArgsValidator(args_model, unpack=False, strict=strict)
+        return validator, _first_param_is_ctx(fn), (inspect.getdoc(fn) or "").split("\n\n")[0]
+    return function_schema(fn, strict=strict)
 
 
 def _first_param_is_ctx(fn: Callable[..., Any]) -> bool:
-    from ._schema import _is_run_context, signature_and_hints
-
     signature, hints = signature_and_hints(fn)
     params = list(signature.parameters)
     return bool(params) and _is_run_context(hints.get(params[0]))
