@@ -1,6 +1,6 @@
 """Per-tool result cache for tools with a ``cache_ttl``, one per agent.
 
-Called by the executor (``ToolBatch.execute``): before running a call of a tool with a
+Called by the executor (``CallRunner.execute``): before running a call of a tool with a
 positive ``cache_ttl`` it looks the call up by its canonical arguments; a fresh entry is
 used instead of running the tool (``ToolOutcome.cached``, counted in
 ``tool.cache.hits.total``). Only successful results are stored, as the tool rendered them:

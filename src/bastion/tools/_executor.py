@@ -11,74 +11,44 @@ Events: ``tool.approval.requested`` / ``resolved`` while admitting, in call orde
 ``tool.execute.start`` for every admitted call up front in call order; ``end``/``error``
 events in call order whatever the completion order; only ``progress``/``partial`` events
 interleave live.
+
+The pieces: ``_prepared.py`` (stages 1 and 2, the call's state), ``_admission.py`` (the
+later stages and approvals), ``_call_runner.py`` (one call and its result), ``_schedule.py``
+(parallelism, sequential tools, cancellation); the batch orders their events.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import (
-    AsyncGenerator,
-    Awaitable,
-    Callable,
-    Coroutine,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from bastion.core import (
     AgentEvent,
     Clock,
-    GovernanceEvent,
     RunContext,
-    RunError,
     ToolApprovalRequestedEvent,
-    ToolApprovalResolvedEvent,
     ToolCall,
     ToolErrorKind,
     ToolExecuteStartEvent,
-    ToolRetryEvent,
-    UserError,
     call_sandbox,
 )
 from bastion.observability import AuditRecord, ToolAudit
-from bastion.security import PROVENANCE, Provenance, SecretScope, Vault
+from bastion.security import Vault
 
-from ._cache import CacheKey, ToolCache
-from ._cancel import InlineCall, abandon
-from ._gate import (
-    Allow,
-    ApprovalDecision,
-    ApprovalRequest,
-    Ask,
-    Deny,
-    GuardVerdict,
-    Mock,
-    Rewrite,
-    ToolCallRequest,
-    ToolGate,
-    ToolGovernor,
-)
-from ._input import InputRequest, InputRequired
-from ._invoke import (
-    DEFAULT_EVENT_QUEUE_DEPTH,
-    DeadlineExceeded,
-    LiveEvent,
-    ProgressQueue,
-    ProgressSink,
-    invoke,
-    within,
-)
+from ._admission import Admission, ApprovalTimeout
+from ._cache import ToolCache
+from ._call_runner import CallRunner
+from ._gate import ApprovalDecision, ApprovalRequest, ToolGate
+from ._invoke import DEFAULT_EVENT_QUEUE_DEPTH, ProgressQueue
 from ._memory_guard import MemoryGuard
-from ._outcome import SkipTool, ToolError, ToolOutcome, end_event, error_outcome, failed_outcome
-from ._pipeline import ResultEnvelope, ResultProcessor
-from ._result import render_output
-from ._retry import ToolRetry, retries_safely, retry_after_failure
-from ._schema import ToolArgumentsError
-from ._tool import Tool, ToolResult
+from ._outcome import SkipTool, ToolOutcome, end_event, error_outcome
+from ._pipeline import ResultProcessor
+from ._prepared import BatchScope, PreparedCall, ToolCallHooks, prepare_call
+from ._retry import ToolRetry
+from ._schedule import cannot_stream, run_alone, run_groups, stop
+from ._tool import Tool
 
 __all__ = [
     "ApprovalTimeout",
@@ -89,41 +59,6 @@ __all__ = [
     "ToolOutcome",
     "end_event",
 ]
-
-_NO_MOCK: Any = object()
-
-
-class ApprovalTimeout(RunError):
-    """``on_approval`` did not decide in time and ``timeout_action`` is ``"raise"``."""
-
-
-class ToolCallHooks(Protocol):
-    """Interception points the agent layer plugs into the executor."""
-
-    async def before(self, tool: Tool, call: ToolCall, args: Mapping[str, Any]) -> SkipTool | None:
-        """Called after validation, before the tool runs."""
-        ...
-
-    async def after(self, tool: Tool, call: ToolCall, content: str) -> str:
-        """Called with the rendered result; returns the (possibly replaced) result."""
-        ...
-
-    async def before_approval(self, request: ApprovalRequest) -> None:
-        """Called before ``on_approval`` is asked (a human may take hours to answer)."""
-        ...
-
-
-@dataclass(slots=True)
-class _Prepared:
-    index: int
-    call: ToolCall
-    tool: Tool | None
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
-    outcome: ToolOutcome | None = None
-    mock: Any = _NO_MOCK
-    pending: ApprovalRequest | None = None
-    invalid: ToolArgumentsError | None = None  # awaiting the repair round
 
 
 class ToolExecutor:
@@ -199,7 +134,7 @@ class ToolExecutor:
                 executor's own).
         """
         known = self.tools if tools is None else tools
-        prepared = [self._prepare(i, call, known) for i, call in enumerate(calls)]
+        prepared = [prepare_call(i, call, known, self.gate) for i, call in enumerate(calls)]
         return ToolBatch(self, prepared, ctx, hooks, decisions or {})
 
     async def run_one(
@@ -210,7 +145,7 @@ class ToolExecutor:
         Used by tools that call other tools (code mode). A call that would need a human
         decision is refused (``approval_denied``) unless ``allow_approval``.
         """
-        batch = ToolBatch(self, [self._prepare(0, call, self.tools)], ctx, None, {})
+        batch = ToolBatch(self, [prepare_call(0, call, self.tools, self.gate)], ctx, None, {})
         async for _ in batch.admit(interactive=allow_approval):
             pass
         p = batch.prepared[0]
@@ -285,38 +220,6 @@ class ToolExecutor:
             )
         )
 
-    def _prepare(self, index: int, call: ToolCall, tools: Mapping[str, Tool]) -> _Prepared:
-        tool = tools.get(call.name)
-        if tool is None:
-            available = ", ".join(repr(n) for n in sorted(tools)) or "none"
-            return _Prepared(
-                index=index,
-                call=call,
-                tool=None,
-                outcome=error_outcome(
-                    call,
-                    "unknown_tool",
-                    f"Unknown tool {call.name!r}. Available tools: {available}.",
-                ),
-            )
-        if self.gate.denied(call.name):
-            return _Prepared(
-                index=index,
-                call=call,
-                tool=tool,
-                outcome=error_outcome(
-                    call, "capability_blocked", f"Tool {call.name!r} is not allowed in this run."
-                ),
-            )
-        p = _Prepared(index=index, call=call, tool=tool)
-        try:
-            p.args, p.kwargs = tool.validator.validate(call.arguments)
-        except ToolArgumentsError as exc:
-            p.outcome = error_outcome(call, "invalid_input", exc.for_model(tool.name))
-            if self.gate.repair is not None:
-                p.invalid = exc
-        return p
-
 
 class ToolBatch:
     """The calls of one step. Iterate :meth:`events`; then read :attr:`outcomes`.
@@ -328,7 +231,7 @@ class ToolBatch:
     def __init__(
         self,
         executor: ToolExecutor,
-        prepared: list[_Prepared],
+        prepared: list[PreparedCall],
         ctx: RunContext[Any],
         hooks: ToolCallHooks | None,
         decisions: Mapping[str, ApprovalDecision],
@@ -336,8 +239,6 @@ class ToolBatch:
         self._executor = executor
         self.prepared = prepared
         self._ctx = ctx
-        self._hooks = hooks
-        self._decisions = decisions
         self.outcomes: list[ToolOutcome | None] = [None] * len(prepared)
         self.pending: list[ApprovalRequest] = []
         self._order: list[int] = []  # indices owed an end event, in call order
@@ -348,6 +249,11 @@ class ToolBatch:
         self._notes: dict[str, str] = {}
         # Retry events of calls run without a live queue, yielded before the end events.
         self._held: list[AgentEvent] = []
+        scope = BatchScope(ctx=ctx, hooks=hooks, pending=self.pending, decided=self.decided)
+        self._admission = Admission(
+            gate=executor.gate, clock=executor.clock, scope=scope, decisions=decisions
+        )
+        self._runner = CallRunner(executor=executor, scope=scope, held=self._held)
 
     def refuse(self, call_id: str, kind: ToolErrorKind, message: str) -> None:
         """Decide a call before it runs: it does not run, and the model reads ``message``."""
@@ -362,7 +268,7 @@ class ToolBatch:
 
     async def events(self) -> AsyncGenerator[AgentEvent, None]:
         """Admit the calls, run those admitted, and yield their lifecycle events."""
-        if self._admission_needed():  # no async generator at all on the plain path
+        if self._admission.needed(self.prepared):  # no async generator on the plain path
             async for event in self.admit(interactive=True):
                 yield event
         run_id = self._ctx.run_id
@@ -383,9 +289,10 @@ class ToolBatch:
                 else call_sandbox(runtime, p.tool.sandbox, ctx.sandbox),
             )
         runnable = [p for p in owed if p.outcome is None]
-        if not runnable or (len(runnable) == 1 and self._cannot_stream(runnable[0])):
+        if not runnable or (len(runnable) == 1 and cannot_stream(runnable[0])):
+            grace = self._executor.cancel_grace
             for p in runnable:
-                self.outcomes[p.index] = await self._run_alone(p)
+                self.outcomes[p.index] = await run_alone(p, self._runner, grace)
             for event in self._held:
                 yield event
             for index in self._order:
@@ -398,262 +305,33 @@ class ToolBatch:
             async for event in live:
                 yield event
 
-    def _approval_stages(self) -> bool:
-        """Whether any call may meet hooks, a repair or an approval (stages 2 to 5)."""
-        # The governance check (stage 0) does not by itself call for the approval stages.
-        return not self._executor.gate.unattended or any(
-            p.tool is not None and p.tool.needs_approval is not False for p in self.prepared
-        )
-
-    def _admission_needed(self) -> bool:
-        gate = self._executor.gate
-        return (
-            bool(self._decisions)
-            or gate.governor is not None
-            or gate.guard is not None
-            or self._approval_stages()
-        )
-
-    async def admit(self, *, interactive: bool) -> AsyncGenerator[AgentEvent, None]:
+    def admit(self, *, interactive: bool) -> AsyncGenerator[AgentEvent, None]:
         """Stages 2 (repair) to 5 of the gate, in call order; yields approval events.
 
         With ``interactive=False`` nobody is asked: a call needing approval stays pending.
         """
-        gate = self._executor.gate
-        check_approval = self._approval_stages()
-        guard = gate.guard
-        if not check_approval and not self._decisions and gate.governor is None and guard is None:
-            return
-        for p in self.prepared:
-            if p.invalid is not None:
-                await self._repair(p, p.invalid)
-            if p.outcome is not None or p.tool is None:
-                continue
-            if gate.governor is not None and not await self._govern(gate.governor, p, p.tool):
-                continue
-            decided = self._decisions.get(p.call.id)
-            if decided is not None:
-                for event in self._apply_decision(p, decided, timed_out=False):
-                    yield event
-                continue
-            if guard is not None:
-                verdict = await guard.check(p.tool, p.call, _args_view(p), self._ctx)
-                if verdict is not None:
-                    async for event in self._guarded(p, p.tool, verdict, interactive=interactive):
-                        yield event
-                    if verdict.decision is not None:
-                        continue
-            if not check_approval:
-                continue
-            async for event in self._admit_one(p, p.tool, interactive=interactive):
-                yield event
+        return self._admission.admit(self.prepared, interactive=interactive)
 
-    async def _guarded(
-        self, p: _Prepared, tool: Tool, verdict: GuardVerdict, *, interactive: bool
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Report the guard's finding; apply its refusal, or ask a human."""
-        yield GovernanceEvent(run_id=self._ctx.run_id, signal=verdict.signal, data=verdict.data)
-        match verdict.decision:
-            case Deny(reason=reason, kind=kind):
-                p.outcome = error_outcome(p.call, kind, reason)
-            case Ask(reason=reason):
-                async for event in self._request_approval(p, tool, reason, interactive=interactive):
-                    yield event
-            case None:
-                pass
-
-    async def _govern(self, governor: ToolGovernor, p: _Prepared, tool: Tool) -> bool:
-        """Stage 0, the governance check; False when it decided the call."""
-        decision = await governor.check(tool, p.call, _args_view(p), self._ctx)
-        match decision:
-            case None | Allow():
-                return True
-            case Deny(reason=reason, kind=kind):
-                p.outcome = error_outcome(p.call, kind, reason)
-            case Mock(result=result):
-                p.mock = result
-            case Ask(reason=reason):
-                p.pending = ApprovalRequest(
-                    tool_call_id=p.call.id,
-                    tool_name=tool.name,
-                    arguments=dict(_args_view(p)),
-                    classification=tool.classification(),
-                    reason=reason,
-                    step=self._ctx.step,
-                )
-                self.pending.append(p.pending)
-            case Rewrite():
-                raise UserError("A tool governor cannot rewrite arguments; use a hook.")
-        return False
-
-    async def _admit_one(
-        self, p: _Prepared, tool: Tool, *, interactive: bool
-    ) -> AsyncGenerator[AgentEvent, None]:
-        gate = self._executor.gate
-        decision = None
-        if gate.before_tool_call:
-            decision = await gate.decide(
-                ToolCallRequest(tool=tool, call=p.call, arguments=_args_view(p), ctx=self._ctx)
-            )
-            match decision:
-                case Deny(reason=reason, kind=kind):  # approval_denied unless the hook says
-                    p.outcome = error_outcome(p.call, kind, reason)
-                    return
-                case Mock(result=result):
-                    p.mock = result
-                    return
-                case Allow():
-                    return
-                case Rewrite(arguments=arguments):
-                    if not self._revalidate(p, tool, arguments):
-                        return
-                case Ask() | None:
-                    pass
-        if not isinstance(decision, Ask) and not await gate.needs_approval(tool, _args_view(p)):
-            return
-        reason = decision.reason if isinstance(decision, Ask) else None
-        async for event in self._request_approval(p, tool, reason, interactive=interactive):
-            yield event
-
-    async def _request_approval(
-        self, p: _Prepared, tool: Tool, reason: str | None, *, interactive: bool
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Stage 5: ask ``on_approval``, or leave the call pending (the run suspends)."""
-        gate = self._executor.gate
-        request = ApprovalRequest(
-            tool_call_id=p.call.id,
-            tool_name=tool.name,
-            arguments=dict(_args_view(p)),
-            classification=tool.classification(),
-            reason=reason,
-            step=self._ctx.step,
-        )
-        on_approval = gate.approval.on_approval
-        asks = on_approval is not None and interactive
-        if asks and self._hooks is not None:  # durable before anyone sees the question
-            await self._hooks.before_approval(request)
-        yield ToolApprovalRequestedEvent(
-            run_id=self._ctx.run_id,
-            tool_call_id=p.call.id,
-            tool_name=tool.name,
-            arguments=p.call.arguments,
-            classification=request.classification,
-            reason=request.reason,
-        )
-        if not asks:
-            p.pending = request
-            self.pending.append(request)
-            return
-        decided, timed_out = await self._ask(request)
-        for event in self._apply_decision(p, decided, timed_out=timed_out):
-            yield event
-
-    async def _ask(self, request: ApprovalRequest) -> tuple[ApprovalDecision, bool]:
-        approval = self._executor.gate.approval
-        on_approval = approval.on_approval
-        assert on_approval is not None  # checked by the caller
-
-        async def ask() -> Any:
-            answer = on_approval(request, self._ctx)
-            if isinstance(answer, Awaitable):
-                answer = await answer
-            return answer
-
-        try:
-            answer = await within(self._executor.clock, approval.timeout, ask())
-        except DeadlineExceeded:
-            if approval.timeout_action == "raise":
-                raise ApprovalTimeout(
-                    f"No decision on the call to {request.tool_name!r} within {approval.timeout} s."
-                ) from None
-            granted = approval.timeout_action == "approve"
-            reason = None if granted else f"No decision within {approval.timeout} s."
-            return ApprovalDecision(
-                tool_call_id=request.tool_call_id, granted=granted, reason=reason
-            ), True
-        if isinstance(answer, ApprovalDecision):
-            return replace(answer, tool_call_id=request.tool_call_id), False
-        return ApprovalDecision(tool_call_id=request.tool_call_id, granted=bool(answer)), False
-
-    def _apply_decision(
-        self, p: _Prepared, decision: ApprovalDecision, *, timed_out: bool
-    ) -> list[AgentEvent]:
-        self.decided[p.call.id] = decision
-        event = ToolApprovalResolvedEvent(
-            run_id=self._ctx.run_id,
-            tool_call_id=p.call.id,
-            tool_name=p.call.name,
-            granted=decision.granted,
-            reason=decision.reason,
-            timed_out=timed_out,
-        )
-        if decision.result is not None:  # marked done by a human: the tool does not run
-            p.mock = decision.result
-        elif not decision.granted:
-            reason = decision.reason or "A human denied the call."
-            p.outcome = error_outcome(p.call, "approval_denied", f"Denied: {reason}")
-        elif decision.arguments is not None and p.tool is not None:
-            self._revalidate(p, p.tool, decision.arguments)
-        return [event]
-
-    def _revalidate(self, p: _Prepared, tool: Tool, arguments: Mapping[str, Any]) -> bool:
-        call = replace(p.call, arguments=json.dumps(arguments, separators=(",", ":")))
-        p.call = call
-        try:
-            p.args, p.kwargs = tool.validator.validate(call.arguments)
-        except ToolArgumentsError as exc:
-            p.outcome = error_outcome(call, "invalid_input", exc.for_model(tool.name))
-            return False
-        return True
-
-    async def _repair(self, p: _Prepared, error: ToolArgumentsError) -> None:
-        tool = p.tool
-        repair = self._executor.gate.repair
-        assert tool is not None  # only marked for known tools
-        assert repair is not None  # ... when a repair hook exists
-        p.invalid = None
-        fixed = repair(p.call, error)
-        if isinstance(fixed, Awaitable):
-            fixed = await fixed
-        if fixed is None:
-            return
-        arguments = fixed if isinstance(fixed, str) else json.dumps(fixed, separators=(",", ":"))
-        call = replace(p.call, arguments=arguments)
-        try:
-            p.args, p.kwargs = tool.validator.validate(call.arguments)
-        except ToolArgumentsError as exc:
-            p.outcome = error_outcome(call, "invalid_input", exc.for_model(tool.name))
-            return
-        p.call, p.outcome = call, None
-
-    @staticmethod
-    def _cannot_stream(p: _Prepared) -> bool:
-        tool = p.tool
-        return tool is not None and tool.kind != "async_gen" and not tool.takes_ctx
-
-    async def _run_alone(self, p: _Prepared) -> ToolOutcome:
-        """Run a lone call that cannot stream, without the live-event machinery."""
-        tool = p.tool
-        if tool is None or tool.kind == "sync":
-            # Awaited in the caller's task: a worker thread's future cancels at once.
-            return await self.execute(p, None)
-        # Driven in the caller's task (no task per call); a tool that ignores a
-        # cancellation is given the grace window, then closed (see ``_Inline``).
-        return await InlineCall(self.execute(p, None), self._executor.cancel_grace)
+    async def execute(self, p: PreparedCall, queue: ProgressQueue | None) -> ToolOutcome:
+        """Run one admitted call and process its result (then account it, under governance)."""
+        return await self._runner.execute(p, queue)
 
     async def _run_concurrently(
-        self, runnable: list[_Prepared]
+        self, runnable: list[PreparedCall]
     ) -> AsyncGenerator[AgentEvent, None]:
-        counters = self._executor.audit.counters
+        executor = self._executor
+        counters = executor.audit.counters
         queue = ProgressQueue(
-            self._executor.event_queue_depth,
+            executor.event_queue_depth,
             on_drop=lambda _: counters.incr("tool.streaming.dropped.total"),
         )
         order = self._order
         # A call's end event may go out only after its completion marker came through the
         # queue, so every progress event it queued before finishing is yielded first.
         ready = {index: self.outcomes[index] is not None for index in order}
-        runner = asyncio.create_task(self._run_groups(runnable, queue))
+        runner = asyncio.create_task(
+            run_groups(runnable, self._runner, queue, self.outcomes, executor.max_parallel)
+        )
         try:
             while True:
                 while self.emitted < len(order) and ready[order[self.emitted]]:
@@ -668,42 +346,7 @@ class ToolBatch:
                     yield item
             await runner
         finally:
-            if not runner.done():
-                runner.cancel()
-                # Tools that ignore cancellation are abandoned after the grace window (in
-                # real time: it bounds a hung tool); their calls end as ``aborted``.
-                await asyncio.wait({runner}, timeout=self._executor.cancel_grace)
-                if not runner.done():
-                    abandon(runner)
-
-    async def _run_groups(self, runnable: list[_Prepared], queue: ProgressQueue) -> None:
-        limit = asyncio.Semaphore(self._executor.max_parallel)
-
-        async def run(p: _Prepared) -> None:
-            async with limit:
-                self.outcomes[p.index] = await self.execute(p, queue)
-            queue.put_nowait(p.index)
-
-        group: list[_Prepared] = []
-        for p in runnable:
-            if p.tool is not None and p.tool.execution_mode == "sequential":
-                await self._run_group(group, run)
-                group = []
-                await run(p)
-            else:
-                group.append(p)
-        await self._run_group(group, run)
-
-    @staticmethod
-    async def _run_group(
-        group: list[_Prepared], run: Callable[[_Prepared], Coroutine[Any, Any, None]]
-    ) -> None:
-        if len(group) == 1:
-            await run(group[0])
-        elif group:
-            async with asyncio.TaskGroup() as tg:
-                for p in group:
-                    tg.create_task(run(p))
+            await stop(runner, executor.cancel_grace)
 
     def unreported(self) -> list[tuple[ToolCall, ToolOutcome | None]]:
         """Calls whose end event was not emitted (the batch was interrupted), in call order.
@@ -731,303 +374,3 @@ class ToolBatch:
             outcome.content = f"{note}\n\n{outcome.content}"
         self._executor.record(outcome, self._ctx)
         return end_event(outcome, self._ctx.run_id)
-
-    async def execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
-        """Run one admitted call and process its result (then account it, under governance)."""
-        vault = self._executor.vault
-        guard = self._executor.memory_guard
-        assert p.tool is not None  # only runnable calls get here
-        before = guard.snapshot(self._ctx) if guard is not None and guard.covers(p.tool) else None
-        if vault is None:
-            outcome = await self._execute(p, queue)
-        else:
-            outcome = await self._execute_with_secrets(vault, p, queue)
-        if before is not None:
-            assert guard is not None
-            outcome = self._verify_memory(guard, before, outcome)
-        governor = self._executor.gate.governor
-        if governor is not None and p.pending is None:  # a call that asked runs again later
-            assert p.tool is not None  # only runnable calls get here
-            await governor.record(p.tool, outcome.call, outcome.content, self._ctx)
-        return outcome
-
-    def _verify_memory(
-        self, guard: MemoryGuard, before: dict[str, object], outcome: ToolOutcome
-    ) -> ToolOutcome:
-        """Count and record the regions a call changed; withhold its result on ``fail``."""
-        changed = guard.changed(before, self._ctx)
-        if not changed:
-            return outcome
-        name = outcome.call.name
-        counters = self._executor.audit.counters
-        for region in changed:
-            counters.incr("tool.executor.memory_guard.mismatch.total", tier=region, tool=name)
-        if guard.on_mismatch == "audit" or outcome.is_error:
-            return replace(outcome, memory_changed=changed)
-        regions = ", ".join(map(repr, changed))
-        return replace(
-            outcome,
-            content=f"Tool {name!r} declares no side effects but changed memory ({regions}); "
-            "its result was withheld.",
-            is_error=True,
-            error_kind="sandbox_violation",
-            memory_changed=changed,
-        )
-
-    async def _execute_with_secrets(
-        self, vault: Vault, p: _Prepared, queue: ProgressQueue | None
-    ) -> ToolOutcome:
-        """Run the call in its secret scope; redact every revealed value from the outcome."""
-        assert p.tool is not None  # only runnable calls get here
-        scope = SecretScope(
-            vault=vault, tool=p.tool.name, allowed=frozenset(p.tool.secrets_allowed)
-        )
-        with scope.active():
-            outcome = await self._execute(p, queue)
-        redacted = vault.redact(outcome.content)
-        metadata = vault.redact_within(outcome.metadata)
-        if not scope.used and redacted is outcome.content and metadata is outcome.metadata:
-            return outcome
-        return replace(outcome, content=redacted, metadata=metadata, secrets_used=tuple(scope.used))
-
-    def _scrubbed(self, event: LiveEvent) -> LiveEvent:
-        """A live event of a call with every value the vault revealed redacted."""
-        vault = self._executor.vault
-        return event if vault is None else vault.redact_within(event)
-
-    async def _execute(self, p: _Prepared, queue: ProgressQueue | None) -> ToolOutcome:
-        tool = p.tool
-        assert tool is not None  # only runnable calls get here
-        executor = self._executor
-        clock = executor.clock
-        started = clock.monotonic()
-        call = p.call
-        hooks = self._hooks
-        cache_key: CacheKey | None = None
-        idempotency: str | None = None
-        try:
-            skip = await hooks.before(tool, call, _args_view(p)) if hooks is not None else None
-            hit = None
-            if skip is not None:
-                value: Any = skip.result
-            elif p.mock is not _NO_MOCK:
-                value = p.mock
-            else:
-                if tool.cache_ttl:
-                    cache_key = executor.cache.key(tool, _args_view(p), self._ctx)
-                    if cache_key is not None:
-                        hit = executor.cache.get(tool, cache_key)
-                if hit is None:
-                    key = tool.idempotency_key
-                    idempotency = key(dict(_args_view(p))) if key is not None else None
-                    try:
-                        value = await self._invoke(tool, p, queue, idempotency)
-                    except Exception as error:  # a rate limit may be retried
-                        value = await self._retry(tool, p, queue, idempotency, error)
-                else:
-                    value = ToolResult(
-                        output=hit.content, metadata=dict(hit.metadata), untrusted=hit.untrusted
-                    )
-            result = value if isinstance(value, ToolResult) else None
-            content = render_output(value if result is None else result.output)
-            outcome = await self._finish(tool, call, content, result, started)
-            outcome.cached = hit is not None
-            outcome.idempotency_key = idempotency
-            if cache_key is not None and hit is None and not outcome.is_error:  # successes only
-                kept = result if result is not None else ToolResult(output=None)
-                executor.cache.put(cache_key, content, kept.metadata, untrusted=kept.untrusted)
-            return outcome
-        except ToolError as exc:  # the tool's own error result, told as it is
-            return ToolOutcome(
-                call=call,
-                content=exc.message,
-                is_error=True,
-                error_kind=exc.kind,
-                duration=clock.monotonic() - started,
-                metadata=exc.metadata,
-                untrusted=exc.untrusted,
-                spent=tuple(exc.usage.items()),
-                idempotency_key=idempotency,
-            )
-        except InputRequired as exc:  # the call waits for a person's answer: the run suspends
-            return self._asked(p, tool, exc.request, clock.monotonic() - started)
-        except DeadlineExceeded:
-            return error_outcome(
-                call,
-                "timeout",
-                f"Tool {tool.name!r} timed out after {tool.timeout} s.",
-                clock.monotonic() - started,
-            )
-        except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is None or task.cancelling():
-                raise  # the batch is being cancelled (an abort): let it through
-            # The tool raised CancelledError itself: a failure like any other.
-            return failed_outcome(tool, call, exc, clock.monotonic() - started)
-        except Exception as exc:  # a tool failure is a value for the model, not a crash
-            return failed_outcome(tool, call, exc, clock.monotonic() - started)
-
-    def _asked(
-        self, p: _Prepared, tool: Tool, question: InputRequest, duration: float
-    ) -> ToolOutcome:
-        """Leave a call that asked a question pending; its outcome is never reported.
-
-        Where nobody can suspend (``run_one``), the outcome is what the caller reads.
-        """
-        asker = question.source or f"tool {tool.name!r}"
-        p.pending = ApprovalRequest(
-            tool_call_id=p.call.id,
-            tool_name=tool.name,
-            arguments=dict(_args_view(p)),
-            classification=tool.classification(),
-            reason=f"{asker} asks: {question.message}",
-            step=self._ctx.step,
-            input=question,
-        )
-        self.pending.append(p.pending)
-        return error_outcome(
-            p.call,
-            "approval_denied",
-            f"Tool {tool.name!r} stopped to ask a person ({asker} asks: {question.message}); "
-            "nobody can answer here.",
-            duration,
-        )
-
-    async def _finish(
-        self, tool: Tool, call: ToolCall, content: str, result: ToolResult | None, started: float
-    ) -> ToolOutcome:
-        """The after hook and the result processors; ``started`` is when the call began."""
-        clock = self._executor.clock
-        if self._hooks is not None:
-            content = await self._hooks.after(tool, call, content)
-        chain = self._executor.chain(tool)
-        if chain and _needed(chain, tool, content):
-            envelope = ResultEnvelope(tool=tool, call=call, content=content)
-            if result is not None:
-                envelope.metadata = result.metadata
-                envelope.untrusted = result.untrusted
-            outcome = await _process(chain, envelope, self._ctx, clock.monotonic() - started)
-        else:
-            outcome = ToolOutcome(call=call, content=content, duration=clock.monotonic() - started)
-            if result is not None:
-                outcome.metadata = result.metadata
-                outcome.untrusted = result.untrusted
-        if result is not None and (result.promote_tools or result.usage):
-            outcome.promote_tools = tuple(result.promote_tools)
-            outcome.spent += tuple(result.usage.items())
-        return outcome
-
-    async def _retry(
-        self,
-        tool: Tool,
-        p: _Prepared,
-        queue: ProgressQueue | None,
-        idempotency: str | None,
-        error: Exception,
-    ) -> Any:
-        """Run a failed call again while it is rate-limited and may safely run again.
-
-        Re-raises ``error`` (or the last attempt's) when it is not to be retried.
-        """
-        executor = self._executor
-        retry = executor.retry
-        if retry is None or not retries_safely(tool):
-            raise error
-
-        def retrying(attempt: int, delay: float, failure: BaseException) -> None:
-            event = ToolRetryEvent(
-                run_id=self._ctx.run_id,
-                seq=0,  # numbered when yielded
-                tool_call_id=p.call.id,
-                tool_name=tool.name,
-                attempt=attempt,
-                delay=delay,
-                error=f"{type(failure).__name__}: {failure}",
-            )
-            scrubbed = self._scrubbed(event)
-            if queue is not None:
-                queue.put_nowait(scrubbed)
-            else:
-                self._held.append(scrubbed)
-
-        def again() -> Awaitable[Any]:
-            return self._invoke(tool, p, queue, idempotency)
-
-        return await retry_after_failure(retry, executor.clock, error, again, retrying)
-
-    def _invoke(
-        self, tool: Tool, p: _Prepared, queue: ProgressQueue | None, idempotency: str | None
-    ) -> Awaitable[Any]:
-        args = p.args
-        sink: ProgressSink | None = None
-        if tool.takes_ctx or tool.kind == "async_gen":
-            vault = self._executor.vault
-            scrub = self._scrubbed if vault is not None else None
-            sink = ProgressSink(queue, self._ctx.run_id, p.call.id, scrub, vault)
-            if tool.takes_ctx:
-                decided = self.decided.get(p.call.id)
-                ctx = self._ctx.for_tool_call(
-                    p.call.id,
-                    tool.name,
-                    sink,
-                    idempotency,
-                    sandbox=tool.sandbox,
-                    input_answer=decided.answer if decided is not None else None,
-                )
-                args = (ctx, *args)
-        return invoke(tool, args, p.kwargs, sink, self._executor.clock)
-
-
-def _needed(chain: tuple[ResultProcessor, ...], tool: Tool, content: str) -> bool:
-    for processor in chain:  # noqa: SIM110 - a loop, not any(<genexpr>): it runs per result
-        if processor.needs(tool, content):
-            return True
-    return False
-
-
-async def _process(
-    chain: tuple[ResultProcessor, ...],
-    envelope: ResultEnvelope,
-    ctx: RunContext[Any],
-    duration: float,
-) -> ToolOutcome:
-    """Pass a result through the processors; ``duration`` is the tool's own run time."""
-    for processor in chain:
-        await processor.process(envelope, ctx)
-        if envelope.error_kind is not None:
-            break
-    return ToolOutcome(
-        call=envelope.call,
-        content=envelope.content,
-        is_error=envelope.error_kind is not None,
-        error_kind=envelope.error_kind,
-        duration=duration,
-        metadata=envelope.metadata,
-        provenance=_provenance(envelope.metadata),
-        untrusted=envelope.untrusted,
-        truncation=envelope.truncation,
-        sanitization_hits=envelope.sanitization_hits,
-        spent=tuple(envelope.spent),
-        sanitization_policy=envelope.sanitization_policy,
-        original_tokens=envelope.original_tokens,
-        result_handle=envelope.result_handle,
-    )
-
-
-def _args_view(p: _Prepared) -> Mapping[str, Any]:
-    if p.kwargs:
-        return p.kwargs
-    if p.args:
-        first = p.args[0]
-        if isinstance(first, dict):
-            return first  # type: ignore[return-value]  # raw JSON-schema tools get a dict
-        dump = getattr(first, "model_dump", None)
-        if dump is not None:
-            return dump()
-    return {}
-
-
-def _provenance(metadata: dict[str, Any]) -> Provenance | None:
-    """The provenance label a processor put in the result's metadata, taken out of it."""
-    label = metadata.pop(PROVENANCE, None)
-    return label if isinstance(label, Provenance) else None

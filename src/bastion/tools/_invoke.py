@@ -1,6 +1,6 @@
 """Calling one tool: the progress sink, the deadline, and the three kinds of function.
 
-Called by the executor (``_executor.py``) for each call that passed validation.
+Called by the executor (``_call_runner.py``) for each call that passed validation.
 """
 
 from __future__ import annotations
