@@ -691,17 +691,7 @@ class Agent(Generic[DepsT, OutputT]):
         run = self._run_config(config, session_link)
         if isinstance(input, RunState):
             return self._resume(run, input, directive, deps, session_link)
-        if directive is not None:
-            raise UserError("A directive resumes a suspended run: pass its RunState as input.")
-        if active_agent is not None and find_agent(run, active_agent) is None:
-            raise UserError(
-                f"active_agent={active_agent!r}: agent {self.name!r} cannot reach it through "
-                "its handoffs (agents, or names in their agent_registry)."
-            )
-        check_user_input(input)
-        check_history(message_history)
-        if input is None and not message_history:
-            raise UserError("Give the run an input or a message_history to continue.")
+        _check_new_run(run, input, message_history, directive, active_agent)
         state = RunState(
             run_id=run_id or new_id("run"),
             agent_name=run.name,
@@ -1284,3 +1274,24 @@ def _end_event(state: RunState) -> AgentEndEvent:
         steps=state.step,
         duration=state.finished_at - state.started_at,
     )
+
+
+def _check_new_run(
+    run: RunConfig,
+    input: str | Sequence[UserPart] | None,
+    message_history: Sequence[Message] | None,
+    directive: Directive | None,
+    active_agent: str | None,
+) -> None:
+    """Refuse a new run's arguments before anything starts (see :meth:`Agent.stream`)."""
+    if directive is not None:
+        raise UserError("A directive resumes a suspended run: pass its RunState as input.")
+    if active_agent is not None and find_agent(run, active_agent) is None:
+        raise UserError(
+            f"active_agent={active_agent!r}: agent {run.name!r} cannot reach it through "
+            "its handoffs (agents, or names in their agent_registry)."
+        )
+    check_user_input(input)
+    check_history(message_history)
+    if input is None and not message_history:
+        raise UserError("Give the run an input or a message_history to continue.")
