@@ -10,7 +10,7 @@ configurations that cannot work.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -180,36 +180,17 @@ def subagent_tool(
             f"{owner} needs a tool name of 1-128 letters, digits, '.', '_' or '-'; got "
             f"{tool_name!r}. Pass as_tool(name='...')."
         )
-    if expose_turns not in EXPOSE_TURNS:
-        raise UserError(
-            f"{owner}: expose_turns must be one of {', '.join(map(repr, EXPOSE_TURNS))}, "
-            f"got {expose_turns!r}."
-        )
-    if forward_events not in FORWARD_EVENTS:
-        raise UserError(
-            f"{owner}: forward_events must be one of {', '.join(map(repr, FORWARD_EVENTS))}, "
-            f"got {forward_events!r}."
-        )
+    _one_of(owner, "expose_turns", expose_turns, EXPOSE_TURNS)
+    _one_of(owner, "forward_events", forward_events, FORWARD_EVENTS)
     if input_filter is not None and not callable(input_filter):
         raise UserError(f"{owner}: input_filter must be a function of the parent's messages.")
-    if side_effect_class is not None and side_effect_class not in _SIDE_EFFECT_CLASSES:
-        raise UserError(
-            f"{owner}: side_effect_class must be one of "
-            f"{', '.join(map(repr, _SIDE_EFFECT_CLASSES))}, got {side_effect_class!r}."
-        )
-    if capability not in CAPABILITIES:
-        raise UserError(
-            f"{owner}: capability must be one of {', '.join(map(repr, CAPABILITIES))}, "
-            f"got {capability!r}."
-        )
+    if side_effect_class is not None:
+        _one_of(owner, "side_effect_class", side_effect_class, _SIDE_EFFECT_CLASSES)
+    _one_of(owner, "capability", capability, CAPABILITIES)
     grant = _secrets_grant(owner, config, secrets, inherit_secrets)
     if budget is not None and not isinstance(budget, BudgetSlice):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"{owner}: budget must be a BudgetSlice, got {budget!r}.")
-    if causality not in CAUSALITY_MODES:
-        raise UserError(
-            f"{owner}: causality must be one of {', '.join(map(repr, CAUSALITY_MODES))}, "
-            f"got {causality!r}."
-        )
+    _one_of(owner, "causality", causality, CAUSALITY_MODES)
 
     oracle_key = f"agent:{config.name}"
     key_ancestry(oracle_key)  # a name the governor cannot key raises UserError here
@@ -236,6 +217,13 @@ def subagent_tool(
         oracle_key=oracle_key,
         idempotency_key=_child_key,
     )
+
+
+def _one_of(owner: str, option: str, value: object, allowed: Collection[str]) -> None:
+    """Refuse ``value`` for ``option`` unless it is one of ``allowed``."""
+    if value not in allowed:
+        choices = ", ".join(map(repr, allowed))
+        raise UserError(f"{owner}: {option} must be one of {choices}, got {value!r}.")
 
 
 def _child_key(arguments: dict[str, object]) -> str:
