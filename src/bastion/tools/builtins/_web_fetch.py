@@ -246,21 +246,7 @@ def web_fetch_tool(
             ) from None
         except (httpx.HTTPError, OSError) as exc:
             raise ToolError(f"Fetching {url!r} failed: {type(exc).__name__}: {exc}") from None
-        body = result.body
-        if result.truncated:
-            body += (
-                f"\n[body truncated: showing the first {max_bytes:,} bytes of a longer response.]"
-            )
-        header = f"URL: {result.url}\nStatus: {result.status}\nContent-Type: {result.content_type}"
-        return ToolResult(
-            output=f"{header}\n\n{body}",
-            metadata={
-                "status": result.status,
-                "url": result.url,
-                "address": result.address,
-                PROVENANCE: {"url": result.url, "kind": "web"},  # the data-flow ledger's source
-            },
-        )
+        return _result(result, max_bytes)
 
     return tool(
         web_fetch,
@@ -268,6 +254,23 @@ def web_fetch_tool(
         side_effect_class="read_only",
         trust_class="web_search",  # untrusted: screened and wrapped by the inbound sanitiser
         label="Fetch a web page",
+    )
+
+
+def _result(result: FetchResult, max_bytes: int) -> ToolResult:
+    """What the model reads of a fetch: the status lines and the body, with its provenance."""
+    body = result.body
+    if result.truncated:
+        body += f"\n[body truncated: showing the first {max_bytes:,} bytes of a longer response.]"
+    header = f"URL: {result.url}\nStatus: {result.status}\nContent-Type: {result.content_type}"
+    return ToolResult(
+        output=f"{header}\n\n{body}",
+        metadata={
+            "status": result.status,
+            "url": result.url,
+            "address": result.address,
+            PROVENANCE: {"url": result.url, "kind": "web"},  # the data-flow ledger's source
+        },
     )
 
 
