@@ -23,8 +23,12 @@ PAGES: tuple[str, ...] = (
     "multi-agent.md",
     "context.md",
     "mcp.md",
+    "agent-loop.md",
+    "tools.md",
+    "sessions.md",
 )
 
+_FENCE = re.compile(r"^\s*`{3,}[\w-]*\s*$")
 _FRAGMENT = re.compile(r"^<!--\s*fragment:(?P<reason>.*?)-->\s*$")
 
 
@@ -64,7 +68,7 @@ def _prints_after(lines: list[str], end: int) -> str | None:
     i += 1
     while i < len(lines) and not lines[i].strip():
         i += 1
-    if i >= len(lines) or not lines[i].lstrip().startswith("```"):
+    if i >= len(lines) or not _FENCE.match(lines[i]):
         return None
     close = _fence_end(lines, i)
     return textwrap.dedent("\n".join(lines[i + 1 : close]))
@@ -76,7 +80,7 @@ def blocks(page: str) -> list[Block]:
     found: list[Block] = []
     i = 0
     while i < len(lines):
-        if not lines[i].lstrip().startswith("```"):
+        if not _FENCE.match(lines[i]):
             i += 1
             continue
         end = _fence_end(lines, i)
