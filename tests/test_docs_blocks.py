@@ -26,6 +26,7 @@ PAGES: tuple[str, ...] = (
     "agent-loop.md",
     "tools.md",
     "sessions.md",
+    "governance.md",
 )
 
 _FENCE = re.compile(r"^\s*`{3,}[\w-]*\s*$")
