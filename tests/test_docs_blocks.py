@@ -27,6 +27,9 @@ PAGES: tuple[str, ...] = (
     "tools.md",
     "sessions.md",
     "governance.md",
+    "security.md",
+    "providers.md",
+    "stores.md",
 )
 
 _FENCE = re.compile(r"^\s*`{3,}[\w-]*\s*$")
