@@ -30,9 +30,15 @@ PAGES: tuple[str, ...] = (
     "security.md",
     "providers.md",
     "stores.md",
+    "console.md",
+    "custom-models.md",
+    "durability.md",
+    "testing.md",
+    "tracing.md",
+    "server.md",
 )
 
-_FENCE = re.compile(r"^\s*`{3,}[\w-]*\s*$")
+_FENCE = re.compile(r"^\s*`{3,}[^`]*$")
 _FRAGMENT = re.compile(r"^<!--\s*fragment:(?P<reason>.*?)-->\s*$")
 
 
@@ -88,7 +94,7 @@ def blocks(page: str) -> list[Block]:
             i += 1
             continue
         end = _fence_end(lines, i)
-        if lines[i].strip().strip("`").strip() == "python":
+        if lines[i].strip().strip("`").split()[:1] == ["python"]:
             mark = _FRAGMENT.match(lines[i - 1].strip()) if i > 0 else None
             found.append(
                 Block(
