@@ -36,7 +36,15 @@ PAGES: tuple[str, ...] = (
     "testing.md",
     "tracing.md",
     "server.md",
+    "cli.md",
+    "architecture.md",
 )
+
+# Pages whose blocks this test does not run, and why.
+LEFT_OUT: dict[str, str] = {
+    "scale-out.md": "every block starts a Temporal server: the slow suite runs them "
+    "(tests/distributed/test_docs.py, test_session_docs.py, test_multi_agent_crash.py)",
+}
 
 _FENCE = re.compile(r"^\s*`{3,}[^`]*$")
 _FRAGMENT = re.compile(r"^<!--\s*fragment:(?P<reason>.*?)-->\s*$")
@@ -142,6 +150,8 @@ def test_block_runs(block: Block, tmp_path: Path) -> None:
         assert got[-len(want) :] == want, f"{block.id} printed:\n{done.stdout}"
 
 
-def test_pages_exist() -> None:
-    for page in PAGES:
-        assert (DOCS / page).is_file(), page
+def test_every_page_is_audited_or_left_out_with_a_reason() -> None:
+    pages = {path.name for path in DOCS.glob("*.md")}
+    assert set(PAGES) | set(LEFT_OUT) == pages
+    assert not set(PAGES) & set(LEFT_OUT)
+    assert all(LEFT_OUT.values())
