@@ -1,7 +1,8 @@
 """Every ```python block of the audited docs pages runs as written, in a fresh interpreter.
 
 A block directly preceded by ``<!-- fragment: <reason> -->`` is not run (the reason must be
-given). A block followed by "It prints:" and a fenced block must end its stdout with it.
+given). A block followed by "It prints:" and a fenced block must end its stdout with it; a
+block that logs a traceback (a background task that failed) fails even when it exits 0.
 """
 
 from __future__ import annotations
@@ -144,6 +145,7 @@ def test_block_runs(block: Block, tmp_path: Path) -> None:
         env=_ENV,
     )
     assert done.returncode == 0, f"{block.id} (line {block.line}) failed:\n{done.stderr}"
+    assert "Traceback" not in done.stderr, f"{block.id} logged an error:\n{done.stderr}"
     if block.prints is not None:
         want = block.prints.strip().splitlines()
         got = done.stdout.strip().splitlines()
