@@ -39,6 +39,7 @@ PAGES: tuple[str, ...] = (
     "server.md",
     "cli.md",
     "architecture.md",
+    "development.md",
 )
 
 # Pages whose blocks this test does not run, and why.
