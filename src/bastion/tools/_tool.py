@@ -8,7 +8,6 @@ on every tool; the executor, approvals and the side-effect ledger act on it.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 import sys
@@ -16,8 +15,6 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, overload
-
-from typing_extensions import Unpack
 
 from bastion.core import SandboxConfig, ToolDefinition, Usage, UserError
 from bastion.core._runtime import check_sandbox_setting
@@ -33,6 +30,7 @@ from ._schema import (
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from typing_extensions import Unpack  # an annotation only: not loaded at run time
 
 __all__ = [
     "ExecutionMode",
@@ -339,6 +337,8 @@ def tool(
     """
     unknown = sorted(options.keys() - ToolOptions.__optional_keys__)
     if unknown:
+        import difflib  # only for this error: `from bastion import tool` stays light
+
         close = difflib.get_close_matches(unknown[0], ToolOptions.__optional_keys__, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UserError(f"tool() got unknown keyword arguments {unknown}{hint}.")
