@@ -27,7 +27,7 @@ from bastion.agent._sources import ToolSources
 from bastion.core import messages_adapter
 from bastion.multi._child import child_run_id
 from bastion.multi._subrun import ANCESTRY, PARENT_AGENT, PARENT_RUN_ID, PARENT_TOOL_CALL_ID
-from bastion.tools import ToolError, ToolExecutor, ToolRegistry
+from bastion.tools import ToolError, ToolRegistry
 
 from ._child_wire import (
     ChildOutcome,
@@ -101,35 +101,14 @@ def workflow_config(config: RunConfig, activities: Activities, usage: list[Usage
         catalog=catalog,
         tools=catalog.current(),
         tool_sources=ToolSources(sources, registry),
-        executor=_executor(config.executor, clock),
+        # a result cache of this run only: one shared by a worker's runs would answer a
+        # replay differently from the first execution (a hit on one worker, a miss on another)
+        executor=config.executor.on_clock(clock),
         retry=RetryConfig(max_retries=0),
         store=None,
         handoffs=handoffs,
         deps=None,  # the worker's: made where the tools run, never in workflow code
     )
-
-
-def _executor(executor: ToolExecutor, clock: WorkflowClock) -> ToolExecutor:
-    """The agent's executor on the workflow's clock, with a result cache of this run only.
-
-    A cache shared by the runs of a worker would answer a replay differently from the first
-    execution (a hit on one worker, a miss on another): its own cache keeps the run
-    deterministic.
-    """
-    twin = ToolExecutor(
-        executor.tools,
-        max_parallel=executor.max_parallel,
-        clock=clock,
-        gate=executor.gate,
-        processors=executor.processors,
-        audit=executor.audit,
-        cancel_grace=executor.cancel_grace,
-        event_queue_depth=executor.event_queue_depth,
-        retry=executor.retry,
-        memory_guard=executor.memory_guard,
-    )
-    twin.vault = executor.vault
-    return twin
 
 
 class _WorkflowTarget:

@@ -158,20 +158,28 @@ class ToolExecutor:
 
     def with_gate(self, gate: ToolGate) -> ToolExecutor:
         """An executor like this one behind another gate (its cache, audit and chains shared)."""
+        twin = self._twin(gate, self.clock, self.cache)
+        twin._chains = self._chains
+        return twin
+
+    def on_clock(self, clock: Clock) -> ToolExecutor:
+        """An executor like this one on another clock, with a result cache of its own."""
+        return self._twin(self.gate, clock, None)
+
+    def _twin(self, gate: ToolGate, clock: Clock, cache: ToolCache | None) -> ToolExecutor:
         twin = ToolExecutor(
             self.tools,
             max_parallel=self.max_parallel,
-            clock=self.clock,
+            clock=clock,
             gate=gate,
             processors=self.processors,
             audit=self.audit,
             cancel_grace=self.cancel_grace,
-            cache=self.cache,
+            cache=cache,
             event_queue_depth=self.event_queue_depth,
             retry=self.retry,
             memory_guard=self.memory_guard,
         )
-        twin._chains = self._chains
         twin.vault = self.vault
         return twin
 
