@@ -21,11 +21,7 @@ def test_every_public_name_resolves_and_unknown_names_fail(package: str) -> None
 
 
 def test_importing_agent_and_tool_leaves_optional_parts_unloaded() -> None:
-    code = (
-        "import sys\n"
-        "from bastion import Agent, tool\n"
-        "print(' '.join(sorted(sys.modules)))\n"
-    )
+    code = "import sys\nfrom bastion import Agent, tool\nprint(' '.join(sorted(sys.modules)))\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(out.stdout.split())
     assert "bastion.agent._agent" in loaded
