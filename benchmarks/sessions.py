@@ -130,9 +130,7 @@ async def _converse(stores: Stores, session_id: str, turns: int) -> _Conversatio
     """One session sending ``turns`` messages in turn; its timings."""
     seen = _Conversation(session_id)
     model = ScriptedModel(_script(session_id, turns), record_requests=False)
-    agent = Agent(
-        "s10", model=model, tools=[lookup], store=stores, hooks=seen.runs, loop_hooks=seen.steps
-    )
+    agent = Agent("s10", model=model, tools=[lookup], store=stores, hooks=[seen.runs, seen.steps])
     session = agent.session(session_id)
     session.on("step", seen.steps.step_done)
 

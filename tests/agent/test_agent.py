@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from bastion import Agent, AgentStream, RunContext, tool
+from bastion import Agent, AgentHooks, AgentStream, Output, RunContext, ToolOptions, tool
+from bastion.agent import RunOptions
 from bastion.core import ConcurrentRunError, SystemMessage, UserError
 from bastion.testing import Call, ScriptedModel, Turn
 
@@ -31,9 +32,11 @@ def looping(n: int) -> ScriptedModel:
         ({"name": ""}, "non-empty"),
         ({"name": "a", "model": None}, "needs a model"),
         ({"name": "a", "max_steps": 0}, "max_steps"),
-        ({"name": "a", "max_parallel_tools": 0}, "max_parallel_tools"),
-        ({"name": "a", "output_retries": -1}, "output_retries"),
-        ({"name": "a", "on_max_steps": "explode"}, "on_max_steps"),
+        ({"name": "a", "tool_options": ToolOptions(max_parallel=0)}, "tool_options.max_parallel"),
+        ({"name": "a", "output_type": Output(str, retries=-1)}, "Output.retries"),
+        ({"name": "a", "run_options": RunOptions(on_max_steps="explode")}, "on_max_steps"),  # pyright: ignore[reportArgumentType]
+        ({"name": "a", "model_options": RunOptions()}, "model_options must be a ModelOptions"),
+        ({"name": "a", "hooks": [AgentHooks(), AgentHooks()]}, "one of each"),
         ({"name": "a", "tools": [again, again]}, "two tools are named 'again'"),
         ({"name": "a", "model": "nowhere:model"}, "Unknown model provider 'nowhere'"),
         ({"name": "a", "model": "no-colon"}, "provider:model"),
@@ -71,9 +74,9 @@ async def test_max_steps_fail_is_distinguishable() -> None:
 async def test_max_steps_return_stops_with_the_last_answer() -> None:
     # covers C6, SPEC §3.4 scenario 2
     model = looping(5)
-    result = await Agent("a", model=model, tools=[again], max_steps=2, on_max_steps="return").run(
-        "go"
-    )
+    result = await Agent(
+        "a", model=model, tools=[again], max_steps=2, run_options=RunOptions(on_max_steps="return")
+    ).run("go")
     assert result.status == "stopped"
     assert result.stop_reason == "max_steps"
     assert result.output == "round 1"
@@ -144,7 +147,7 @@ async def test_max_concurrent_runs_rejects_then_accepts() -> None:
         return "open"
 
     model = ScriptedModel([Turn(tool_calls=[Call("wait")]), "first done", "second done"])
-    agent = Agent("a", model=model, tools=[wait], max_concurrent_runs=1)
+    agent = Agent("a", model=model, tools=[wait], run_options=RunOptions(max_concurrent_runs=1))
     first_run = agent.stream("one")
     first = asyncio.create_task(_drain(first_run))
     await started.wait()  # the first run is in flight, inside its tool
@@ -179,7 +182,7 @@ async def test_event_bus_sees_every_event_of_stream_and_run() -> None:
 
     seen: list[str] = []
     bus = EventBus().on("*", lambda e: seen.append(e.type))
-    agent = Agent("a", model=ScriptedModel(["one", "two"]), event_bus=bus)
+    agent = Agent("a", model=ScriptedModel(["one", "two"]), run_options=RunOptions(event_bus=bus))
     events = [e.type async for e in agent.stream("go")]
     assert seen == events
     seen.clear()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, tool
-from bastion.agent import run_state_from_json, run_state_to_json
+from bastion.agent import ToolOptions, run_state_from_json, run_state_to_json
 from bastion.core import ToolMessage, UserError
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
 from bastion.tools import ApprovalConfig, ApprovalDecision, ApprovalRequest, Directive, Tool
@@ -240,7 +240,7 @@ async def test_on_approval_callback_decides_in_line() -> None:
         "bank",
         model=model,
         tools=ledger.tools(),
-        approval=ApprovalConfig(on_approval=approve_small),
+        tool_options=ToolOptions(approval=ApprovalConfig(on_approval=approve_small)),
     )
     events = [e async for e in agent.stream("pay")]
     assert brief(events)[8:14] == [
@@ -279,7 +279,9 @@ async def test_approval_timeout_actions(action: Any, sent: list[str], status: st
         model=model,
         tools=ledger.tools(),
         clock=clock,
-        approval=ApprovalConfig(on_approval=slow_human, timeout=60, timeout_action=action),
+        tool_options=ToolOptions(
+            approval=ApprovalConfig(on_approval=slow_human, timeout=60, timeout_action=action)
+        ),
     )
     events = [e async for e in agent.stream("pay")]
     assert ledger.sent == sent
@@ -326,12 +328,15 @@ async def test_policy_and_predicates_decide_which_calls_need_approval() -> None:
         "a",
         model=ScriptedModel(script),
         tools=[pay, lookup],
-        approval=ApprovalConfig(policy=["lookup"]),
+        tool_options=ToolOptions(approval=ApprovalConfig(policy=["lookup"])),
     ).run("go")
     assert [r.tool_call_id for r in listed.pending_approvals] == ["large", "look"]
 
     everything = await Agent(
-        "a", model=ScriptedModel(script), tools=[pay, lookup], approval=ApprovalConfig(policy="all")
+        "a",
+        model=ScriptedModel(script),
+        tools=[pay, lookup],
+        tool_options=ToolOptions(approval=ApprovalConfig(policy="all")),
     ).run("go")
     assert [r.tool_call_id for r in everything.pending_approvals] == ["small", "large", "look"]
 
@@ -413,7 +418,7 @@ async def test_abort_while_a_human_decides_ends_the_run_and_runs_nothing() -> No
         "bank",
         model=ScriptedModel(suspending_script()),
         tools=ledger.tools(),
-        approval=ApprovalConfig(on_approval=human),
+        tool_options=ToolOptions(approval=ApprovalConfig(on_approval=human)),
     )
     stream = agent.stream("pay")
     seen: list[str] = []

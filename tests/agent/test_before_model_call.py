@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bastion import Agent, RunContext, SystemMessage, tool
-from bastion.agent import LoopHooks, StepOverrides
+from bastion.agent import LoopHooks, ModelOptions, StepOverrides
 from bastion.core import Model, RateLimited
 from bastion.providers import register_provider
 from bastion.security import INBOUND_PREAMBLE
@@ -49,11 +49,7 @@ async def test_scenario_22_before_model_call_replaces_instructions_and_filters_t
     )
     hooks = SecondStepRules()
     agent = Agent(
-        "calc",
-        model=model,
-        instructions="You are a calculator.",
-        tools=[add, mul],
-        loop_hooks=hooks,
+        "calc", model=model, instructions="You are a calculator.", tools=[add, mul], hooks=hooks
     )
     result = await agent.run("(2*3)+1")
     assert result.output == "7"
@@ -74,7 +70,7 @@ async def test_scenario_22_before_model_call_replaces_instructions_and_filters_t
         def prepare_step(self, ctx: RunContext[Any], step: int) -> StepOverrides:
             return StepOverrides(instructions="")
 
-    await Agent("b", model=empty, instructions="Long prompt.", loop_hooks=NoPrompt()).run("hi")
+    await Agent("b", model=empty, instructions="Long prompt.", hooks=NoPrompt()).run("hi")
     assert [m.role for m in empty.requests[0].messages] == ["user"]
 
 
@@ -87,7 +83,7 @@ async def test_scenario_22_a_filtered_out_tool_called_anyway_gets_a_tool_error()
             return StepOverrides(tools=["add"])
 
     model = ScriptedModel([Turn(tool_calls=[Call("mul", {"a": 2, "b": 3}, id="m")]), "gave up"])
-    agent = Agent("calc", model=model, tools=[add, mul], loop_hooks=Step())
+    agent = Agent("calc", model=model, tools=[add, mul], hooks=Step())
     events = [e async for e in agent.stream("2*3")]
     assert "tool.execute.error mul#m capability_blocked" in brief(events)
     error = next(e for e in events if e.type == "tool.execute.error")
@@ -110,7 +106,9 @@ async def test_scenario_15_a_failing_prepare_step_model_is_not_replaced_by_fallb
         def prepare_step(self, ctx: RunContext[Any], step: int) -> Model:
             return pinned
 
-    agent = Agent("a", model=primary, fallback_models=[backup], loop_hooks=Pin(), retry=None)
+    agent = Agent(
+        "a", model=primary, retry=None, hooks=Pin(), model_options=ModelOptions(fallbacks=[backup])
+    )
     events = [e async for e in agent.stream("go")]
     assert "agent.model.fellback" not in brief(events)
     assert brief(events)[-2:] == ["agent.error model_error", "agent.end failed"]
@@ -118,7 +116,12 @@ async def test_scenario_15_a_failing_prepare_step_model_is_not_replaced_by_fallb
     assert primary.requests == []
     # Without the override the same failure does move to the fallback (G-65).
     failing = ScriptedModel([Turn(error=RateLimited("busy", status=429))], name="failing")
-    plain = Agent("b", model=failing, fallback_models=[ScriptedModel(["ok"])], retry=None)
+    plain = Agent(
+        "b",
+        model=failing,
+        retry=None,
+        model_options=ModelOptions(fallbacks=[ScriptedModel(["ok"])]),
+    )
     assert (await plain.run("go")).output == "ok"
 
 
@@ -135,8 +138,8 @@ async def test_scenario_15_a_pinned_model_is_used_for_every_step() -> None:
         "a",
         model=ScriptedModel([], name="default"),
         tools=[add],
-        fallback_models=[backup],
-        loop_hooks=Pin(),
+        hooks=Pin(),
+        model_options=ModelOptions(fallbacks=[backup]),
     )
     events = [e async for e in agent.stream("1+1")]
     assert [e.model for e in events if e.type == "step.start"] == ["test:pinned", "test:pinned"]
@@ -163,8 +166,8 @@ async def test_scenario_15_a_tools_explicit_model_is_pinned_but_a_tier_falls_bac
         "a",
         model=ScriptedModel([Turn(tool_calls=[Call("dense")])], name="default"),
         tools=[dense],
-        fallback_models=[backup],
         retry=None,
+        model_options=ModelOptions(fallbacks=[backup]),
     )
     result = await agent.run("go")
     assert result.status == "failed"
@@ -187,7 +190,7 @@ async def test_replaced_instructions_keep_the_inbound_safety_preamble() -> None:
 
     model = ScriptedModel([Turn(tool_calls=[Call("order_status", {"order": 1})]), "Shipped."])
     agent = Agent(
-        "shop", model=model, instructions="Shop assistant.", tools=[lookup], loop_hooks=Terse()
+        "shop", model=model, instructions="Shop assistant.", tools=[lookup], hooks=Terse()
     )
     await agent.run("Where is order 1?")
     assert model.requests[1].messages[0] == SystemMessage(

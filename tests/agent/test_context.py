@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, GovernanceOptions, tool
+from bastion.agent import ModelOptions
 from bastion.context import SUMMARY_HEADER, ContextConfig
 from bastion.core import (
     AgentEvent,
@@ -391,10 +392,10 @@ async def _fallback_run(fallback_window: int) -> tuple[list[AgentEvent], Scripte
     agent = Agent(
         "auditor",
         model=primary,
-        fallback_models=[fallback],
         instructions=INSTRUCTIONS,
         tools=[fetch],
         context=ContextConfig(strategy="trim", reserve_output_tokens=0, keep_last=1),
+        model_options=ModelOptions(fallbacks=[fallback]),
     )
     return await collect(agent, "Audit the invoices."), fallback
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from bastion import Agent, tool
-from bastion.agent import AgentDrive, DriveDecision
+from bastion.agent import AgentDrive, DriveDecision, ToolOptions
 from bastion.core import AgentEvent, AssistantMessage, ModelRequest, UserError
 from bastion.stores import NewEntry, Stores, open_store
 from bastion.testing import Call, FunctionModel, Turn
@@ -57,7 +57,11 @@ class Bank:
         self, store: Stores | None = None, hooks: Sequence[BeforeToolCall] = ()
     ) -> Agent[None, str]:
         return Agent(
-            "bank", model=self.model(), tools=self.tools(), store=store, before_tool_call=hooks
+            "bank",
+            model=self.model(),
+            tools=self.tools(),
+            store=store,
+            tool_options=ToolOptions(before_call=hooks),
         )
 
 

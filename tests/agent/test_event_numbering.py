@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from bastion import Agent, GovernanceOptions, Progress, tool
+from bastion.agent import RunOptions
 from bastion.core import AgentEvent, EventBus, GovernanceEvent
 from bastion.governance import Limit
 from bastion.stores import Stores, open_store
@@ -111,7 +112,9 @@ async def test_a_run_nobody_streams_skips_the_deltas_but_not_what_observers_see(
     # An event bus is a reader: run() then builds and numbers every event.
     seen: list[tuple[str, int]] = []
     bus = EventBus().on("*", lambda e: seen.append((e.type, e.seq)))
-    observed = Agent("calc", model=ScriptedModel(script), tools=[add], event_bus=bus)
+    observed = Agent(
+        "calc", model=ScriptedModel(script), tools=[add], run_options=RunOptions(event_bus=bus)
+    )
     assert (await observed.run("add")).output == "The sum is 3."
     assert [t for t, _ in seen] == events
     assert [s for _, s in seen] == list(range(1, len(events) + 1))

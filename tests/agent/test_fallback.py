@@ -12,6 +12,7 @@ from bastion.agent import (
     TRANSPORT_ERRORS,
     CircuitBreaker,
     FallbackPolicy,
+    ModelOptions,
 )
 from bastion.core import (
     AgentEvent,
@@ -44,10 +45,9 @@ def fallback_agent(
     return Agent(
         "a",
         model=primary,
-        fallback_models=[backup],
         retry=retry,
         clock=clock,
-        fallback_policy=policy,
+        model_options=ModelOptions(fallbacks=[backup], fallback_policy=policy),
     )
 
 
@@ -58,7 +58,7 @@ async def events_of(agent: Agent[Any, Any], prompt: str = "go") -> list[AgentEve
 async def test_connection_failures_do_not_fall_back_by_default() -> None:
     primary = ScriptedModel(outage(1), name="primary")
     backup = ScriptedModel(["from backup"], name="backup")
-    agent = Agent("a", model=primary, fallback_models=[backup], retry=None)
+    agent = Agent("a", model=primary, retry=None, model_options=ModelOptions(fallbacks=[backup]))
     result = await agent.run("go")
     assert result.status == "failed"
     assert backup.remaining == 1  # never asked
@@ -110,9 +110,10 @@ async def test_on_fallback_is_called_with_each_transition() -> None:
     agent = Agent(
         "a",
         model=first,
-        fallback_models=[second, third],
         retry=None,
-        fallback_policy=FallbackPolicy(on_fallback=on_fallback),
+        model_options=ModelOptions(
+            fallbacks=[second, third], fallback_policy=FallbackPolicy(on_fallback=on_fallback)
+        ),
     )
     events = await events_of(agent)
     emitted = [e for e in events if isinstance(e, ModelFellbackEvent)]
@@ -213,10 +214,11 @@ async def test_an_opening_circuit_stops_retrying_that_model() -> None:
     agent = Agent(
         "a",
         model=primary,
-        fallback_models=[backup],
         retry=RetryConfig(max_retries=4, jitter=0),
         clock=clock,
-        fallback_policy=FallbackPolicy(circuit_breaker=breaker),  # default errors
+        model_options=ModelOptions(
+            fallbacks=[backup], fallback_policy=FallbackPolicy(circuit_breaker=breaker)
+        ),
     )
     events = await events_of(agent)
     assert brief(events)[:5] == [
@@ -281,4 +283,8 @@ def test_bad_policy_settings_are_user_errors() -> None:
     with pytest.raises(UserError, match="on_fallback must be callable"):
         FallbackPolicy(on_fallback="log")  # pyright: ignore[reportArgumentType]
     with pytest.raises(UserError, match="fallback_policy must be a FallbackPolicy"):
-        Agent("a", model=ScriptedModel([]), fallback_policy=TRANSPORT_ERRORS)  # pyright: ignore[reportArgumentType]
+        Agent(
+            "a",
+            model=ScriptedModel([]),
+            model_options=ModelOptions(fallback_policy=TRANSPORT_ERRORS),  # pyright: ignore[reportArgumentType]
+        )

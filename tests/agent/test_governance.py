@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pytest
 
 from bastion import Agent, tool
-from bastion.agent import GovernanceOptions, run_state_from_json, run_state_to_json
+from bastion.agent import GovernanceOptions, ToolOptions, run_state_from_json, run_state_to_json
 from bastion.core import AgentEvent, GovernanceEvent, RunContext, ToolMessage, Usage, UserError
 from bastion.governance import (
     Budget,
@@ -275,7 +275,7 @@ async def test_per_minute_call_limit_rate_limits_then_resets_with_the_clock() ->
             oracles={"tool:lookup": [Limit(type="calls", max=2, window="minute")]}
         ),
         clock=clock,
-        max_parallel_tools=1,
+        tool_options=ToolOptions(max_parallel=1),
     )
     first = await agent.run("look up three things")
     assert first.status == "completed"
@@ -665,7 +665,7 @@ async def test_a_retried_tool_call_that_is_still_over_its_limit_suspends_again()
             }
         ),
         clock=VirtualClock(),
-        max_parallel_tools=1,
+        tool_options=ToolOptions(max_parallel=1),
     )
     first = await agent.run("look up two things")
     assert first.status == "awaiting_approval"
@@ -803,7 +803,7 @@ async def test_ctx_call_is_rate_limited_by_a_user_oracle_and_resets_with_the_clo
             events="all",
         ),
         clock=clock,
-        max_parallel_tools=1,
+        tool_options=ToolOptions(max_parallel=1),
     )
     stream = agent.stream("quote three")
     events = [e async for e in stream]

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from bastion import Agent, GovernanceOptions, filters, handoff, tool
-from bastion.agent import AgentRegistry, handoff_of, run_state_to_json
+from bastion.agent import AgentRegistry, RunOptions, handoff_of, run_state_to_json
 from bastion.context import SUMMARY_HEADER
 from bastion.core import (
     AgentEvent,
@@ -146,11 +146,17 @@ async def test_targets_named_in_a_registry_may_hand_back() -> None:
             model=ScriptedModel([_transfer(), "Back at triage: anything else?"]),
             instructions="Route.",
             handoffs=["billing"],
-            agent_registry=agents,
             clock=VirtualClock(),
+            run_options=RunOptions(agent_registry=agents),
         )
     )
-    agents.add(_billing([_transfer("triage", "h2")], handoffs=["triage"], agent_registry=agents))
+    agents.add(
+        _billing(
+            [_transfer("triage", "h2")],
+            handoffs=["triage"],
+            run_options=RunOptions(agent_registry=agents),
+        )
+    )
     result = await triage.run("Hi")
     assert result.output == "Back at triage: anything else?"
     assert result.last_agent == "triage"
@@ -165,8 +171,8 @@ async def test_an_unknown_target_fails_the_run_before_any_tool_runs() -> None:
         "triage",
         model=ScriptedModel([_transfer("ghost")]),
         handoffs=[handoff("ghost", on_handoff=lambda ctx, _: calls.append("ran"))],
-        agent_registry=agents,
         clock=VirtualClock(),
+        run_options=RunOptions(agent_registry=agents),
     )
     result = await triage.run("Hi")
     assert result.status == "failed"
@@ -181,9 +187,14 @@ def test_bad_handoff_configurations_raise_at_construction() -> None:
     with pytest.raises(UserError, match="agent_registry"):
         Agent("triage", model=model, handoffs=["billing"])
     with pytest.raises(UserError, match="cannot hand off to itself"):
-        Agent("triage", model=model, handoffs=["triage"], agent_registry=AgentRegistry())
+        Agent(
+            "triage",
+            model=model,
+            handoffs=["triage"],
+            run_options=RunOptions(agent_registry=AgentRegistry()),
+        )
     with pytest.raises(UserError, match="max_handoffs"):
-        Agent("triage", model=model, max_handoffs=0)
+        Agent("triage", model=model, run_options=RunOptions(max_handoffs=0))
     with pytest.raises(UserError, match="input_filter"):
         handoff("billing", input_filter=print)  # pyright: ignore[reportArgumentType]
     with pytest.raises(UserError, match="input_type"):
@@ -200,12 +211,17 @@ async def test_exceeding_max_handoffs_fails_the_run() -> None:
             "triage",
             model=ScriptedModel([_transfer(), _transfer("billing", "h3")]),
             handoffs=["billing"],
-            agent_registry=agents,
-            max_handoffs=2,
             clock=VirtualClock(),
+            run_options=RunOptions(agent_registry=agents, max_handoffs=2),
         )
     )
-    agents.add(_billing([_transfer("triage", "h2")], handoffs=["triage"], agent_registry=agents))
+    agents.add(
+        _billing(
+            [_transfer("triage", "h2")],
+            handoffs=["triage"],
+            run_options=RunOptions(agent_registry=agents),
+        )
+    )
     events = await _events(triage, "Hi")
     assert [e.to_agent for e in events if isinstance(e, HandoffEvent)] == ["billing", "triage"]
     assert brief(events)[-2:] == ["agent.error max_handoffs", "agent.end failed"]
@@ -439,9 +455,9 @@ def _agents(
             "triage",
             model=triage_model,
             handoffs=["billing"],
-            agent_registry=agents,
             store=store,
             clock=VirtualClock(),
+            run_options=RunOptions(agent_registry=agents),
         )
     )
     return triage, triage_model, billing_model

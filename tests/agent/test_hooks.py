@@ -96,7 +96,7 @@ async def test_loop_hooks_replace_skip_and_rewrite() -> None:
         ]
     )
     result = await Agent(
-        "a", model=model, instructions="original", tools=[lookup], loop_hooks=hooks
+        "a", model=model, instructions="original", tools=[lookup], hooks=hooks
     ).run("go")
     assert model.requests[0].messages[0] == SystemMessage(content="replaced")
     assert [c.result for c in result.tool_calls] == ["mock", "VALUE OF REAL"]
@@ -119,7 +119,7 @@ async def test_on_roundtrip_complete_can_stop_the_run() -> None:
     model = ScriptedModel(
         [Turn(text="checking", tool_calls=[Call("lookup", {"key": "k"})]), "unused"]
     )
-    result = await Agent("a", model=model, tools=[lookup], loop_hooks=Budget()).run("go")
+    result = await Agent("a", model=model, tools=[lookup], hooks=Budget()).run("go")
     assert result.status == "stopped"
     assert result.stop_reason == "hook"
     assert result.output == "checking"

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Sequence
 
 from bastion import Agent, tool
+from bastion.agent import ToolOptions
 from bastion.core import ModelRequest, RunContext, RunStatus
 from bastion.stores import JournalEntry, JournalStore, NewEntry, Stores, open_store
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
@@ -141,7 +142,7 @@ async def test_what_the_run_did_is_durable_before_a_human_is_asked() -> None:
             model=ScriptedModel(script),
             tools=[wire],
             store=stores,
-            approval=ApprovalConfig(on_approval=human),
+            tool_options=ToolOptions(approval=ApprovalConfig(on_approval=human)),
         )
         result = await agent.run("go")
     assert result.output == "wired"

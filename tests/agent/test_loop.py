@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from bastion import Agent, RunContext, tool
+from bastion.agent import ToolOptions
 from bastion.core import AgentEvent, ToolMessage, UserError
 from bastion.testing import Call, ScriptedModel, Turn, VirtualClock
 
@@ -168,7 +169,10 @@ async def test_max_parallel_tools_bounds_concurrency() -> None:
 
     calls = [Call("step", {"i": i}) for i in range(6)]
     agent = Agent(
-        "a", model=ScriptedModel([Turn(tool_calls=calls), "ok"]), tools=[step], max_parallel_tools=2
+        "a",
+        model=ScriptedModel([Turn(tool_calls=calls), "ok"]),
+        tools=[step],
+        tool_options=ToolOptions(max_parallel=2),
     )
     result = await agent.run("go")
     assert peak == 2

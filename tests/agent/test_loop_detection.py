@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, RunContext, Usage, run_state_from_json, run_state_to_json, tool
-from bastion.agent import LoopDetection, LoopHooks
+from bastion.agent import LoopDetection, LoopHooks, ToolOptions
 from bastion.core import UserError
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import ApprovalDecision, Directive
@@ -40,7 +40,12 @@ async def test_scenario_22_identical_calls_are_detected_and_reported_to_the_mode
     same = {"q": "weather", "page": 1}
     reordered = {"page": 1, "q": "weather"}  # the same arguments, other key order
     model = ScriptedModel(turns(same, same, reordered, same))
-    agent = Agent("a", model=model, tools=[make_lookup(ran)], loop_detection=LoopDetection())
+    agent = Agent(
+        "a",
+        model=model,
+        tools=[make_lookup(ran)],
+        tool_options=ToolOptions(loop_detection=LoopDetection()),
+    )
     events = [e async for e in agent.stream("go")]
     detected = [e for e in events if e.type == "tool.loop.detected"]
     assert [(e.tool_call_id, e.count, e.action) for e in detected] == [
@@ -72,7 +77,10 @@ async def test_scenario_22_different_arguments_never_trigger() -> None:
         turns({"q": "a"}, {"q": "b"}, {"q": "a", "page": 2}, {"q": "c"}, {"q": "b", "page": 2})
     )
     agent = Agent(
-        "a", model=model, tools=[make_lookup(ran)], loop_detection=LoopDetection(threshold=2)
+        "a",
+        model=model,
+        tools=[make_lookup(ran)],
+        tool_options=ToolOptions(loop_detection=LoopDetection(threshold=2)),
     )
     events = [e async for e in agent.stream("go")]
     assert "tool.loop.detected" not in brief(events)
@@ -87,7 +95,7 @@ async def test_loop_detection_can_fail_the_run_or_be_off() -> None:
         "a",
         model=ScriptedModel(turns(same, same, same)),
         tools=[make_lookup(ran)],
-        loop_detection=LoopDetection(threshold=2, action="fail"),
+        tool_options=ToolOptions(loop_detection=LoopDetection(threshold=2, action="fail")),
     )
     events = [e async for e in agent.stream("go")]
     assert brief(events)[-6:] == [
@@ -111,8 +119,8 @@ async def test_loop_detection_can_fail_the_run_or_be_off() -> None:
         "h",
         model=ScriptedModel(turns(same, same, same)),
         tools=[make_lookup([])],
-        loop_detection=LoopDetection(threshold=2, action="fail"),
-        loop_hooks=StopAfterEachRound(),
+        hooks=StopAfterEachRound(),
+        tool_options=ToolOptions(loop_detection=LoopDetection(threshold=2, action="fail")),
     )
     failed = await hooked.run("go")
     assert failed.status == "failed"  # a hook does not turn the failure into a stop
@@ -122,7 +130,7 @@ async def test_loop_detection_can_fail_the_run_or_be_off() -> None:
         "b",
         model=ScriptedModel(turns(same, same, same)),
         tools=[make_lookup([])],
-        loop_detection=LoopDetection(action="off"),
+        tool_options=ToolOptions(loop_detection=LoopDetection(action="off")),
     )
     assert "tool.loop.detected" not in brief([e async for e in off.stream("go")])
     default = Agent("c", model=ScriptedModel(turns(same, same, same)), tools=[make_lookup([])])
@@ -145,7 +153,7 @@ async def test_scenario_22_the_count_survives_suspend_and_resume() -> None:
         "a",
         model=ScriptedModel(script),
         tools=[make_lookup([]), notify],
-        loop_detection=LoopDetection(),
+        tool_options=ToolOptions(loop_detection=LoopDetection()),
     )
     suspended = await first.run("go")
     assert suspended.status == "awaiting_approval"
@@ -155,7 +163,10 @@ async def test_scenario_22_the_count_survives_suspend_and_resume() -> None:
     ran: list[str] = []
     model = ScriptedModel([Turn(tool_calls=[Call("lookup", same, id="c3")]), "done"])
     second = Agent(
-        "a", model=model, tools=[make_lookup(ran), notify], loop_detection=LoopDetection()
+        "a",
+        model=model,
+        tools=[make_lookup(ran), notify],
+        tool_options=ToolOptions(loop_detection=LoopDetection()),
     )
     resumed = [
         e
@@ -176,4 +187,4 @@ def test_bad_loop_detection_fails_before_any_run() -> None:
     with pytest.raises(UserError, match="action must be one of"):
         LoopDetection(action="stop")  # pyright: ignore[reportArgumentType]
     with pytest.raises(UserError, match="loop_detection must be a LoopDetection"):
-        Agent("a", model=ScriptedModel([]), loop_detection=3)  # pyright: ignore[reportArgumentType]
+        Agent("a", model=ScriptedModel([]), tool_options=ToolOptions(loop_detection=3))  # pyright: ignore[reportArgumentType]

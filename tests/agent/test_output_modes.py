@@ -8,6 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from bastion import Agent, tool
+from bastion.agent import Output
 from bastion.core import SystemMessage, ToolMessage, UserError, UserMessage
 from bastion.providers import HttpModel, ModelProfile
 from bastion.providers.openai import ChatCompletionsProtocol
@@ -27,7 +28,7 @@ BAD = '{"name": "Lyon", "population": "lots"}'
 async def test_native_mode_sends_the_schema_as_the_output_spec() -> None:
     # covers issue 12 (native JSON-schema mode)
     model = ScriptedModel([GOOD])
-    result = await Agent("a", model=model, output_type=City, output_mode="native").run("city?")
+    result = await Agent("a", model=model, output_type=Output(City, mode="native")).run("city?")
     assert result.output == City(name="Lyon", population=522250)
     request = model.requests[0]
     assert request.output is not None
@@ -39,7 +40,7 @@ async def test_prompted_mode_puts_the_schema_in_the_prompt_and_retries_on_mismat
     # covers issue 12 (JSON object + schema in the prompt, validation retry)
     model = ScriptedModel([BAD, GOOD])
     agent: Agent[None, City] = Agent(
-        "a", model=model, instructions="Be brief.", output_type=City, output_mode="prompted"
+        "a", model=model, instructions="Be brief.", output_type=Output(City, mode="prompted")
     )
     result = await agent.run("city?")
     assert result.output == City(name="Lyon", population=522250)
@@ -66,7 +67,7 @@ async def test_tool_mode_answers_with_the_final_result_tool_and_retries_through_
             Turn(tool_calls=[Call("final_result", json.loads(GOOD), id="f2")]),
         ]
     )
-    agent: Agent[None, City] = Agent("a", model=model, output_type=City, output_mode="tool")
+    agent: Agent[None, City] = Agent("a", model=model, output_type=Output(City, mode="tool"))
     events = [e async for e in agent.stream("city?")]
     lines = [line for line in brief(events) if not line.startswith("tool.call.delta")]
     assert lines == [
@@ -97,7 +98,7 @@ async def test_tool_mode_answers_with_the_final_result_tool_and_retries_through_
 
 async def test_tool_mode_keeps_the_transcript_valid_for_the_next_turn() -> None:
     model = ScriptedModel([Turn(tool_calls=[Call("final_result", json.loads(GOOD), id="f")])])
-    result = await Agent("a", model=model, output_type=City, output_mode="tool").run("city?")
+    result = await Agent("a", model=model, output_type=Output(City, mode="tool")).run("city?")
     last = result.messages[-1]
     assert isinstance(last, ToolMessage)
     assert (last.tool_call_id, last.text, last.is_error) == ("f", "Final answer received.", False)
@@ -117,7 +118,7 @@ async def test_tool_mode_runs_real_tools_first_and_wraps_non_object_types() -> N
         ]
     )
     agent: Agent[None, list[int]] = Agent(
-        "a", model=model, tools=[population], output_type=list[int], output_mode="tool"
+        "a", model=model, tools=[population], output_type=Output(list[int], mode="tool")
     )
     result = await agent.run("numbers?")
     assert result.output == [522250, 1]
@@ -129,7 +130,7 @@ async def test_tool_mode_runs_real_tools_first_and_wraps_non_object_types() -> N
 
 async def test_tool_mode_accepts_a_valid_text_answer_and_points_a_bad_one_at_the_tool() -> None:
     model = ScriptedModel(["I think Lyon.", GOOD])
-    agent: Agent[None, City] = Agent("a", model=model, output_type=City, output_mode="tool")
+    agent: Agent[None, City] = Agent("a", model=model, output_type=Output(City, mode="tool"))
     result = await agent.run("city?")
     assert result.output == City(name="Lyon", population=522250)
     feedback = model.requests[1].messages[-1]
@@ -145,7 +146,7 @@ async def test_the_mode_comes_from_the_model_unless_the_agent_sets_it() -> None:
     assert output is not None
     assert output.mode == "prompted"
     overridden = ScriptedModel([GOOD], output_mode="prompted")
-    await Agent("b", model=overridden, output_type=City, output_mode="native").run("city?")
+    await Agent("b", model=overridden, output_type=Output(City, mode="native")).run("city?")
     output = overridden.requests[0].output
     assert output is not None
     assert output.mode == "native"
@@ -167,7 +168,7 @@ def test_profiles_pick_the_mode_of_http_models() -> None:
 
 async def test_prompted_mode_asks_the_wire_for_json_mode_not_a_schema() -> None:
     model, bodies = chat_model_answering('{"name": "Lyon", "population": 1}')
-    agent = Agent("a", model=model, output_type=City, output_mode="prompted", retry=None)
+    agent = Agent("a", model=model, output_type=Output(City, mode="prompted"), retry=None)
     result = await agent.run("city?")
     assert result.output == City(name="Lyon", population=1)
     assert bodies[0]["response_format"] == {"type": "json_object"}
@@ -175,10 +176,10 @@ async def test_prompted_mode_asks_the_wire_for_json_mode_not_a_schema() -> None:
 
 
 def test_bad_output_modes_are_user_errors() -> None:
-    with pytest.raises(UserError, match="unknown output_mode 'json'"):
-        Agent("a", model=ScriptedModel([]), output_type=City, output_mode="json")  # pyright: ignore[reportArgumentType]
-    with pytest.raises(UserError, match="needs an output_type other than str"):
-        Agent("a", model=ScriptedModel([]), output_mode="tool")
+    with pytest.raises(UserError, match=r"unknown Output\.mode 'json'"):
+        Agent("a", model=ScriptedModel([]), output_type=Output(City, mode="json"))  # pyright: ignore[reportArgumentType]
+    with pytest.raises(UserError, match="needs an output type other than str"):
+        Agent("a", model=ScriptedModel([]), output_type=Output(str, mode="tool"))
 
     @tool(side_effect_class="pure")
     def final_result(x: int) -> int:
@@ -190,6 +191,5 @@ def test_bad_output_modes_are_user_errors() -> None:
             "a",
             model=ScriptedModel([]),
             tools=[final_result],
-            output_type=City,
-            output_mode="tool",
+            output_type=Output(City, mode="tool"),
         )

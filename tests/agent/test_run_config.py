@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from bastion import Agent, ModelSettings, UserError, tool
-from bastion.agent import RunConfig, RunState, RunStatusError
+from bastion.agent import RunConfig, RunOptions, RunState, RunStatusError
 from bastion.testing import Call, ScriptedModel, Turn
 
 
@@ -30,7 +30,9 @@ def test_the_config_is_frozen() -> None:
 
 async def test_a_derived_config_changes_one_run_and_leaves_the_agent_as_it_was() -> None:
     model = ScriptedModel([Turn(tool_calls=[Call("add", {"a": 1, "b": 2})]), "late", "plain"])
-    agent = Agent("a", model=model, tools=[add], max_steps=5, on_max_steps="return")
+    agent = Agent(
+        "a", model=model, tools=[add], max_steps=5, run_options=RunOptions(on_max_steps="return")
+    )
     strict = replace(agent.config, max_steps=1, model_settings=ModelSettings(temperature=0))
     first = await agent.run("go", config=strict)
     assert first.status == "stopped"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bastion import Agent, GovernanceOptions
+from bastion.agent import RunOptions
 from bastion.context import Suggestions, parse_suggestions
 from bastion.core import SystemMessage, UserError, UserMessage
 from bastion.events import AgentSuggestionsEvent
@@ -28,7 +29,7 @@ async def test_suggestions_come_as_an_event_and_on_the_result() -> None:
         "helper",
         model=ScriptedModel(["Sunny."]),
         instructions="Talk about weather.",
-        suggestions=Suggestions(count=2, model=writer),
+        run_options=RunOptions(suggestions=Suggestions(count=2, model=writer)),
     )
     stream = agent.stream("Weather?")
     events = [e async for e in stream]
@@ -58,8 +59,8 @@ async def test_a_denied_suggestion_call_leaves_the_run_completed() -> None:
     agent = Agent(
         "helper",
         model=ScriptedModel(["Sunny."]),
-        suggestions=Suggestions(model=writer),
         governance=GovernanceOptions(oracles={"llm:test:writer": [no_suggestions]}),
+        run_options=RunOptions(suggestions=Suggestions(model=writer)),
     )
     stream = agent.stream("Weather?")
     events = [e async for e in stream]
@@ -77,5 +78,5 @@ def test_bad_settings_are_user_errors() -> None:
     with pytest.raises(UserError, match="count=0"):
         Suggestions(count=0)
     with pytest.raises(UserError, match="must be a Suggestions"):
-        Agent("helper", model=ScriptedModel([]), suggestions=3)  # pyright: ignore[reportArgumentType]
+        Agent("helper", model=ScriptedModel([]), run_options=RunOptions(suggestions=3))  # pyright: ignore[reportArgumentType]
     assert parse_suggestions("* a\n2) b\n\n c ", 5) == ["a", "b", "c"]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, RunContext, tool
-from bastion.agent import LoopHooks
+from bastion.agent import LoopHooks, ModelOptions
 from bastion.core import Model, RateLimited, UserError
 from bastion.providers import register_provider
 from bastion.testing import Call, ScriptedModel, Turn
@@ -42,14 +42,14 @@ async def test_a_tool_hint_picks_the_next_steps_model_through_the_tier_map() -> 
         "a",
         model=m["default"],
         tools=[think_hard],
-        model_tier_map={"fast": m["fast"], "smart": m["smart"]},
+        model_options=ModelOptions(tiers={"fast": m["fast"], "smart": m["smart"]}),
     )
     events = [e async for e in agent.stream("go")]
     starts = [e.model for e in events if e.type == "step.start"]
     assert starts == ["test:default", "test:smart"]
-    result = await Agent("b", model=ScriptedModel(["x"]), model_tier_map={"fast": m["fast"]}).run(
-        "go"
-    )
+    result = await Agent(
+        "b", model=ScriptedModel(["x"]), model_options=ModelOptions(tiers={"fast": m["fast"]})
+    ).run("go")
     assert result.output == "x"  # no hint: the default model
     assert events[-1].type == "agent.end"
     assert events[-1].output == "smart answer"
@@ -75,12 +75,15 @@ async def test_the_strongest_tier_wins_and_an_explicit_spec_beats_tiers() -> Non
         "a",
         model=both,
         tools=[quick_lookup, think_hard],
-        model_tier_map={"fast": m["fast"], "smart": m["smart"]},
+        model_options=ModelOptions(tiers={"fast": m["fast"], "smart": m["smart"]}),
     )
     assert (await agent.run("go")).output == "smart answer"
     three = ScriptedModel([Turn(tool_calls=[Call("think_hard"), Call("pinned")])], name="d")
     agent = Agent(
-        "b", model=three, tools=[think_hard, pinned], model_tier_map={"smart": m["smart"]}
+        "b",
+        model=three,
+        tools=[think_hard, pinned],
+        model_options=ModelOptions(tiers={"smart": m["smart"]}),
     )
     assert (await agent.run("go")).output == "explicit answer"
 
@@ -99,15 +102,14 @@ async def test_prepare_step_beats_every_other_preference_and_agent_preference_be
         "a",
         model=m["default"],
         tools=[think_hard],
-        model_tier_map={"fast": m["fast"], "smart": m["smart"]},
-        loop_hooks=Pin(),
+        hooks=Pin(),
+        model_options=ModelOptions(tiers={"fast": m["fast"], "smart": m["smart"]}),
     )
     assert (await agent.run("go")).output == "fast answer"
     preferring = Agent(
         "b",
         model=ScriptedModel(["unused"], name="default"),
-        model_tier_map={"smart": m["smart"]},
-        preferred_model="smart",
+        model_options=ModelOptions(tiers={"smart": m["smart"]}, preferred="smart"),
     )
     assert (await preferring.run("go")).output == "smart answer"
 
@@ -121,9 +123,8 @@ async def test_fallbacks_follow_the_chosen_model() -> None:
         "a",
         model=m["default"],
         tools=[think_hard],
-        model_tier_map={"smart": failing_smart},
-        fallback_models=[backup],
         retry=None,
+        model_options=ModelOptions(tiers={"smart": failing_smart}, fallbacks=[backup]),
     )
     result = await agent.run("go")
     assert result.output == "backup answer"
@@ -135,6 +136,10 @@ def test_misconfigured_hints_fail_before_any_run() -> None:
     with pytest.raises(UserError, match="no 'smart' entry"):
         Agent("a", model=ScriptedModel([]), tools=[think_hard])
     with pytest.raises(UserError, match="unknown tier"):
-        Agent("a", model=ScriptedModel([]), model_tier_map={"huge": ScriptedModel([])})
+        Agent(
+            "a",
+            model=ScriptedModel([]),
+            model_options=ModelOptions(tiers={"huge": ScriptedModel([])}),
+        )
     with pytest.raises(UserError, match="Unknown model provider 'nowhere'"):
-        Agent("a", model=ScriptedModel([]), preferred_model="nowhere:x")
+        Agent("a", model=ScriptedModel([]), model_options=ModelOptions(preferred="nowhere:x"))

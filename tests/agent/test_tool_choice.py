@@ -52,8 +52,8 @@ async def test_prepare_step_sets_tool_choice_tools_and_settings_per_step() -> No
         "a",
         model=model,
         tools=[add, mul],
-        loop_hooks=Plan(),
         model_settings=ModelSettings(temperature=0.7, max_tokens=100),
+        hooks=Plan(),
     )
     result = await agent.run("1+2?")
     assert result.output == "3"
@@ -72,7 +72,7 @@ async def test_a_named_tool_choice_reaches_the_wire() -> None:
         def prepare_step(self, ctx: RunContext[Any], step: int) -> StepOverrides:
             return StepOverrides(tool_choice="mul")
 
-    agent = Agent("a", model=model, tools=[add, mul], loop_hooks=ForceMul(), retry=None)
+    agent = Agent("a", model=model, tools=[add, mul], retry=None, hooks=ForceMul())
     await agent.run("2*3?")
     assert bodies[0]["tool_choice"] == {"type": "function", "function": {"name": "mul"}}
 
@@ -93,7 +93,7 @@ async def test_prepare_step_naming_a_tool_the_step_does_not_advertise_fails_clea
             return StepOverrides(tool_choice="mul", tools=["add"])
 
     model = ScriptedModel(["never"])
-    result = await Agent("a", model=model, tools=[add, mul], loop_hooks=Wrong()).run("go")
+    result = await Agent("a", model=model, tools=[add, mul], hooks=Wrong()).run("go")
     assert result.status == "failed"
     assert result.error is not None
     assert "tool_choice='mul' is not a tool this step advertises" in result.error.message
@@ -107,7 +107,7 @@ async def test_required_without_tools_fails_before_sending() -> None:
             return StepOverrides(tool_choice="required")
 
     model = ScriptedModel(["never"])
-    result = await Agent("a", model=model, loop_hooks=Required()).run("go")
+    result = await Agent("a", model=model, hooks=Required()).run("go")
     assert result.error is not None
     assert "tool_choice='required' needs tools" in result.error.message
     assert model.requests == []
@@ -118,9 +118,7 @@ async def test_prepare_step_advertising_an_unknown_tool_fails_clearly() -> None:
         def prepare_step(self, ctx: RunContext[Any], step: int) -> StepOverrides:
             return StepOverrides(tools=["add", "div"])
 
-    result = await Agent("a", model=ScriptedModel(["x"]), tools=[add], loop_hooks=Unknown()).run(
-        "go"
-    )
+    result = await Agent("a", model=ScriptedModel(["x"]), tools=[add], hooks=Unknown()).run("go")
     assert result.error is not None
     assert "unknown tool(s) 'div'" in result.error.message
 

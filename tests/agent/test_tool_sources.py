@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bastion import Agent, tool
+from bastion.agent import ToolOptions
 from bastion.core import ToolMessage, ToolSourceErrorEvent
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import Tool
@@ -75,7 +76,7 @@ async def test_a_tool_registered_mid_run_is_shown_and_run_from_the_next_step_onl
             Turn(text="done"),
         ]
     )
-    agent = Agent("a", model=model, tools=[install], max_parallel_tools=1)
+    agent = Agent("a", model=model, tools=[install], tool_options=ToolOptions(max_parallel=1))
     before = agent.config.tools
     result = await agent.run("go")
     assert result.output == "done"

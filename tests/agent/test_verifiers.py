@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from bastion import Agent, GuardrailResult, RunContext, Usage, UserMessage, output_guardrail
-from bastion.agent import Verdict, Verification
+from bastion.agent import Output, Verdict, Verification
 from bastion.core import UserError
 from bastion.testing import ScriptedModel
 from tests.agent.conftest import brief
@@ -20,7 +20,7 @@ async def test_scenario_36_verifier_feedback_loops() -> None:
         return None if "http" in answer else "Cite at least one source URL."
 
     model = ScriptedModel(["Paris.", "https://en.wikipedia.org/wiki/Paris"])
-    agent = Agent("a", model=model, verifiers=[cites_a_source])
+    agent = Agent("a", model=model, output_type=Output(str, verifiers=[cites_a_source]))
     events = [e async for e in agent.stream("Capital of France?")]
     assert brief(events) == [
         "agent.start",
@@ -50,7 +50,9 @@ async def test_scenario_36_verifier_feedback_loops() -> None:
     assert end.output == "https://en.wikipedia.org/wiki/Paris"
     assert end.usage.requests == 2  # the rejected answer's call counts too
     result = await Agent(
-        "b", model=ScriptedModel(["x", "http://y"]), verifiers=[cites_a_source]
+        "b",
+        model=ScriptedModel(["x", "http://y"]),
+        output_type=Output(str, verifiers=[cites_a_source]),
     ).run("go")
     assert result.steps == 2
     assert result.usage.requests == 2
@@ -64,7 +66,11 @@ async def test_scenario_36_round_cap_then_accept_or_fail() -> None:
         return False
 
     model = ScriptedModel(["one", "two", "three", "four"])
-    agent = Agent("a", model=model, verifiers=Verification(checks=[never], max_rounds=2))
+    agent = Agent(
+        "a",
+        model=model,
+        output_type=Output(str, verifiers=Verification(checks=[never], max_rounds=2)),
+    )
     result = await agent.run("go")
     assert result.status == "completed"
     assert result.output == "three"  # 1 answer + 2 rounds of feedback, then accepted
@@ -76,7 +82,9 @@ async def test_scenario_36_round_cap_then_accept_or_fail() -> None:
     strict = Agent(
         "b",
         model=ScriptedModel(["one", "two"]),
-        verifiers=Verification(checks=[never], max_rounds=1, on_exhausted="fail"),
+        output_type=Output(
+            str, verifiers=Verification(checks=[never], max_rounds=1, on_exhausted="fail")
+        ),
     )
     failed = await strict.run("go")
     assert failed.status == "failed"
@@ -90,7 +98,7 @@ async def test_scenario_36_a_raising_verifier_counts_as_passed_and_is_reported()
     def broken(ctx: RunContext[Any], answer: str) -> bool:
         raise RuntimeError("checker offline")
 
-    agent = Agent("a", model=ScriptedModel(["fine"]), verifiers=[broken])
+    agent = Agent("a", model=ScriptedModel(["fine"]), output_type=Output(str, verifiers=[broken]))
     events = [e async for e in agent.stream("go")]
     (result,) = [e for e in events if e.type == "verifier.result"]
     assert result.passed
@@ -115,7 +123,9 @@ async def test_async_and_object_verifiers_report_their_usage() -> None:
         return len(answer) < 10 or "Be brief."
 
     model = ScriptedModel(["one plus one is two", "2"])
-    result = await Agent("a", model=model, verifiers=[Judge(), short]).run("1+1?")
+    result = await Agent("a", model=model, output_type=Output(str, verifiers=[Judge(), short])).run(
+        "1+1?"
+    )
     assert result.output == "2"
     assert model.requests[1].messages[-1] == UserMessage(
         content="Your answer was checked and needs revision:\n- Give the number.\n- Be brief."
@@ -148,9 +158,7 @@ async def test_verifiers_see_the_parsed_output_and_guardrails_see_only_the_accep
     agent = Agent(
         "a",
         model=model,
-        output_type=Answer,
-        output_mode="prompted",
-        verifiers=[is_capital],
+        output_type=Output(Answer, mode="prompted", verifiers=[is_capital]),
         guardrails=[shout],
     )
     result = await agent.run("Capital of France?")
@@ -165,8 +173,8 @@ def test_bad_verifier_configuration_fails_before_any_run() -> None:
     with pytest.raises(UserError, match="max_rounds must be an int >= 0"):
         Verification(checks=[], max_rounds=-1)
     with pytest.raises(UserError, match="neither a function"):
-        Agent("a", model=ScriptedModel([]), verifiers=[42])  # pyright: ignore[reportArgumentType]
+        Agent("a", model=ScriptedModel([]), output_type=Output(str, verifiers=[42]))  # pyright: ignore[reportArgumentType]
     with pytest.raises(UserError, match="verifiers must be a list"):
-        Agent("a", model=ScriptedModel([]), verifiers="check")  # pyright: ignore[reportArgumentType]
+        Agent("a", model=ScriptedModel([]), output_type=Output(str, verifiers="check"))  # pyright: ignore[reportArgumentType]
     with pytest.raises(UserError, match="on_exhausted"):
         Verification(checks=[], on_exhausted="retry")  # pyright: ignore[reportArgumentType]

@@ -7,6 +7,7 @@ import asyncio
 import os
 
 from bastion import Agent, GovernanceOptions, RetryConfig, tool
+from bastion.agent import ModelOptions, ToolOptions
 from bastion.core import AuthenticationFailed, ModelRequest, Overloaded, RateLimited, ToolMessage
 from bastion.governance import Limit
 from bastion.multi import as_tool
@@ -85,9 +86,9 @@ def flaky() -> Agent[None, str]:
     return Agent(
         "flaky",
         model=primary,
-        fallback_models=[backup],
         retry=RetryConfig(max_retries=1, initial_delay=2.0, jitter=0.0),
         clock=VirtualClock(),
+        model_options=ModelOptions(fallbacks=[backup]),
     )
 
 
@@ -163,8 +164,8 @@ def spender() -> Agent[None, str]:
                 "tool:lookup": [Limit(type="calls", max=1, window="minute", mutable={OPS: True})]
             }
         ),
-        max_parallel_tools=1,
         store=_store(),
+        tool_options=ToolOptions(max_parallel=1),
     )
 
 

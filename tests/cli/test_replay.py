@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bastion import Agent
+from bastion.agent import ModelOptions
 from bastion.core import UserError
 from bastion.stores import open_store
 from bastion.testing import Call, ReplayModel, ScriptedModel, Turn
@@ -31,7 +32,7 @@ def _recorded_run(url: str) -> str:
                 model=ScriptedModel(script),
                 tools=[scripted_agents.double],
                 store=stores,
-                record_responses=True,
+                model_options=ModelOptions(record_responses=True),
             )
             result = await agent.run("Double 2 and 21.")
         assert result.status == "completed"

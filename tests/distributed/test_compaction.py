@@ -8,6 +8,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from bastion import Agent, tool
+from bastion.agent import RunOptions
 from bastion.context import SUMMARY_HEADER, ContextConfig
 from bastion.core import EventBus, UserMessage
 from bastion.testing import Call, ScriptedModel, Turn
@@ -41,7 +42,13 @@ def _auditor(compacted: list[tuple[str, int, int]]) -> Agent[None, str]:
         keep_last=2,
         summarizer=summary,
     )
-    return Agent("auditor", model=model, tools=[fetch], context=context, event_bus=bus)
+    return Agent(
+        "auditor",
+        model=model,
+        tools=[fetch],
+        context=context,
+        run_options=RunOptions(event_bus=bus),
+    )
 
 
 def _requests(agent: Agent[Any, Any]) -> list[list[str]]:

@@ -9,6 +9,7 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 
 from bastion import Agent
+from bastion.agent import RunOptions
 from bastion.core import EventBus, ToolMessage
 from bastion.mcp import MCPServer
 from bastion.testing import Call, ScriptedModel, Turn
@@ -29,7 +30,12 @@ def _agent(seen: list[tuple[str, Any]], server: MCPServer) -> Agent[None, str]:
     bus.on("tool.execute.progress", lambda e: seen.append((e.type, (e.current, e.message))))
     bus.on("tool.execute.end", lambda e: seen.append((e.type, e.result)))
     bus.on("tool.execute.error", lambda e: seen.append((e.type, e.message)))
-    return Agent("mcp-user", model=ScriptedModel(script), tools=[server], event_bus=bus)
+    return Agent(
+        "mcp-user",
+        model=ScriptedModel(script),
+        tools=[server],
+        run_options=RunOptions(event_bus=bus),
+    )
 
 
 def _offered_and_read(agent: Agent[Any, Any]) -> tuple[list[list[str]], list[str]]:

@@ -10,6 +10,7 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from temporalio.worker import Replayer
 
 from bastion import Agent, RunContext, tool
+from bastion.agent import RunOptions
 from bastion.core import EventBus, Lazy, ToolMessage
 from bastion.distributed import TemporalAgent
 from bastion.testing import Call, ScriptedModel, Turn
@@ -87,7 +88,7 @@ def _shopper(seen: list[tuple[str, object]]) -> Agent[Any, str]:
         model=ScriptedModel(script),
         tools=[inspect, recall, lines, restock],
         deps={"shop": Lazy(_shop)},
-        event_bus=bus,
+        run_options=RunOptions(event_bus=bus),
     )
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bastion import Agent, ApprovalConfig, tool
+from bastion.agent import ToolOptions
 from bastion.core import AssistantMessage, ModelRequest, RunContext, ToolMessage
 from bastion.stores import DEFAULT_LEASE_TTL
 from bastion.testing import Call, FunctionModel, LaterClock, Turn
@@ -61,9 +62,10 @@ def build_agent(store: str, workdir: Path, *, block: bool, ask: bool = True) -> 
         model=FunctionModel(answer),
         tools=[write_line],
         store=store,
-        approval=ApprovalConfig(on_approval=on_approval if ask else None, timeout=3600),
-        # A resumer starts after the killed worker's lease expired (else it would be refused).
         clock=None if block else LaterClock(DEFAULT_LEASE_TTL + 1),
+        tool_options=ToolOptions(
+            approval=ApprovalConfig(on_approval=on_approval if ask else None, timeout=3600)
+        ),
     )
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bastion import Agent
-from bastion.agent import AgentRegistry
+from bastion.agent import AgentRegistry, RunOptions
 from bastion.core import ModelRequest, RunStatus, SystemMessage
 from bastion.stores import DEFAULT_LEASE_TTL, JournalEntry, JournalStore, NewEntry
 from bastion.testing import Call, ForwardingJournal, FunctionModel, LaterClock, Turn
@@ -89,9 +89,9 @@ def build(store: str, workdir: Path, *, later: bool) -> Agent[None, str]:
             model=FunctionModel(triage, name="triage"),
             instructions="triage desk",
             handoffs=["billing"],
-            agent_registry=agents,
             store=store,
             clock=clock,
+            run_options=RunOptions(agent_registry=agents),
         )
     )
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, ApprovalConfig, tool
-from bastion.agent import ApprovalMismatch
+from bastion.agent import ApprovalMismatch, ToolOptions
 from bastion.agent._binding import call_digest
 from bastion.core import AssistantMessage, RunContext, ToolCall, ToolMessage, new_id
 from bastion.stores import NewEntry, open_store
@@ -210,7 +210,13 @@ async def test_an_edit_given_live_reaches_the_transcript_and_survives_a_replay(
     first = Turn(tool_calls=[Call("write_line", {"text": "hello"}, id="c1")])
     model = ScriptedModel([first, "Done."])
     approval = ApprovalConfig(on_approval=edit)
-    agent = Agent("binder", model=model, tools=[write_line], store=store_url, approval=approval)
+    agent = Agent(
+        "binder",
+        model=model,
+        tools=[write_line],
+        store=store_url,
+        tool_options=ToolOptions(approval=approval),
+    )
     try:
         result = await agent.run("Write hello.")
     finally:
@@ -229,7 +235,13 @@ async def test_an_edit_given_live_reaches_the_transcript_and_survives_a_replay(
     async with open_store(store_url) as stores:
         await stores.journal.append(crashed, copied, expected_seq=0, agent="binder")
     model2 = ScriptedModel(["Done."])
-    resumer = Agent("binder", model=model2, tools=[write_line], store=store_url, approval=approval)
+    resumer = Agent(
+        "binder",
+        model=model2,
+        tools=[write_line],
+        store=store_url,
+        tool_options=ToolOptions(approval=approval),
+    )
     try:
         resumed = await resumer.resume(crashed)
     finally:

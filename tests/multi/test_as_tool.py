@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bastion import Agent, RunContext, tool
-from bastion.agent import AgentStream, RunState
+from bastion.agent import AgentStream, RunOptions, RunState, ToolOptions
 from bastion.agent.steps._approvals import check_directive
 from bastion.core import (
     AgentEvent,
@@ -229,7 +229,7 @@ async def test_a_sub_agent_stopped_at_max_steps_says_so_with_its_last_answer() -
     child = child_agent(
         [Turn(text="Halfway.", tool_calls=[Call("lookup", {"q": "x"})])],
         max_steps=1,
-        on_max_steps="return",
+        run_options=RunOptions(on_max_steps="return"),
     )
     parent, _ = parent_agent([ask("q"), "ok"], [as_tool(child)])
     result = await parent.run("go")
@@ -442,7 +442,7 @@ async def test_the_parents_on_approval_decides_the_childs_calls_when_it_has_none
     parent, _ = parent_agent(
         [ask("clean", tool_name="janitor"), "done"],
         [as_tool(child)],
-        approval=ApprovalConfig(on_approval=approve),
+        tool_options=ToolOptions(approval=ApprovalConfig(on_approval=approve)),
     )
     result = await parent.run("go")
     assert asked == [("janitor", "delete")]
@@ -571,7 +571,7 @@ async def test_a_drain_abort_lets_the_sub_agent_stop_after_its_step() -> None:
             )
         ],
         [stop_parent, as_tool(child)],
-        max_parallel_tools=1,
+        tool_options=ToolOptions(max_parallel=1),
     )
     stream = parent.stream("go")
     stream_holder.append(stream)

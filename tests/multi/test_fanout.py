@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, tool
-from bastion.agent import GovernanceOptions
+from bastion.agent import GovernanceOptions, RunOptions
 from bastion.core import ModelRequest, Overloaded, Usage, UserError, UserMessage
 from bastion.governance import Limit, Oracle
 from bastion.multi import (
@@ -383,7 +383,7 @@ async def test_fan_out_events_reach_the_parents_event_bus() -> None:
     seen: list[str] = []
     for kind in ("agent.fanout.spawned", "agent.fanout.child.end", "agent.fanout.merged"):
         bus.on(kind, lambda event: seen.append(event.type))
-    await fan_out(parent(event_bus=bus), [(child("a", "x"), "x")])
+    await fan_out(parent(run_options=RunOptions(event_bus=bus)), [(child("a", "x"), "x")])
     assert seen == ["agent.fanout.spawned", "agent.fanout.child.end", "agent.fanout.merged"]
 
 

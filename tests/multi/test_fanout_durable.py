@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from bastion import Agent, tool
+from bastion.agent import RunOptions
 from bastion.core import ModelRequest, SubagentEvent, ToolMessage, Usage, UserMessage
 from bastion.multi import (
     ChildBudget,
@@ -81,7 +82,7 @@ async def test_fan_out_without_a_stream_relays_nothing_to_the_bus() -> None:
     bus = EventBus()
     seen: list[str] = []
     bus.on("subagent.event", lambda event: seen.append(event.type))
-    result = await fan_out(lead(event_bus=bus), [(child("a", "x"), "x")])
+    result = await fan_out(lead(run_options=RunOptions(event_bus=bus)), [(child("a", "x"), "x")])
     assert result.ok
     assert seen == []
 

@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from bastion import Agent, tool
+from bastion.agent import ModelOptions
 from bastion.core import Overloaded, Usage
 from bastion.observability import instrument, uninstrument
 from bastion.observability._light import LightTracer, light_tracer
@@ -69,7 +70,11 @@ async def _run(provider: TracerProvider, *, light: bool) -> list[ReadableSpan]:
         ]
         backup = ScriptedModel(script, name="backup")
         agent = Agent(
-            "parity", model=primary, fallback_models=[backup], retry=None, tools=[weather, broken]
+            "parity",
+            model=primary,
+            retry=None,
+            tools=[weather, broken],
+            model_options=ModelOptions(fallbacks=[backup]),
         )
         assert (await agent.run("Weather?")).output == "Sunny."
     finally:

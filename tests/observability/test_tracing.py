@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from bastion import Agent, GovernanceOptions, tool
-from bastion.agent import run_state_from_json, run_state_to_json
+from bastion.agent import ModelOptions, ToolOptions, run_state_from_json, run_state_to_json
 from bastion.core import (
     Overloaded,
     RunContext,
@@ -249,7 +249,7 @@ async def test_a_tool_span_carries_the_sandbox_the_call_resolved_to(
         model=ScriptedModel(weather_script()),
         tools=[weather],
         runtime=LocalRuntime(str(tmp_path)),
-        sandbox=SandboxConfig(timeout=4),
+        tool_options=ToolOptions(sandbox=SandboxConfig(timeout=4)),
     )
     await agent.run("Weather in Oslo?")
     span = attrs(traced.named("execute_tool weather"))
@@ -259,7 +259,7 @@ async def test_a_tool_span_carries_the_sandbox_the_call_resolved_to(
 async def test_a_fallback_fails_one_chat_span_and_opens_the_next(traced: Traced) -> None:
     primary = ScriptedModel([Turn(error=Overloaded("busy", status=503))], name="primary")
     backup = ScriptedModel(["from backup"], name="backup")
-    agent = Agent("a", model=primary, fallback_models=[backup], retry=None)
+    agent = Agent("a", model=primary, retry=None, model_options=ModelOptions(fallbacks=[backup]))
     assert (await agent.run("go")).output == "from backup"
 
     assert traced.tree() == [

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, tool
+from bastion.agent import ToolOptions
 from bastion.core import FsAccess, SandboxConfig, UserError, resolve_sandbox
 from bastion.testing import ScriptedModel
 
@@ -94,6 +95,6 @@ def test_invalid_sandbox_settings_fail_at_construction() -> None:  # covers A-32
     ):
         tool(noop, side_effect_class="pure", sandbox="yes")  # type: ignore[arg-type]
     with pytest.raises(UserError, match=r"Agent 'a': sandbox must be .* got 1"):
-        Agent("a", model=ScriptedModel(["x"]), sandbox=1)  # type: ignore[arg-type]
+        Agent("a", model=ScriptedModel(["x"]), tool_options=ToolOptions(sandbox=1))  # type: ignore[arg-type]
     with pytest.raises(UserError, match=r"Agent 'a': runtime must implement bastion.core.Runtime"):
         Agent("a", model=ScriptedModel(["x"]), runtime="/tmp")  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from bastion import Agent, tool
+from bastion.agent import ToolOptions
 from bastion.core import SandboxConfig, ToolExecuteStartEvent
 from bastion.runtimes import LocalRuntime, SandboxRuntime
 from bastion.testing import Call, ScriptedModel, Turn
@@ -41,7 +42,7 @@ async def test_each_call_reports_the_sandbox_it_resolved_to(tmp_path: Path) -> N
         model=calls(),
         tools=[inherits, unsandboxed, networked],
         runtime=LocalRuntime(str(tmp_path)),
-        sandbox=SandboxConfig(timeout=5, max_memory_mb=128),
+        tool_options=ToolOptions(sandbox=SandboxConfig(timeout=5, max_memory_mb=128)),
     )
     rows: list[Any] = []
     agent.audit.subscribe(rows.append)

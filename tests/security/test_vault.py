@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, run_state_from_json, run_state_to_json, tool
+from bastion.agent import ToolOptions
 from bastion.core import ToolMessage, UserError
 from bastion.security import (
     REDACTED,
@@ -148,7 +149,7 @@ async def test_sources_env_file_and_callable_and_rotation_without_restart(
         model=ScriptedModel([*calls, "done"]),
         tools=[probe],
         security=SecurityConfig(vault=vault),
-        before_tool_call=[rotate_before_the_second_call],
+        tool_options=ToolOptions(before_call=[rotate_before_the_second_call]),
     )
     result = await agent.run("probe twice")
     assert seen == ["first-env-value", "file-value-1", "second-env-value", "file-value-2"]

@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 from bastion import Agent, tool
-from bastion.agent import AgentRegistry
+from bastion.agent import AgentRegistry, RunOptions
 from bastion.core import ModelRequest, SystemMessage, UserMessage
 from bastion.testing import Call, ScriptedModel, Turn
 
@@ -51,7 +51,7 @@ async def main(store: str, session_id: str, mode: str) -> None:
             instructions="You are billing.",
             tools=[refund],
             handoffs=["triage"],
-            agent_registry=registry,
+            run_options=RunOptions(agent_registry=registry),
         )
     )
     triage = registry.add(
@@ -60,8 +60,8 @@ async def main(store: str, session_id: str, mode: str) -> None:
             model=triage_model,
             instructions="You route.",
             handoffs=["billing"],
-            agent_registry=registry,
             store=store,
+            run_options=RunOptions(agent_registry=registry),
         )
     )
     if first:

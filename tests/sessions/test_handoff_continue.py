@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bastion import Agent, tool
-from bastion.agent import AgentRegistry
+from bastion.agent import AgentRegistry, RunOptions
 from bastion.core import AssistantMessage, ModelRequest, SystemMessage, UserError, UserMessage
 from bastion.testing import Call, ScriptedModel, Turn
 
@@ -41,7 +41,7 @@ def _agents(
             instructions="You are billing.",
             tools=[refund],
             handoffs=["triage"],
-            agent_registry=registry,
+            run_options=RunOptions(agent_registry=registry),
         )
     )
     triage = registry.add(
@@ -50,8 +50,8 @@ def _agents(
             model=triage_model,
             instructions="You route.",
             handoffs=["billing"],
-            agent_registry=registry,
             store=store,
+            run_options=RunOptions(agent_registry=registry),
         )
     )
     return triage, triage_model, billing_model

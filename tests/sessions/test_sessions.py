@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bastion import Agent
+from bastion.agent import RunOptions
 from bastion.core import ModelError, UserError
 from bastion.sessions import SentMessage, Session, SessionError
 from bastion.testing import Call, ScriptedModel, Turn
@@ -303,7 +304,9 @@ async def test_send_mode_defaults_from_agent_to_session_to_call() -> None:
     model = ScriptedModel(
         [Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "First", "Second"]
     )
-    agent = Agent("helper", model=model, tools=tools([]), session_send_mode="queue")
+    agent = Agent(
+        "helper", model=model, tools=tools([]), run_options=RunOptions(session_send_mode="queue")
+    )
     assert Agent("helper", model=model).session().send_mode == "steer"
     assert agent.session(send_mode="steer").send_mode == "steer"
     session: Session = agent.session()
@@ -317,7 +320,7 @@ async def test_send_mode_defaults_from_agent_to_session_to_call() -> None:
     assert texts(session.messages)[-2:] == ["user:later", "assistant:Second"]
 
     with pytest.raises(UserError, match="session_send_mode must be 'steer' or 'queue'"):
-        Agent("helper", model=model, session_send_mode="later")  # pyright: ignore[reportArgumentType]
+        Agent("helper", model=model, run_options=RunOptions(session_send_mode="later"))  # pyright: ignore[reportArgumentType]
     with pytest.raises(UserError, match="send_mode must be 'steer' or 'queue'"):
         agent.session(send_mode="later")
     fresh: Session = agent.session()

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, tool
+from bastion.agent import ModelOptions
 from bastion.core import AgentEvent, AssistantMessage, TextPart, UserError, UserMessage
 from bastion.stores import JournalEntry, Stores, open_store
 from bastion.testing import Call, ReplayModel, ScriptedModel, Turn, VirtualClock
@@ -76,7 +77,7 @@ def _view(events: list[AgentEvent]) -> list[dict[str, Any]]:
 
 async def _recorded(lookup: Lookup) -> tuple[Stores, str, list[AgentEvent], Any]:
     stores = await _store()
-    agent = _agent(_script(), lookup, stores, record_responses=True)
+    agent = _agent(_script(), lookup, stores, model_options=ModelOptions(record_responses=True))
     events: list[AgentEvent] = []
     async with agent.stream("What is the weather in Paris?") as run:
         events.extend([e async for e in run])
@@ -121,7 +122,12 @@ async def test_scenario_37_rerun_can_use_recorded_tool_results() -> None:
 
 async def test_rerun_starts_from_the_recorded_history_and_metadata() -> None:
     stores = await _store()
-    agent = _agent(ScriptedModel(["Still sunny."]), Lookup(), stores, record_responses=True)
+    agent = _agent(
+        ScriptedModel(["Still sunny."]),
+        Lookup(),
+        stores,
+        model_options=ModelOptions(record_responses=True),
+    )
     history = [
         UserMessage(content="Weather in Paris?"),
         AssistantMessage(parts=[TextPart(text="Sunny.")]),
@@ -147,8 +153,8 @@ async def test_scenario_37_run_without_recording_is_refused() -> None:
 
 
 def test_recording_needs_a_store() -> None:
-    with pytest.raises(UserError, match=r"record_responses=True .* give the agent a store"):
-        Agent("weather", model=_script(), record_responses=True)
+    with pytest.raises(UserError, match=r"record_responses=True keeps .* give the agent a store"):
+        Agent("weather", model=_script(), model_options=ModelOptions(record_responses=True))
 
 
 async def test_scenario_37_divergent_tool_result_fails_naming_the_step() -> None:

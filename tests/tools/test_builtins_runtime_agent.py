@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, tool
+from bastion.agent import ToolOptions
 from bastion.core import (
     AgentEndEvent,
     RunContext,
@@ -161,7 +162,11 @@ async def test_sandbox_precedence_reaches_the_tools() -> None:  # covers A-29, A
     ]
     model = ScriptedModel([Turn(tool_calls=[Call(t.name) for t in tools]), "done"])
     agent = Agent(
-        "a", model=model, tools=tools, runtime=runtime, sandbox=agent_config, max_parallel_tools=1
+        "a",
+        model=model,
+        tools=tools,
+        runtime=runtime,
+        tool_options=ToolOptions(sandbox=agent_config, max_parallel=1),
     )
     await agent.run("go")
 

@@ -216,7 +216,7 @@ async def test_a_per_tool_timeout_runs_on_the_agents_clock() -> None:
     calls = [Call("slow", {"seconds": 10}, id="late"), Call("slow", {"seconds": 3}, id="ok")]
     model = ScriptedModel([Turn(tool_calls=calls), "done"])
     seen = _SeesResults("slept 3.0")
-    agent = Agent("a", model=model, tools=[sleeper()], clock=clock, loop_hooks=seen)
+    agent = Agent("a", model=model, tools=[sleeper()], clock=clock, hooks=seen)
     rows: list[object] = []
     agent.audit.subscribe(rows.append)
     run = asyncio.create_task(agent.run("go"))

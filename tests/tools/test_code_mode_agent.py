@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any, Literal
 
 import pytest
@@ -62,14 +63,14 @@ def _code_agent(
     model: ScriptedModel,
     agents: list[Agent[Any, Any]],
     code_mode: CodeModeConfig | None = None,
-    **kwargs: Any,
+    tool_options: ToolOptions | None = None,
 ) -> Agent[Any, Any]:
+    options = tool_options or ToolOptions()
     agent: Agent[Any, Any] = Agent(
         "coder",
         model=model,
         tools=[list_items, get_weather, delete_everything],
-        tool_options=ToolOptions(invocation="code-mode", code_mode=code_mode),
-        **kwargs,
+        tool_options=replace(options, invocation="code-mode", code_mode=code_mode),
     )
     agents.append(agent)
     return agent
@@ -215,7 +216,9 @@ async def test_approval_policy_excludes_listed_tools(closing: list[Agent[Any, An
             "ok",
         ]
     )
-    _code_agent(model, closing, approval=ApprovalConfig(policy=["get_weather"]))
+    _code_agent(
+        model, closing, tool_options=ToolOptions(approval=ApprovalConfig(policy=["get_weather"]))
+    )
     agent = closing[0]
 
     await agent.run("what can you do?")
@@ -279,7 +282,7 @@ async def test_in_script_calls_pass_the_gate(closing: list[Agent[Any, Any]]) -> 
         "out"
     )
     model = ScriptedModel([Turn(tool_calls=[Call("code_execute", {"source": source})]), "ok"])
-    agent = _code_agent(model, closing, before_tool_call=[no_oslo])
+    agent = _code_agent(model, closing, tool_options=ToolOptions(before_call=[no_oslo]))
 
     await agent.run("weather?")
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bastion import Agent, tool
+from bastion.agent import ToolOptions
 from bastion.core import ToolCall, ToolMessage
 from bastion.testing import Call, ScriptedModel, Turn
 from bastion.tools import (
@@ -70,8 +71,7 @@ async def test_deny_tools_blocks_by_name_pattern_before_anything_else() -> None:
     message, status = await tool_result(
         one_call("delete", {"path": "/"}),
         [delete],
-        deny_tools=["del*"],
-        before_tool_call=[hook_returning(Allow(), seen)],
+        tool_options=ToolOptions(deny=["del*"], before_call=[hook_returning(Allow(), seen)]),
     )
     assert message.content == "Tool 'delete' is not allowed in this run."
     assert message.is_error
@@ -86,7 +86,7 @@ async def test_deny_hook_turns_the_call_into_an_approval_denied_error() -> None:
     message, _ = await tool_result(
         one_call("delete", {"path": "/etc"}),
         [delete],
-        before_tool_call=[hook_returning(Deny("not under /etc"), seen)],
+        tool_options=ToolOptions(before_call=[hook_returning(Deny("not under /etc"), seen)]),
     )
     assert message.content == "not under /etc"
     assert message.is_error
@@ -101,7 +101,7 @@ async def test_mock_hook_returns_a_result_without_running_the_tool() -> None:
     message, _ = await tool_result(
         one_call("delete", {"path": "x"}),
         [delete],
-        before_tool_call=[hook_returning(Mock({"dry_run": True}), [])],
+        tool_options=ToolOptions(before_call=[hook_returning(Mock({"dry_run": True}), [])]),
     )
     assert message.content == '{"dry_run":true}'
     assert ran == []
@@ -112,7 +112,7 @@ async def test_rewrite_hook_replaces_arguments_and_they_are_validated_again() ->
     message, _ = await tool_result(
         one_call("delete", {"path": "../../x"}),
         [delete],
-        before_tool_call=[hook_returning(Rewrite({"path": "x"}), [])],
+        tool_options=ToolOptions(before_call=[hook_returning(Rewrite({"path": "x"}), [])]),
     )
     assert message.content == "deleted x"
     assert ran == ["delete x"]
@@ -120,7 +120,7 @@ async def test_rewrite_hook_replaces_arguments_and_they_are_validated_again() ->
     bad, _ = await tool_result(
         one_call("delete", {"path": "x"}),
         [delete],
-        before_tool_call=[hook_returning(Rewrite({"path": 3}), [])],
+        tool_options=ToolOptions(before_call=[hook_returning(Rewrite({"path": 3}), [])]),
     )
     assert bad.is_error
     assert "path" in bad.content
@@ -135,11 +135,13 @@ async def test_first_decision_wins_and_none_passes_on() -> None:
     message, _ = await tool_result(
         one_call("delete", {"path": "x"}),
         [delete],
-        before_tool_call=[
-            hook_returning(None, first),
-            hook_returning(Deny("second says no"), second),
-            hook_returning(Allow(), third),
-        ],
+        tool_options=ToolOptions(
+            before_call=[
+                hook_returning(None, first),
+                hook_returning(Deny("second says no"), second),
+                hook_returning(Allow(), third),
+            ]
+        ),
     )
     assert message.content == "second says no"
     assert (len(first), len(second), len(third)) == (1, 1, 0)
@@ -150,7 +152,7 @@ async def test_allow_skips_the_approval_a_tool_asks_for_and_ask_forces_one() -> 
     message, status = await tool_result(
         one_call("deploy", {"env": "prod"}),
         [deploy],
-        before_tool_call=[hook_returning(Allow(), [])],
+        tool_options=ToolOptions(before_call=[hook_returning(Allow(), [])]),
     )
     assert (message.content, status) == ("deployed prod", "completed")
 
@@ -158,7 +160,7 @@ async def test_allow_skips_the_approval_a_tool_asks_for_and_ask_forces_one() -> 
         "a",
         model=one_call("delete", {"path": "x"}),
         tools=[delete],
-        before_tool_call=[hook_returning(Ask("deletes are reviewed"), [])],
+        tool_options=ToolOptions(before_call=[hook_returning(Ask("deletes are reviewed"), [])]),
     ).run("go")
     assert asked.status == "awaiting_approval"
     assert asked.pending_approvals[0].reason == "deletes are reviewed"
@@ -171,7 +173,9 @@ async def test_async_hooks_are_awaited() -> None:
         return Deny(f"no {request.call.name}")
 
     message, _ = await tool_result(
-        one_call("delete", {"path": "x"}), [delete], before_tool_call=[deny_later]
+        one_call("delete", {"path": "x"}),
+        [delete],
+        tool_options=ToolOptions(before_call=[deny_later]),
     )
     assert message.content == "no delete"
 
@@ -181,7 +185,7 @@ async def test_a_hook_returning_something_else_fails_the_run_clearly() -> None:
         "a",
         model=one_call("delete", {"path": "x"}),
         tools=[delete],
-        before_tool_call=[hook_returning("yes", [])],  # type: ignore[arg-type]  # wrong on purpose
+        tool_options=ToolOptions(before_call=[hook_returning("yes", [])]),  # pyright: ignore[reportArgumentType]  # wrong on purpose
     ).run("go")
     assert result.status == "failed"
     assert result.error is not None
@@ -199,14 +203,14 @@ async def test_repair_hook_gets_one_round_to_fix_invalid_arguments() -> None:
         return {"path": str(raw.get("file", ""))} if "file" in raw else None
 
     message, _ = await tool_result(
-        one_call("delete", {"file": "a.txt"}), [delete], repair_tool_call=repair
+        one_call("delete", {"file": "a.txt"}), [delete], tool_options=ToolOptions(repair=repair)
     )
     assert message.content == "deleted a.txt"
     assert len(repairs) == 1
     assert repairs[0][0].arguments == '{"file": "a.txt"}'
 
     unrepaired, _ = await tool_result(
-        one_call("delete", {"oops": 1}), [delete], repair_tool_call=repair
+        one_call("delete", {"oops": 1}), [delete], tool_options=ToolOptions(repair=repair)
     )
     assert unrepaired.is_error
     assert "path" in unrepaired.content
@@ -220,7 +224,7 @@ def still_invalid(call: ToolCall, error: ToolArgumentsError) -> str:
 async def test_repair_that_is_still_invalid_is_an_invalid_input_error() -> None:
     # covers T-12
     message, _ = await tool_result(
-        one_call("delete", "{not json"), [delete], repair_tool_call=still_invalid
+        one_call("delete", "{not json"), [delete], tool_options=ToolOptions(repair=still_invalid)
     )
     assert message.is_error
     assert ran == []
@@ -243,9 +247,9 @@ async def test_gate_errors_are_tool_errors_the_model_can_react_to() -> None:
 
     events = [
         e
-        async for e in Agent("a", model=model, tools=[delete], before_tool_call=[only_y]).stream(
-            "go"
-        )
+        async for e in Agent(
+            "a", model=model, tools=[delete], tool_options=ToolOptions(before_call=[only_y])
+        ).stream("go")
     ]
     errors = [e for e in events if e.type == "tool.execute.error"]
     assert [(e.tool_call_id, e.kind, e.message) for e in errors] == [

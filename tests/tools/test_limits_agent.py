@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from bastion import ToolOptions
-from bastion.agent import Agent
+from bastion.agent import Agent, ModelOptions
 from bastion.core import ModelRequest, ModelTimeout, ToolMessage, UserError
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn, TurnLike
 from bastion.tools import ResultReadError, Tool, UnlimitedResultWarning, tool, truncate_text
@@ -420,7 +420,9 @@ async def test_web_search_tools_are_summarized_by_the_fast_tier() -> None:
     search = big(
         max_result_tokens=128, trust_class="web_search", inbound_sanitization="pass-through"
     )
-    agent = Agent("a", model=model, tools=[search], model_tier_map={"fast": fast})
+    agent = Agent(
+        "a", model=model, tools=[search], model_options=ModelOptions(tiers={"fast": fast})
+    )
 
     requests = await run(agent, model)
 

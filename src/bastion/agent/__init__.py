@@ -35,8 +35,8 @@ from ._handoffs import (
 )
 from ._hooks import AgentHooks, LoopHooks
 from ._loop_detection import LoopDetection
-from ._options import GovernanceOptions, ToolOptions
-from ._output import OutputValidationError
+from ._options import GovernanceOptions, ModelOptions, RunOptions, ToolOptions
+from ._output import Output, OutputValidationError
 from ._persist import RUN_STATE_SCHEMA_VERSION, run_state_from_json, run_state_to_json
 from ._result import RunResult, ToolCallRecord
 from ._retry import RetryConfig, default_retryable
@@ -70,13 +70,16 @@ __all__ = [
     "InputGuardrail",
     "LoopDetection",
     "LoopHooks",
+    "ModelOptions",
     "OnFallback",
+    "Output",
     "OutputGuardrail",
     "OutputValidationError",
     "PendingApproval",
     "RUN_STATE_SCHEMA_VERSION",
     "RetryConfig",
     "RunConfig",
+    "RunOptions",
     "RunResult",
     "RunState",
     "RunStatusError",

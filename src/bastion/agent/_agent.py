@@ -22,43 +22,27 @@ from bastion.core import (
     Message,
     Model,
     ModelSettings,
-    OutputMode,
     RunContext,
     Runtime,
-    SandboxConfig,
-    SystemClock,
     ToolDefinition,
     UserError,
     UserPart,
     new_id,
 )
 from bastion.core._context import DepsT
-from bastion.observability import ToolAudit
 
-from ._build import (
-    GateOptions,
-    build_executor,
-    build_guardrails,
-    build_output,
-    build_tiers,
-    build_tools,
-    check_choices,
-    check_limits,
-    check_runtime,
-    check_tool_choice,
-)
-from ._capability import Capability, narrowed_catalog
+from ._assemble import AgentSpec, Hooks, assemble
+from ._capability import Capability
 from ._config import Instructions, RunConfig
-from ._dataflow import apply_security
 from ._drive import AgentDrive, start_drive
-from ._extensions import ToolFactory, check_toolset, made_tools
+from ._extensions import ToolFactory
 from ._fallback import FallbackPolicy
-from ._handoffs import AgentRegistry, Handoff, HandoffTarget, build_handoffs, find_agent
+from ._handoffs import Handoff, HandoffTarget, find_agent
 from ._input import check_history, check_user_input
 from ._journal import RunJournal
 from ._loop import run_loop
-from ._loop_detection import LoopDetection, check_loop_detection
-from ._options import GovernanceOptions, ToolOptions
+from ._options import GovernanceOptions, ModelOptions, RunOptions, ToolOptions
+from ._output import Output
 from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
 from ._progress import Progress, memory_stores
@@ -69,31 +53,25 @@ from ._scope import ANCESTRY, GRAPH, INVOCATION, RunScope
 from ._setup import (
     HookFlags,
     build_context,
-    build_governance,
     build_store,
-    build_suggester,
     resolve_model,
 )
 from ._state import RunState
 from ._stream import AgentStream, check_capacity
-from ._verifiers import Verification, VerifierLike
 from .steps._approvals import check_directive
 from .steps._handoff import activate
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 
-    from bastion.context import Compaction, ContextConfig, Suggestions
+    from bastion.context import Compaction, ContextConfig
     from bastion.governance import Budget, Policy
     from bastion.security import SecurityConfig
     from bastion.sessions import Session
     from bastion.stores import Stores
     from bastion.tools import (
-        ApprovalConfig,
-        BeforeToolCall,
         CodeMode,
         Directive,
-        RepairHook,
         ResultLimiter,
         Tool,
         ToolExecutor,
@@ -103,7 +81,7 @@ if TYPE_CHECKING:
     from ._context import ContextKeeper
     from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
-    from ._hooks import AgentHooks, LoopHooks, SessionLink
+    from ._hooks import SessionLink
     from ._sources import ToolSources
 
 __all__ = ["Agent", "HookFlags"]
@@ -137,108 +115,56 @@ class Agent(Generic[DepsT, OutputT]):
             lives. Close the agent (``async with agent:`` or :meth:`aclose`) to stop them.
             A tool factory (``bastion.multi.subagents({...})``) makes its tools here.
         output_type: ``str`` (default) or any type pydantic validates (a model, a
-            dataclass, ``list[int]``, …); the answer is parsed into it.
-        output_retries: How often an answer that does not parse is sent back for a fix.
-        output_mode: How the typed answer is asked for: ``native`` (the vendor's JSON-schema
-            mode), ``prompted`` (JSON mode, the schema in the system prompt) or ``tool``
-            (a ``final_result`` tool whose arguments are the answer). ``None`` (default):
-            what each step's model prefers, from its profile (``Model.output_mode``).
-        hooks: Observers of the run (:class:`AgentHooks`).
-        loop_hooks: Decision points in the loop (:class:`LoopHooks`).
-        guardrails: Input and output guardrails, in the order they run.
-        retry: Retry of transient model errors; ``None`` disables retrying.
-        fallback_models: Models to try, in order, when a step fails on rate limits,
-            capacity or context length (or the errors ``fallback_policy`` names).
-        fallback_policy: Which errors move a step to the next fallback model, a circuit
-            breaker that skips models failing repeatedly, and an ``on_fallback`` hook
-            (:class:`FallbackPolicy`).
-        max_steps: Most model calls in one run (alias of "max tool round trips").
-        on_max_steps: ``fail`` (status ``failed``, code ``stop_condition``) or ``return``
-            (status ``stopped`` with the last answer).
-        max_parallel_tools: How many tool calls of one step may run at once.
-        model_settings: Sampling settings for every call.
+            dataclass, ``list[int]``, …); the answer is parsed into it. An
+            :class:`Output` also says how it is asked for, retried and verified.
         deps: Default dependencies, given to tools as ``ctx.deps`` (``Lazy`` values are
             made once per run).
         description: What the agent does, for humans and for other agents.
-        clock: The clock (``bastion.testing.VirtualClock`` in tests).
-        max_concurrent_runs: Limit on runs in flight at once (``None``: unlimited).
-        event_bus: Observers fed every event of every run (``EventBus``).
-        reasoning_retention: ``keep`` sends earlier reasoning (with its signatures) back
-            to the model on the next step, as tool-use loops need; ``strip`` leaves it out.
-        model_tier_map: Models for the tiers ``fast``, ``balanced`` and ``smart`` that
-            tools (``tool(preferred_model=...)``) and the agent may prefer.
-        preferred_model: A tier or ``"provider:model"`` the agent prefers over ``model``
-            when no tool hint applies (SPEC G-85 precedence).
-        approval: How calls needing approval are decided: a callback, or (by default)
-            suspending the run with status ``awaiting_approval`` until a
-            :class:`~bastion.tools.Directive` resumes it.
-        before_tool_call: Hooks deciding per call, in order (first decision wins):
-            ``Allow()``, ``Deny(reason)``, ``Rewrite(arguments)``, ``Mock(result)``,
-            ``Ask()``, or ``None`` for no opinion.
-        repair_tool_call: Given a call with invalid arguments and the validation error,
-            returns repaired arguments (JSON text or a dict) or ``None``; one round.
-        deny_tools: Name patterns (``fnmatch``) of tools that may never run in this agent.
-        tool_options: How the tools are named, screened, limited, cached and invoked
-            (:class:`ToolOptions`: collision strategy, inbound sanitisation, cancel grace,
-            event queue depth, cache size, ``tool_search`` embedder, code mode, spill
-            directory, summary model, result readers).
-        policies: Global governance policies (``bastion.governance``), judging every model
-            call (``llm:<provider>:<model>``) and tool call (``tool:<name>``).
-        budget: Cost budget(s) on model calls (``Budget(cost_usd=10, window="day")``);
-            ``window="invocation"`` stops the run cleanly (status ``stopped``, reason
-            ``budget``) when it is spent.
-        governance: The less common governance settings (:class:`GovernanceOptions`:
-            per-key ``oracles``, ``handle_interrupt``, a shared ``governor``, which
-            ``events`` the stream carries). A shared governor is exclusive with
-            ``policies``, ``budget``, ``oracles`` and ``handle_interrupt``.
+        model_settings: Sampling settings for every call.
+        max_steps: Most model calls in one run (``run_options.on_max_steps`` says what
+            happens then).
+        retry: Retry of transient model errors; ``None`` disables retrying.
+        hooks: Observers of the run (:class:`AgentHooks`), decision points in the loop
+            (:class:`LoopHooks`), or one of each.
+        guardrails: Input and output guardrails, in the order they run.
         store: Where runs are journaled (``bastion.stores``: a ``Stores``, or a URL such
             as ``"sqlite:///runs.db"``). Every model response, tool start and tool result
             is journaled (in batches; always before a tool runs, before a human is asked and
             before the run ends), so :meth:`resume` continues the run in any process sharing
             the store without repeating a journaled model call or tool call.
             ``None`` (default): nothing is journaled.
-        session_send_mode: The default ``mode`` of ``send()`` in this agent's sessions
-            (:meth:`session`): ``steer`` or ``queue``; a session's ``send_mode`` and a
-            call's ``mode`` override it.
         context: Keep conversations inside the model's context window
             (:class:`~bastion.context.ContextConfig`: compaction strategy, trigger, summarizer).
             ``None`` (default): the history is sent as it is.
-        suggestions: After each completed run, ask a model for what the user may say
-            next (:class:`~bastion.context.Suggestions`: how many, which model; default
-            the agent's). The ``agent.suggestions`` event and ``result.suggestions`` carry
-            them; the call is governed and counted in the run's usage. Off by default.
-        runtime: Where tools run commands and touch files, as ``ctx.runtime``
-            (``bastion.runtimes.LocalRuntime`` or ``SandboxRuntime``; the built-in
-            ``bash`` and file tools need one). ``None``: tools have no runtime.
-        sandbox: The sandbox of tools that do not choose their own ``sandbox=``: a
-            :class:`~bastion.core.SandboxConfig`, ``True`` (the defaults) or ``False`` /
-            ``None`` (none). A tool's own setting wins; ``False`` on a tool turns it off.
-        verifiers: Checks of the final answer (functions of ``(ctx, output)`` or objects
-            with ``verify``), or a :class:`Verification` with a round cap; a failing one
-            sends its feedback to the model, which answers again.
-        loop_detection: What happens when the model calls one tool with identical
-            arguments again and again: ``LoopDetection()`` warns the model on the third
-            such call, in that call's result (:class:`LoopDetection`). ``None`` (default):
-            not checked.
-        record_responses: Also keep each model response as the provider streamed it
-            (every chunk) in the journal, so ``bastion.testing.ReplayModel`` can replay
-            the run without calling the model. Needs a ``store``. Default ``False``.
+        handoffs: Agents this one may hand the conversation to: agents, their names (looked
+            up in ``run_options.agent_registry`` when the transfer happens) or
+            :func:`handoff` specs. Each is advertised as a ``transfer_to_<name>`` tool;
+            calling it makes the target the run's active agent (its instructions, tools and
+            model), with the history its input filter keeps. See ``docs/multi-agent.md``.
+        budget: Cost budget(s) on model calls (``Budget(cost_usd=10, window="day")``);
+            ``window="invocation"`` stops the run cleanly (status ``stopped``, reason
+            ``budget``) when it is spent.
+        policies: Global governance policies (``bastion.governance``), judging every model
+            call (``llm:<provider>:<model>``) and tool call (``tool:<name>``).
         security: A :class:`~bastion.security.SecurityConfig`: the data-flow policy checked
             before every sink call (tool outputs then carry provenance) and the secrets
             vault tools reveal from (``secrets_allowed``). See ``docs/security.md``.
-        handoffs: Agents this one may hand the conversation to: agents, their names (looked
-            up in ``agent_registry`` when the transfer happens) or :func:`handoff` specs.
-            Each is advertised as a ``transfer_to_<name>`` tool; calling it makes the target
-            the run's active agent (its instructions, tools and model), with the history
-            its input filter keeps. See ``docs/multi-agent.md``.
-        max_handoffs: Most handoffs one run may make before this agent's next one fails
-            the run (code ``max_handoffs``). Default 10.
-        agent_registry: Where targets named by a string are found (and where a resuming
-            process finds the active agent of a run).
+        runtime: Where tools run commands and touch files, as ``ctx.runtime``
+            (``bastion.runtimes.LocalRuntime`` or ``SandboxRuntime``; the built-in
+            ``bash`` and file tools need one). ``None``: tools have no runtime.
         capability: ``read_only``: the agent's tools that may change something (and
             handoffs) are not shown to its model, and a call to one is refused
             (``capability_blocked``). ``full`` (default): all its tools. A parent can
             also narrow a sub-agent with ``bastion.multi.as_tool(agent, capability=...)``.
+        clock: The clock (``bastion.testing.VirtualClock`` in tests).
+        tool_options: How tool calls are decided (approval, ``before_call`` hooks, repair,
+            denied names, parallelism, loop detection, the default sandbox) and how tools
+            are named, limited, cached and invoked (:class:`ToolOptions`).
+        governance: The less common governance settings (:class:`GovernanceOptions`).
+        model_options: Fallback models, model tiers and the preferred model, reasoning
+            retention and response recording (:class:`ModelOptions`).
+        run_options: What ``max_steps`` does, concurrent runs, the event bus, sessions'
+            send mode, follow-up suggestions and handoff limits (:class:`RunOptions`).
 
     Raises:
         UserError: The configuration is invalid (nothing has been run).
@@ -251,182 +177,61 @@ class Agent(Generic[DepsT, OutputT]):
         model: Model | str,
         instructions: Instructions = "",
         tools: Sequence[Tool | Callable[..., Any] | ToolSource | ToolFactory] = (),
-        output_type: type[OutputT] | Any = str,
-        output_retries: int = 1,
-        output_mode: OutputMode | None = None,
-        hooks: AgentHooks | None = None,
-        loop_hooks: LoopHooks | None = None,
-        guardrails: Sequence[InputGuardrail | OutputGuardrail] = (),
-        retry: RetryConfig | None = _DEFAULT_RETRY,
-        fallback_models: Sequence[Model | str] = (),
-        fallback_policy: FallbackPolicy | None = None,
-        max_steps: int = 50,
-        on_max_steps: Literal["fail", "return"] = "fail",
-        max_parallel_tools: int = 8,
-        model_settings: ModelSettings | None = None,
+        output_type: type[OutputT] | Output[OutputT] | Any = str,
         deps: DepsT | None = None,
         description: str = "",
-        clock: Clock | None = None,
-        max_concurrent_runs: int | None = None,
-        event_bus: EventBus | None = None,
-        reasoning_retention: Literal["keep", "strip"] = "keep",
-        model_tier_map: Mapping[str, Model | str] | None = None,
-        preferred_model: str | None = None,
-        approval: ApprovalConfig | None = None,
-        before_tool_call: Sequence[BeforeToolCall] = (),
-        repair_tool_call: RepairHook | None = None,
-        deny_tools: Sequence[str] = (),
-        tool_options: ToolOptions | None = None,
-        policies: Sequence[Policy] = (),
-        budget: Budget | Sequence[Budget] | None = None,
-        governance: GovernanceOptions | None = None,
+        model_settings: ModelSettings | None = None,
+        max_steps: int = 50,
+        retry: RetryConfig | None = _DEFAULT_RETRY,
+        hooks: Hooks = None,
+        guardrails: Sequence[InputGuardrail | OutputGuardrail] = (),
         store: Stores | str | None = None,
-        session_send_mode: Literal["steer", "queue"] = "steer",
         context: ContextConfig | None = None,
-        suggestions: Suggestions | None = None,
-        runtime: Runtime | None = None,
-        sandbox: bool | SandboxConfig | None = None,
-        verifiers: Verification | Sequence[VerifierLike] = (),
-        loop_detection: LoopDetection | None = None,
-        record_responses: bool = False,
-        security: SecurityConfig | None = None,
         handoffs: Sequence[HandoffTarget | Handoff | str] = (),
-        max_handoffs: int = 10,
-        agent_registry: AgentRegistry | None = None,
+        budget: Budget | Sequence[Budget] | None = None,
+        policies: Sequence[Policy] = (),
+        security: SecurityConfig | None = None,
+        runtime: Runtime | None = None,
         capability: Capability = "full",
+        clock: Clock | None = None,
+        tool_options: ToolOptions | None = None,
+        governance: GovernanceOptions | None = None,
+        model_options: ModelOptions | None = None,
+        run_options: RunOptions | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"Agent name must be a non-empty string, got {name!r}.")
-        if model is None:  # pyright: ignore[reportUnnecessaryComparison]
-            raise UserError(f"Agent {name!r} needs a model.")
-        options = _DEFAULT_TOOL_OPTIONS if tool_options is None else tool_options
-        if not isinstance(options, ToolOptions):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"Agent {name!r}: tool_options must be a ToolOptions, got {options!r}.")
-        check_limits(
-            name,
-            max_steps=max_steps,
-            max_parallel_tools=max_parallel_tools,
-            max_concurrent_runs=max_concurrent_runs,
-        )
-        check_limits(
-            name,
-            **{
-                "tool_options.event_queue_depth": options.event_queue_depth,
-                "tool_options.cache_size": options.cache_size,
-            },
-        )
-        check_runtime(name, runtime, sandbox)
-        check_choices(
-            name,
-            on_max_steps=on_max_steps,
-            session_send_mode=session_send_mode,
-            reasoning_retention=reasoning_retention,
-        )
-        if not (isinstance(instructions, str) or callable(instructions)):
-            raise UserError(f"Agent {name!r}: instructions must be a string or a function.")
-        if fallback_policy is not None and not isinstance(fallback_policy, FallbackPolicy):
-            raise UserError(
-                f"Agent {name!r}: fallback_policy must be a FallbackPolicy, "
-                f"got {fallback_policy!r}."
+        built = assemble(
+            AgentSpec(
+                name=name,
+                model=model,
+                instructions=instructions,
+                tools=tools,
+                output_type=output_type,
+                deps=deps,
+                description=description,
+                model_settings=model_settings,
+                max_steps=max_steps,
+                retry=retry,
+                hooks=hooks,
+                guardrails=guardrails,
+                store=store,
+                context=context,
+                handoffs=handoffs,
+                budget=budget,
+                policies=policies,
+                security=security,
+                runtime=runtime,
+                capability=capability,
+                clock=clock,
+                tool_options=tool_options,
+                governance=governance,
+                model_options=model_options,
+                run_options=run_options,
             )
-        resolved = resolve_model(model, "model")
-        models = (resolved, *(resolve_model(m, "fallback model") for m in fallback_models))
-        clock = clock or SystemClock()
-        audit = ToolAudit()
-        handoff_tools, handoff_config = build_handoffs(name, handoffs, agent_registry, max_handoffs)
-        tools = made_tools(name, tools, resolved)
-        parts = build_tools(
-            name,
-            [*tools, *handoff_tools] if handoff_tools else tools,
-            audit=audit,
-            model=resolved,
-            options=options,
-            summary_model=options.summary_model
-            if options.summary_model is not None
-            else (model_tier_map or {}).get("fast"),
-            approval=approval,
         )
-        catalog = narrowed_catalog(name, parts.catalog, capability)
-        toolset = catalog.current()
-        output_schema = build_output(name, output_type, output_mode, output_retries, parts.live)
-        input_guardrails, output_guardrails = build_guardrails(name, guardrails)
-        settings = model_settings or ModelSettings()
-        check_tool_choice(name, settings, parts.live)
-        governed = build_governance(name, clock, policies, budget, governance)
-        executor = build_executor(
-            parts,
-            audit,
-            clock,
-            GateOptions(
-                deny_tools=deny_tools,
-                before_tool_call=before_tool_call,
-                repair=repair_tool_call,
-                approval=approval,
-            ),
-            max_parallel=max_parallel_tools,
-            options=options,
-            governor=governed,
-            name=name,
-        )
-        security = apply_security(name, security, executor, audit.counters)
-        check_toolset(name, toolset.by_name, governed)
-        stores = build_store(store, name)
-        if record_responses and stores is None:
-            raise UserError(
-                f"Agent {name!r}: record_responses=True keeps the provider responses in "
-                "the run's journal; give the agent a store (store='sqlite:///runs.db')."
-            )
-        config = RunConfig(
-            name=name,
-            description=description,
-            model=resolved,
-            models=models,
-            instructions=instructions,
-            tools=toolset,
-            catalog=catalog,
-            tool_sources=parts.sources,
-            executor=executor,
-            result_limiter=parts.limiter,
-            code_mode=parts.code_mode,
-            hooks=hooks,
-            loop_hooks=loop_hooks,
-            hook_flags=HookFlags.of(hooks, loop_hooks),
-            input_guardrails=input_guardrails,
-            output_guardrails=output_guardrails,
-            output_type=output_type,
-            output_schema=output_schema,
-            output_mode=output_mode,
-            output_retries=output_retries,
-            retry=retry,
-            fallback_policy=fallback_policy or _DEFAULT_FALLBACK,
-            max_steps=max_steps,
-            on_max_steps=on_max_steps,
-            model_settings=settings,
-            tiers=build_tiers(name, toolset.by_name, model_tier_map, preferred_model),
-            preferred_model=preferred_model,
-            reasoning_retention=reasoning_retention,
-            clock=clock,
-            context=build_context(context, resolved, name),
-            context_config=context,
-            suggestions=build_suggester(suggestions, resolved, name),
-            deps=deps,
-            event_bus=event_bus,
-            runtime=runtime,
-            sandbox=sandbox,
-            governance=governed,
-            store=stores,
-            max_concurrent_runs=max_concurrent_runs,
-            session_send_mode=session_send_mode,
-            verification=Verification.of(verifiers),
-            loop_detection=check_loop_detection(loop_detection, name),
-            record_responses=record_responses,
-            security=security,
-            handoffs=handoff_config,
-        )
-        self.registry = parts.registry
+        self.registry = built.registry
         """The agent's tools by name; ``registry.register(tool)`` adds one for later steps."""
-        self.audit = audit
-        self._adopt(config, owns_store=isinstance(store, str))
+        self.audit = built.audit
+        self._adopt(built.config, owns_store=isinstance(store, str))
 
     def _adopt(
         self,

@@ -14,10 +14,8 @@ from bastion.core._runtime import check_sandbox_setting
 from bastion.security import INBOUND_POLICIES
 from bastion.tools import (
     ApprovalConfig,
-    BeforeToolCall,
     InboundSanitizer,
     MemoryGuard,
-    RepairHook,
     ResultLimiter,
     ResultProcessor,
     ResultReader,
@@ -51,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentTools",
-    "GateOptions",
     "build_executor",
     "build_guardrails",
     "build_output",
@@ -168,20 +165,20 @@ def build_output(
 ) -> OutputSchema | None:
     """The schema of a typed answer (``None`` for ``str``), its mode and retries checked."""
     if output_retries < 0:
-        raise UserError(f"Agent {name!r}: output_retries must be >= 0, got {output_retries!r}.")
+        raise UserError(f"Agent {name!r}: Output.retries must be >= 0, got {output_retries!r}.")
     schema = None if output_type is str else OutputSchema(output_type)
     if output_mode is not None and output_mode not in OUTPUT_MODES:
         raise UserError(
-            f"Agent {name!r}: unknown output_mode {output_mode!r}. "
+            f"Agent {name!r}: unknown Output.mode {output_mode!r}. "
             f"Use one of: {', '.join(repr(m) for m in OUTPUT_MODES)}."
         )
     if output_mode is not None and schema is None:
         raise UserError(
-            f"Agent {name!r}: output_mode={output_mode!r} needs an output_type other than str."
+            f"Agent {name!r}: Output(mode={output_mode!r}) needs an output type other than str."
         )
     if output_mode == "tool" and OUTPUT_TOOL in tools:
         raise UserError(
-            f"Agent {name!r}: output_mode='tool' answers with a {OUTPUT_TOOL!r} tool, "
+            f"Agent {name!r}: Output(mode='tool') answers with a {OUTPUT_TOOL!r} tool, "
             "but one of the agent's tools has that name. Rename it."
         )
     return schema
@@ -223,24 +220,12 @@ def build_tiers(
     return TierResolver(tier_map or {}, wanted) if wanted or tier_map else None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GateOptions:
-    """What decides tool calls before they run."""
-
-    deny_tools: Sequence[str] = ()
-    before_tool_call: Sequence[BeforeToolCall] = ()
-    repair: RepairHook | None = None
-    approval: ApprovalConfig | None = None
-
-
 def build_executor(
     parts: AgentTools,
     audit: ToolAudit,
     clock: Clock,
-    gate: GateOptions,
-    *,
-    max_parallel: int,
     options: ToolOptions,
+    *,
     governor: AgentGovernance | None,
     name: str,
 ) -> ToolExecutor:
@@ -258,13 +243,13 @@ def build_executor(
     ]
     executor = ToolExecutor(
         parts.live,
-        max_parallel=max_parallel,
+        max_parallel=options.max_parallel,
         clock=clock,
         gate=ToolGate(
-            deny_tools=gate.deny_tools,
-            before_tool_call=gate.before_tool_call,
-            repair=gate.repair,
-            approval=gate.approval,
+            deny_tools=options.deny,
+            before_tool_call=options.before_call,
+            repair=options.repair,
+            approval=options.approval,
             governor=governor,  # stage 0 of the gate
         ),
         processors=processors,
@@ -297,11 +282,13 @@ def check_choices(
 ) -> None:
     """The options that take one of a few words."""
     if on_max_steps not in ("fail", "return"):
-        raise UserError(f"Agent {name!r}: on_max_steps must be 'fail' or 'return'.")
+        raise UserError(f"Agent {name!r}: run_options.on_max_steps must be 'fail' or 'return'.")
     if session_send_mode not in ("steer", "queue"):
         raise UserError(
-            f"Agent {name!r}: session_send_mode must be 'steer' or 'queue', "
+            f"Agent {name!r}: run_options.session_send_mode must be 'steer' or 'queue', "
             f"got {session_send_mode!r}."
         )
     if reasoning_retention not in ("keep", "strip"):
-        raise UserError(f"Agent {name!r}: reasoning_retention must be 'keep' or 'strip'.")
+        raise UserError(
+            f"Agent {name!r}: model_options.reasoning_retention must be 'keep' or 'strip'."
+        )

@@ -8,7 +8,7 @@ sends) or ``Allow()`` runs it, ``Rewrite(arguments)`` runs it with other argumen
 reason). An ``ApprovalDecision`` may be sent as well.
 
 The decisions pass the agent's own tool gate as the approvals of an ``on_approval``
-callback do: the agent's ``deny_tools``, governance and ``before_tool_call`` hooks decide
+callback do: the agent's ``ToolOptions.deny``, governance and ``before_call`` hooks decide
 first (a call they decide is not sent to the application), every other call is asked; the
 journal is flushed before each question and records each decided call's start and result,
 so a run resumed after a crash (``agent.drive(resume=run_id)``) asks again only about the

@@ -89,7 +89,8 @@ class CircuitBreaker:
 
         breaker = CircuitBreaker(failure_threshold=3, cool_down=60)
         policy = FallbackPolicy(on=(*FALLBACK_ERRORS, *TRANSPORT_ERRORS), circuit_breaker=breaker)
-        agent = Agent("a", model=primary, fallback_models=[backup], fallback_policy=policy)
+        agent = Agent("a", model=primary,
+                      model_options=ModelOptions(fallbacks=[backup], fallback_policy=policy))
 
     Args:
         failure_threshold: Failed calls in a row (retries included) that open a model's
@@ -208,7 +209,7 @@ class CircuitBreaker:
 
 @dataclass(kw_only=True, slots=True, frozen=True)
 class FallbackPolicy:
-    """When a step moves from a failing model to the next of ``fallback_models``.
+    """When a step moves from a failing model to the next of ``ModelOptions.fallbacks``.
 
     Example::
 

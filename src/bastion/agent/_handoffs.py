@@ -246,8 +246,9 @@ class AgentRegistry:
     Example::
 
         agents = AgentRegistry()
-        triage = agents.add(Agent("triage", ..., handoffs=["billing"], agent_registry=agents))
-        billing = agents.add(Agent("billing", ..., handoffs=["triage"], agent_registry=agents))
+        routed = RunOptions(agent_registry=agents)
+        triage = agents.add(Agent("triage", ..., handoffs=["billing"], run_options=routed))
+        billing = agents.add(Agent("billing", ..., handoffs=["triage"], run_options=routed))
     """
 
     __slots__ = ("_agents",)
@@ -326,11 +327,13 @@ def build_handoffs(
     """
     if isinstance(max_handoffs, bool) or not isinstance(max_handoffs, int) or max_handoffs < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(
-            f"Agent {name!r}: max_handoffs must be an integer >= 1, got {max_handoffs!r}."
+            f"Agent {name!r}: run_options.max_handoffs must be an integer >= 1, "
+            f"got {max_handoffs!r}."
         )
     if registry is not None and not isinstance(registry, AgentRegistry):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(
-            f"Agent {name!r}: agent_registry must be an AgentRegistry, got {registry!r}."
+            f"Agent {name!r}: run_options.agent_registry must be an AgentRegistry, "
+            f"got {registry!r}."
         )
     if not handoffs:
         return [], None
@@ -341,7 +344,8 @@ def build_handoffs(
         if isinstance(spec.target, str) and registry is None:
             raise UserError(
                 f"Agent {name!r} hands off to {spec.target!r} by name: pass "
-                "agent_registry=AgentRegistry(...) holding that agent (or pass the Agent)."
+                "run_options=RunOptions(agent_registry=AgentRegistry(...)) holding that agent "
+                "(or pass the Agent)."
             )
     return [handoff_tool(spec) for spec in specs], Handoffs(
         specs=specs, registry=registry, max_handoffs=max_handoffs

@@ -30,8 +30,9 @@ class LoopDetection:
 
     Example::
 
+        detection = LoopDetection(threshold=4, action="fail")
         agent = Agent("a", model=model, tools=[search],
-                      loop_detection=LoopDetection(threshold=4, action="fail"))
+                      tool_options=ToolOptions(loop_detection=detection))
 
     Attributes:
         threshold: The call count, in one run, at which the call counts as a loop (the

@@ -13,18 +13,63 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic
 
-from bastion.core import OutputSpec, ToolCall, ToolDefinition
+from bastion.core import OutputMode, OutputSpec, ToolCall, ToolDefinition
 
-__all__ = ["OUTPUT_MODES", "OUTPUT_TOOL", "OutputSchema", "OutputValidationError", "output_call"]
+from ._result import OutputT
+
+if TYPE_CHECKING:
+    from ._verifiers import Verification, VerifierLike
+
+__all__ = [
+    "OUTPUT_MODES",
+    "OUTPUT_TOOL",
+    "Output",
+    "OutputSchema",
+    "OutputValidationError",
+    "output_call",
+]
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 OUTPUT_TOOL = "final_result"
-"""The name of the final-answer tool of ``output_mode="tool"``."""
+"""The name of the final-answer tool of ``Output(mode="tool")``."""
 OUTPUT_MODES = ("native", "prompted", "tool")
 _WRAPPER = "response"
+
+
+@dataclass(frozen=True, slots=True)
+class Output(Generic[OutputT]):
+    """An output type with how it is asked for and checked: ``Agent(output_type=Output(...))``.
+
+    A bare type (``output_type=Answer``) is ``Output(Answer)`` with the defaults.
+
+    Example::
+
+        Agent("a", model=model, output_type=Output(Answer, mode="tool", retries=2))
+
+    Attributes:
+        type: ``str`` or any type pydantic validates (a model, a dataclass, ``list[int]``).
+        mode: How a typed answer is asked for: ``native`` (the vendor's JSON-schema mode),
+            ``prompted`` (JSON mode, the schema in the system prompt) or ``tool`` (a
+            ``final_result`` tool whose arguments are the answer). ``None`` (default): what
+            each step's model prefers (``Model.output_mode``).
+        retries: How often an answer that does not parse is sent back for a fix.
+        verifiers: Checks of the final answer (functions of ``(ctx, output)`` or objects
+            with ``verify``), or a ``Verification`` with a round cap; a failing one sends
+            its feedback to the model, which answers again.
+    """
+
+    type: type[OutputT] | Any
+    mode: OutputMode | None = None
+    retries: int = 1
+    verifiers: Verification | Sequence[VerifierLike] = ()
+
+    @classmethod
+    def of(cls, output_type: Output[OutputT] | type[OutputT] | Any) -> Output[OutputT]:
+        """``output_type`` as an ``Output`` (a bare type gets the defaults)."""
+        return output_type if isinstance(output_type, Output) else cls(output_type)  # pyright: ignore[reportUnknownVariableType]
 
 
 class OutputValidationError(Exception):

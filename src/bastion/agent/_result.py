@@ -56,7 +56,7 @@ class RunResult(Generic[OutputT]):
         duration: Seconds from start to end.
         error: Why the run failed, when it did.
         stop_reason: Why a ``stopped`` run stopped: ``"max_steps"`` or ``"hook"``.
-        suggestions: What the user may ask next (``Agent(suggestions=...)``), after a
+        suggestions: What the user may ask next (``RunOptions(suggestions=...)``), after a
             completed run.
         exception: The exception behind a failure, for debugging.
         pending_approvals: With status ``awaiting_approval``: the calls waiting for a

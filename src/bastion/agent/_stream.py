@@ -281,6 +281,7 @@ class AgentStream(Generic[OutputT]):
 def check_capacity(live: int, limit: int | None, name: str) -> None:
     if limit is not None and live >= limit:
         raise ConcurrentRunError(
-            f"Agent {name!r} already has {live} run(s) in flight (max_concurrent_runs={limit}). "
-            "Wait for one to finish, or raise max_concurrent_runs."
+            f"Agent {name!r} already has {live} run(s) in flight "
+            f"(run_options.max_concurrent_runs={limit}). "
+            "Wait for one to finish, or raise RunOptions.max_concurrent_runs."
         )

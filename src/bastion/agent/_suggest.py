@@ -1,6 +1,6 @@
 """``Suggester``: an agent's follow-up suggestions, asked for once a run completes.
 
-Built from ``Agent(suggestions=Suggestions(...))`` (``_setup.build_suggester``); the loop
+Built from ``RunOptions(suggestions=Suggestions(...))`` (``_setup.build_suggester``); the loop
 calls :meth:`Suggester.suggest` after the final answer. The request and the parsing are in
 ``bastion.context._suggest``.
 """

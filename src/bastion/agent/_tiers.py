@@ -2,8 +2,8 @@
 
 From the highest: a ``LoopHooks.prepare_step`` override; the hints of the tools the previous
 step ran (an explicit ``"provider:model"`` spec beats a tier; among tiers the strongest
-wins); the agent's own ``preferred_model``; the agent's ``model``. Tiers (``"fast"``,
-``"balanced"``, ``"smart"``) resolve through the agent's ``model_tier_map``. The fallback
+wins); the agent's own ``ModelOptions.preferred``; the agent's ``model``. Tiers (``"fast"``,
+``"balanced"``, ``"smart"``) resolve through the agent's ``ModelOptions.tiers``. The fallback
 models follow a model chosen by tier or by the agent's preference. A model named
 explicitly (by ``prepare_step``, or by a tool's ``"provider:model"`` spec) is pinned: when
 it fails, the step fails rather than moving to a fallback model nobody named for it.
@@ -44,7 +44,7 @@ class TierResolver:
         unknown = sorted(set(tier_map) - set(TIERS))
         if unknown:
             raise UserError(
-                f"model_tier_map has unknown tier(s) {unknown}; use {', '.join(TIERS)}."
+                f"model_options.tiers has unknown tier(s) {unknown}; use {', '.join(TIERS)}."
             )
         self._tiers = {tier: as_model(model) for tier, model in tier_map.items()}
         self._specs: dict[str, Model] = {}
@@ -52,8 +52,8 @@ class TierResolver:
             if hint in TIERS:
                 if hint not in self._tiers:
                     raise UserError(
-                        f"{owner} prefers the {hint!r} tier, but model_tier_map has no "
-                        f"{hint!r} entry. Add one, e.g. model_tier_map={{{hint!r}: '...'}}."
+                        f"{owner} prefers the {hint!r} tier, but model_options.tiers has no "
+                        f"{hint!r} entry. Add one, e.g. ModelOptions(tiers={{{hint!r}: '...'}})."
                     )
             elif hint not in self._specs:
                 self._specs[hint] = as_model(hint)  # a "provider:model" spec; checked now

@@ -83,7 +83,7 @@ class Verification:
         agent = Agent("a", model=model,
                       verifiers=Verification(checks=[cites_a_source], max_rounds=2))
 
-    ``Agent(verifiers=[...])`` is short for ``Verification(checks=[...])``.
+    ``Output(T, verifiers=[...])`` is short for ``Verification(checks=[...])``.
 
     Attributes:
         checks: The verifiers, run in order on every final answer.
@@ -118,7 +118,7 @@ class Verification:
 
     @classmethod
     def of(cls, value: Verification | Sequence[VerifierLike] | None) -> Verification | None:
-        """The agent's ``verifiers=`` option as a :class:`Verification` (``None``: none)."""
+        """An ``Output``'s ``verifiers`` as a :class:`Verification` (``None``: none)."""
         if value is None or isinstance(value, Verification):
             return value
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]

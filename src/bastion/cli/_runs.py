@@ -395,7 +395,7 @@ def replay(  # noqa: PLR0917 (typer options)
 ) -> None:
     """Run a recorded run again from its recorded model answers, without calling a model.
 
-    The run must have been recorded (Agent(..., record_responses=True)). The replay is a
+    The run must have been recorded (``ModelOptions(record_responses=True)``). The replay is a
     new run, kept in memory only; it fails, naming the step, where the agent now asks
     something the recording does not hold (exit code 1).
     """

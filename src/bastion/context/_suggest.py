@@ -1,6 +1,6 @@
 """Follow-up suggestions: what the user might ask next, written by a small model call.
 
-``Agent(suggestions=Suggestions(count=3))`` asks, once a run completes, the agent's model
+``RunOptions(suggestions=Suggestions(count=3))`` asks, once a run completes, the agent's model
 (or ``Suggestions.model``) for ``count`` short next user messages; the run yields them as an
 ``agent.suggestions`` event and keeps them in ``result.suggestions``. Off by default. This
 module holds the configuration and the request and parsing; the agent makes the call (it

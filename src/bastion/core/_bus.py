@@ -34,7 +34,7 @@ class EventBus:
     Example::
 
         bus = EventBus().on("tool.execute.end", lambda e: print(e.tool_name, e.result))
-        agent = Agent("a", model=model, event_bus=bus)
+        agent = Agent("a", model=model, run_options=RunOptions(event_bus=bus))
     """
 
     __slots__ = ("_listeners",)

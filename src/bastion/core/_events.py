@@ -522,7 +522,7 @@ class AgentFollowUpEvent:
 
 @dataclass(kw_only=True, slots=True)
 class AgentSuggestionsEvent:
-    """What the user may ask next (``Agent(suggestions=...)``), after a completed run.
+    """What the user may ask next (``RunOptions(suggestions=...)``), after a completed run.
 
     ``error`` says why there are none when the suggestion call failed (the run stands).
     """

@@ -30,6 +30,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from bastion.agent import RunOptions
 from bastion.agent._agent import Agent
 from bastion.agent._state import RunState
 from bastion.core import (
@@ -173,9 +174,9 @@ class Team:
             name,
             model=model,
             clock=clock,
-            event_bus=event_bus,
             description=description,
             store=store,
+            run_options=RunOptions(event_bus=event_bus),
         )
 
     def __repr__(self) -> str:

@@ -1,11 +1,12 @@
 """``ReplayModel``: a recorded run's model answers, streamed again without calling a model.
 
-A run of an agent made with ``record_responses=True`` keeps every answer in its journal as
-the provider streamed it (the ``chunks`` of each ``model_response`` entry). A replay model
-built from that journal answers the same agent's next run with those chunks, in order, so
-the run gives the same events, the same tool calls and the same output, and no provider is
-called. Tools run again unless the agent uses :meth:`ReplayModel.recorded_results` as its
-first ``before_tool_call`` hook, which answers every call with its recorded result.
+A run of an agent made with ``ModelOptions(record_responses=True)`` keeps every answer in
+its journal as the provider streamed it (the ``chunks`` of each ``model_response`` entry).
+A replay model built from that journal answers the same agent's next run with those
+chunks, in order, so the run gives the same events, the same tool calls and the same
+output, and no provider is called. Tools run again unless the agent uses
+:meth:`ReplayModel.recorded_results` as its first ``ToolOptions.before_call`` hook, which
+answers every call with its recorded result.
 
 Each answer is checked against what it was recorded for: the messages the recorded call
 answered (the user's input, then the tool results and any message the loop added). When
@@ -141,7 +142,7 @@ class ReplayModel(Model):
         if not entries:
             raise UserError(
                 f"No journal for run {run_id!r}: replay needs the run's journal, written by "
-                "an agent with a store and record_responses=True."
+                "an agent with a store and ModelOptions(record_responses=True)."
             )
         return _Reader(run_id).read(entries)
 
@@ -271,7 +272,7 @@ class _Reader:
             raise UserError(
                 f"Run {self.run_id} was not recorded: its journal keeps the assembled answers "
                 "only, not the provider responses a replay streams. Run it on an agent made "
-                "with record_responses=True to record it."
+                "with ModelOptions(record_responses=True) to record it."
             )
         return ReplayModel(
             self.run_id,

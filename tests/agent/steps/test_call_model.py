@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bastion import Agent, RetryConfig
+from bastion.agent import ModelOptions
 from bastion.core import (
     AuthenticationFailed,
     BadRequest,
@@ -31,9 +32,9 @@ async def test_fallback_on_rate_limit_emits_fellback_and_attributes_usage() -> N
     agent = Agent(
         "a",
         model=primary,
-        fallback_models=[backup],
         retry=RetryConfig(max_retries=1),
         clock=clock,
+        model_options=ModelOptions(fallbacks=[backup]),
     )
     events = [e async for e in agent.stream("go")]
     assert brief(events) == [
@@ -51,7 +52,9 @@ async def test_fallback_on_rate_limit_emits_fellback_and_attributes_usage() -> N
     step_end = next(e for e in events if e.type == "step.end")
     assert step_end.model == "test:backup"
     result = (
-        await Agent("b", model=backup, fallback_models=[]).run("x") if backup.remaining else None
+        await Agent("b", model=backup, model_options=ModelOptions(fallbacks=[])).run("x")
+        if backup.remaining
+        else None
     )
     assert result is None
     end = events[-1]
@@ -63,7 +66,9 @@ async def test_usage_by_model_sums_per_model() -> None:
     # covers G-68, D3
     primary = ScriptedModel([Turn(error=Overloaded("busy", status=529))], name="primary")
     backup = ScriptedModel(["ok"], name="backup")
-    result = await Agent("a", model=primary, fallback_models=[backup], retry=None).run("go")
+    result = await Agent(
+        "a", model=primary, retry=None, model_options=ModelOptions(fallbacks=[backup])
+    ).run("go")
     assert list(result.usage_by_model) == ["test:backup"]
     assert result.usage_by_model["test:backup"] == result.usage
 
@@ -75,7 +80,7 @@ async def test_context_length_falls_back_without_retrying() -> None:
         [Turn(error=ContextLengthExceeded("too long", status=400))], name="small"
     )
     backup = ScriptedModel(["fits"], name="large")
-    agent = Agent("a", model=primary, fallback_models=[backup], clock=clock)
+    agent = Agent("a", model=primary, clock=clock, model_options=ModelOptions(fallbacks=[backup]))
     result = await agent.run("go")
     assert result.output == "fits"
     assert clock.sleeps == []
@@ -85,7 +90,9 @@ async def test_auth_errors_do_not_fall_back() -> None:
     # covers SPEC §3.1 scenario 14 (auth / invalid input do not trigger fallback), scenario 4
     primary = ScriptedModel([Turn(error=AuthenticationFailed("bad key", status=401))], name="p")
     backup = ScriptedModel(["never"], name="b")
-    result = await Agent("a", model=primary, fallback_models=[backup]).run("go")
+    result = await Agent("a", model=primary, model_options=ModelOptions(fallbacks=[backup])).run(
+        "go"
+    )
     assert result.status == "failed"
     assert result.error is not None
     assert result.error.code == "model_error"
@@ -132,7 +139,7 @@ async def test_a_stream_that_already_emitted_is_not_restarted() -> None:
     broken = Turn(text="partial answer", error=Overloaded("dropped", status=502), error_after=1)
     model = ScriptedModel([broken, "unused"], name="p")
     backup = ScriptedModel(["unused"], name="b")
-    agent = Agent("a", model=model, fallback_models=[backup], clock=clock)
+    agent = Agent("a", model=model, clock=clock, model_options=ModelOptions(fallbacks=[backup]))
     events = [e async for e in agent.stream("go")]
     assert brief(events) == [
         "agent.start",
@@ -169,9 +176,9 @@ async def test_each_error_class_drives_retry_and_fallback(
     agent = Agent(
         "a",
         model=primary,
-        fallback_models=[backup],
         retry=RetryConfig(max_retries=1, jitter=0.0),
         clock=clock,
+        model_options=ModelOptions(fallbacks=[backup]),
     )
     result = await agent.run("go")
     assert len(primary.requests) == (2 if retried else 1)
@@ -198,7 +205,9 @@ async def test_secret_tool_output_never_reaches_a_model_that_refuses_secrets() -
     )
     public_only.accepts_sensitivity = ("public", "internal")
     trusted = ScriptedModel(["summarised without leaking"], name="trusted")
-    agent = Agent("a", model=public_only, fallback_models=[trusted], tools=[read_vault])
+    agent = Agent(
+        "a", model=public_only, tools=[read_vault], model_options=ModelOptions(fallbacks=[trusted])
+    )
     events = [e async for e in agent.stream("go")]
     assert len(public_only.requests) == 1  # the first step only: no secret in it yet
     assert "agent.model.fellback test:public-only -> test:trusted" in brief(events)
@@ -242,7 +251,12 @@ async def test_reasoning_retention_keeps_or_strips_reasoning_on_the_next_step(
     model = ScriptedModel(
         [Turn(reasoning="plan", reasoning_signature="sig", tool_calls=[Call("noop")]), "done"]
     )
-    agent = Agent("a", model=model, tools=[noop], reasoning_retention=retention)  # type: ignore[arg-type]
+    agent = Agent(
+        "a",
+        model=model,
+        tools=[noop],
+        model_options=ModelOptions(reasoning_retention=retention),  # pyright: ignore[reportArgumentType]
+    )
     result = await agent.run("go")
     previous = model.requests[1].messages[-2]
     assert previous.role == "assistant"

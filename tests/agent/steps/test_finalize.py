@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from bastion import Agent
+from bastion.agent import Output
 from bastion.core import UserMessage
 from bastion.testing import ScriptedModel
 from tests.agent.conftest import brief
@@ -49,7 +50,7 @@ async def test_structured_output_fails_once_then_succeeds() -> None:
 async def test_structured_output_failing_past_the_budget_fails_the_run() -> None:
     # covers C17 (no silent cast), SPEC §3.1 scenario 26
     model = ScriptedModel(["not json", "still not json"])
-    agent: Agent[None, City] = Agent("a", model=model, output_type=City, output_retries=1)
+    agent: Agent[None, City] = Agent("a", model=model, output_type=Output(City, retries=1))
     result = await agent.run("go")
     assert result.status == "failed"
     assert result.output is None

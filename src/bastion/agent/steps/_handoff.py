@@ -90,7 +90,7 @@ def _check_limit(scope: RunScope, limit: int) -> None:
     if scope.state.handoffs >= limit:
         raise HandoffLimitExceeded(
             f"Agent {scope.config.name!r} tried a handoff after the run made {limit} "
-            f"(max_handoffs={limit}). Raise Agent(max_handoffs=...) or let the agent answer."
+            f"(max_handoffs={limit}). Raise RunOptions(max_handoffs=...) or let the agent answer."
         )
 
 

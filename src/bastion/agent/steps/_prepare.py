@@ -102,8 +102,9 @@ def build_request(scope: RunScope) -> ModelRequest:
     The history is checked first (only what the run added since the last check): a tool call
     without a result, a result without its call, a turn between a call and its result — what
     a crash, an abort or an edited history can leave — is repaired in the request, never sent
-    as it is (the transcript keeps what happened). With ``reasoning_retention="strip"``
-    earlier reasoning is left out of the request. Once untrusted tool output entered the run,
+    as it is (the transcript keeps what happened). With
+    ``ModelOptions(reasoning_retention="strip")`` earlier reasoning is left out of the
+    request. Once untrusted tool output entered the run,
     the request's system prompt carries the inbound preamble (:func:`with_inbound_preamble`).
     """
     config = scope.config
@@ -182,7 +183,7 @@ def shape_output(scope: RunScope, request: ModelRequest, model: Model) -> None:
             raise UserError(
                 f"Agent {config.name!r} asks {model.key} for its output with the "
                 f"{OUTPUT_TOOL!r} tool, but one of its tools has that name. Rename the tool "
-                "or pass output_mode='native' or 'prompted'."
+                "or pass Output(T, mode='native') or mode='prompted'."
             )
         request.output = None
         request.tools = (*request.tools, schema.tool)

@@ -192,5 +192,5 @@ def stop_at_max_steps(scope: RunScope) -> None:
     state.fail(
         "stop_condition",
         f"The run reached max_steps={config.max_steps} while the model still asked for tools. "
-        "Raise max_steps, or pass on_max_steps='return' to end with the last answer.",
+        "Raise max_steps, or pass RunOptions(on_max_steps='return') to end with the last answer.",
     )
