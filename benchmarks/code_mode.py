@@ -114,7 +114,7 @@ async def _warm_timings() -> dict[str, float]:
         tools=[list_items],
         tool_options=ToolOptions(invocation="code-mode"),
     )
-    mode = agent.code_mode
+    mode = agent.config.code_mode
     if mode is None:
         raise RuntimeError("the agent is not in code mode")
     ctx: RunContext[Any] = RunContext(run_id="bench", agent_name="code", tool_call_id="c1")
@@ -127,7 +127,7 @@ async def _warm_timings() -> dict[str, float]:
         async def direct_calls() -> None:
             for page in range(PAGES):
                 call = ToolCall(id=f"d{page}", name="list_items", arguments=f'{{"page":{page}}}')
-                await agent.executor.run_one(call, ctx)
+                await agent.config.executor.run_one(call, ctx)
 
         direct = await _timed(direct_calls)
     finally:

@@ -39,7 +39,7 @@ from typing import Any, cast
 
 import psutil
 
-from bastion import Agent, tool
+from bastion import Agent, Session, tool
 from bastion.agent import AgentHooks, LoopHooks
 from bastion.core import RunContext
 from bastion.sessions import StepDone, TurnEnd
@@ -131,7 +131,7 @@ async def _converse(stores: Stores, session_id: str, turns: int) -> _Conversatio
     seen = _Conversation(session_id)
     model = ScriptedModel(_script(session_id, turns), record_requests=False)
     agent = Agent("s10", model=model, tools=[lookup], store=stores, hooks=[seen.runs, seen.steps])
-    session = agent.session(session_id)
+    session = Session(agent, session_id)
     session.on("step", seen.steps.step_done)
 
     def turn_end(event: TurnEnd) -> None:

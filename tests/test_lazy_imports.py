@@ -34,7 +34,7 @@ def test_importing_agent_and_tool_leaves_optional_parts_unloaded() -> None:
         "bastion.graph",
         "bastion.multi",
         "difflib",  # only for tool()'s unknown-keyword error
-        "typing_extensions",  # only for type checkers (tool()'s ToolOptions)
+        "typing_extensions",  # only for type checkers (tool()'s ToolKeywords)
     }
     assert loaded & optional == set()
 
@@ -45,7 +45,7 @@ def test_an_agent_with_a_store_url_loads_the_stores_it_needs() -> None:
         "from bastion import Agent\n"
         "from bastion.testing import ScriptedModel\n"
         "agent = Agent('a', model=ScriptedModel(['x']), store='memory://')\n"
-        "print(agent.store is not None, 'bastion.stores._protocols' in sys.modules)\n"
+        "print(agent.config.store is not None, 'bastion.stores._protocols' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]

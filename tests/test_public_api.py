@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import subprocess
@@ -232,3 +233,17 @@ def test_building_an_agent_without_tools_does_not_need_pydantic() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_agent_is_small_and_reads_its_settings_from_config() -> None:
+    # issue 26: at most 25 constructor parameters, the rest in typed option objects;
+    # no properties repeating RunConfig fields (read them on ``agent.config``)
+    from bastion import Agent, ModelOptions, RunOptions, ToolOptions
+
+    params = [p for p in inspect.signature(Agent.__init__).parameters if p != "self"]
+    assert len(params) <= 25
+    assert {"tool_options", "model_options", "run_options", "governance"} <= set(params)
+    properties = {n for n, v in vars(Agent).items() if isinstance(v, property)}
+    assert properties == {"config", "runs_in_flight"}
+    for options in (ToolOptions(), ModelOptions(), RunOptions()):
+        assert dataclasses.is_dataclass(options)

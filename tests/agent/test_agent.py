@@ -58,7 +58,7 @@ def test_plain_functions_become_tools() -> None:
         return text.upper()
 
     agent = Agent("a", model=ScriptedModel([]), tools=[tool(shout, side_effect_class="pure")])
-    assert [d.name for d in agent.tool_definitions] == ["shout"]
+    assert [d.name for d in agent.config.tools.advertised] == ["shout"]
 
 
 async def test_max_steps_fail_is_distinguishable() -> None:

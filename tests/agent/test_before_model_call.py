@@ -62,7 +62,7 @@ async def test_scenario_22_before_model_call_replaces_instructions_and_filters_t
     assert [d.name for d in second.tools] == ["add"]
     assert [d.name for d in third.tools] == ["add", "mul"]
     # Nothing was mutated: the agent and the run's transcript keep the agent's instructions.
-    assert agent.instructions == "You are a calculator."
+    assert agent.config.instructions == "You are a calculator."
     assert result.messages[0] == SystemMessage(content="You are a calculator.")
     empty = ScriptedModel(["ok"])
 

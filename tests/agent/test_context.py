@@ -277,8 +277,8 @@ async def test_the_models_window_and_tokenizer_come_from_its_profile() -> None:
     model = resolve_model("openai:gpt-4o-mini")
     assert (model.context_window, model.tokenizer) == (128_000, "o200k_base")
     agent = Agent("a", model=model, context=ContextConfig(reserve_output_tokens=16_000))
-    assert agent.context is not None
-    assert agent.context.budget == 112_000
+    assert agent.config.context is not None
+    assert agent.config.context.budget == 112_000
 
 
 async def test_manual_compaction_returns_a_shorter_history_and_leaves_the_input_alone() -> None:

@@ -70,8 +70,8 @@ def tool_results(messages: Sequence[Any]) -> list[str]:
 
 
 async def counters(agent: Agent[Any, Any], key: str) -> list[CounterView]:
-    assert agent.governance is not None
-    return await agent.governance.governor.counters(key)
+    assert agent.config.governance is not None
+    return await agent.config.governance.governor.counters(key)
 
 
 # -- a daily cost limit of $10, raisable by the CFO up to $50 --------------------------------
@@ -108,8 +108,8 @@ async def test_the_stream_carries_governance_decisions_by_default(
         clock=VirtualClock(),
     )
     observed: list[str] = []
-    assert agent.governance is not None
-    agent.governance.governor.subscribe(lambda signal: observed.append(signal.name))
+    assert agent.config.governance is not None
+    agent.config.governance.governor.subscribe(lambda signal: observed.append(signal.name))
     streamed = [e async for e in agent.stream("research")]
     assert streamed[-1].type == "agent.end"
     assert streamed[-1].status == "completed"
@@ -631,8 +631,8 @@ async def test_a_result_decision_answers_the_model_call_without_sending_it() -> 
 
 async def test_no_governance_configured_means_no_governor_and_no_events() -> None:
     agent = Agent("plain", model=ScriptedModel(["hi"]), clock=VirtualClock())
-    assert agent.governance is None
-    assert agent.executor.gate.governor is None
+    assert agent.config.governance is None
+    assert agent.config.executor.gate.governor is None
     events = [e async for e in agent.stream("hello")]
     assert not [e for e in events if isinstance(e, GovernanceEvent)]
 
@@ -877,7 +877,7 @@ async def test_ctx_call_without_governance_just_runs_sync_and_async_work() -> No
         tools=[both],
         clock=VirtualClock(),
     )
-    assert agent.governance is None
+    assert agent.config.governance is None
     result = await agent.run("go")
     assert tool_results(result.messages) == ["aapl|sync AAPL"]
     assert fetched == ["async AAPL"]

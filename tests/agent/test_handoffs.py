@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bastion import Agent, GovernanceOptions, filters, handoff, tool
+from bastion import Agent, GovernanceOptions, Session, filters, handoff, tool
 from bastion.agent import AgentRegistry, RunOptions, handoff_of, run_state_to_json
 from bastion.context import SUMMARY_HEADER
 from bastion.core import (
@@ -66,8 +66,8 @@ async def test_a_transfer_runs_the_target_with_its_instructions_tools_and_model(
         handoffs=[billing],
         clock=VirtualClock(),
     )
-    assert [d.name for d in triage.tool_definitions] == ["transfer_to_billing"]
-    assert "Answers billing questions." in triage.tool_definitions[0].description
+    assert [d.name for d in triage.config.tools.advertised] == ["transfer_to_billing"]
+    assert "Answers billing questions." in triage.config.tools.advertised[0].description
 
     stream = triage.stream("Where is order A1?")
     events = [event async for event in stream]
@@ -103,7 +103,7 @@ async def test_a_transfer_runs_the_target_with_its_instructions_tools_and_model(
         filters.default_handoff_filter(), mode="json"
     )
     # The target's model answers from its own instructions and is offered its own tools.
-    billing_model = billing.model
+    billing_model = billing.config.model
     assert isinstance(billing_model, ScriptedModel)
     first = billing_model.requests[0]
     assert first.messages[0] == SystemMessage(content="You are the billing desk.")
@@ -245,8 +245,8 @@ async def test_a_policy_can_deny_the_transfer() -> None:
     end = events[-1]
     assert end.type == "agent.end"
     assert end.output == "Billing is closed; try tomorrow."
-    assert isinstance(billing.model, ScriptedModel)
-    assert billing.model.requests == []
+    assert isinstance(billing.config.model, ScriptedModel)
+    assert billing.config.model.requests == []
 
 
 class Escalation(BaseModel):
@@ -329,8 +329,8 @@ async def test_the_input_filter_shapes_what_the_target_sees_and_reasoning_never_
     )
     first = await triage.run("first")
     await triage.run("second", message_history=first.messages)
-    assert isinstance(billing.model, ScriptedModel)
-    sent = billing.model.requests[0].messages
+    assert isinstance(billing.config.model, ScriptedModel)
+    sent = billing.config.model.requests[0].messages
     assert sent[0] == SystemMessage(content="You are the billing desk.")
     assert [type(m).__name__ for m in sent[1:]] == [
         "UserMessage",
@@ -369,8 +369,8 @@ async def test_a_summary_filter_is_a_governed_model_call_of_the_run() -> None:
     calls.clear()
     result = await triage.run("Now a billing question.", message_history=first.messages)
     assert result.status == "completed", result.error
-    assert isinstance(billing.model, ScriptedModel)
-    sent = billing.model.requests[0].messages
+    assert isinstance(billing.config.model, ScriptedModel)
+    sent = billing.config.model.requests[0].messages
     assert sent == [
         SystemMessage(content="You are the billing desk."),
         UserMessage(content=f"{SUMMARY_HEADER}The user asked about order A1, which shipped."),
@@ -418,7 +418,7 @@ async def test_a_kept_state_resumes_with_the_target_in_a_new_agent_instance() ->
 def test_handoff_tools_are_recognisable() -> None:
     billing = _billing([])
     triage = Agent("triage", model=ScriptedModel([]), tools=[order_status], handoffs=[billing])
-    found = {name: handoff_of(t) for name, t in triage.tools.items()}
+    found = {name: handoff_of(t) for name, t in triage.config.tools.by_name.items()}
     assert found["order_status"] is None
     spec = found["transfer_to_billing"]
     assert spec is not None
@@ -573,8 +573,8 @@ async def test_by_sensitivity_reads_the_tools_labels_at_the_boundary() -> None:
     )
     result = await triage.run("What does Ann earn? Then billing.")
     assert result.output == "I can help with billing."
-    assert isinstance(billing.model, ScriptedModel)
-    sent = billing.model.requests[0].messages
+    assert isinstance(billing.config.model, ScriptedModel)
+    sent = billing.config.model.requests[0].messages
     assert not any("9,000" in getattr(m, "text", "") for m in sent)
     assert not any(c.name == "payroll" for m in sent for c in getattr(m, "tool_calls", ()))
     # from the handoff on, the run's transcript is the target's view of the conversation
@@ -611,7 +611,7 @@ async def test_a_session_sees_the_target_tool_calls() -> None:
     triage = Agent(
         "triage", model=ScriptedModel([_transfer()]), handoffs=[billing], clock=VirtualClock()
     )
-    session = triage.session("handoff-session")
+    session = Session(triage, "handoff-session")
     seen: list[str] = []
     session.on("tool_call", lambda call: seen.append(call.call.name))
     session.send("Where is A1?")

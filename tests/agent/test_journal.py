@@ -118,7 +118,7 @@ async def test_entries_carry_the_seq_of_their_events() -> None:
 
 async def test_without_a_store_nothing_is_journaled_and_resume_needs_one() -> None:
     agent = Agent("plain", model=ScriptedModel(["hi"]))
-    assert agent.store is None
+    assert agent.config.store is None
     assert (await agent.run("hello")).output == "hi"
     with pytest.raises(UserError, match="has no store"):
         agent.resume_stream("run_x")

@@ -48,12 +48,12 @@ async def test_with_model_and_with_store_leave_the_original_agent_untouched() ->
     agent = Agent("a", model=ScriptedModel(["one"]), tools=[add])
     other = agent.with_model(ScriptedModel(["two"]))
     assert other.config.tools is agent.config.tools
-    assert other.model is not agent.model
+    assert other.config.model is not agent.config.model
     assert (await other.run("x")).output == "two"
     assert (await agent.run("x")).output == "one"
-    assert agent.store is None
-    assert agent.with_store("memory://").store is not None
-    assert agent.store is None
+    assert agent.config.store is None
+    assert agent.with_store("memory://").config.store is not None
+    assert agent.config.store is None
 
 
 def test_a_config_of_another_agent_is_refused() -> None:

@@ -56,7 +56,7 @@ def _coder() -> Agent[None, str]:
 
 
 def _seen(agent: Agent[Any, Any]) -> tuple[list[list[str]], list[str]]:
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     offered = [[t.name for t in r.tools] for r in model.requests]
     read = [str(m.content) for m in model.requests[-1].messages if isinstance(m, ToolMessage)]

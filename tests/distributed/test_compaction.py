@@ -52,7 +52,7 @@ def _auditor(compacted: list[tuple[str, int, int]]) -> Agent[None, str]:
 
 
 def _requests(agent: Agent[Any, Any]) -> list[list[str]]:
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     return [[repr(m)[:80] for m in r.messages] for r in model.requests]
 
@@ -76,7 +76,7 @@ async def test_a_compacting_agent_summarizes_in_an_activity_as_it_does_locally(
     assert len(compacted) == 2
     assert compacted[0][1] > 2_000 * 0.85 >= compacted[0][2]
     assert _requests(agent) == _requests(local_agent)
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     assert any(
         isinstance(m, UserMessage) and m.text.startswith(SUMMARY_HEADER)

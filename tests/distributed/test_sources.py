@@ -39,7 +39,7 @@ def _agent(seen: list[tuple[str, Any]], server: MCPServer) -> Agent[None, str]:
 
 
 def _offered_and_read(agent: Agent[Any, Any]) -> tuple[list[list[str]], list[str]]:
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     offered = [sorted(t.name for t in r.tools) for r in model.requests]
     read = [str(m.content) for m in model.requests[-1].messages if isinstance(m, ToolMessage)]

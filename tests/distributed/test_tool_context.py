@@ -93,19 +93,19 @@ def _shopper(seen: list[tuple[str, object]]) -> Agent[Any, str]:
 
 
 def _tool_messages(agent: Agent[Any, Any]) -> list[str]:
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     return [str(m.content) for m in model.requests[-1].messages if isinstance(m, ToolMessage)]
 
 
 def _roles(agent: Agent[Any, Any]) -> list[list[str]]:
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     return [[m.role for m in r.messages] for r in model.requests]
 
 
 def _tools_offered(agent: Agent[Any, Any]) -> list[list[str]]:
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     return [sorted(t.name for t in r.tools) for r in model.requests]
 

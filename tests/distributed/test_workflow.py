@@ -83,7 +83,7 @@ async def test_the_update_refuses_a_call_that_is_not_waiting_and_a_denial_reache
     time_skipping: WorkflowEnvironment,
 ) -> None:
     agent = mailer()
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, FunctionModel)
     remote_agent = TemporalAgent(agent)
     client = time_skipping.client

@@ -98,11 +98,11 @@ def build(store: str, workdir: Path, *, later: bool) -> Agent[None, str]:
 
 async def main(store: str, workdir: Path, mode: str) -> None:
     agent = build(store, workdir, later=mode != "start")
-    assert agent.store is not None
-    await agent.store.open()
+    assert agent.config.store is not None
+    await agent.config.store.open()
     crash = os.environ.get("BASTION_CRASH", "")
     if crash.endswith(":handoff"):
-        agent.store.journal = HandoffCrash(agent.store.journal, crash.split(":")[0])
+        agent.config.store.journal = HandoffCrash(agent.config.store.journal, crash.split(":")[0])
     try:
         if mode == "start":
             stream = agent.stream("Refund my order.")

@@ -18,7 +18,7 @@ import asyncio
 import json
 import sys
 
-from bastion import Agent, tool
+from bastion import Agent, Session, tool
 from bastion.core import AssistantMessage, ModelRequest, ToolMessage, UserMessage
 from bastion.sessions import SentMessage
 from bastion.testing import Call, FunctionModel, Turn
@@ -60,7 +60,7 @@ async def _play(
     agent: Agent[None, str], session_id: str, ops: list[list[str]], statuses: dict[str, str]
 ) -> None:
     """One handle on ``session_id`` plays ``ops``; records each message's final status."""
-    session = agent.session(session_id)
+    session = Session(agent, session_id)
     sent: list[SentMessage] = []
     for op in ops:
         if op[0] == "send":
@@ -78,13 +78,13 @@ async def main(store: str, mode: str, *rest: str) -> None:
     try:
         if mode == "chat":
             session_id, name, count = rest
-            session = agent.session(session_id, send_mode="queue")
+            session = Session(agent, session_id, send_mode="queue")
             for i in range(int(count)):
                 session.send(f"{name}-{i}")
                 await session.wait_for_idle()
             print("done", flush=True)
         elif mode == "hold-turn":
-            session = agent.session(rest[0])
+            session = Session(agent, rest[0])
             session.send("slow")
             await session.wait_for_idle()
             last = session.messages[-1]

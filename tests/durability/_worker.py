@@ -130,11 +130,11 @@ def build_agent(store: str, workdir: Path, *, later: bool = False) -> Agent[None
 
 async def main(store: str, workdir: Path, mode: str) -> None:
     agent = build_agent(store, workdir, later=mode != "start")
-    assert agent.store is not None
-    await agent.store.open()
+    assert agent.config.store is not None
+    await agent.config.store.open()
     crash = os.environ.get("BASTION_CRASH")
     if crash and not crash.startswith("model:"):
-        agent.store.journal = CrashingJournal(agent.store.journal, crash)
+        agent.config.store.journal = CrashingJournal(agent.config.store.journal, crash)
     try:
         if mode == "start":
             stream = agent.stream("Go.")

@@ -85,7 +85,7 @@ async def test_two_processes_on_one_chat_never_fork_and_lose_nothing(store_url: 
     _assert_chain(entries)
     agent = build_agent(store_url)
     try:
-        reopened = await agent.resume_session("chat-1")
+        reopened = await Session.resume(agent, "chat-1")
         texts = _texts(reopened.messages)
     finally:
         await agent.aclose()
@@ -111,7 +111,7 @@ async def test_a_chat_reopened_while_its_turn_runs_elsewhere_waits_for_it(store_
     assert await _line(worker) == "in-tool"  # the worker's tool is running now
     agent = build_agent(store_url)
     try:
-        reopened: Session = await agent.resume_session("chat-2")
+        reopened: Session = await Session.resume(agent, "chat-2")
         assert _texts(reopened.messages) == ["user:slow", "assistant:calls"]  # open call
         stores = await agent.stores()
         lease = await stores.leases.get(session_lease_key("chat-2"))

@@ -76,7 +76,7 @@ async def _check(store_url: str, sessions: list[str], statuses: dict[str, str]) 
         for sid in sessions:
             entries = await stores.sessions.entries(sid)
             assert [e.parent_id for e in entries] == [None, *(e.entry_id for e in entries[:-1])]
-            reopened: Session = await agent.resume_session(sid) if entries else agent.session(sid)
+            reopened: Session = await Session.resume(agent, sid) if entries else Session(agent, sid)
             _check_valid(reopened.messages)
             users = [str(m.content) for m in reopened.messages if isinstance(m, UserMessage)]
             counts = Counter(users)

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bastion import Agent, tool
+from bastion import Agent, Session, tool
 from bastion.core import RunStatus, ToolMessage, UserError
 from bastion.stores import JournalEntry, JournalStore, NewEntry, open_store
 from bastion.stores._types import decode_object, encode_object
@@ -126,10 +126,10 @@ class _FailingJournal(ForwardingJournal):
 
 async def test_a_store_error_fails_the_run_and_never_leaves_it_running(store_url: str) -> None:
     agent, model, runs = _listing_agent(store_url)
-    assert agent.store is not None
-    await agent.store.open()
-    failing = _FailingJournal(agent.store.journal)
-    agent.store.journal = failing
+    assert agent.config.store is not None
+    await agent.config.store.open()
+    failing = _FailingJournal(agent.config.store.journal)
+    agent.config.store.journal = failing
     try:
         result = await agent.run("What is there?")
     finally:
@@ -171,19 +171,18 @@ def test_any_json_object_with_any_text_encodes_to_utf8_and_decodes_equal(
 async def test_a_session_export_with_lone_surrogates_is_utf8_and_imports_back_equal(
     store_url: str,
 ) -> None:
-    from bastion.sessions import Session
 
     agent, _, runs = _listing_agent(store_url)
     other = Agent("lister", model=ScriptedModel([]), store="memory://")
     try:
-        session = agent.session("s-export")
+        session = Session(agent, "s-export")
         session.send("What is there?")
         await session.wait_for_idle()
         exported = await session.export_jsonl()
         exported.encode("utf-8")  # writable to any file
         imported = await Session.import_jsonl(other, exported)
         assert await imported.export_jsonl() == exported
-        reopened = await agent.resume_session("s-export")
+        reopened = await Session.resume(agent, "s-export")
     finally:
         await agent.aclose()
         await other.aclose()

@@ -58,7 +58,7 @@ def results(messages: Sequence[Message]) -> list[str]:
 
 
 def child_calls(child: Agent[Any, Any]) -> int:
-    model = child.model
+    model = child.config.model
     assert isinstance(model, ScriptedModel)
     return len(model.requests)
 
@@ -206,7 +206,7 @@ async def test_max_depth_stops_a_sub_agent_from_starting_its_own_sub_agent() -> 
     result = await parent.run("go")
     assert result.ok
     assert results(result.messages) == ["Unchecked."]
-    child_model = child.model
+    child_model = child.config.model
     assert isinstance(child_model, ScriptedModel)
     refused = child_model.requests[1].messages[-1]
     assert isinstance(refused, ToolMessage)

@@ -36,9 +36,9 @@ async def test_tools_are_listed_lazily_and_called_with_structured_content(stdio_
         (reply,) = tool_messages(result)
         assert '{"result":5}' in str(reply.content)
         assert "untrusted-data begin" in str(reply.content)  # MCP output is wrapped
-        assert agent.tools["add"].trust_class == "mcp_derived"
-        assert agent.tools["add"].side_effect_class == "external_stateful"
-        assert agent.tools["add"].oracle_key == "tool:demo:add"
+        assert agent.config.tools.by_name["add"].trust_class == "mcp_derived"
+        assert agent.config.tools.by_name["add"].side_effect_class == "external_stateful"
+        assert agent.config.tools.by_name["add"].oracle_key == "tool:demo:add"
         assert server.connected
     assert not server.connected  # closed with the agent
 

@@ -107,7 +107,7 @@ async def test_sub_agent_gets_only_the_input_and_its_answer_is_the_tool_result()
 
     assert result.output == "The moon, says my researcher."
     assert tool_results(result.messages) == [("Tides follow the moon.", False)]
-    child_model = child.model
+    child_model = child.config.model
     assert isinstance(child_model, ScriptedModel)
     first = child_model.requests[0].messages
     # No parent history: the child's instructions and the input string, nothing else.
@@ -172,7 +172,7 @@ async def test_input_filter_builds_the_sub_agents_history_from_the_parents_turns
     assert result.ok
     # The filter saw the parent's finished turns, not the turn making this call.
     assert [m.role for m in received[0]] == ["user"]
-    child_model = child.model
+    child_model = child.config.model
     assert isinstance(child_model, ScriptedModel)
     assert said(child_model.requests[0].messages) == [
         ("user", "I love Paris."),
@@ -512,7 +512,7 @@ async def test_denying_a_parked_childs_call_tells_the_childs_model() -> None:
     result = await parent.run(parked.state, directive=Directive(approvals=[denied]))
     assert result.status == "completed"
     assert tool_results(result.messages) == [("Cleaned.", False)]  # the child's final answer
-    child_model = child.model
+    child_model = child.config.model
     assert isinstance(child_model, ScriptedModel)
     [denial] = [m for m in child_model.requests[-1].messages if isinstance(m, ToolMessage)]
     assert denial.is_error

@@ -66,7 +66,7 @@ async def test_it_stops_on_the_first_pass_with_free_form_criteria() -> None:
     assert result.iterations[0].evaluation.feedback == "too short"
     assert "Criteria: At least two drafts deep." in critic_prompts[0]
     assert "<candidate>\ndraft one\n</candidate>" in critic_prompts[0]
-    writer_model = writer.model
+    writer_model = writer.config.model
     assert isinstance(writer_model, ScriptedModel)
     assert "Feedback on attempt 1:\ntoo short" in prompt_of(writer_model.requests[1])
     assert result.usage.requests == 4

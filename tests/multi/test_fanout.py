@@ -35,7 +35,7 @@ def child(name: str, *script: str | Turn, **kwargs: Any) -> Agent[Any, Any]:
 
 
 def scripted(agent: Agent[Any, Any]) -> ScriptedModel:
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     return model
 

@@ -35,7 +35,7 @@ def child(name: str, *script: str | Turn, **kwargs: Any) -> Agent[Any, Any]:
 
 
 def requests(agent: Agent[Any, Any]) -> int:
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     return len(model.requests)
 

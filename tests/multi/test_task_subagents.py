@@ -61,8 +61,8 @@ async def test_a_task_tool_runs_a_nested_loop_on_the_parents_model() -> None:
     seen: list[str] = []
     spec = SubagentSpec(description="Explore the code.", instructions=EXPLORER, tools=[list_files])
     parent = Agent("boss", model=shared_model(seen), tools=[subagents({"explore": spec})])
-    assert "task_explore" in parent.tools
-    assert "list_files" not in parent.tools  # the sub-agent's tools stay its own
+    assert "task_explore" in parent.config.tools.by_name
+    assert "list_files" not in parent.config.tools.by_name  # the sub-agent's tools stay its own
     events: list[AgentEvent] = [e async for e in parent.stream("Look around.")]
     assert seen == ["boss", "explore", "explore", "boss"]  # one model, both loops
     progress = [e for e in events if isinstance(e, ToolExecuteProgressEvent)]

@@ -105,7 +105,7 @@ async def test_collaborate_stops_at_consensus() -> None:
     assert result.state is not None
     assert result.state.metadata["bastion.team_rounds"] == 2
     assert result.state.metadata["bastion.team_consensus"] is True
-    b_model = b.model
+    b_model = b.config.model
     assert isinstance(b_model, ScriptedModel)
     assert "- a: 42" in prompt_of(b_model.requests[1])  # round 2 sees round 1's answers
 

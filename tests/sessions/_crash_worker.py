@@ -95,16 +95,16 @@ async def main(store: str, workdir: Path, mode: str) -> None:
     events: list[str] = []
     try:
         if mode == "resume":
-            session = await agent.resume_session("chat")
+            session = await Session.resume(agent, "chat")
             _record(session, events)
             await session.wait_for_idle()
         elif mode == "send":
-            session = agent.session("chat")
+            session = Session(agent, "chat")
             _record(session, events)
             session.send("Next.", mode="queue")
             await session.wait_for_idle()
         else:
-            session = agent.session("chat")
+            session = Session(agent, "chat")
             _record(session, events)
             session.send("Go.")
             await session.wait_for_idle()

@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from bastion import Agent, tool
+from bastion import Agent, Session, tool
 from bastion.agent import AgentRegistry, RunOptions
 from bastion.core import ModelRequest, SystemMessage, UserMessage
 from bastion.testing import Call, ScriptedModel, Turn
@@ -65,10 +65,10 @@ async def main(store: str, session_id: str, mode: str) -> None:
         )
     )
     if first:
-        session = triage.session(session_id)
+        session = Session(triage, session_id)
         session.send("I was charged twice.")
     else:
-        session = await triage.resume_session(session_id)
+        session = await Session.resume(triage, session_id)
         session.send("Refund A1.")
     await session.wait_for_idle()
     await triage.aclose()

@@ -42,7 +42,7 @@ async def test_aborting_a_running_message_stops_its_turn_and_keeps_the_session()
         ]
     )
     agent = Agent("helper", model=model, tools=[_blocking(started, gate), *tools(log)])
-    session: Session = agent.session()
+    session: Session = Session(agent)
     lines = record(session)
     errors: list[BaseException] = []
     session.on("error", lambda e: errors.append(e.error))
@@ -82,7 +82,7 @@ async def test_aborting_a_queued_message_drops_only_that_message() -> None:
         [Turn(tool_calls=[Call("fetch", {"what": "x"}, id="c1")]), "first", "third"]
     )
     agent = Agent("helper", model=model, tools=[_blocking(started, gate)])
-    session: Session = agent.session()
+    session: Session = Session(agent)
     first = session.send("one")
     await started.wait()
     second = session.send("two", mode="queue")
@@ -104,7 +104,7 @@ async def test_aborting_a_queued_message_drops_only_that_message() -> None:
 
 async def test_session_abort_stops_the_turn_and_drops_what_waits() -> None:
     model = ScriptedModel(["one two three", "fresh"])
-    session: Session = Agent("helper", model=model).session()
+    session: Session = Session(Agent("helper", model=model))
     lines = record(session)
 
     def stop_early(delta: TextDelta) -> None:
@@ -128,7 +128,7 @@ async def test_session_abort_stops_the_turn_and_drops_what_waits() -> None:
 async def test_a_message_aborted_before_its_turn_starts_leaves_no_trace() -> None:
     # covers S-04
     model = ScriptedModel(["hello"])
-    session: Session = Agent("helper", model=model).session()
+    session: Session = Session(Agent("helper", model=model))
     lines = record(session)
     sent = session.send("hi")
     assert sent.abort()
@@ -145,7 +145,7 @@ async def test_aborting_a_steering_message_that_joined_aborts_its_turn() -> None
     # covers S-07, C12
     started, gate = asyncio.Event(), asyncio.Event()
     model = ScriptedModel([Turn(tool_calls=[Call("fetch", {"what": "x"}, id="c1")]), "unused"])
-    session: Session = Agent("helper", model=model, tools=[_blocking(started, gate)]).session()
+    session: Session = Session(Agent("helper", model=model, tools=[_blocking(started, gate)]))
     steer_handles: list[SentMessage] = []
 
     def steer_then_release(request: ToolCallRequest) -> None:
@@ -173,7 +173,7 @@ async def test_an_abort_inside_a_step_listener_still_answers_every_call() -> Non
     stepped, never = asyncio.Event(), asyncio.Event()
     log: list[str] = []
     model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "next"])
-    session: Session = Agent("helper", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("helper", model=model, tools=tools(log)))
     lines = record(session)
 
     async def slow_step(event: StepDone) -> None:
@@ -252,7 +252,7 @@ async def test_an_abort_during_a_store_write_lets_the_write_finish() -> None:
     stores.sessions = slow
     log: list[str] = []
     model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "next"])
-    session: Session = Agent("helper", model=model, tools=tools(log), store=stores).session("s")
+    session: Session = Session(Agent("helper", model=model, tools=tools(log), store=stores), "s")
     sent = session.send("go")
     await slow.holding.wait()  # the run's assistant message is being stored
     assert session.abort()
@@ -261,7 +261,7 @@ async def test_an_abort_during_a_store_write_lets_the_write_finish() -> None:
     assert sent.status == "aborted"
     assert log == []
     assert texts(session.messages) == ["user:go", "assistant:calls", "tool:c1!"]
-    reopened = await Agent("helper", model=model, store=stores).resume_session("s")
+    reopened = await Session.resume(Agent("helper", model=model, store=stores), "s")
     assert texts(reopened.messages) == texts(session.messages)  # the store holds it all
     entries = await stores.sessions.entries("s")
     assert [e.parent_id for e in entries[1:]] == [e.entry_id for e in entries[:-1]]
@@ -270,7 +270,7 @@ async def test_an_abort_during_a_store_write_lets_the_write_finish() -> None:
 async def test_a_stored_turn_cut_short_gets_its_calls_answered_on_the_next_send() -> None:
     # A process that died mid-turn leaves a call without a result in the store.
     model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "seen"])
-    first: Session = Agent("helper", model=model, tools=tools([])).session("cut")
+    first: Session = Session(Agent("helper", model=model, tools=tools([])), "cut")
     first.send("go")
     await first.wait_for_idle()
     lines = (await first.export_jsonl()).splitlines(keepends=True)

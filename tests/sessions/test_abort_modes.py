@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, Session, tool
 from bastion.context import PROTOCOL_RULES, repair_transcript
 from bastion.core import Usage, UserError
 from bastion.testing import Call, ScriptedModel, Turn
@@ -39,7 +39,7 @@ async def test_after_turn_lets_the_turn_end_and_drops_what_waits(tmp_path: Path)
     store = f"sqlite:///{tmp_path}/chat.db"
     started, gate = asyncio.Event(), asyncio.Event()
     agent = _agent(store, _blocking(started, gate))
-    session = agent.session("chat")
+    session = Session(agent, "chat")
     ends: list[str] = []
     session.on("turn_end", lambda e: ends.append(e.text))
     first = session.send("go")
@@ -54,7 +54,7 @@ async def test_after_turn_lets_the_turn_end_and_drops_what_waits(tmp_path: Path)
     assert session.usage.requests == 2
     assert not session.abort("after_turn")  # idle, nothing waits
 
-    reopened = await Agent("helper", model=ScriptedModel([]), store=store).resume_session("chat")
+    reopened = await Session.resume(Agent("helper", model=ScriptedModel([]), store=store), "chat")
     assert reopened.usage == session.usage
     await agent.aclose()
 
@@ -63,7 +63,7 @@ async def test_now_stores_the_partial_turn_and_its_usage(tmp_path: Path) -> None
     store = f"sqlite:///{tmp_path}/chat.db"
     started, gate = asyncio.Event(), asyncio.Event()
     agent = _agent(store, _blocking(started, gate))
-    session = agent.session("chat")
+    session = Session(agent, "chat")
     sent = session.send("go")
     await started.wait()
     assert session.abort("now")
@@ -78,7 +78,7 @@ async def test_now_stores_the_partial_turn_and_its_usage(tmp_path: Path) -> None
     assert one_call.total_tokens > 0
 
     again = Agent("helper", model=ScriptedModel([]), store=store)
-    reopened = await again.resume_session("chat")
+    reopened = await Session.resume(again, "chat")
     assert [m.role for m in reopened.messages] == ["user", "assistant", "tool"]
     assert reopened.usage == one_call
     assert isinstance(reopened.usage, Usage)

@@ -43,7 +43,7 @@ async def test_a_call_needing_approval_suspends_the_turn_until_approved() -> Non
     # covers S-19, C4
     log: list[str] = []
     model = ScriptedModel(_script())
-    session: Session = Agent("bank", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("bank", model=model, tools=tools(log)))
     lines = record(session)
     session.send("pay bob")
     await session.wait_for_idle()  # returns: the turn waits for a human
@@ -80,7 +80,7 @@ async def test_deny_tells_the_model_why_and_bad_decisions_are_user_errors() -> N
     # covers C4
     log: list[str] = []
     model = ScriptedModel(_script("Not paid"))
-    session: Session = Agent("bank", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("bank", model=model, tools=tools(log)))
     with pytest.raises(UserError, match="not waiting for approvals"):
         session.approve("c1")
     results: list[tuple[str, str, bool]] = []
@@ -101,7 +101,7 @@ async def test_deny_tells_the_model_why_and_bad_decisions_are_user_errors() -> N
 async def test_a_listener_may_decide_at_once() -> None:
     # covers C4
     log: list[str] = []
-    session: Session = Agent("bank", model=ScriptedModel(_script()), tools=tools(log)).session()
+    session: Session = Session(Agent("bank", model=ScriptedModel(_script()), tools=tools(log)))
 
     def approve(event: ApprovalRequested) -> None:
         session.approve(event.request.tool_call_id, arguments={"to": "bob", "amount": 3})
@@ -117,7 +117,7 @@ async def test_steering_while_suspended_denies_the_pending_calls_and_goes_on() -
     # covers C12, S-17, S-19: the steering message lands after the (denied) results
     log: list[str] = []
     model = ScriptedModel(_script("Cancelled"))
-    session: Session = Agent("bank", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("bank", model=model, tools=tools(log)))
     lines = record(session)
     session.send("pay bob")
     await session.wait_for_idle()
@@ -146,7 +146,7 @@ async def test_a_queued_message_waits_for_the_decision() -> None:
     # covers C12
     log: list[str] = []
     model = ScriptedModel([*_script(), "Later done"])
-    session: Session = Agent("bank", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("bank", model=model, tools=tools(log)))
     session.send("pay bob")
     await session.wait_for_idle()
     later = session.send("and then?", mode="queue")
@@ -166,7 +166,7 @@ async def test_a_queued_message_waits_for_the_decision() -> None:
 async def test_abort_while_suspended_denies_the_pending_calls() -> None:
     log: list[str] = []
     model = ScriptedModel([*_script(), "after abort"])
-    session: Session = Agent("bank", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("bank", model=model, tools=tools(log)))
     lines = record(session)
     sent = session.send("pay bob")
     await session.wait_for_idle()
@@ -192,7 +192,7 @@ async def test_the_suspension_survives_resume_session_in_a_new_agent(tmp_path: P
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     log: list[str] = []
     first = Agent("bank", model=ScriptedModel(_script()), tools=tools(log), store=url)
-    session = first.session("chat")
+    session = Session(first, "chat")
     session.send("pay bob")
     await session.wait_for_idle()
     exported = await session.export_jsonl()
@@ -200,9 +200,9 @@ async def test_the_suspension_survives_resume_session_in_a_new_agent(tmp_path: P
 
     model = ScriptedModel(["Paid later"])
     second = Agent("bank", model=model, tools=tools(log), store=url)
-    with pytest.raises(UserError, match=r"await agent.resume_session\('chat'\)"):
-        second.session("chat").approve("c1")  # not read from the store: says how to open it
-    resumed = await second.resume_session("chat")
+    with pytest.raises(UserError, match=r"await Session.resume\(agent, 'chat'\)"):
+        Session(second, "chat").approve("c1")  # not read from the store: says how to open it
+    resumed = await Session.resume(second, "chat")
     assert [r.tool_call_id for r in resumed.pending_approvals] == ["c1"]
     assert texts(resumed.messages) == ["user:pay bob", "assistant:calls"]
     lines = record(resumed)
@@ -236,7 +236,7 @@ async def test_the_suspension_survives_resume_session_in_a_new_agent(tmp_path: P
         "message",
     ]
     assert [e.parent_id for e in entries[1:]] == [e.entry_id for e in entries[:-1]]
-    reopened = await second.resume_session("chat")
+    reopened = await Session.resume(second, "chat")
     assert reopened.pending_approvals == []
     await second.aclose()
 
@@ -264,7 +264,7 @@ async def test_a_governance_interrupt_waits_for_session_decide() -> None:
         budget=Budget(cost_usd=10, window="day", mutable_by=cfo, ceiling=50),
         clock=VirtualClock(),
     )
-    session: Session = agent.session()
+    session: Session = Session(agent)
     requested: list[InterruptRequested] = []
     session.on("interrupt_requested", requested.append)
     session.send("research")
@@ -310,7 +310,7 @@ async def test_a_decision_made_one_at_a_time_survives_a_new_process(tmp_path: Pa
         "Paid bob only",
     ]
     first = Agent("bank", model=ScriptedModel(two_payments), tools=tools(log), store=url)
-    session = first.session("chat")
+    session = Session(first, "chat")
     session.send("pay bob and ann")
     await session.wait_for_idle()
     assert [r.tool_call_id for r in session.pending_approvals] == ["c1", "c2"]
@@ -320,7 +320,7 @@ async def test_a_decision_made_one_at_a_time_survives_a_new_process(tmp_path: Pa
     await first.aclose()
 
     second = Agent("bank", model=ScriptedModel(["Paid bob only"]), tools=tools(log), store=url)
-    resumed = await second.resume_session("chat")
+    resumed = await Session.resume(second, "chat")
     assert [r.tool_call_id for r in resumed.pending_approvals] == ["c2"]  # c1 stays decided
     resumed.deny("c2", "not ann")
     await resumed.wait_for_idle()

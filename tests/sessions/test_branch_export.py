@@ -26,7 +26,7 @@ def _said(messages: Sequence[Message]) -> list[str]:
 
 
 async def _chat(agent: Agent, *texts: str) -> Session:
-    session = agent.session("chat")
+    session = Session(agent, "chat")
     for text in texts:
         session.send(text)
         await session.wait_for_idle()
@@ -51,8 +51,8 @@ async def test_a_branch_shares_history_up_to_a_message_and_grows_apart(tmp_path:
     own = await stores.sessions.entries("alt")
     assert [e.kind for e in own] == ["branched", "message", "message"]  # not a copy
     again = Agent("helper", model=ScriptedModel([]), store=store)
-    reread_branch = await again.resume_session("alt")
-    reread_source = await again.resume_session("chat")
+    reread_branch = await Session.resume(again, "alt")
+    reread_source = await Session.resume(again, "chat")
     assert _said(reread_branch.messages) == [
         "user:one",
         "assistant:A1",
@@ -85,7 +85,7 @@ async def test_a_cycle_of_branches_is_refused_not_followed(tmp_path: Path) -> No
     await stores.sessions.append("a", kind="branched", payload={"session": "b", "entry": "x"})
     await stores.sessions.append("b", kind="branched", payload={"session": "a", "entry": "y"})
     with pytest.raises(UserError, match="cycle"):
-        await agent.resume_session("a")
+        await Session.resume(agent, "a")
     await agent.aclose()
 
 

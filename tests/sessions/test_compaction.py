@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bastion import Agent
+from bastion import Agent, Session
 from bastion.context import SUMMARY_HEADER, ContextConfig
 from bastion.core import AssistantMessage, Message, UserError, UserMessage
 from bastion.sessions import Compacted
@@ -42,7 +42,7 @@ async def test_compact_keeps_the_last_k_and_summarizes_the_rest(tmp_path: Path) 
     store = f"sqlite:///{tmp_path}/chat.db"
     summarizer = ScriptedModel(["They said one and two."], name="summarizer")
     agent = _agent(store, ["A1", "A2", "A3", "A4"], summarizer)
-    session = agent.session("chat")
+    session = Session(agent, "chat")
     seen: list[Compacted] = []
     session.on("compacted", seen.append)
     for text in ("one", "two", "three"):
@@ -59,11 +59,11 @@ async def test_compact_keeps_the_last_k_and_summarizes_the_rest(tmp_path: Path) 
 
     # Another process reads the compacted history; its next turn's model reads it too.
     again = _agent(store, ["A4"], ScriptedModel([], name="unused"))
-    reopened = await again.resume_session("chat")
+    reopened = await Session.resume(again, "chat")
     assert _said(reopened.messages) == _said(session.messages)
     reopened.send("four")
     await reopened.wait_for_idle()
-    model = again.model
+    model = again.config.model
     assert isinstance(model, ScriptedModel)
     sent = _said(model.requests[-1].messages)
     assert sent == [summary, "user:three", "assistant:A3", "user:four"]
@@ -74,7 +74,7 @@ async def test_compact_keeps_the_last_k_and_summarizes_the_rest(tmp_path: Path) 
 async def test_compact_with_k_or_fewer_exchanges_does_nothing(tmp_path: Path) -> None:
     summarizer = ScriptedModel([], name="summarizer")
     agent = _agent(f"sqlite:///{tmp_path}/chat.db", ["A1"], summarizer)
-    session = agent.session("chat")
+    session = Session(agent, "chat")
     seen: list[Compacted] = []
     session.on("compacted", seen.append)
     session.send("one")
@@ -91,7 +91,7 @@ async def test_compact_with_k_or_fewer_exchanges_does_nothing(tmp_path: Path) ->
 
 async def test_compact_needs_a_context_config_and_an_idle_session() -> None:
     bare = Agent("helper", model=ScriptedModel(["A1"]))
-    session = bare.session("chat")
+    session = Session(bare, "chat")
     session.send("one")
     with pytest.raises(UserError, match="is in a turn"):
         await session.compact(keep_last=1)
@@ -108,7 +108,7 @@ async def test_a_turn_that_compacts_leaves_the_session_compacted(tmp_path: Path)
     summarizer = ScriptedModel(["Long talk so far."] * 3, name="summarizer")
     long = "word " * 300
     agent = _agent(store, [long, long, long, "short"], summarizer, window=1_200)
-    session = agent.session("chat")
+    session = Session(agent, "chat")
     seen: list[Compacted] = []
     session.on("compacted", seen.append)
     for text in ("one", "two", "three", "four"):
@@ -119,9 +119,9 @@ async def test_a_turn_that_compacts_leaves_the_session_compacted(tmp_path: Path)
     stored = _said(session.messages)
     assert stored[0].startswith(f"user:{SUMMARY_HEADER}")
     assert stored[-2:] == ["user:four", "assistant:short"]
-    reopened = await _agent(store, [], ScriptedModel([])).resume_session("chat")
+    reopened = await Session.resume(_agent(store, [], ScriptedModel([])), "chat")
     assert _said(reopened.messages) == stored
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     assert _said(model.requests[-1].messages) == stored[:-1]  # what the last turn read
     await agent.aclose()
@@ -147,7 +147,7 @@ async def test_a_message_sent_while_compacting_runs_on_the_compacted_history(
         store=f"sqlite:///{tmp_path}/chat.db",
         context=ContextConfig(max_context_tokens=100_000, summarizer=summarizer),
     )
-    session = agent.session("chat")
+    session = Session(agent, "chat")
     for text in ("one", "two"):
         session.send(text)
         await session.wait_for_idle()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, Session, tool
 from bastion.core import AssistantMessage, ToolMessage, UserMessage
 from bastion.core._serde import message_adapter
 from bastion.stores import Stores, open_store
@@ -60,7 +60,7 @@ async def _converse(stores: Stores, sid: str) -> list[str]:
     """One session sending its messages in turn; the answer of each turn."""
     answers: list[str] = []
     agent = Agent("many", model=ScriptedModel(_script(sid)), tools=[lookup], store=stores)
-    session = agent.session(sid)
+    session = Session(agent, sid)
     session.on("turn_end", lambda e: answers.append(e.text))
     for turn in range(MESSAGES):
         session.send(_question(sid, turn))

@@ -18,16 +18,16 @@ async def test_two_handles_approving_one_waiting_turn_run_the_call_once() -> Non
     stores = open_store("memory://")
     log: list[str] = []
     script = [Turn(tool_calls=[Call("pay", {"to": "bob", "amount": 5}, id="c1")]), "Paid."]
-    first: Session = Agent(
-        "bank", model=ScriptedModel(script), tools=tools(log), store=stores
-    ).session("chat")
+    first: Session = Session(
+        Agent("bank", model=ScriptedModel(script), tools=tools(log), store=stores), "chat"
+    )
     first.send("pay bob")
     await first.wait_for_idle()
     assert [r.tool_call_id for r in first.pending_approvals] == ["c1"]
     other_agent = Agent(
         "bank", model=ScriptedModel(["Paid again."]), tools=tools(log), store=stores
     )
-    second = await other_agent.resume_session("chat")
+    second = await Session.resume(other_agent, "chat")
     assert [r.tool_call_id for r in second.pending_approvals] == ["c1"]
     first.approve("c1")
     await first.wait_for_idle()
@@ -45,7 +45,7 @@ async def test_two_handles_approving_one_waiting_turn_run_the_call_once() -> Non
     entries = await stores.sessions.entries("chat")
     assert [e.parent_id for e in entries] == [None, *(e.entry_id for e in entries[:-1])]
     assert [e.kind for e in entries].count("resumed") == 1
-    reopened = await other_agent.resume_session("chat")
+    reopened = await Session.resume(other_agent, "chat")
     assert answered(reopened.messages)
     assert reopened.pending_approvals == []
     assert "Paid again." not in json.dumps([e.payload for e in entries])
@@ -56,11 +56,11 @@ async def test_two_handles_sending_at_once_take_turns() -> None:
     """Messages sent to two handles at once run as two whole turns, one after the other."""
     stores = open_store("memory://")
     log: list[str] = []
-    a = Agent("helper", model=ScriptedModel(["One."]), tools=tools(log), store=stores).session(
-        "chat"
+    a = Session(
+        Agent("helper", model=ScriptedModel(["One."]), tools=tools(log), store=stores), "chat"
     )
-    b = Agent("helper", model=ScriptedModel(["Two."]), tools=tools(log), store=stores).session(
-        "chat"
+    b = Session(
+        Agent("helper", model=ScriptedModel(["Two."]), tools=tools(log), store=stores), "chat"
     )
     a.send("first")
     b.send("second")
@@ -68,7 +68,7 @@ async def test_two_handles_sending_at_once_take_turns() -> None:
     await b.wait_for_idle()
     entries = await stores.sessions.entries("chat")
     assert [e.parent_id for e in entries] == [None, *(e.entry_id for e in entries[:-1])]
-    reopened = await Agent("helper", model=ScriptedModel([]), store=stores).resume_session("chat")
+    reopened = await Session.resume(Agent("helper", model=ScriptedModel([]), store=stores), "chat")
     assert texts(reopened.messages) in (
         ["user:first", "assistant:One.", "user:second", "assistant:Two."],
         ["user:second", "assistant:Two.", "user:first", "assistant:One."],

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bastion import Agent, tool
+from bastion import Agent, Session, tool
 from bastion.agent import AgentRegistry, RunOptions
 from bastion.core import AssistantMessage, ModelRequest, SystemMessage, UserError, UserMessage
 from bastion.testing import Call, ScriptedModel, Turn
@@ -68,7 +68,7 @@ def _system(request: ModelRequest) -> str:
 
 async def test_next_turn_starts_with_the_handoff_target() -> None:
     triage, triage_model, billing_model = _agents([HAND_OFF], ["Billing here.", "Refunded."])
-    session = triage.session()
+    session = Session(triage)
     assert session.active_agent == "triage"
     session.send("I was charged twice.")
     await session.wait_for_idle()
@@ -90,7 +90,7 @@ async def test_handing_back_records_the_session_agent_again() -> None:
     triage, triage_model, billing_model = _agents(
         [HAND_OFF, "Triage again.", "Still triage."], ["Billing here.", back]
     )
-    session = triage.session()
+    session = Session(triage)
     session.send("Billing question.")
     await session.wait_for_idle()
     assert session.active_agent == "billing"
@@ -106,7 +106,7 @@ async def test_handing_back_records_the_session_agent_again() -> None:
 
 async def test_session_agent_mode_starts_every_turn_with_the_session_agent() -> None:
     triage, triage_model, billing_model = _agents([HAND_OFF, "Triage answers."], ["Billing."])
-    session = triage.session(continue_with="session_agent")
+    session = Session(triage, continue_with="session_agent")
     session.send("Billing question.")
     await session.wait_for_idle()
     assert session.active_agent == "billing"  # recorded, not used by this handle
@@ -121,13 +121,13 @@ async def test_unreachable_target_falls_back_with_a_warning(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     triage, _, _ = _agents([HAND_OFF], ["Billing."], store=url)
-    session = triage.session()
+    session = Session(triage)
     session.send("Billing question.")
     await session.wait_for_idle()
     await triage.aclose()
     alone_model = ScriptedModel(["Triage alone."])
     alone = Agent("triage", model=alone_model, instructions="You route.", store=url)
-    reopened = await alone.resume_session(session.id)
+    reopened = await Session.resume(alone, session.id)
     assert reopened.active_agent == "billing"
     with caplog.at_level(logging.WARNING, logger="bastion.sessions"):
         reopened.send("Hello?")
@@ -142,7 +142,7 @@ async def test_unreachable_target_falls_back_with_a_warning(
 def test_bad_continue_with_is_refused() -> None:
     triage, _, _ = _agents([], [])
     with pytest.raises(UserError, match="continue_with='nobody'"):
-        triage.session(continue_with="nobody")  # pyright: ignore[reportArgumentType]
+        Session(triage, continue_with="nobody")  # pyright: ignore[reportArgumentType]
 
 
 def test_stream_refuses_an_unreachable_active_agent() -> None:
@@ -175,7 +175,7 @@ async def test_branch_and_export_keep_the_active_agent(tmp_path: Path) -> None:
     triage, _, billing_model = _agents(
         [HAND_OFF], ["Billing here.", "Branch answer.", "Import answer."], store=url
     )
-    session = triage.session()
+    session = Session(triage)
     session.send("I was charged twice.")
     await session.wait_for_idle()
     branched = await session.branch()  # at the turn's answer: billing is active
@@ -200,7 +200,7 @@ async def test_the_turn_run_is_journaled_with_the_target_active(tmp_path: Path) 
     # A crashed turn's run is rebuilt from run_started: it must name the active agent.
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     triage, _, _ = _agents([HAND_OFF], ["Billing here.", "Refunded."], store=url)
-    session = triage.session()
+    session = Session(triage)
     session.send("I was charged twice.")
     await session.wait_for_idle()
     session.send("Refund A1.")

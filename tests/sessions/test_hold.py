@@ -21,7 +21,7 @@ async def test_hold_keeps_steering_until_the_approval_is_decided() -> None:
     log: list[str] = []
     model = ScriptedModel(_script())
     agent = Agent("bank", model=model, tools=tools(log))
-    session: Session = agent.session(on_pending_approvals="hold")
+    session: Session = Session(agent, on_pending_approvals="hold")
     lines = record(session)
     session.send("pay bob")
     await session.wait_for_idle()
@@ -49,6 +49,6 @@ async def test_hold_keeps_steering_until_the_approval_is_decided() -> None:
 
 async def test_deny_is_the_default_and_other_modes_are_refused() -> None:
     agent = Agent("bank", model=ScriptedModel(_script()), tools=tools([]))
-    assert agent.session().on_pending_approvals == "deny"
+    assert Session(agent).on_pending_approvals == "deny"
     with pytest.raises(UserError, match=r"'deny'.*'hold'"):
-        agent.session(on_pending_approvals="fail")  # pyright: ignore[reportArgumentType]
+        Session(agent, on_pending_approvals="fail")  # pyright: ignore[reportArgumentType]

@@ -24,7 +24,7 @@ async def test_idle_send_runs_a_tool_turn_in_the_canonical_order() -> None:
         [Turn(text="Let me look", tool_calls=[Call("look", {"what": "sky"}, id="c1")]), "Blue sky"]
     )
     log: list[str] = []
-    session: Session = Agent("helper", model=model, tools=tools(log)).session("s1")
+    session: Session = Session(Agent("helper", model=model, tools=tools(log)), "s1")
     assert session.id == "s1"
     await session.wait_for_idle()  # idle: returns at once
     lines = record(session)
@@ -65,7 +65,7 @@ async def test_two_calls_are_all_decided_before_any_result() -> None:
             "done",
         ]
     )
-    session: Session = Agent("helper", model=model, tools=tools([])).session()
+    session: Session = Session(Agent("helper", model=model, tools=tools([])))
     lines = record(session)
     session.send("go")
     await session.wait_for_idle()
@@ -87,7 +87,7 @@ async def test_two_calls_are_all_decided_before_any_result() -> None:
 async def test_second_send_sees_the_history() -> None:
     # covers S-04
     model = ScriptedModel(["one", "two"])
-    session: Session = Agent("helper", model=model).session()
+    session: Session = Session(Agent("helper", model=model))
     session.send("a")
     await session.wait_for_idle()
     session.send("b")
@@ -109,7 +109,7 @@ async def test_steer_injects_before_next_call_and_denies_undecided_calls() -> No
         ]
     )
     log: list[str] = []
-    session: Session = Agent("helper", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("helper", model=model, tools=tools(log)))
     lines = record(session)
 
     def steer_on_first(request: ToolCallRequest) -> None:
@@ -149,7 +149,7 @@ async def test_queue_is_processed_after_the_turn_in_the_same_loop() -> None:
         [Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "First", "Second"]
     )
     log: list[str] = []
-    session: Session = Agent("helper", model=model, tools=tools(log)).session(send_mode="steer")
+    session: Session = Session(Agent("helper", model=model, tools=tools(log)), send_mode="steer")
     lines = record(session)
     session.on("tool_call", lambda r: session.send("later", mode="queue"))
     session.send("go")
@@ -187,7 +187,7 @@ async def test_tool_call_listeners_first_decision_wins() -> None:
     )
     log: list[str] = []
     consulted: list[str] = []
-    session: Session = Agent("helper", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("helper", model=model, tools=tools(log)))
     results: list[tuple[str, str, bool]] = []
     session.on("tool_result", lambda e: results.append((e.call_id, e.result, e.is_error)))
 
@@ -215,7 +215,7 @@ async def test_tool_call_listeners_first_decision_wins() -> None:
 async def test_model_error_fires_error_and_wait_raises() -> None:
     # covers S-05, S-09
     model = ScriptedModel([Turn(error=ModelError("boom"))])
-    session: Session = Agent("helper", model=model, retry=None).session()
+    session: Session = Session(Agent("helper", model=model, retry=None))
     errors: list[SessionError] = []
     session.on("error", errors.append)
 
@@ -234,7 +234,7 @@ async def test_persists_across_agents_on_one_sqlite_store(tmp_path: Path) -> Non
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     model = ScriptedModel([Turn(tool_calls=[Call("remember", {"key": "k"}, id="c1")]), "noted"])
     agent = Agent("helper", model=model, tools=tools([]), store=url)
-    session = agent.session("persisted")
+    session = Session(agent, "persisted")
     session.send("remember k")
     await session.wait_for_idle()
     assert session.session_state == {"k": 1}
@@ -243,8 +243,8 @@ async def test_persists_across_agents_on_one_sqlite_store(tmp_path: Path) -> Non
     model2 = ScriptedModel([Turn(tool_calls=[Call("remember", {"key": "k"}, id="c2")]), "again"])
     agent2 = Agent("helper", model=model2, tools=tools([]), store=url)
     with pytest.raises(UserError, match="No session"):
-        await agent2.resume_session("unknown")
-    resumed: Session = await agent2.resume_session("persisted")
+        await Session.resume(agent2, "unknown")
+    resumed: Session = await Session.resume(agent2, "persisted")
     assert resumed.session_state == {"k": 1}
     assert texts(resumed.messages) == [
         "user:remember k",
@@ -266,7 +266,7 @@ async def test_jsonl_round_trip_is_byte_equal() -> None:
     model = ScriptedModel(
         [Turn(tool_calls=[Call("remember", {"key": "x"}, id="c1")]), "ok ünïcode"]
     )
-    session: Session = Agent("helper", model=model, tools=tools([])).session("exported")
+    session: Session = Session(Agent("helper", model=model, tools=tools([])), "exported")
     session.send("hi")
     await session.wait_for_idle()
     exported = await session.export_jsonl()
@@ -287,7 +287,7 @@ async def test_jsonl_round_trip_is_byte_equal() -> None:
 async def test_per_call_mode_beats_the_session_default() -> None:
     # covers S-08
     model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "Steered"])
-    session: Session = Agent("helper", model=model, tools=tools([])).session(send_mode="queue")
+    session: Session = Session(Agent("helper", model=model, tools=tools([])), send_mode="queue")
 
     async def steer(request: ToolCallRequest) -> None:
         session.send("now", mode="steer")
@@ -307,9 +307,9 @@ async def test_send_mode_defaults_from_agent_to_session_to_call() -> None:
     agent = Agent(
         "helper", model=model, tools=tools([]), run_options=RunOptions(session_send_mode="queue")
     )
-    assert Agent("helper", model=model).session().send_mode == "steer"
-    assert agent.session(send_mode="steer").send_mode == "steer"
-    session: Session = agent.session()
+    assert Session(Agent("helper", model=model)).send_mode == "steer"
+    assert Session(agent, send_mode="steer").send_mode == "steer"
+    session: Session = Session(agent)
     assert session.send_mode == "queue"
     sent: list[SentMessage] = []
     session.on("tool_call", lambda r: sent.append(session.send("later")))  # queued
@@ -322,8 +322,8 @@ async def test_send_mode_defaults_from_agent_to_session_to_call() -> None:
     with pytest.raises(UserError, match="session_send_mode must be 'steer' or 'queue'"):
         Agent("helper", model=model, run_options=RunOptions(session_send_mode="later"))  # pyright: ignore[reportArgumentType]
     with pytest.raises(UserError, match="send_mode must be 'steer' or 'queue'"):
-        agent.session(send_mode="later")
-    fresh: Session = agent.session()
+        Session(agent, send_mode="later")
+    fresh: Session = Session(agent)
     with pytest.raises(UserError, match="mode must be 'steer' or 'queue', got 'now'"):
         fresh.send("hi", mode="now")  # pyright: ignore[reportArgumentType]
     assert not fresh.running
@@ -346,7 +346,7 @@ async def test_steering_during_the_answer_denies_every_call_of_the_step() -> Non
         ]
     )
     log: list[str] = []
-    session: Session = Agent("helper", model=model, tools=tools(log)).session()
+    session: Session = Session(Agent("helper", model=model, tools=tools(log)))
     lines = record(session)
     session.on("text_delta", lambda e: e.delta == "Checking" and session.send("wait", mode="steer"))
     session.send("go")
@@ -370,7 +370,7 @@ async def test_steering_during_the_answer_denies_every_call_of_the_step() -> Non
 async def test_failed_loop_rejects_waiters_and_next_send_starts_fresh() -> None:
     # covers S-05
     model = ScriptedModel([Turn(error=ModelError("boom")), "recovered"])
-    session: Session = Agent("helper", model=model, retry=None).session()
+    session: Session = Session(Agent("helper", model=model, retry=None))
     session.send("one")
     session.send("two", mode="queue")  # dropped when the loop fails
     results = await asyncio.gather(
@@ -388,7 +388,7 @@ async def test_off_removes_a_listener_and_the_agent_itself_is_untouched() -> Non
     model = ScriptedModel([Turn(tool_calls=[Call("look", {"what": "a"}, id="c1")]), "one", "plain"])
     log: list[str] = []
     agent = Agent("helper", model=model, tools=tools(log))
-    session: Session = agent.session()
+    session: Session = Session(agent)
     denials: list[str] = []
 
     def deny(request: ToolCallRequest) -> Deny:
@@ -400,6 +400,6 @@ async def test_off_removes_a_listener_and_the_agent_itself_is_untouched() -> Non
     await session.wait_for_idle()
     assert denials == []
     assert log == ["a"]
-    assert agent.executor.gate.before_tool_call == ()  # the session's hook is per run
+    assert agent.config.executor.gate.before_tool_call == ()  # the session's hook is per run
     result = await agent.run("hello")
     assert result.text == "plain"

@@ -53,7 +53,7 @@ async def test_a_fake_server_serves_tools_errors_progress_and_resources():
         (1, 2),
         (2, 2),
     ]
-    assert agent.tools["weather"].oracle_key == "tool:meteo:weather"
+    assert agent.config.tools.by_name["weather"].oracle_key == "tool:meteo:weather"
     replies = [e for e in events if e.type in ("tool.execute.end", "tool.execute.error")]
     oslo, atlantis, rain, note = replies
     assert '"celsius":12' in oslo.result  # type: ignore[union-attr]

@@ -186,7 +186,7 @@ async def test_a_sync_tool_blocked_in_a_thread_does_not_hold_the_run(with_quick:
 
 def test_the_default_grace_window_is_50_ms() -> None:
     # covers T-11, D4
-    assert Agent("a", model=ScriptedModel([])).executor.cancel_grace == 0.05
+    assert Agent("a", model=ScriptedModel([])).config.executor.cancel_grace == 0.05
 
 
 def sleeper() -> Tool:

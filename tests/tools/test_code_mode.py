@@ -101,8 +101,8 @@ def test_reserved_names_are_refused() -> None:
 def test_direct_mode_has_no_code_tools() -> None:
     # covers G-46
     agent = Agent("a", model=ScriptedModel(["x"]), tools=[add])
-    assert agent.code_mode is None
-    assert [d.name for d in agent.tool_definitions] == ["add"]
+    assert agent.config.code_mode is None
+    assert [d.name for d in agent.config.tools.advertised] == ["add"]
 
 
 def test_code_execute_description_lists_the_api() -> None:

@@ -130,15 +130,15 @@ async def test_pool_is_reused_across_scripts(closing: list[Agent[Any, Any]]) -> 
         ]
     )
     agent = _code_agent(model, closing)
-    assert agent.code_mode is not None
-    assert not agent.code_mode.sandbox.started
+    assert agent.config.code_mode is not None
+    assert not agent.config.code_mode.sandbox.started
 
     await agent.run("go")
 
-    assert agent.code_mode.sandbox.started
+    assert agent.config.code_mode.sandbox.started
     assert [_text(m) for m in _tool_messages(model, 2)] == ["2", "aaa"]
     await agent.aclose()
-    assert not agent.code_mode.sandbox.started
+    assert not agent.config.code_mode.sandbox.started
 
 
 @pytest.mark.parametrize(
@@ -338,4 +338,9 @@ async def test_prepare_step_tools_override_is_not_honoured(
 
     # G-52: the catalogue is the two code-mode tools, whatever the real tools are.
     assert [d.name for d in model.requests[0].tools] == ["code_execute", "code_search"]
-    assert set(agent.tools) >= {"list_items", "get_weather", "code_execute", "code_search"}
+    assert set(agent.config.tools.by_name) >= {
+        "list_items",
+        "get_weather",
+        "code_execute",
+        "code_search",
+    }

@@ -42,7 +42,7 @@ async def run(
     agent: Agent[Any, Any],
 ) -> tuple[list[AgentEvent], list[ModelRequest]]:
     events = [event async for event in agent.stream("Where is order 1042?")]
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     return events, model.requests
 
@@ -76,7 +76,7 @@ async def test_transcript_keeps_the_instructions_and_later_steps_keep_the_same_b
     # covers G-97
     agent = Agent("shop", model=script(steps=2), instructions=INSTRUCTIONS, tools=[order_tool()])
     result = await agent.run("Where is order 1042?")
-    model = agent.model
+    model = agent.config.model
     assert isinstance(model, ScriptedModel)
     _, second, third = model.requests
     assert system_text(second) == system_text(third) == f"{INSTRUCTIONS}\n\n{INBOUND_PREAMBLE}"
@@ -119,8 +119,8 @@ async def test_first_party_tools_pass_through_untouched_at_no_cost() -> None:
     assert tool_contents(second) == [INJECTED]
     assert system_text(second) == INSTRUCTIONS
     # the sanitiser is not even asked about this tool's results
-    assert not any(isinstance(p, InboundSanitizer) for p in agent.executor.chain(mine))
-    assert isinstance(agent.executor.processors[0], InboundSanitizer)
+    assert not any(isinstance(p, InboundSanitizer) for p in agent.config.executor.chain(mine))
+    assert isinstance(agent.config.executor.processors[0], InboundSanitizer)
     assert not any("sanitization" in k for k in agent.audit.counters.snapshot())
 
 

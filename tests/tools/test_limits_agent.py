@@ -538,4 +538,4 @@ async def test_result_readers_register_read_result_and_serve_their_handles() -> 
 def test_no_read_result_without_spilling_tools_or_readers() -> None:
     # covers G-39
     agent = Agent("a", model=ScriptedModel([]), tools=[big()])
-    assert "read_result" not in agent.tools
+    assert "read_result" not in agent.config.tools.by_name

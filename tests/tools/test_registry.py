@@ -308,13 +308,13 @@ def test_manual_agent_refuses_at_construction() -> None:
 def test_agent_tools_are_the_registry_s_current_tool_set() -> None:
     agent = Agent("a", model=ScriptedModel([]), tools=[make("x")])
     first = agent.config.tools
-    assert agent.tools is first.by_name
-    assert agent.registry.names() == tuple(agent.tools) == ("x",)
+    assert agent.config.tools.by_name is first.by_name
+    assert agent.registry.names() == tuple(agent.config.tools.by_name) == ("x",)
     agent.registry.register(make("y"))
     assert agent.config.tools is not first  # a new, frozen set per change
     assert tuple(first.by_name) == ("x",)
-    assert tuple(agent.tools) == ("x", "y")
-    assert [d.name for d in agent.tool_definitions] == ["x", "y"]
+    assert tuple(agent.config.tools.by_name) == ("x", "y")
+    assert [d.name for d in agent.config.tools.advertised] == ["x", "y"]
 
 
 # --- worked examples (T-27) -------------------------------------------------------------

@@ -176,11 +176,11 @@ async def test_deferred_tool_is_found_promoted_and_called_next_step() -> None:
 async def test_tool_search_is_a_read_only_first_party_built_in() -> None:
     # covers G-19, G-34
     agent = Agent("a", model=ScriptedModel([]), tools=[add, get_weather])
-    search = agent.tools["tool_search"]
+    search = agent.config.tools.by_name["tool_search"]
     assert search.trust_class == "first_party_built_in"
     assert search.side_effect_class == "read_only"
     assert search.parameters["required"] == ["query"]
-    assert [d.name for d in agent.tool_definitions] == ["add", "tool_search"]
+    assert [d.name for d in agent.config.tools.advertised] == ["add", "tool_search"]
 
 
 async def test_without_deferred_tools_there_is_no_search_and_the_catalogue_is_shared() -> None:
@@ -189,10 +189,10 @@ async def test_without_deferred_tools_there_is_no_search_and_the_catalogue_is_sh
     agent = Agent("a", model=model, tools=[add])
     result = await agent.run("1+2?")
     result.raise_for_status()
-    assert "tool_search" not in agent.tools
-    assert agent.deferred_definitions == {}
+    assert "tool_search" not in agent.config.tools.by_name
+    assert agent.config.tools.deferred == {}
     # No promotion: every step sends the agent's own tuple, not a copy.
-    assert all(r.tools is agent.tool_definitions for r in model.requests)
+    assert all(r.tools is agent.config.tools.advertised for r in model.requests)
 
 
 async def test_repeated_searches_promote_each_tool_once_in_order() -> None:
@@ -281,7 +281,7 @@ def test_a_user_tool_named_tool_search_conflicts_with_deferred_tools() -> None:
     with pytest.raises(UserError, match="a tool is named 'tool_search'"):
         Agent("a", model=ScriptedModel([]), tools=[mine, get_weather])
     # Without deferred tools the name is free.
-    assert "tool_search" in Agent("b", model=ScriptedModel([]), tools=[mine]).tools
+    assert "tool_search" in Agent("b", model=ScriptedModel([]), tools=[mine]).config.tools.by_name
 
 
 async def test_promotion_survives_suspend_json_round_trip_and_resume() -> None:

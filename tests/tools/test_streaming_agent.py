@@ -131,6 +131,6 @@ async def test_a_fast_consumer_loses_nothing() -> None:
 def test_the_default_depth_is_256_and_must_be_positive() -> None:
     # covers T-22
     agent = Agent("a", model=ScriptedModel([]))
-    assert agent.executor.event_queue_depth == 256
+    assert agent.config.executor.event_queue_depth == 256
     with pytest.raises(UserError, match=r"tool_options\.event_queue_depth must be an integer >= 1"):
         Agent("a", model=ScriptedModel([]), tool_options=ToolOptions(event_queue_depth=0))

@@ -7,24 +7,16 @@ many concurrent runs (bounded by ``max_concurrent_runs`` when set).
 from __future__ import annotations
 
 import asyncio
-import copy
-import importlib
 import weakref
-from contextlib import aclosing
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from bastion.core import (
-    AgentEndEvent,
-    AgentEvent,
     Clock,
-    EventBus,
     Message,
     Model,
     ModelSettings,
-    RunContext,
     Runtime,
-    ToolDefinition,
     UserError,
     UserPart,
     new_id,
@@ -39,50 +31,34 @@ from ._extensions import ToolFactory
 from ._fallback import FallbackPolicy
 from ._handoffs import Handoff, HandoffTarget, find_agent
 from ._input import check_history, check_user_input
-from ._journal import RunJournal
 from ._loop import run_loop
 from ._options import GovernanceOptions, ModelOptions, RunOptions, ToolOptions
 from ._output import Output
-from ._ownership import check_session_owner, run_keeper
 from ._persist import run_state_from_json, run_state_to_json
-from ._progress import Progress, memory_stores
-from ._replay import load_run
+from ._progress import Progress
 from ._result import OutputT, RunResult
+from ._resume import resume_journaled, resume_state
 from ._retry import RetryConfig
-from ._scope import ANCESTRY, GRAPH, INVOCATION, RunScope
-from ._setup import (
-    HookFlags,
-    build_context,
-    build_store,
-    resolve_model,
-)
+from ._runs import AgentRuns, compact_now, run_config
+from ._setup import HookFlags, build_store, model_variant
 from ._state import RunState
-from ._stream import AgentStream, check_capacity
-from .steps._approvals import check_directive
-from .steps._handoff import activate
+from ._stream import AgentStream
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
 
     from bastion.context import Compaction, ContextConfig
     from bastion.governance import Budget, Policy
     from bastion.security import SecurityConfig
-    from bastion.sessions import Session
     from bastion.stores import Stores
     from bastion.tools import (
-        CodeMode,
         Directive,
-        ResultLimiter,
         Tool,
-        ToolExecutor,
         ToolSource,
     )
 
-    from ._context import ContextKeeper
-    from ._governance import AgentGovernance
     from ._guardrails import InputGuardrail, OutputGuardrail
     from ._hooks import SessionLink
-    from ._sources import ToolSources
 
 __all__ = ["Agent", "HookFlags"]
 
@@ -242,11 +218,12 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> None:
         """Take ``config`` as this agent's (a new agent, or a variant of another)."""
         self._config = config
-        self._live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet() if live is None else live
-        self._owns_store = owns_store
-        self._store_ready = False
-        self._progress_stores: Stores | None = None
-        self.progress = Progress(self._artifact_stores, config.name)
+        self.name = config.name
+        """The agent's name (events, traces, the ``agent:<name>`` key)."""
+        self.description = config.description
+        """What the agent does, for humans and for other agents."""
+        self._runs = AgentRuns(config, owns_store=owns_store, live=live)
+        self.progress = Progress(self._runs.artifact_stores, config.name)
         """Progress artifacts in the agent's store (in memory when it has none)."""
 
     def _derive(self, config: RunConfig, *, owns_store: bool = False) -> Agent[DepsT, OutputT]:
@@ -270,118 +247,10 @@ class Agent(Generic[DepsT, OutputT]):
             config = self._config = replace(config, tools=current)
         return config
 
-    @property
-    def name(self) -> str:
-        """The agent's name (events, traces, the ``agent:<name>`` key)."""
-        return self._config.name
-
-    @property
-    def description(self) -> str:
-        """What the agent does, for humans and for other agents."""
-        return self._config.description
-
-    @property
-    def model(self) -> Model:
-        """The model of every step (unless a tier or hook picks another)."""
-        return self._config.model
-
-    @property
-    def models(self) -> tuple[Model, ...]:
-        """``model``, then the fallback models, in order."""
-        return self._config.models
-
-    @property
-    def instructions(self) -> Instructions:
-        """The system prompt, or the function making it."""
-        return self._config.instructions
-
-    @property
-    def tools(self) -> Mapping[str, Tool]:
-        """Every tool a run may call now, by name (read-only; register with ``registry``)."""
-        return self.config.tools.by_name
-
-    @property
-    def tool_definitions(self) -> tuple[ToolDefinition, ...]:
-        """What the model is shown on every step (without deferred tools)."""
-        return self.config.tools.advertised
-
-    @property
-    def deferred_definitions(self) -> Mapping[str, ToolDefinition]:
-        """Deferred tools' definitions, shown once ``tool_search`` finds them."""
-        return self.config.tools.deferred
-
-    @property
-    def tool_sources(self) -> ToolSources:
-        """The agent's tool sources (MCP servers), asked for their tools before each step."""
-        return self._config.tool_sources
-
-    @property
-    def security(self) -> SecurityConfig | None:
-        """The data-flow policy and secrets vault (``Agent(security=...)``), else ``None``."""
-        return self._config.security
-
-    @property
-    def executor(self) -> ToolExecutor:
-        """Runs the tool calls of every run (gate, result processors, cache)."""
-        return self._config.executor
-
-    @property
-    def result_limiter(self) -> ResultLimiter:
-        """Result limits of the agent's tools (spill store, summaries, ``read_result``)."""
-        return self._config.result_limiter
-
-    @property
-    def code_mode(self) -> CodeMode | None:
-        """The code-mode sandbox (``tool_invocation='code-mode'``), else ``None``."""
-        return self._config.code_mode
-
-    @property
-    def governance(self) -> AgentGovernance | None:
-        """The agent's governance (policies, budget, governor), else ``None``."""
-        return self._config.governance
-
-    @property
-    def context(self) -> ContextKeeper | None:
-        """Compaction before each model call (``None``: the history is sent as it is)."""
-        return self._config.context
-
-    @property
-    def clock(self) -> Clock:
-        """The agent's clock."""
-        return self._config.clock
-
-    @property
-    def store(self) -> Stores | None:
-        """Where runs are journaled (``None``: nowhere)."""
-        return self._config.store
-
-    @property
-    def deps(self) -> DepsT | None:
-        """The default dependencies of a run."""
-        return self._config.deps
-
-    @property
-    def output_type(self) -> Any:
-        """What the answer is parsed into (``str``: the text)."""
-        return self._config.output_type
-
-    @property
-    def max_concurrent_runs(self) -> int | None:
-        """Limit on runs in flight at once (``None``: unlimited)."""
-        return self._config.max_concurrent_runs
-
-    @property
-    def event_bus(self) -> EventBus | None:
-        """Observers fed every event of every run."""
-        return self._config.event_bus
-
-    @property
-    def session_send_mode(self) -> Literal["steer", "queue"]:
-        """The default ``mode`` of ``send()`` in this agent's sessions."""
-        return self._config.session_send_mode
-
     def __repr__(self) -> str:
-        return f"Agent(name={self.name!r}, model={self.model.key!r}, tools={list(self.tools)!r})"
+        config = self.config
+        tools = list(config.tools.by_name)
+        return f"Agent(name={self.name!r}, model={config.model.key!r}, tools={tools!r})"
 
     def with_model(self, model: Model | str) -> Agent[DepsT, OutputT]:
         """A copy of this agent on another model (its fallback models are kept).
@@ -389,15 +258,8 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: ``model`` is not a Model or a known ``"provider:model"`` string.
         """
-        config = self.config
-        resolved = resolve_model(model, "model")
-        variant = replace(
-            config,
-            model=resolved,
-            models=(resolved, *config.models[1:]),
-            context=build_context(config.context_config, resolved, config.name),
-        )
-        return self._derive(variant, owns_store=self._owns_store)
+        variant = model_variant(self.config, model)
+        return self._derive(variant, owns_store=self._runs.owns_store)
 
     def with_store(self, store: Stores | str) -> Agent[DepsT, OutputT]:
         """A copy of this agent that journals to (and resumes from) another store.
@@ -428,13 +290,9 @@ class Agent(Generic[DepsT, OutputT]):
         refuses it. ``async for`` runs every call. The decisions pass the agent's tool
         gate and journal like approvals (see ``docs/agent-loop.md``).
 
-        Args:
-            input: As for :meth:`stream` (text, content parts, or a kept ``RunState``).
-            resume: The id of a journaled run to continue instead (the agent's store).
-            directive: Decisions on a suspended run's pending approvals.
-            deps: Dependencies for this run.
-            **options: The other options of :meth:`stream` (``message_history``,
-                ``session_id``, ``user_id``, ``tenant_id``, ``metadata``).
+        ``input``, ``directive``, ``deps`` and ``**options`` (``message_history``,
+        ``session_id``, ``user_id``, ``tenant_id``, ``metadata``) are :meth:`stream`'s;
+        ``resume`` is the id of a journaled run to continue instead (the agent's store).
 
         Raises:
             UserError: As :meth:`stream` and :meth:`resume_stream` do.
@@ -474,16 +332,12 @@ class Agent(Generic[DepsT, OutputT]):
             metadata: Free-form values, readable by tools, hooks and instructions.
             directive: With a suspended :class:`RunState`: the human decisions on its
                 pending approvals (every pending call needs one).
-            config: Run with this configuration instead of :attr:`config` (a variant made
-                with ``dataclasses.replace``; its ``name`` must stay the agent's).
-            session_link: The session the run belongs to (``bastion.sessions`` passes it):
-                its state, drain points and first tool-call hook.
-            run_id: The new run's id (default: a fresh one). A sub-agent's run gets an id
-                derived from its parent's call, so a resumed parent finds it again.
-            active_agent: Start the new run with this agent active, as if a handoff had
-                made it so (its instructions, tools and model): the agent itself or one
-                reachable through its handoffs (see :meth:`reaches`). A session passes the
-                agent its last turn handed off to.
+            config: Run this variant of :attr:`config` (``dataclasses.replace``; same name).
+            session_link: The session of the run (``bastion.sessions`` passes it).
+            run_id: The new run's id (default: a fresh one; a sub-agent's derives from
+                its parent's call, so a resumed parent finds it again).
+            active_agent: Start with this agent active, as if a handoff had made it so:
+                this agent or one it reaches through handoffs (:meth:`reaches`).
 
         Returns:
             The run's :class:`AgentStream`; the run starts when iteration starts.
@@ -493,9 +347,9 @@ class Agent(Generic[DepsT, OutputT]):
                 suspended, or a directive that does not decide exactly the pending calls);
                 or an ``active_agent`` this agent cannot reach.
         """
-        run = self._run_config(config, session_link)
+        run = run_config(self.config, config, session_link)
         if isinstance(input, RunState):
-            return self._resume(run, input, directive, deps, session_link)
+            return resume_state(self._runs, run, input, directive, deps, session_link)
         _check_new_run(run, input, message_history, directive, active_agent)
         state = RunState(
             run_id=run_id or new_id("run"),
@@ -506,81 +360,13 @@ class Agent(Generic[DepsT, OutputT]):
             metadata=dict(metadata) if metadata else {},
             active_agent=None if active_agent == run.name else active_agent,
         )
-        journal = self._journal(run, state.run_id, 0, session_link)
-        scope = self._scope(run, state, deps, journal, link=session_link)
-        return AgentStream[OutputT](
-            scope,
-            lambda: run_loop(scope, input, message_history),
-            self._on_start,
-            self._on_done,
-        )
+        journal = self._runs.journal(run, state.run_id, 0, session_link)
+        scope = self._runs.scope(run, state, deps, journal, link=session_link)
+        return self._runs.stream(scope, lambda: run_loop(scope, input, message_history))
 
     def reaches(self, name: str) -> bool:
-        """True when a run of this agent can make ``name`` active.
-
-        That is this agent, or one reachable through its handoffs (agents, and names in
-        their registries, looked up now).
-        """
+        """True when ``name`` is this agent or one reachable through its handoffs (now)."""
         return find_agent(self.config, name) is not None
-
-    def _run_config(self, config: RunConfig | None, link: SessionLink | None) -> RunConfig:
-        """The configuration of one run: ``config`` or the agent's, behind a session's hook."""
-        run = self.config if config is None else config
-        if run.name != self.name:
-            raise UserError(
-                f"A run of agent {self.name!r} was given the config of agent {run.name!r}."
-            )
-        if link is None:
-            return run
-        executor = run.executor  # the session decides tool calls before the agent's hooks
-        gate = executor.gate.with_first_hook(link.before_tool_call)
-        return replace(run, executor=executor.with_gate(gate))
-
-    def _resume(
-        self,
-        config: RunConfig,
-        saved: RunState,
-        directive: Directive | None,
-        deps: DepsT | None,
-        link: SessionLink | None,
-    ) -> AgentStream[OutputT]:
-        if saved.agent_name != self.name:
-            raise UserError(
-                f"Run {saved.run_id} belongs to agent {saved.agent_name!r}, not {self.name!r}."
-            )
-        if saved.interrupts and config.governance is None:
-            raise UserError(
-                f"Run {saved.run_id} is suspended on governance interrupts, but agent "
-                f"{self.name!r} has no governance: configure the same policies and budget."
-            )
-        if directive is None and saved.status == "awaiting_approval":
-            return self._still_suspended(config, copy.deepcopy(saved), deps)
-        decisions = check_directive(saved, directive)
-        resolutions = tuple(directive.interrupts) if directive is not None else ()
-        state = copy.deepcopy(saved)  # the caller's copy stays as it was
-        journal = self._journal(config, state.run_id, None, link)
-        if journal is not None:
-            journal.decided = directive
-        scope = self._scope(config, state, deps, journal, link=link)
-
-        async def resumed() -> AsyncGenerator[AgentEvent, None]:
-            if journal is not None:  # a kept state: its suspension must still be open
-                await journal.check_open(state)
-            async for event in run_loop(scope, None, None, decisions, resolutions):
-                yield event
-
-        return AgentStream[OutputT](scope, resumed, self._on_start, self._on_done)
-
-    def _still_suspended(
-        self, config: RunConfig, state: RunState, deps: DepsT | None
-    ) -> AgentStream[OutputT]:
-        """A suspended run resumed with no decision: it stays as it was; no model is called."""
-        scope = self._scope(config, state, deps, governed=False)
-
-        async def unchanged() -> AsyncGenerator[AgentEvent, None]:
-            yield _end_event(state)
-
-        return AgentStream[OutputT](scope, unchanged, self._on_start, self._on_done)
 
     def resume_stream(
         self,
@@ -604,31 +390,21 @@ class Agent(Generic[DepsT, OutputT]):
             run_id: The run (``result.run_id``).
             directive: Decisions on the pending approvals and interrupts of a suspended run.
             deps: Dependencies for the rest of the run (default: the agent's ``deps``).
-            session_link: The session whose turn the run is (``bastion.sessions`` passes it
-                when it continues a turn cut by a crash; it holds the session's turn lease).
-            config: Continue with this configuration instead of :attr:`config` (a variant
-                made with ``dataclasses.replace``, like :meth:`stream`'s; a sub-agent's run
-                continues under its parent's governance, approvals and store).
+            session_link: The session whose turn a crash cut (it holds the turn lease).
+            config: Continue under this variant of :attr:`config`, as :meth:`stream` takes.
 
         Raises:
             UserError: The agent has no store (at once); when iteration starts: the store
                 has no such run, it belongs to another agent, or the directive does not fit.
         """
-        config = self._run_config(config, None)
+        config = run_config(self.config, config, None)
         if config.store is None:
             raise UserError(
                 f"Agent {self.name!r} has no store: pass Agent(..., store='sqlite:///runs.db') "
                 "(the store the run was journaled in) to resume runs by id."
             )
-        config = self._run_config(config, session_link)
-        placeholder = RunState(run_id=run_id, agent_name=self.name)
-        stream: AgentStream[OutputT] = AgentStream[OutputT](
-            self._scope(config, placeholder, deps, governed=False),
-            lambda: self._resumed(config, stream, run_id, directive, deps, session_link),
-            self._on_start,
-            self._on_done,
-        )
-        return stream
+        config = run_config(self.config, config, session_link)
+        return resume_journaled(self._runs, config, run_id, directive, deps, session_link)
 
     async def resume(
         self,
@@ -640,81 +416,6 @@ class Agent(Generic[DepsT, OutputT]):
         """Continue a journaled run to its end (or next suspension); see :meth:`resume_stream`."""
         return await self.resume_stream(run_id, directive=directive, deps=deps).drain()
 
-    async def _resumed(  # noqa: PLR0917 - one resumed run's parts
-        self,
-        config: RunConfig,
-        stream: AgentStream[OutputT],
-        run_id: str,
-        directive: Directive | None,
-        deps: DepsT | None,
-        link: SessionLink | None,
-    ) -> AsyncGenerator[AgentEvent, None]:
-        await self._open_store()
-        journal = self._journal(config, run_id, None, link)
-        assert journal is not None  # the agent has a store
-        await journal.claim()  # a live owner's run is refused (RunBusy) before it is read
-        events = self._continue(config, stream, journal, run_id, directive, deps, link)
-        try:
-            async for event in events:
-                yield event
-        finally:
-            await journal.release()  # ended, refused or closed early (else the end released it)
-
-    async def _continue(  # noqa: PLR0917 - one resumed run's parts
-        self,
-        config: RunConfig,
-        stream: AgentStream[OutputT],
-        journal: RunJournal,
-        run_id: str,
-        directive: Directive | None,
-        deps: DepsT | None,
-        link: SessionLink | None,
-    ) -> AsyncGenerator[AgentEvent, None]:
-        stores = journal.stores
-        replayed = await load_run(stores, run_id, config)
-        if link is None:  # else the session continuing its turn holds the turn lease
-            await check_session_owner(stores, replayed.state, config.clock)
-        state = replayed.state
-        journal.seq = replayed.seq
-        journal.mark = replayed.mark
-        if state.status not in ("running", "awaiting_approval"):
-            if directive is not None:
-                raise UserError(
-                    f"Run {run_id} has ended with status {state.status!r}; "
-                    "there is nothing to decide."
-                )
-            stream._bind(self._scope(config, state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
-            yield _end_event(state)
-            return
-        if state.status == "awaiting_approval" and directive is None:
-            # Nothing decided: the run stays suspended, and its result says what waits.
-            stream._bind(self._scope(config, state, deps, governed=False))  # pyright: ignore[reportPrivateUsage]
-            yield _end_event(state)
-            return
-        if state.status == "awaiting_approval":
-            if state.interrupts and config.governance is None:
-                raise UserError(
-                    f"Run {run_id} is suspended on governance interrupts, but agent "
-                    f"{self.name!r} has no governance: configure the same policies and budget."
-                )
-            decisions = check_directive(state, directive)
-            resolutions = tuple(directive.interrupts) if directive is not None else ()
-            journal.decided = directive
-            scope = self._scope(config, state, deps, journal, link=link)
-            events = run_loop(scope, None, None, decisions, resolutions)
-        else:
-            if directive is not None:
-                raise UserError(
-                    f"Run {run_id} is not awaiting approval (status {state.status!r}); "
-                    "resume it without a directive."
-                )
-            scope = self._scope(config, state, deps, journal, link=link)
-            events = run_loop(scope, None, None, recovery=replayed.recovery)
-        stream._bind(scope)  # pyright: ignore[reportPrivateUsage]
-        async with aclosing(events):
-            async for event in events:
-                yield event
-
     def steer(self, text: str) -> bool:
         """Steer the agent's run in flight (:meth:`AgentStream.steer`).
 
@@ -725,7 +426,7 @@ class Agent(Generic[DepsT, OutputT]):
             UserError: Several runs are in flight (steer one with its stream), or ``text``
                 is not a non-empty string.
         """
-        stream = self._only_run("steer")
+        stream = self._runs.only("steer")
         return stream is not None and stream.steer(text)
 
     def follow_up(self, text: str) -> bool:
@@ -736,75 +437,8 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: Several runs are in flight, or ``text`` is not a non-empty string.
         """
-        stream = self._only_run("follow_up")
+        stream = self._runs.only("follow_up")
         return stream is not None and stream.follow_up(text)
-
-    def _only_run(self, method: str) -> AgentStream[Any] | None:
-        live = [stream for stream in self._live if not stream.done]
-        if len(live) > 1:
-            raise UserError(
-                f"Agent {self.name!r} has {len(live)} runs in flight: call {method}() on the "
-                "stream of the run you mean (agent.stream(...))."
-            )
-        return live[0] if live else None
-
-    def session(
-        self,
-        id: str | None = None,
-        *,
-        send_mode: str | None = None,
-        on_pending_approvals: Literal["deny", "hold"] = "deny",
-        continue_with: Literal["last_agent", "session_agent"] = "last_agent",
-    ) -> Session:
-        """Open a stateful conversation (:class:`bastion.sessions.Session`) on this agent.
-
-        Its transcript and ``session_state`` live in the agent's store (in memory when it
-        has none). ``send_mode`` is the default of ``send()``: ``steer`` or ``queue``
-        (default: the agent's ``session_send_mode``). ``on_pending_approvals``: what a
-        steering message does to calls waiting for approval, ``deny`` them or ``hold``
-        (the message waits until they are decided). ``continue_with``: which agent starts
-        each turn, ``last_agent`` (the one the previous turn ended with, after handoffs;
-        stored with the session) or ``session_agent`` (always this one).
-
-        Raises:
-            UserError: ``send_mode``, ``on_pending_approvals`` or ``continue_with`` is invalid.
-        """
-        # bastion.sessions sits beside the agent layer and builds on it: loaded on use.
-        sessions = importlib.import_module("bastion.sessions")
-        return sessions.Session(
-            self,
-            id,
-            send_mode=send_mode,
-            on_pending_approvals=on_pending_approvals,
-            continue_with=continue_with,
-        )
-
-    async def resume_session(
-        self,
-        id: str,
-        *,
-        send_mode: str | None = None,
-        on_pending_approvals: Literal["deny", "hold"] = "deny",
-        continue_with: Literal["last_agent", "session_agent"] = "last_agent",
-    ) -> Session:
-        """Reopen a stored session (:class:`bastion.sessions.Session`) with its history.
-
-        A session whose turn waits for approvals is reopened waiting: decide them with
-        ``session.approve()`` / ``session.deny()``. A turn a crash cut short is continued
-        from its run's journal once its turn lease has expired. Its next turn starts with
-        the agent its last turn ended with (``continue_with``, see :meth:`session`).
-
-        Raises:
-            UserError: The store holds no session ``id``, or an option is invalid.
-        """
-        sessions = importlib.import_module("bastion.sessions")
-        return await sessions.Session.resume(
-            self,
-            id,
-            send_mode=send_mode,
-            on_pending_approvals=on_pending_approvals,
-            continue_with=continue_with,
-        )
 
     async def compact(
         self,
@@ -815,28 +449,15 @@ class Agent(Generic[DepsT, OutputT]):
     ) -> Compaction:
         """Compact a conversation now, as a run would when it passes its trigger.
 
-        Uses the agent's ``context`` settings, or ``config``. With ``keep_last``, every
-        exchange older than the last ``keep_last`` is summarized into one summary,
-        whatever the budget (a history of ``keep_last`` exchanges or fewer is left as it
-        is). The summarizer's calls pass the agent's governor. The messages are not
-        changed: use :attr:`Compaction.messages` as the history of the next run.
+        Uses the agent's ``context`` settings, or ``config``; ``keep_last``: summarize every
+        exchange older than the last ``keep_last``, whatever the budget. The summarizer's
+        calls are governed. Use :attr:`Compaction.messages` as the next run's history.
 
         Raises:
             UserError: The agent has no ``context`` and no ``config`` was given, or
                 ``keep_last`` is negative.
         """
-        keeper = self.context if config is None else build_context(config, self.model, self.name)
-        if keeper is None:
-            raise UserError(
-                f"Agent {self.name!r} has no context=ContextConfig(...): pass "
-                "compact(messages, config=ContextConfig(...))."
-            )
-        governance = None if self.governance is None else self.governance.open(new_id("run"))
-        if keep_last is None:
-            return await keeper.compact(messages, None, governance=governance)
-        if keep_last < 0:
-            raise UserError(f"compact(keep_last={keep_last}): expected 0 or more exchanges.")
-        return await keeper.summarize_older(messages, keep_last, governance=governance)
+        return await compact_now(self.config, messages, config, keep_last)
 
     def serialize_state(self, state: RunState) -> str:
         """A run's state as JSON text (:func:`bastion.agent.run_state_to_json`)."""
@@ -857,90 +478,7 @@ class Agent(Generic[DepsT, OutputT]):
 
     async def stores(self) -> Stores:
         """The agent's store, opened (an in-memory one when the agent has none)."""
-        return await self._artifact_stores()
-
-    def _journal(
-        self, config: RunConfig, run_id: str, seq: int | None, link: SessionLink | None
-    ) -> RunJournal | None:
-        store = config.store
-        if store is None:
-            return None
-        # A session's run is owned through its session's turn lease (``bastion.sessions``).
-        keeper = None if link is not None else run_keeper(store, run_id, config.clock)
-        # A store of the agent's is opened once; another (a parent run's) is already open.
-        opener = self._open_store if store is self.store else store.open
-        return RunJournal(
-            store,
-            run_id,
-            config.name,
-            opener,
-            seq,
-            keeper=keeper,
-            recording=config.record_responses,
-        )
-
-    async def _artifact_stores(self) -> Stores:
-        if self.store is not None:
-            await self._open_store()
-            return self.store
-        if self._progress_stores is None:
-            self._progress_stores = memory_stores()
-            await self._progress_stores.open()
-        return self._progress_stores
-
-    async def _open_store(self) -> None:
-        store = self.store
-        if store is not None and not self._store_ready:
-            await store.open()
-            self._store_ready = True
-
-    def _scope(
-        self,
-        config: RunConfig,
-        state: RunState,
-        deps: DepsT | None,
-        journal: RunJournal | None = None,
-        *,
-        governed: bool = True,
-        link: SessionLink | None = None,
-    ) -> RunScope:
-        # The run's governance; None (no cost) when the agent has no policies or budget.
-        # ``governed=False``: a scope that runs nothing (a resumed run's, until it is loaded).
-        governance = None
-        if config.governance is not None and governed:
-            # A sub-agent's run acts below its parents, in its root run's invocation.
-            metadata = state.metadata
-            governance = config.governance.open(
-                state.run_id,
-                invocation=metadata.get(INVOCATION),
-                ancestry=metadata.get(ANCESTRY) or (),
-                graph=metadata.get(GRAPH) or "",
-            )
-        ctx: RunContext[Any] = RunContext(
-            run_id=state.run_id,
-            agent_name=config.name,
-            deps=deps if deps is not None else config.deps,
-            session_id=state.session_id,
-            user_id=state.user_id,
-            tenant_id=state.tenant_id,
-            metadata=state.metadata,
-            usage=state.usage,
-            step=state.step,
-            messages=state.messages,
-            clock=config.clock,
-            event_bus=config.event_bus,
-            session_state=link.state if link is not None else {},
-            runtime=config.runtime,
-            sandbox=config.sandbox,
-            _governed=None if governance is None else governance.call,  # ctx.call
-        )
-        window = config.context.window() if config.context is not None else None
-        scope = RunScope(
-            config, state, ctx, governance, journal=journal, window=window, session_link=link
-        )
-        if state.active_agent is not None:  # a handoff made another agent the active one
-            activate(scope, _active_config(config, state))
-        return scope
+        return await self._runs.artifact_stores()
 
     async def run(
         self,
@@ -1004,18 +542,8 @@ class Agent(Generic[DepsT, OutputT]):
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Release what the agent holds between runs.
-
-        That is: its tool sources (MCP server processes and connections), the code-mode
-        sandbox's worker, and a store opened from a URL. The agent stays usable; a later
-        run starts what it needs again.
-        """
-        await self.tool_sources.aclose()
-        if self.code_mode is not None:
-            await self.code_mode.aclose()
-        if self._owns_store and self.store is not None and self._store_ready:
-            self._store_ready = False
-            await self.store.close()
+        """Release the tool sources, code-mode worker and URL store; the agent stays usable."""
+        await self._runs.aclose()
 
     def abort(
         self,
@@ -1027,7 +555,7 @@ class Agent(Generic[DepsT, OutputT]):
 
         Takes the arguments of :meth:`AgentStream.abort`.
         """
-        live = list(self._live)
+        live = list(self._runs.live)
         for stream in live:
             stream.abort(drain=drain, on_pending_approvals=on_pending_approvals)
         return len(live)
@@ -1035,50 +563,7 @@ class Agent(Generic[DepsT, OutputT]):
     @property
     def runs_in_flight(self) -> int:
         """How many runs of this agent are in flight."""
-        return len(self._live)  # O(1): only started, unfinished runs are in the set
-
-    def _on_start(self, stream: AgentStream[Any]) -> None:
-        if self.max_concurrent_runs is not None:
-            check_capacity(len(self._live), self.max_concurrent_runs, self.name)
-        self._live.add(stream)
-
-    def _on_done(self, stream: AgentStream[Any]) -> None:
-        self._live.discard(stream)
-        journal = stream._scope.journal  # pyright: ignore[reportPrivateUsage]
-        if journal is not None and journal.keeper is not None:
-            journal.keeper.stop()  # closed before its end: the lease lapses, nothing renews it
-
-
-def _active_config(config: RunConfig, state: RunState) -> RunConfig:
-    """The config of the agent a handoff left active in ``state``'s run.
-
-    Raises:
-        UserError: It cannot be found through the handoffs of the run's agent.
-    """
-    name = state.active_agent
-    assert name is not None  # only asked for a run a handoff moved
-    found = find_agent(config, name)
-    if found is None:
-        raise UserError(
-            f"Run {state.run_id} was handed off to agent {name!r}, which agent {config.name!r} "
-            "cannot reach through its handoffs: give it the same handoffs (and "
-            "agent_registry) it had when the run started."
-        )
-    return found
-
-
-def _end_event(state: RunState) -> AgentEndEvent:
-    """The ``agent.end`` of an ended run, as its journal recorded it."""
-    return AgentEndEvent(
-        run_id=state.run_id,
-        seq=state.last_seq,
-        status=state.status,
-        output=state.output,
-        usage=state.usage,
-        error=state.error,
-        steps=state.step,
-        duration=state.finished_at - state.started_at,
-    )
+        return len(self._runs.live)  # O(1): only started, unfinished runs are in the set
 
 
 def _check_new_run(

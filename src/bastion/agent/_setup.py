@@ -7,7 +7,7 @@ before any run (or any side effect) can start.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from bastion.core import Model, UserError
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from bastion.stores import Stores
     from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
 
+    from ._config import RunConfig
     from ._context import ContextKeeper
     from ._suggest import Suggester
 
@@ -106,6 +107,17 @@ def build_suggester(config: Suggestions | None, model: Model, name: str) -> Sugg
     given = config.model
     writer = model if given is None else resolve_model(given, "suggestions model")
     return Suggester(count=config.count, model=writer)
+
+
+def model_variant(config: RunConfig, model: Model | str) -> RunConfig:
+    """``config`` on another model, its fallback models kept (``Agent.with_model``)."""
+    resolved = resolve_model(model, "model")
+    return replace(
+        config,
+        model=resolved,
+        models=(resolved, *config.models[1:]),
+        context=build_context(config.context_config, resolved, config.name),
+    )
 
 
 def resolve_model(model: Model | str, what: str) -> Model:

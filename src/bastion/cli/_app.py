@@ -135,7 +135,7 @@ def run(  # noqa: PLR0917 (typer options)
     agent = _on_model(or_exit(lambda: load_agent(spec)), model)
     code, result = stream_run(agent, lambda: agent.stream(prompt), output)
     if result is not None and result.status == "awaiting_approval":
-        if agent.store is None:  # nothing journaled it: no other process can resume it
+        if agent.config.store is None:  # nothing journaled it: no other process can resume it
             error(
                 f"Run {result.run_id} is waiting for a decision, but agent {agent.name!r} has "
                 "no store, so it cannot be resumed from another process. Give the agent a "
@@ -184,7 +184,7 @@ def demo(
     out.print(
         Text(f"\nThe run is waiting for your approval of {calls}.", style="bold"), soft_wrap=True
     )
-    where = agent.store.url if agent.store is not None else "the store"
+    where = agent.config.store.url if agent.config.store is not None else "the store"
     out.print(f"It is journaled in {where}. Approve it from a new process with:\n", soft_wrap=True)
     out.print(Text(f"  {command}\n", style="bold cyan"), soft_wrap=True)
     if next_command_file is not None:
@@ -202,8 +202,8 @@ def resume_command(
     except ValueError:
         spec = str(path)
     parts = ["bastion", "runs", "resume", run_id, "--agent", f"{spec}:agent"]
-    if agent.store is not None:
-        parts += ["--store", agent.store.url]
+    if agent.config.store is not None:
+        parts += ["--store", agent.config.store.url]
     for call_id in call_ids:
         parts += ["--approve", call_id]
     return shlex.join(parts)

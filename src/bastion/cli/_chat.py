@@ -21,6 +21,7 @@ from rich.console import Console
 
 from bastion.agent import Agent
 from bastion.core import BastionError, UserError
+from bastion.sessions import Session
 from bastion.stores import Stores, open_store
 
 from ._chat_commands import Commands
@@ -69,7 +70,11 @@ def chat(
     """Chat with an agent: streamed answers, tool panels, inline approvals, /commands."""
     agent = _agent(spec, model)
     try:
-        stores = agent.store if agent.store is not None and store is None else open_store(store)
+        stores = (
+            agent.config.store
+            if agent.config.store is not None and store is None
+            else open_store(store)
+        )
     except UserError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
@@ -99,7 +104,7 @@ class Chat:
         self.stores = stores
         self.view = ChatView(console=out)
         self.loop = asyncio.new_event_loop()
-        self.session: Session = agent.session()
+        self.session: Session = Session(agent)
         self.commands = Commands(self)
 
     def run(self) -> int:
@@ -113,7 +118,7 @@ class Chat:
         self.view.attach(self.session)
         history = _History()
         self.view.note(
-            f"bastion chat: {self.agent.name} on {self.agent.model.key}, session "
+            f"bastion chat: {self.agent.name} on {self.agent.config.model.key}, session "
             f"{self.session.id}. /help lists commands; Ctrl-C cancels a turn, Ctrl-D quits."
         )
         try:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bastion.core import BastionError, message_adapter, new_id
+from bastion.sessions import Session
 
 from ._chat_view import describe_tool
 
@@ -76,20 +77,20 @@ class Commands:
     def _model(self, args: list[str]) -> None:
         chat = self.chat
         if not args:
-            self._say(f"model: {chat.agent.model.key}")
+            self._say(f"model: {chat.agent.config.model.key}")
             return
         agent = chat.agent.with_model(args[0])
         session = chat.session
         if session.messages:
-            reopened = chat.call(agent.resume_session(session.id))
+            reopened = chat.call(Session.resume(agent, session.id))
         else:
-            reopened = agent.session(session.id)
+            reopened = Session(agent, session.id)
         chat.agent = agent
         chat.switch(reopened)
-        self._say(f"model: {agent.model.key} (session {reopened.id} goes on)")
+        self._say(f"model: {agent.config.model.key} (session {reopened.id} goes on)")
 
     def _tools(self, _: list[str]) -> None:
-        tools = self.chat.agent.tools
+        tools = self.chat.agent.config.tools.by_name
         if not tools:
             self._say("no tools")
         for name, tool in tools.items():
@@ -138,7 +139,7 @@ class Commands:
 
         if not session_id or not chat.call(stored()):
             return None
-        return chat.call(chat.agent.resume_session(session_id))
+        return chat.call(Session.resume(chat.agent, session_id))
 
     def _import(self, path: Path) -> Session:
         from bastion.sessions import Session
@@ -152,7 +153,7 @@ class Commands:
         if not messages:
             self._say("nothing to compact yet")
             return
-        if chat.agent.context is None:  # no settings: summarize all but the last 2 exchanges
+        if chat.agent.config.context is None:  # no settings: summarize all but the last 2 exchanges
             from bastion.context import ContextConfig
 
             config = ContextConfig(strategy="summarize", keep_last=2, max_context_tokens=_NOW)

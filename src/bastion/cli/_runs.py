@@ -336,13 +336,13 @@ def resume(  # noqa: PLR0917 (typer options)
         graph_resume(run_id, agent_spec, approve, deny, None, json_lines, plain, store)
     agent = or_exit(lambda: load_agent(agent_spec))
     try:
-        if store is not None or agent.store is None:
+        if store is not None or agent.config.store is None:
             agent = agent.with_store(store or default_store_url())
     except UserError as exc:
         error(str(exc))
         raise typer.Exit(EXIT_USAGE) from None
-    assert agent.store is not None
-    url = agent.store.url
+    assert agent.config.store is not None
+    url = agent.config.store.url
     interrupts: dict[str, Any] = {}
     if deny or raise_to:  # which ids are budget interrupts, and which limit each is
         pending = _with_store(store or url, lambda stores: _pending(stores, run_id))
@@ -402,7 +402,7 @@ def replay(  # noqa: PLR0917 (typer options)
     agent = or_exit(lambda: load_agent(agent_spec))
     recording = _with_store(store, lambda stores: ReplayModel.from_run(stores, run_id))
     output = "json" if json_lines else "plain" if plain else "auto"
-    scratch = agent.with_store("memory://") if agent.store is not None else agent
+    scratch = agent.with_store("memory://") if agent.config.store is not None else agent
     code, _ = stream_run(
         scratch, lambda: recording.rerun(scratch, recorded_results=recorded_results), output
     )

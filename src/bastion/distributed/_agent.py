@@ -319,7 +319,7 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
             workflow=self.session_workflow_name,
             task_queue=self.task_queue,
             session_id=session_id,
-            send_mode=self.agent.session_send_mode,
+            send_mode=self.agent.config.session_send_mode,
             continue_after=continue_after,
             follower=None if self.events is None else follower,
         )

@@ -32,7 +32,7 @@ _CHECK_EVERY = 1.0
 def event_channel(events: Stores | str | None, agent: Agent[Any, Any]) -> EventChannel | None:
     """The store a Temporal agent's events go to: ``events``, else the agent's store."""
     if events is None:
-        store = agent.store
+        store = agent.config.store
         return None if store is None else EventChannel(stores=store)
     if isinstance(events, Stores):
         return EventChannel(stores=events)

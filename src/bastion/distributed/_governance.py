@@ -66,7 +66,7 @@ def counter_stores(agent: Agent[Any, Any], counters: str | Stores | None) -> Sto
     if isinstance(counters, str):
         stores = open_store(counters)
     elif isinstance(counters, Stores) or counters is None:
-        stores = counters if counters is not None else agent.store
+        stores = counters if counters is not None else agent.config.store
     else:
         raise UserError(
             f"TemporalAgent(counters=...) takes a store URL or a Stores, got {counters!r}."

@@ -187,7 +187,7 @@ class Team:
     @property
     def store(self) -> Stores | None:
         """Where the team's runs are journaled (``None``: nowhere)."""
-        return self._lead.store
+        return self._lead.config.store
 
     async def aclose(self) -> None:
         """Close a store the team opened from a URL (the team stays usable)."""
@@ -213,7 +213,7 @@ class Team:
         run_id = run_id or new_id("run")
         meta = dict(metadata or {})
         return OwnStream(
-            run_id, self.name, lambda s: self._events(s, input, meta), self._lead.event_bus
+            run_id, self.name, lambda s: self._events(s, input, meta), self._lead.config.event_bus
         )
 
     async def run(
@@ -244,10 +244,14 @@ class Team:
     ) -> AsyncGenerator[AgentEvent, None]:
         rid = stream.run_id
         lead = self._lead
-        log = None if lead.store is None else await open_team_log(self, await lead.stores(), rid)
+        log = (
+            None
+            if lead.config.store is None
+            else await open_team_log(self, await lead.stores(), rid)
+        )
         state = RunState(run_id=rid, agent_name=self.name, metadata=metadata)
         state.messages.append(UserMessage(content=input))
-        yield AgentStartEvent(run_id=rid, agent_name=self.name, model=self._lead.model.key)
+        yield AgentStartEvent(run_id=rid, agent_name=self.name, model=self._lead.config.model.key)
         run = _Run(state, log)
 
         def stop(drain: bool) -> None:
@@ -269,7 +273,7 @@ class Team:
         elif outcome.ok:
             text = outcome.text
             state.messages.append(
-                AssistantMessage(parts=[TextPart(text=text)], model=self._lead.model.key)
+                AssistantMessage(parts=[TextPart(text=text)], model=self._lead.config.model.key)
             )
             yield TextCompleteEvent(run_id=rid, text=text)
             state.complete(outcome.output)

@@ -50,7 +50,7 @@ async def list_agents(request: Request) -> list[AgentInfo]:
     """The served agents, by name (the caller must be known when the server has auth)."""
     service: Service = request.app.state.bastion
     service.caller(request)
-    return [AgentInfo(name=n, model=a.model.key) for n, a in service.manager.agents.items()]
+    return [AgentInfo(name=n, model=a.config.model.key) for n, a in service.manager.agents.items()]
 
 
 class _Console(StaticFiles):

@@ -190,7 +190,7 @@ class Sessions:
             manager.agent(owner.agent), tenant=owner.tenant, log=manager.log, hub=manager.hub
         )
         session = await Session.resume(turns, session_id, send_mode=owner.send_mode)
-        recorder = Recorder(key, manager.log, manager.hub, turns.clock, close_hub=False)
+        recorder = Recorder(key, manager.log, manager.hub, turns.config.clock, close_hub=False)
         served = ServedSession(
             session, agent=owner.agent, tenant=owner.tenant, created_at=owner.created_at,
             recorder=recorder, last_seq=logged[-1].seq if logged else 0,

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bastion.core import AgentEvent, Clock, EventBus, Message
+from bastion.core import AgentEvent, EventBus, Message
 from bastion.stores import Stores
 from bastion.tools import Directive
 
@@ -18,7 +18,7 @@ from ._events import EventLog, Hub, LoggedEvent
 from ._recorder import Recorder
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent, AgentStream, RunState
+    from bastion.agent import Agent, AgentStream, RunConfig, RunState
     from bastion.context import Compaction, ContextConfig
     from bastion.sessions._link import Link
 
@@ -52,19 +52,9 @@ class TurnAgent:
         return self._agent.name
 
     @property
-    def session_send_mode(self) -> str:
-        """The agent's default send mode."""
-        return self._agent.session_send_mode
-
-    @property
-    def clock(self) -> Clock:
-        """The agent's clock."""
-        return self._agent.clock
-
-    @property
-    def store(self) -> Stores | None:
-        """The agent's store."""
-        return self._agent.store
+    def config(self) -> RunConfig:
+        """The served agent's config."""
+        return self._agent.config
 
     def reaches(self, name: str) -> bool:
         """True when a turn can start with agent ``name`` active (``Agent.reaches``)."""
@@ -126,7 +116,7 @@ class TurnAgent:
 
     def _bus(self) -> EventBus:
         bus = EventBus().on("*", self._record)
-        mine = self._agent.event_bus
+        mine = self._agent.config.event_bus
         if mine is not None:  # the agent's own observers still see every event
             bus.on("*", lambda event: mine.emit(event.type, event))
         return bus
@@ -134,7 +124,7 @@ class TurnAgent:
     def _record(self, event: AgentEvent) -> None:
         recorder = self._recorders.get(event.run_id)
         if recorder is None:
-            recorder = Recorder(event.run_id, self._log, self._hub, self._agent.clock)
+            recorder = Recorder(event.run_id, self._log, self._hub, self._agent.config.clock)
             self._recorders[event.run_id] = recorder
         recorder.add(LoggedEvent.of(event))
         if event.type == "agent.end":  # this segment of the run is over

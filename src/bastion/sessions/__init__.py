@@ -1,6 +1,6 @@
 """Sessions: stateful conversations on an agent that you can steer.
 
-``agent.session()`` / ``await agent.resume_session(id)`` return a :class:`Session`.
+``Session(agent)`` opens one, ``await Session.resume(agent, id)`` reopens a stored one.
 """
 
 from ._events import (

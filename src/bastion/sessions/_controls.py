@@ -74,10 +74,10 @@ class SessionControls(TurnRunner):
                 interrupt that is not pending.
         """
         if self._suspended is None:
-            if not self._loaded and self._agent.store is not None:
+            if not self._loaded and self._agent.config.store is not None:
                 raise UserError(
                     f"Session {self.id!r} has not been read from its store yet: open it with "
-                    f"`await agent.resume_session({self.id!r})` to decide what it waits for."
+                    f"`await Session.resume(agent, {self.id!r})` to decide what it waits for."
                 )
             raise UserError(f"Session {self.id!r} is not waiting for approvals.")
         self._suspended.add(directive, self.id)

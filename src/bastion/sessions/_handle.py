@@ -58,7 +58,7 @@ class SessionHandle(Listeners):
         continue_with: ContinueWith = "last_agent",
     ) -> None:
         super().__init__()
-        mode = agent.session_send_mode if send_mode is None else send_mode
+        mode = agent.config.session_send_mode if send_mode is None else send_mode
         self.send_mode: SendMode = check_mode(mode, "send_mode")
         if on_pending_approvals not in ("deny", "hold"):
             raise UserError(
@@ -140,7 +140,7 @@ class SessionHandle(Listeners):
             self._link.state.update(state)
         suspended = self._transcript.load(entries)
         self._suspended = None
-        stored = self._agent.store is not None and suspended is None
+        stored = self._agent.config.store is not None and suspended is None
         self._crashed = self._transcript.run_id if stored else None
         if suspended is not None:
             stored, decided = suspended
@@ -179,7 +179,7 @@ class SessionHandle(Listeners):
             self._keeper = LeaseKeeper(
                 stores.leases,
                 session_lease_key(self.id),
-                self._agent.clock,
+                self._agent.config.clock,
                 ttl=stores.lease_ttl,
                 owner=new_owner(),
             )

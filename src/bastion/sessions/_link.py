@@ -10,12 +10,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bastion.core import Clock, Message, ModelResponse, RunContext
+from bastion.core import Message, ModelResponse, RunContext
 from bastion.stores import Stores
 from bastion.tools import BeforeToolCall, Directive
 
 if TYPE_CHECKING:
-    from bastion.agent import AgentStream, RunState
+    from bastion.agent import AgentStream, RunConfig, RunState
     from bastion.context import Compaction, ContextConfig
 
 __all__ = ["Link", "SessionAgent"]
@@ -25,18 +25,12 @@ class SessionAgent(Protocol):
     """What a session needs of its agent (``bastion.agent.Agent`` is one)."""
 
     @property
-    def session_send_mode(self) -> str:
-        """The default ``mode`` of ``send()``."""
-        ...
+    def config(self) -> RunConfig:
+        """The agent's config.
 
-    @property
-    def clock(self) -> Clock:
-        """The clock leases are stamped with."""
-        ...
-
-    @property
-    def store(self) -> Stores | None:
-        """The store the agent was given (``None``: sessions live in memory)."""
+        A session reads its ``session_send_mode``, the ``clock`` leases are stamped with,
+        and its ``store`` (``None``: sessions live in memory).
+        """
         ...
 
     def stream(

@@ -240,7 +240,7 @@ def _check_metadata(
     return side_effect_class  # type: ignore[return-value]  # narrowed by the membership test
 
 
-class ToolOptions(TypedDict, total=False):
+class ToolKeywords(TypedDict, total=False):
     """The keyword arguments of :func:`tool` (each described there), for wrappers of it."""
 
     name: str | None
@@ -273,16 +273,16 @@ class ToolOptions(TypedDict, total=False):
 
 @overload
 def tool(
-    function: None = None, /, **options: Unpack[ToolOptions]
+    function: None = None, /, **options: Unpack[ToolKeywords]
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 @overload
-def tool(function: Callable[..., Any], /, **options: Unpack[ToolOptions]) -> Tool: ...
+def tool(function: Callable[..., Any], /, **options: Unpack[ToolKeywords]) -> Tool: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None, /, **options: Unpack[ToolOptions]
+    function: Callable[..., Any] | None = None, /, **options: Unpack[ToolKeywords]
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a tool from a function.
 
@@ -335,11 +335,11 @@ def tool(
             name, invalid schema, both ``args_model`` and ``parameters``), or a keyword
             argument is not one of the above.
     """
-    unknown = sorted(options.keys() - ToolOptions.__optional_keys__)
+    unknown = sorted(options.keys() - ToolKeywords.__optional_keys__)
     if unknown:
         import difflib  # only for this error: `from bastion import tool` stays light
 
-        close = difflib.get_close_matches(unknown[0], ToolOptions.__optional_keys__, n=1)
+        close = difflib.get_close_matches(unknown[0], ToolKeywords.__optional_keys__, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UserError(f"tool() got unknown keyword arguments {unknown}{hint}.")
     if function is not None:
