@@ -59,6 +59,8 @@ if TYPE_CHECKING:
     from bastion.core import (
         AgentEvent,
         Message,
+        ModelResponse,
+        ToolCall,
         UserPart,
     )
     from bastion.tools import ApprovalDecision, InterruptResolution
@@ -117,160 +119,17 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
     )
     yield start
     try:
-        if config.tool_sources.sources:  # before a resumed step runs a source's tool
-            for event in await config.tool_sources.refresh(scope.run_id, failed_sources):
+        opening = _open(scope, start, user_input, history, decisions, resolutions, recovery)
+        async with aclosing(_with_sources(scope, failed_sources, opening)) as events:
+            async for event in events:
                 yield event
-            scope.current_tools()  # a resumed step runs the tools the sources list now
-        if recovery is not None:
-            await resolve_deps(scope.ctx)
-            async for event in recover(scope, recovery):
-                yield event
-        elif decisions is not None:
-            if journal is not None:
-                await journal.decided_directive(state, start.seq)
-            apply_edits(state, decisions)  # the model reads the call as it was approved
-            await resolve_deps(scope.ctx)
-            resumed = governance is None or await resume_governance(scope, resolutions)
-            if governance is not None:
-                for event in governance.drain(scope.run_id):
-                    yield event
-            if resumed and state.suspended is not None:
-                async for event in resume_step(scope, decisions):
-                    yield event
-        else:
-            await open_run(scope, user_input, history)
-            if config.hooks is not None and config.hook_flags.before_run:
-                await maybe_await(config.hooks.before_run(scope.ctx))
-            if config.input_guardrails:
-                for event in await check_input(scope):
-                    yield event
-            if journal is not None:
-                await journal.started(state, start.seq)
         if state.status == "running" and scope.config.handoffs is not None:
             async for event in take_handoff(scope):  # a resumed step that handed off
                 yield event
-        while state.status == "running":
-            config = scope.config  # a handoff makes another agent's config the run's
-            if scope.abort is not None:
-                raise RunAborted
-            if state.step >= config.max_steps:
-                stop_at_max_steps(scope)
-                break
-            allowance = config.allowance
-            if allowance is not None:  # a sub-agent's slice of its parent's budget
-                spent = allowance.spent(state, scope.clock.monotonic())
-                if spent is not None:
-                    state.stop(f"budget: {spent}", state.last_text())
-                    break
-            if scope.session_link is not None:  # steering messages join before the call
-                if journal is not None:  # the session stores only what the journal holds
-                    await journal.flush()
-                await scope.session_link.before_model_call(scope.ctx, state.messages)
-                if scope.abort is not None:  # the session aborted the turn meanwhile
-                    raise RunAborted
-            inbox = scope.inbox
-            if inbox is not None and inbox.steering:  # stream.steer(): joins before the call
-                for event in inbox.steer(state):
+        while state.status == "running":  # each step ends the run or leaves it running
+            async with aclosing(_step(scope, failed_sources)) as events:
+                async for event in events:
                     yield event
-            if journal is not None:  # an acting tool's result is durable before the call
-                await journal.before_model_call()
-            if config.tool_sources.sources:  # MCP servers: their current tools
-                for event in await config.tool_sources.refresh(scope.run_id, failed_sources):
-                    yield event
-            window = scope.window
-            if window is not None:  # compaction, when the request would not fit
-                change = await window.before_model_call(scope, result_keeper(scope))
-                if change is not None:
-                    try:
-                        yield change.event
-                    finally:  # numbered by now; journaled even if the consumer stops here
-                        if journal is not None and change.spent is not None:
-                            journal.compacted(state, change.spent, change.event.seq)
-            request = begin_step(scope)
-            flags = config.hook_flags
-            if flags.before_llm_call:
-                await before_llm_call(scope, request)
-            model = (
-                await choose_model(scope, request)
-                if config.tiers or flags.prepare_step
-                else config.model
-            )
-            if config.output_schema is not None:
-                shape_output(scope, request, model)
-            event: AgentEvent = StepStartEvent(
-                run_id=scope.run_id, step=state.step, model=model.key
-            )
-            yield event
-            call = ModelCall(scope, request, model)
-            async for event in call.events():
-                yield event
-            response = take_response(scope, call)
-            if window is not None:
-                window.observe(response.usage)
-                window.answered_by(call.model)  # a smaller fallback lowers the trigger
-            if journal is not None:  # entry seq: the model call's last event (or step.start)
-                journal.model_response(state, call.model.key, response, event.seq, call.chunks)
-            if scope.session_link is not None:  # a session's step ends here, before its tools
-                if journal is not None:  # a crash never leaves the session ahead of the run
-                    await journal.flush()
-                await scope.session_link.after_model_call(scope.ctx, response)
-            if flags.after_llm_call:
-                await after_llm_call(scope, response)
-            if response.incomplete_tool_calls:
-                for event in reject_incomplete(scope, call, response):
-                    yield event
-                break
-            calls = response.message.tool_calls
-            if calls and (config.output_schema is None or output_call(calls) is None):
-                if governance is not None:
-                    governed = await govern_round(scope, call.model, calls)
-                    for event in governance.drain(scope.run_id):
-                        yield event
-                    if not governed:  # a rounds interrupt suspended the run
-                        yield step_end(scope, call, response)
-                        break
-                batch = start_batch(scope, calls)
-                if config.handoffs is not None:
-                    refuse_extra_handoffs(scope, batch, calls)
-                if config.loop_detection is not None:  # repeated identical calls
-                    for event in check_loops(scope, batch, calls):
-                        yield event
-                try:
-                    async with aclosing(pump_batch(scope, batch)) as tool_events:
-                        async for event in tool_events:
-                            yield event
-                finally:
-                    if batch.pending:
-                        suspend_step(scope, batch, calls)
-                    record_outcomes(scope, batch, calls)
-                    apply_edits(state, batch.decided)  # a human's edit, as the model sees it
-                if governance is not None:
-                    for event in governance.drain(scope.run_id):
-                        yield event
-                if config.tiers is not None:
-                    scope.model_hint = tool_hint(scope, calls)
-                yield step_end(scope, call, response)
-                if batch.pending:  # suspended: the status is now awaiting_approval
-                    break
-                if flags.on_roundtrip_complete:
-                    await roundtrip_complete(scope)
-                if config.handoffs is not None:
-                    async for event in take_handoff(scope):
-                        yield event
-                continue
-            yield step_end(scope, call, response)
-            for event in await finalize(scope, response):
-                yield event
-            inbox = scope.inbox
-            if inbox is not None and inbox.follow_ups:  # stream.follow_up(): the next turn
-                followed = inbox.follow_up(state)
-                if followed is not None:
-                    yield followed
-            suggester = config.suggestions
-            if suggester is not None:  # once completed: what the user may ask next
-                suggested = await suggester.suggest(scope)
-                if suggested is not None:
-                    yield suggested
     except RunAborted:
         state.abort()
     except asyncio.CancelledError:
@@ -287,6 +146,220 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
             settle(scope, exc)  # fails, stops or suspends the run
         else:
             state.fail(_failure_code(exc), f"{type(exc).__name__}: {exc}", exc)
+    async with aclosing(_end(scope)) as events:
+        async for event in events:
+            yield event
+
+
+async def _with_sources(
+    scope: RunScope, failed_sources: set[str], opening: AsyncGenerator[AgentEvent, None]
+) -> AsyncGenerator[AgentEvent, None]:
+    """The tool sources listed first (a resumed step runs the tools they list now)."""
+    sources = scope.config.tool_sources
+    if sources.sources:
+        for event in await sources.refresh(scope.run_id, failed_sources):
+            yield event
+        scope.current_tools()
+    async with aclosing(opening):
+        async for event in opening:
+            yield event
+
+
+async def _open(  # noqa: PLR0917 - the loop's own arguments, passed on as they came
+    scope: RunScope,
+    start: AgentStartEvent,
+    user_input: str | Sequence[UserPart] | None,
+    history: Sequence[Message] | None,
+    decisions: dict[str, ApprovalDecision] | None,
+    resolutions: Sequence[InterruptResolution],
+    recovery: Recovery | None,
+) -> AsyncGenerator[AgentEvent, None]:
+    """Start the run: recovered after a crash, resumed with decisions, or new."""
+    config, state, journal, governance = scope.config, scope.state, scope.journal, scope.governance
+    if recovery is not None:
+        await resolve_deps(scope.ctx)
+        async for event in recover(scope, recovery):
+            yield event
+    elif decisions is not None:
+        if journal is not None:
+            await journal.decided_directive(state, start.seq)
+        apply_edits(state, decisions)  # the model reads the call as it was approved
+        await resolve_deps(scope.ctx)
+        resumed = governance is None or await resume_governance(scope, resolutions)
+        if governance is not None:
+            for event in governance.drain(scope.run_id):
+                yield event
+        if resumed and state.suspended is not None:
+            async for event in resume_step(scope, decisions):
+                yield event
+    else:
+        await open_run(scope, user_input, history)
+        if config.hooks is not None and config.hook_flags.before_run:
+            await maybe_await(config.hooks.before_run(scope.ctx))
+        if config.input_guardrails:
+            for event in await check_input(scope):
+                yield event
+        if journal is not None:
+            await journal.started(state, start.seq)
+
+
+async def _before_call(
+    scope: RunScope, failed_sources: set[str]
+) -> AsyncGenerator[AgentEvent, None]:
+    """What comes before a step's model call; a limit reached ends the run here."""
+    config, state, journal = scope.config, scope.state, scope.journal
+    if scope.abort is not None:
+        raise RunAborted
+    if state.step >= config.max_steps:
+        stop_at_max_steps(scope)
+        return
+    allowance = config.allowance
+    if allowance is not None:  # a sub-agent's slice of its parent's budget
+        spent = allowance.spent(state, scope.clock.monotonic())
+        if spent is not None:
+            state.stop(f"budget: {spent}", state.last_text())
+            return
+    if scope.session_link is not None:  # steering messages join before the call
+        if journal is not None:  # the session stores only what the journal holds
+            await journal.flush()
+        await scope.session_link.before_model_call(scope.ctx, state.messages)
+        if scope.abort is not None:  # the session aborted the turn meanwhile
+            raise RunAborted
+    inbox = scope.inbox
+    if inbox is not None and inbox.steering:  # stream.steer(): joins before the call
+        for event in inbox.steer(state):
+            yield event
+    if journal is not None:  # an acting tool's result is durable before the call
+        await journal.before_model_call()
+    if config.tool_sources.sources:  # MCP servers: their current tools
+        for event in await config.tool_sources.refresh(scope.run_id, failed_sources):
+            yield event
+    window = scope.window
+    if window is not None:  # compaction, when the request would not fit
+        change = await window.before_model_call(scope, result_keeper(scope))
+        if change is not None:
+            try:
+                yield change.event
+            finally:  # numbered by now; journaled even if the consumer stops here
+                if journal is not None and change.spent is not None:
+                    journal.compacted(state, change.spent, change.event.seq)
+
+
+async def _step(scope: RunScope, failed_sources: set[str]) -> AsyncGenerator[AgentEvent, None]:
+    """One step: the model call, then its tool calls or the final answer."""
+    state = scope.state
+    async with aclosing(_before_call(scope, failed_sources)) as events:
+        async for event in events:
+            yield event
+    if state.status != "running":
+        return
+    config = scope.config  # a handoff makes another agent's config the run's
+    journal = scope.journal
+    request = begin_step(scope)
+    flags = config.hook_flags
+    if flags.before_llm_call:
+        await before_llm_call(scope, request)
+    model = (
+        await choose_model(scope, request) if config.tiers or flags.prepare_step else config.model
+    )
+    if config.output_schema is not None:
+        shape_output(scope, request, model)
+    event: AgentEvent = StepStartEvent(run_id=scope.run_id, step=state.step, model=model.key)
+    yield event
+    call = ModelCall(scope, request, model)
+    async for event in call.events():
+        yield event
+    response = take_response(scope, call)
+    window = scope.window
+    if window is not None:
+        window.observe(response.usage)
+        window.answered_by(call.model)  # a smaller fallback lowers the trigger
+    if journal is not None:  # entry seq: the model call's last event (or step.start)
+        journal.model_response(state, call.model.key, response, event.seq, call.chunks)
+    if scope.session_link is not None:  # a session's step ends here, before its tools
+        if journal is not None:  # a crash never leaves the session ahead of the run
+            await journal.flush()
+        await scope.session_link.after_model_call(scope.ctx, response)
+    if flags.after_llm_call:
+        await after_llm_call(scope, response)
+    if response.incomplete_tool_calls:
+        for event in reject_incomplete(scope, call, response):  # fails the run
+            yield event
+        return
+    calls = response.message.tool_calls
+    if calls and (config.output_schema is None or output_call(calls) is None):
+        async with aclosing(_tool_round(scope, call, response, calls)) as events:
+            async for event in events:
+                yield event
+        return
+    yield step_end(scope, call, response)
+    async with aclosing(_answered(scope, response)) as events:
+        async for event in events:
+            yield event
+
+
+async def _tool_round(
+    scope: RunScope, call: ModelCall, response: ModelResponse, calls: Sequence[ToolCall]
+) -> AsyncGenerator[AgentEvent, None]:
+    """Run a step's tool calls; a suspension (approval, interrupt) ends the run here."""
+    config, state, governance = scope.config, scope.state, scope.governance
+    if governance is not None:
+        governed = await govern_round(scope, call.model, calls)
+        for event in governance.drain(scope.run_id):
+            yield event
+        if not governed:  # a rounds interrupt suspended the run
+            yield step_end(scope, call, response)
+            return
+    batch = start_batch(scope, calls)
+    if config.handoffs is not None:
+        refuse_extra_handoffs(scope, batch, calls)
+    if config.loop_detection is not None:  # repeated identical calls
+        for event in check_loops(scope, batch, calls):
+            yield event
+    try:
+        async with aclosing(pump_batch(scope, batch)) as tool_events:
+            async for event in tool_events:
+                yield event
+    finally:
+        if batch.pending:
+            suspend_step(scope, batch, calls)
+        record_outcomes(scope, batch, calls)
+        apply_edits(state, batch.decided)  # a human's edit, as the model sees it
+    if governance is not None:
+        for event in governance.drain(scope.run_id):
+            yield event
+    if config.tiers is not None:
+        scope.model_hint = tool_hint(scope, calls)
+    yield step_end(scope, call, response)
+    if batch.pending:  # suspended: the status is now awaiting_approval
+        return
+    if config.hook_flags.on_roundtrip_complete:
+        await roundtrip_complete(scope)
+    if config.handoffs is not None:
+        async for event in take_handoff(scope):
+            yield event
+
+
+async def _answered(scope: RunScope, response: ModelResponse) -> AsyncGenerator[AgentEvent, None]:
+    """A step without tool calls: the answer is taken (or sent back for a fix)."""
+    config, state = scope.config, scope.state
+    for event in await finalize(scope, response):
+        yield event
+    inbox = scope.inbox
+    if inbox is not None and inbox.follow_ups:  # stream.follow_up(): the next turn
+        followed = inbox.follow_up(state)
+        if followed is not None:
+            yield followed
+    suggester = config.suggestions
+    if suggester is not None:  # once completed: what the user may ask next
+        suggested = await suggester.suggest(scope)
+        if suggested is not None:
+            yield suggested
+
+
+async def _end(scope: RunScope) -> AsyncGenerator[AgentEvent, None]:
+    """Settle governance, journal the end, and give the closing events (``agent.end`` last)."""
+    state, governance, journal = scope.state, scope.governance, scope.journal
     if governance is not None:
         await finish_governance(scope)
         for event in governance.drain(scope.run_id):

@@ -36,15 +36,8 @@ from ._format import format_call, format_duration, preview
 
 __all__ = ["NoticeEvent", "notice"]
 
-NoticeEvent: TypeAlias = (
-    AgentCancellingEvent
-    | AgentErrorEvent
-    | AgentFollowUpEvent
-    | AgentSteeredEvent
-    | AgentSuggestionsEvent
-    | ContextCompactedEvent
-    | ContextCompactionFailedEvent
-    | GovernanceEvent
+_CallNotice: TypeAlias = (
+    GovernanceEvent
     | GuardrailTrippedEvent
     | ModelCircuitEvent
     | ModelFellbackEvent
@@ -55,12 +48,32 @@ NoticeEvent: TypeAlias = (
     | ToolSourceErrorEvent
     | ToolRetryEvent
     | ToolLoopDetectedEvent
+)
+"""Notices about one model or tool call: retries, fallbacks, gates, approvals."""
+
+_RunNotice: TypeAlias = (
+    AgentCancellingEvent
+    | AgentErrorEvent
+    | AgentFollowUpEvent
+    | AgentSteeredEvent
+    | AgentSuggestionsEvent
+    | ContextCompactedEvent
+    | ContextCompactionFailedEvent
     | VerifierResultEvent
 )
+"""Notices about the run: compaction, steering, verification, cancellation, errors."""
+
+NoticeEvent: TypeAlias = _CallNotice | _RunNotice
 
 
 def notice(event: NoticeEvent) -> Text:
     """Return the line that reports ``event``."""
+    if isinstance(event, _RunNotice):
+        return _run_notice(event)
+    return _call_notice(event)
+
+
+def _call_notice(event: _CallNotice) -> Text:
     match event:
         case ModelRetryEvent():
             return _line(
@@ -113,6 +126,28 @@ def notice(event: NoticeEvent) -> Text:
                 "complete; it was not run",
                 "red",
             )
+        case ToolSourceErrorEvent():
+            return _line("✗", f"tools of {event.source} unavailable: {event.message}", "red")
+        case ToolRetryEvent():
+            return _line(
+                "↻",
+                f"{event.tool_name} rate-limited ({preview(event.error)}); "
+                f"attempt {event.attempt} in {format_duration(event.delay)}",
+                "yellow",
+            )
+        case ToolLoopDetectedEvent():
+            return _line(
+                "⟲",
+                f"{event.tool_name} called {event.count} times with the same arguments "
+                f"({event.action})",
+                "red" if event.action == "fail" else "yellow",
+            )
+        case _:
+            assert_never(event)
+
+
+def _run_notice(event: _RunNotice) -> Text:
+    match event:
         case ContextCompactedEvent():
             return _line(
                 "⇣",
@@ -136,22 +171,6 @@ def notice(event: NoticeEvent) -> Text:
             if event.error is not None:
                 return _line("!", f"no suggestions: {preview(event.error)}", "yellow")
             return _line("?", "you could ask: " + " | ".join(event.suggestions), "dim")
-        case ToolSourceErrorEvent():
-            return _line("✗", f"tools of {event.source} unavailable: {event.message}", "red")
-        case ToolRetryEvent():
-            return _line(
-                "↻",
-                f"{event.tool_name} rate-limited ({preview(event.error)}); "
-                f"attempt {event.attempt} in {format_duration(event.delay)}",
-                "yellow",
-            )
-        case ToolLoopDetectedEvent():
-            return _line(
-                "⟲",
-                f"{event.tool_name} called {event.count} times with the same arguments "
-                f"({event.action})",
-                "red" if event.action == "fail" else "yellow",
-            )
         case VerifierResultEvent():
             if event.passed:
                 extra = f" (raised {preview(event.error)})" if event.error else ""

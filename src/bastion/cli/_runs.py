@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
@@ -28,6 +29,7 @@ from bastion.testing import ReplayModel
 from ._common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    Output,
     console,
     default_store_url,
     error,
@@ -246,63 +248,53 @@ def export(
         )
 
 
+_AGENT = typer.Option(
+    "--agent",
+    metavar="MODULE:ATTR",
+    help="The run's agent, as for 'bastion run': 'pkg.module:agent' or "
+    "'path/to/file.py:agent' (for a graph execution: the graph).",
+    show_default=False,
+)
+_APPROVE = typer.Option(
+    "--approve", metavar="CALL_ID", help="Grant this pending call.", show_default=False
+)
+_DENY = typer.Option(
+    "--deny",
+    metavar="ID[:REASON]",
+    help="Deny this pending call or budget interrupt; the model reads the reason.",
+    show_default=False,
+)
+_HAPPENED = typer.Option(
+    "--happened",
+    metavar="CALL_ID[:RESULT]",
+    help="The call's outcome was unknown but it did happen: record RESULT as its "
+    "result without running it again.",
+    show_default=False,
+)
+_RAISE = typer.Option(
+    "--raise",
+    metavar="INTERRUPT_ID=MAX",
+    help="Raise the limit of this budget interrupt to MAX, and retry.",
+    show_default=False,
+)
+_ANSWER = typer.Option(
+    "--answer",
+    metavar="CALL_ID=JSON|decline|cancel",
+    help="Answer the question this call asked (an MCP server's elicitation); "
+    "it runs again with the answer.",
+    show_default=False,
+)
+
+
 @runs_app.command()
 def resume(  # noqa: PLR0917 (typer options)
     run_id: Annotated[str, _RUN_ID],
-    agent_spec: Annotated[
-        str,
-        typer.Option(
-            "--agent",
-            metavar="MODULE:ATTR",
-            help="The run's agent, as for 'bastion run': 'pkg.module:agent' or "
-            "'path/to/file.py:agent' (for a graph execution: the graph).",
-            show_default=False,
-        ),
-    ],
-    approve: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--approve", metavar="CALL_ID", help="Grant this pending call.", show_default=False
-        ),
-    ] = None,
-    deny: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--deny",
-            metavar="ID[:REASON]",
-            help="Deny this pending call or budget interrupt; the model reads the reason.",
-            show_default=False,
-        ),
-    ] = None,
-    happened: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--happened",
-            metavar="CALL_ID[:RESULT]",
-            help="The call's outcome was unknown but it did happen: record RESULT as its "
-            "result without running it again.",
-            show_default=False,
-        ),
-    ] = None,
-    raise_to: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--raise",
-            metavar="INTERRUPT_ID=MAX",
-            help="Raise the limit of this budget interrupt to MAX, and retry.",
-            show_default=False,
-        ),
-    ] = None,
-    answer: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--answer",
-            metavar="CALL_ID=JSON|decline|cancel",
-            help="Answer the question this call asked (an MCP server's elicitation); "
-            "it runs again with the answer.",
-            show_default=False,
-        ),
-    ] = None,
+    agent_spec: Annotated[str, _AGENT],
+    approve: Annotated[list[str] | None, _APPROVE] = None,
+    deny: Annotated[list[str] | None, _DENY] = None,
+    happened: Annotated[list[str] | None, _HAPPENED] = None,
+    raise_to: Annotated[list[str] | None, _RAISE] = None,
+    answer: Annotated[list[str] | None, _ANSWER] = None,
     json_lines: Annotated[
         bool, typer.Option("--json", help="Print every event as one JSON line.")
     ] = False,
@@ -334,6 +326,25 @@ def resume(  # noqa: PLR0917 (typer options)
             raise typer.Exit(EXIT_USAGE)
 
         graph_resume(run_id, agent_spec, approve, deny, None, json_lines, plain, store)
+    decisions = _Decisions(approve or [], deny or [], happened or [], raise_to or [], answer or [])
+    raise typer.Exit(_resume_here(run_id, agent_spec, decisions, store, output))
+
+
+@dataclass(frozen=True, slots=True)
+class _Decisions:
+    """The decisions given to ``bastion runs resume``, as typed."""
+
+    approve: list[str]
+    deny: list[str]
+    happened: list[str]
+    raise_to: list[str]
+    answer: list[str]
+
+
+def _resume_here(
+    run_id: str, agent_spec: str, decisions: _Decisions, store: str | None, output: Output
+) -> int:
+    """Resume the run in this process, on its agent's store (or ``store``); the exit code."""
     agent = or_exit(lambda: load_agent(agent_spec))
     try:
         if store is not None or agent.config.store is None:
@@ -344,17 +355,17 @@ def resume(  # noqa: PLR0917 (typer options)
     assert agent.config.store is not None
     url = agent.config.store.url
     interrupts: dict[str, Any] = {}
-    if deny or raise_to:  # which ids are budget interrupts, and which limit each is
+    if decisions.deny or decisions.raise_to:  # which ids are budget interrupts, and their limits
         pending = _with_store(store or url, lambda stores: _pending(stores, run_id))
         interrupts = {p.id: p.interrupt for p in pending if p.interrupt is not None}
     try:
         directive = build_directive(
-            approve or [],
-            deny or [],
-            happened or [],
-            raise_to or [],
+            decisions.approve,
+            decisions.deny,
+            decisions.happened,
+            decisions.raise_to,
             interrupts,
-            answers=answer or [],
+            answers=decisions.answer,
         )
     except UserError as exc:
         error(str(exc))
@@ -364,7 +375,7 @@ def resume(  # noqa: PLR0917 (typer options)
     )
     if result is not None and result.status == "awaiting_approval":
         explain_suspension(result, agent_spec, store, output)
-    raise typer.Exit(code)
+    return code
 
 
 @runs_app.command()

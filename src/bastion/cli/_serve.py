@@ -25,31 +25,48 @@ TOKENS_ENV = "BASTION_SERVER_TOKENS"
 """Bearer tokens as ``TOKEN=TENANT`` pairs separated by commas (kept out of ``ps``)."""
 
 
+_SPEC = typer.Argument(
+    metavar="MODULE:ATTR",
+    help="An agent, a dict of agents by name, or a function returning either "
+    "(may be left out with --graph).",
+    show_default=False,
+)
+
+_TOKEN = typer.Option(
+    "--token",
+    metavar="TOKEN=TENANT",
+    help=f"A bearer token and its tenant (repeatable; also ${TOKENS_ENV}). "
+    "None: no auth, every run visible to every caller.",
+)
+
+_TAKEOVER = typer.Option(
+    "--takeover-interval",
+    help="Seconds between scans for runs a dead server process left running "
+    "(resumed here from their journal); 0: never take runs over.",
+)
+
+_LEASE_TTL = typer.Option(
+    "--lease-ttl",
+    help="Seconds a run's lease lives without a heartbeat: how long a dead "
+    "process's runs wait before another takes them over (default: the store's, 30).",
+)
+
+_GRAPH = typer.Option(
+    "--graph",
+    metavar="MODULE:ATTR",
+    help="A graph to serve too (repeatable): its executions under /graphs.",
+)
+
+
 def serve(  # noqa: PLR0917 (typer options)
-    spec: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="MODULE:ATTR",
-            help="An agent, a dict of agents by name, or a function returning either "
-            "(may be left out with --graph).",
-            show_default=False,
-        ),
-    ] = None,
+    spec: Annotated[str | None, _SPEC] = None,
     store: Annotated[
         str | None,
         typer.Option("--store", metavar="URL", help="The store (default: $BASTION_STORE)."),
     ] = None,
     host: Annotated[str, typer.Option("--host", help="The address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="The port to listen on.")] = 8000,
-    token: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--token",
-            metavar="TOKEN=TENANT",
-            help=f"A bearer token and its tenant (repeatable; also ${TOKENS_ENV}). "
-            "None: no auth, every run visible to every caller.",
-        ),
-    ] = None,
+    token: Annotated[list[str] | None, _TOKEN] = None,
     cors: Annotated[
         list[str] | None,
         typer.Option("--cors", metavar="ORIGIN", help="An origin CORS allows (repeatable)."),
@@ -57,30 +74,9 @@ def serve(  # noqa: PLR0917 (typer options)
     drain_timeout: Annotated[
         float, typer.Option("--drain-timeout", help="Seconds a shutdown waits for runs.")
     ] = 30.0,
-    takeover_interval: Annotated[
-        float,
-        typer.Option(
-            "--takeover-interval",
-            help="Seconds between scans for runs a dead server process left running "
-            "(resumed here from their journal); 0: never take runs over.",
-        ),
-    ] = 5.0,
-    lease_ttl: Annotated[
-        float | None,
-        typer.Option(
-            "--lease-ttl",
-            help="Seconds a run's lease lives without a heartbeat: how long a dead "
-            "process's runs wait before another takes them over (default: the store's, 30).",
-        ),
-    ] = None,
-    graph: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--graph",
-            metavar="MODULE:ATTR",
-            help="A graph to serve too (repeatable): its executions under /graphs.",
-        ),
-    ] = None,
+    takeover_interval: Annotated[float, _TAKEOVER] = 5.0,
+    lease_ttl: Annotated[float | None, _LEASE_TTL] = None,
+    graph: Annotated[list[str] | None, _GRAPH] = None,
     temporal: Annotated[str | None, TEMPORAL_OPTION] = None,
 ) -> None:
     """Serve agents (and graphs) over HTTP: runs, resumable event streams (SSE), approvals."""

@@ -6,6 +6,7 @@ import asyncio
 import hmac
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
@@ -33,6 +34,8 @@ from ._trace_routes import execution_trace_router, trace_router
 
 if TYPE_CHECKING:
     from temporalio.client import Client
+
+    from ._temporal import TemporalRuns
 
 __all__ = ["create_app"]
 
@@ -92,68 +95,75 @@ def create_app(
     served_graphs = _graphs(graphs)
     graphs_only = bool(served_graphs) and isinstance(agents, Mapping) and not agents
     served = {} if graphs_only else _served(agents)
+    _check_limits(max_body_bytes, drain_timeout, poll_interval, takeover_interval, lease_ttl)
+    _check_admin_token(admin_token)
+    stores = store if isinstance(store, Stores) else open_store(store)
+    if lease_ttl is not None:
+        stores.lease_ttl = lease_ttl
+    manager = RunManager(_on(served, stores), stores, drain_timeout=drain_timeout)
+    service = Service(manager, TokenAuth(auth) if auth is not None else None, poll=poll_interval)
+    sessions = Sessions(manager)
+    graph_runs = GraphRuns(served_graphs, stores, poll=poll_interval)
+    on_temporal = temporal_runs(served, stores, temporal, poll_interval, service.stopping)
+    life = _Lifespan(
+        stores=stores,
+        owned=not isinstance(store, Stores),
+        manager=manager,
+        service=service,
+        sessions=sessions,
+        graph_runs=graph_runs,
+        on_temporal=on_temporal,
+        takeover_interval=takeover_interval,
+        drain_timeout=drain_timeout,
+    )
+    app = FastAPI(title="Bastion", summary="Runs of Bastion agents over HTTP.", lifespan=life)
+    install_error_handlers(app)
+    life.attach(app)
+    _routes(app, temporal=on_temporal is not None, graphs=bool(served_graphs))
+    _admin_routes(app, service, admin_token)
+    _middleware(app, max_body_bytes, cors_origins)
+    return app
+
+
+def _routes(app: FastAPI, *, temporal: bool, graphs: bool) -> None:
+    if temporal:
+        app.include_router(temporal_router())
+    app.include_router(router)
+    app.include_router(trace_router)
+    app.include_router(sessions_router)
+    app.include_router(agents_router)
+    if graphs:
+        app.include_router(graphs_router)
+        app.include_router(execution_trace_router)
+    mount_console(app)
+
+
+def _on(served: Mapping[str, Agent[Any, Any]], stores: Stores) -> dict[str, Agent[Any, Any]]:
+    """The served agents, each journaling to the server's store."""
+    return {name: agent.with_store(stores) for name, agent in served.items()}
+
+
+def _check_admin_token(admin_token: str | None) -> None:
+    if admin_token is not None and not admin_token:
+        raise UserError("admin_token must be non-empty (or None to disable /admin/drain).")
+
+
+def _check_limits(
+    max_body_bytes: int,
+    drain_timeout: float,
+    poll_interval: float,
+    takeover_interval: float | None,
+    lease_ttl: float | None,
+) -> None:
     if max_body_bytes <= 0 or drain_timeout < 0 or poll_interval <= 0:
         raise UserError("max_body_bytes and poll_interval must be > 0, drain_timeout >= 0.")
     if takeover_interval is not None and not takeover_interval > 0:
         raise UserError(f"takeover_interval must be > 0 (or None), got {takeover_interval!r}.")
     if lease_ttl is not None and not lease_ttl > 0:
         raise UserError(f"lease_ttl must be > 0 (or None), got {lease_ttl!r}.")
-    if admin_token is not None and not admin_token:
-        raise UserError("admin_token must be non-empty (or None to disable /admin/drain).")
-    owned = not isinstance(store, Stores)
-    stores = store if isinstance(store, Stores) else open_store(store)
-    if lease_ttl is not None:
-        stores.lease_ttl = lease_ttl
-    tokens = TokenAuth(auth) if auth is not None else None
-    manager = RunManager(
-        {name: a.with_store(stores) for name, a in served.items()},
-        stores,
-        drain_timeout=drain_timeout,
-    )
-    service = Service(manager, tokens, poll=poll_interval)
-    sessions = Sessions(manager)
-    graph_runs = GraphRuns(served_graphs, stores, poll=poll_interval)
-    on_temporal = temporal_runs(served, stores, temporal, poll_interval, service.stopping)
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncGenerator[None]:
-        await stores.open()
-        if on_temporal is not None:
-            await on_temporal.connect()
-        watcher = (
-            None
-            if takeover_interval is None
-            else asyncio.create_task(watch(manager, takeover_interval, manager.refusing))
-        )
-        try:
-            yield
-        finally:
-            await graph_runs.close()
-            await sessions.close(drain_timeout)
-            await manager.drain()  # sets manager.refusing: the watcher stops
-            if watcher is not None:
-                await watcher
-            service.stopping.set()
-            if owned:
-                await stores.close()
 
-    app = FastAPI(title="Bastion", summary="Runs of Bastion agents over HTTP.", lifespan=lifespan)
-    app.state.bastion = service
-    app.state.bastion_sessions = sessions
-    app.state.bastion_graphs = graph_runs
-    install_error_handlers(app)
-    if on_temporal is not None:
-        app.state.bastion_temporal = on_temporal
-        app.include_router(temporal_router())
-    app.include_router(router)
-    app.include_router(trace_router)
-    app.include_router(sessions_router)
-    app.include_router(agents_router)
-    if served_graphs:
-        app.include_router(graphs_router)
-        app.include_router(execution_trace_router)
-    mount_console(app)
-    _admin_routes(app, service, admin_token)
+def _middleware(app: FastAPI, max_body_bytes: int, cors_origins: Sequence[str]) -> None:
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if cors_origins:
         app.add_middleware(
@@ -163,7 +173,53 @@ def create_app(
             allow_headers=["*"],
             expose_headers=["*"],
         )
-    return app
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Lifespan:
+    """What the application starts at startup and stops, in order, at shutdown."""
+
+    stores: Stores
+    owned: bool
+    manager: RunManager
+    service: Service
+    sessions: Sessions
+    graph_runs: GraphRuns
+    on_temporal: TemporalRuns | None
+    takeover_interval: float | None
+    drain_timeout: float
+
+    def attach(self, app: FastAPI) -> None:
+        """Give the routes what they serve (``app.state``)."""
+        app.state.bastion = self.service
+        app.state.bastion_sessions = self.sessions
+        app.state.bastion_graphs = self.graph_runs
+        if self.on_temporal is not None:
+            app.state.bastion_temporal = self.on_temporal
+
+    @asynccontextmanager
+    async def __call__(self, app: FastAPI) -> AsyncGenerator[None]:
+        await self.stores.open()
+        if self.on_temporal is not None:
+            await self.on_temporal.connect()
+        manager = self.manager
+        interval = self.takeover_interval
+        watcher = (
+            None
+            if interval is None
+            else asyncio.create_task(watch(manager, interval, manager.refusing))
+        )
+        try:
+            yield
+        finally:
+            await self.graph_runs.close()
+            await self.sessions.close(self.drain_timeout)
+            await manager.drain()  # sets manager.refusing: the watcher stops
+            if watcher is not None:
+                await watcher
+            self.service.stopping.set()
+            if self.owned:
+                await self.stores.close()
 
 
 def _served(agents: Agents) -> dict[str, Agent[Any, Any]]:

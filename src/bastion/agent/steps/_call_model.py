@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from bastion.agent._fallback import CircuitBreaker
 from bastion.agent._hooks import maybe_await
@@ -80,7 +81,6 @@ class ModelCall:
         run_id = scope.run_id
         check_abort = scope.check_abort
         quiet = scope.quiet
-        retry = scope.config.retry
         models = self._models
         governance = scope.governance
         policy = scope.config.fallback_policy
@@ -123,34 +123,13 @@ class ModelCall:
                                 emitted = emitted or _shown(chunk)
                                 check_abort()
                                 continue
-                            if isinstance(chunk, TextChunk):
+                            if isinstance(chunk, TextChunk):  # the hot path stays in line
                                 event: AgentEvent = TextDeltaEvent(run_id=run_id, delta=chunk.text)
-                            elif isinstance(chunk, ReasoningChunk):
-                                if not chunk.text:
-                                    continue
-                                event = ReasoningDeltaEvent(run_id=run_id, delta=chunk.text)
-                            elif isinstance(chunk, ToolCallStartChunk):
-                                names[chunk.id] = chunk.name
-                                event = ToolCallStartEvent(
-                                    run_id=run_id,
-                                    tool_call_id=chunk.id,
-                                    tool_name=chunk.name,
-                                )
-                            elif isinstance(chunk, ToolCallDeltaChunk):
-                                event = ToolCallDeltaEvent(
-                                    run_id=run_id,
-                                    tool_call_id=chunk.id,
-                                    args_delta=chunk.arguments_delta,
-                                )
-                            elif isinstance(chunk, ToolCallEndChunk):
-                                event = ToolCallEndEvent(
-                                    run_id=run_id,
-                                    tool_call_id=chunk.id,
-                                    tool_name=names.get(chunk.id, ""),
-                                    arguments=assembler.arguments_of(chunk.id),
-                                )
                             else:
-                                continue
+                                other = _other_event(chunk, run_id, names, assembler)
+                                if other is None:
+                                    continue
+                                event = other
                             emitted = True
                             yield event
                             check_abort()
@@ -162,60 +141,86 @@ class ModelCall:
                         breaker.release(model.key)  # an abort gives a claimed probe back
                     raise
                 except Exception as error:
-                    if governance is not None:  # a failed call counts as a call
-                        await governance.record_model(model, None)
-                        for event in governance.drain(run_id):
-                            yield event
-                    tripped = False
-                    if breaker is not None:
-                        if breaker.counts_as_failure(error):
-                            tripped = breaker.record_failure(model.key, error)
-                            if tripped:
-                                yield self._circuit(model, breaker, error)
-                        else:  # about the request, not the model's health
-                            breaker.release(model.key)
-                    if emitted:
-                        raise
-                    if (
-                        not tripped
-                        and retry is not None
-                        and attempt < retry.max_retries
-                        and retry.retryable(error)
-                    ):
-                        delay = retry.delay(attempt, error)
+                    failed = await self._failed(error, index, attempt, emitted=emitted)
+                    for event in failed.events:
+                        yield event
+                    if failed.delay is not None:  # retried on the same model
                         attempt += 1
-                        yield ModelRetryEvent(
-                            run_id=run_id,
-                            model=model.key,
-                            attempt=attempt,
-                            delay=delay,
-                            error=_describe(error),
-                        )
-                        await scope.clock.sleep(delay)
+                        await scope.clock.sleep(failed.delay)
                         check_abort()
                         continue
-                    if (tripped or policy.moves_on(error)) and index + 1 < len(models):
-                        fell_back = ModelFellbackEvent(
-                            run_id=run_id,
-                            previous_model=model.key,
-                            next_model=models[index + 1].key,
-                            error=_describe(error),
-                        )
-                        yield fell_back
-                        await self._fell_back(fell_back)
+                    if failed.fell_back is not None:  # the next model takes the step
+                        await self._fell_back(failed.fell_back)
                         break
                     raise
-                response = assembler.response()
-                self.response = response
-                if breaker is not None and breaker.record_success(model.key):
-                    yield ModelCircuitEvent(run_id=run_id, model=model.key, state="closed")
-                if governance is not None:
-                    await governance.record_model(model, response.usage)
-                    for event in governance.drain(run_id):
-                        yield event
-                if not quiet and any(p.type == "text" for p in response.message.parts):
-                    yield TextCompleteEvent(run_id=run_id, text=response.message.text)
+                self.response = assembler.response()
+                for event in await self._succeeded(model, self.response):
+                    yield event
                 return
+
+    async def _failed(
+        self, error: Exception, index: int, attempt: int, *, emitted: bool
+    ) -> _Failure:
+        """What a failed attempt on model ``index`` leads to: a retry, a fallback, or none."""
+        scope = self._scope
+        run_id = scope.run_id
+        model = self._models[index]
+        events: list[AgentEvent] = []
+        if scope.governance is not None:  # a failed call counts as a call
+            await scope.governance.record_model(model, None)
+            events.extend(scope.governance.drain(run_id))
+        policy = scope.config.fallback_policy
+        breaker = policy.circuit_breaker
+        tripped = False
+        if breaker is not None:
+            if breaker.counts_as_failure(error):
+                tripped = breaker.record_failure(model.key, error)
+                if tripped:
+                    events.append(self._circuit(model, breaker, error))
+            else:  # about the request, not the model's health
+                breaker.release(model.key)
+        retry = scope.config.retry
+        if emitted:  # a stream that produced events is never restarted
+            return _Failure(events)
+        if (
+            not tripped
+            and retry is not None
+            and attempt < retry.max_retries
+            and retry.retryable(error)
+        ):
+            delay = retry.delay(attempt, error)
+            retried = ModelRetryEvent(
+                run_id=run_id,
+                model=model.key,
+                attempt=attempt + 1,
+                delay=delay,
+                error=_describe(error),
+            )
+            return _Failure([*events, retried], delay=delay)
+        if (tripped or policy.moves_on(error)) and index + 1 < len(self._models):
+            fell_back = ModelFellbackEvent(
+                run_id=run_id,
+                previous_model=model.key,
+                next_model=self._models[index + 1].key,
+                error=_describe(error),
+            )
+            return _Failure([*events, fell_back], fell_back=fell_back)
+        return _Failure(events)
+
+    async def _succeeded(self, model: Model, response: ModelResponse) -> list[AgentEvent]:
+        """The events after a call that answered: circuit closed, governance, the text."""
+        scope = self._scope
+        run_id = scope.run_id
+        events: list[AgentEvent] = []
+        breaker = scope.config.fallback_policy.circuit_breaker
+        if breaker is not None and breaker.record_success(model.key):
+            events.append(ModelCircuitEvent(run_id=run_id, model=model.key, state="closed"))
+        if scope.governance is not None:
+            await scope.governance.record_model(model, response.usage)
+            events.extend(scope.governance.drain(run_id))
+        if not scope.quiet and any(p.type == "text" for p in response.message.parts):
+            events.append(TextCompleteEvent(run_id=run_id, text=response.message.text))
+        return events
 
     def _skip(self, index: int, breaker: CircuitBreaker) -> ModelFellbackEvent:
         """The event that skips the open model at ``index``; CircuitOpen if none is left."""
@@ -285,3 +290,35 @@ def _shown(chunk: object) -> bool:
     if isinstance(chunk, ReasoningChunk):
         return bool(chunk.text)
     return isinstance(chunk, (TextChunk, ToolCallStartChunk, ToolCallDeltaChunk, ToolCallEndChunk))
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A failed attempt's events, then: retry after ``delay``, or fall back, or neither."""
+
+    events: list[AgentEvent]
+    delay: float | None = None
+    fell_back: ModelFellbackEvent | None = None
+
+
+def _other_event(
+    chunk: StreamChunk, run_id: str, names: dict[str, str], assembler: ResponseAssembler
+) -> AgentEvent | None:
+    """The event of a chunk other than text (``None``: nothing to show)."""
+    if isinstance(chunk, ReasoningChunk):
+        return ReasoningDeltaEvent(run_id=run_id, delta=chunk.text) if chunk.text else None
+    if isinstance(chunk, ToolCallStartChunk):
+        names[chunk.id] = chunk.name
+        return ToolCallStartEvent(run_id=run_id, tool_call_id=chunk.id, tool_name=chunk.name)
+    if isinstance(chunk, ToolCallDeltaChunk):
+        return ToolCallDeltaEvent(
+            run_id=run_id, tool_call_id=chunk.id, args_delta=chunk.arguments_delta
+        )
+    if isinstance(chunk, ToolCallEndChunk):
+        return ToolCallEndEvent(
+            run_id=run_id,
+            tool_call_id=chunk.id,
+            tool_name=names.get(chunk.id, ""),
+            arguments=assembler.arguments_of(chunk.id),
+        )
+    return None
