@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     )
     from bastion.tools import ApprovalDecision, InterruptResolution
 
+    from ._context import WindowChange
     from ._replay import Recovery
     from ._scope import RunScope
 
@@ -105,16 +106,14 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
     resolutions: Sequence[InterruptResolution],
     recovery: Recovery | None,
 ) -> AsyncGenerator[AgentEvent, None]:
-    config = scope.config
     state = scope.state
-    governance = scope.governance
     journal = scope.journal
     state.started_at = scope.clock.monotonic()
     failed_sources: set[str] = set()  # tool sources whose failure this run reported
     start = AgentStartEvent(
         run_id=scope.run_id,
-        agent_name=config.name,
-        model=config.model.key,
+        agent_name=scope.config.name,
+        model=scope.config.model.key,
         resumed=decisions is not None or recovery is not None,
     )
     yield start
@@ -126,29 +125,67 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
         if state.status == "running" and scope.config.handoffs is not None:
             async for event in take_handoff(scope):  # a resumed step that handed off
                 yield event
-        while state.status == "running":  # each step ends the run or leaves it running
-            async with aclosing(_step(scope, failed_sources)) as events:
-                async for event in events:
+        # One step per turn, in this frame: every event of a step passes through it once.
+        while state.status == "running":
+            for event in await _before_call(scope, failed_sources):
+                yield event
+            change = await _compaction(scope)
+            if change is not None:
+                try:
+                    yield change.event
+                finally:  # numbered by now; journaled even if the consumer stops here
+                    if journal is not None and change.spent is not None:
+                        journal.compacted(state, change.spent, change.event.seq)
+            if state.status != "running":
+                break
+            call, event = await _begin_call(scope)
+            yield event
+            async for event in call.events():
+                yield event
+            response = await _end_call(scope, call, event.seq)
+            tools = _tool_calls(scope, response)
+            if response.incomplete_tool_calls:
+                for event in reject_incomplete(scope, call, response):  # fails the run
                     yield event
-    except RunAborted:
-        state.abort()
-    except asyncio.CancelledError:
-        if not scope.cancel_sent:  # cancelled from outside (a timeout, a closing app)
-            if journal is not None:
-                await journal.abandon()
+            elif tools:
+                async with aclosing(_tool_round(scope, call, response, tools)) as events:
+                    async for event in events:
+                        yield event
+            else:
+                yield step_end(scope, call, response)
+                async with aclosing(_answered(scope, response)) as events:
+                    async for event in events:
+                        yield event
+    except BaseException as exc:
+        if not await _settle(scope, exc):
             raise
+    async with aclosing(_end(scope)) as events:
+        async for event in events:
+            yield event
+
+
+async def _settle(scope: RunScope, exc: BaseException) -> bool:
+    """End the run on ``exc`` (aborted or failed); False when it must propagate."""
+    state = scope.state
+    if isinstance(exc, RunAborted):
+        state.abort()
+    elif isinstance(exc, asyncio.CancelledError):
+        if not scope.cancel_sent:  # cancelled from outside (a timeout, a closing app)
+            if scope.journal is not None:
+                await scope.journal.abandon()
+            return False
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()
         state.abort()
-    except Exception as exc:  # the run fails; the caller gets a result, not an exception
-        if governance is not None and isinstance(exc, GovernanceError):
+    elif isinstance(exc, Exception):  # the run fails; the caller gets a result
+        if scope.governance is not None and isinstance(exc, GovernanceError):
             settle(scope, exc)  # fails, stops or suspends the run
         else:
             state.fail(_failure_code(exc), f"{type(exc).__name__}: {exc}", exc)
-    async with aclosing(_end(scope)) as events:
-        async for event in events:
-            yield event
+    else:  # GeneratorExit, KeyboardInterrupt, SystemExit
+        return False
+    return True
 
 
 async def _with_sources(
@@ -203,58 +240,48 @@ async def _open(  # noqa: PLR0917 - the loop's own arguments, passed on as they 
             await journal.started(state, start.seq)
 
 
-async def _before_call(
-    scope: RunScope, failed_sources: set[str]
-) -> AsyncGenerator[AgentEvent, None]:
+async def _before_call(scope: RunScope, failed_sources: set[str]) -> list[AgentEvent]:
     """What comes before a step's model call; a limit reached ends the run here."""
     config, state, journal = scope.config, scope.state, scope.journal
     if scope.abort is not None:
         raise RunAborted
     if state.step >= config.max_steps:
         stop_at_max_steps(scope)
-        return
+        return []
     allowance = config.allowance
     if allowance is not None:  # a sub-agent's slice of its parent's budget
         spent = allowance.spent(state, scope.clock.monotonic())
         if spent is not None:
             state.stop(f"budget: {spent}", state.last_text())
-            return
+            return []
     if scope.session_link is not None:  # steering messages join before the call
         if journal is not None:  # the session stores only what the journal holds
             await journal.flush()
         await scope.session_link.before_model_call(scope.ctx, state.messages)
         if scope.abort is not None:  # the session aborted the turn meanwhile
             raise RunAborted
+    events: list[AgentEvent] = []
     inbox = scope.inbox
     if inbox is not None and inbox.steering:  # stream.steer(): joins before the call
-        for event in inbox.steer(state):
-            yield event
+        events.extend(inbox.steer(state))
     if journal is not None:  # an acting tool's result is durable before the call
         await journal.before_model_call()
     if config.tool_sources.sources:  # MCP servers: their current tools
-        for event in await config.tool_sources.refresh(scope.run_id, failed_sources):
-            yield event
+        events.extend(await config.tool_sources.refresh(scope.run_id, failed_sources))
+    return events
+
+
+async def _compaction(scope: RunScope) -> WindowChange | None:
+    """Compact the history when the request would not fit (``None``: it fits, or done)."""
     window = scope.window
-    if window is not None:  # compaction, when the request would not fit
-        change = await window.before_model_call(scope, result_keeper(scope))
-        if change is not None:
-            try:
-                yield change.event
-            finally:  # numbered by now; journaled even if the consumer stops here
-                if journal is not None and change.spent is not None:
-                    journal.compacted(state, change.spent, change.event.seq)
+    if window is None or scope.state.status != "running":
+        return None
+    return await window.before_model_call(scope, result_keeper(scope))
 
 
-async def _step(scope: RunScope, failed_sources: set[str]) -> AsyncGenerator[AgentEvent, None]:
-    """One step: the model call, then its tool calls or the final answer."""
-    state = scope.state
-    async with aclosing(_before_call(scope, failed_sources)) as events:
-        async for event in events:
-            yield event
-    if state.status != "running":
-        return
+async def _begin_call(scope: RunScope) -> tuple[ModelCall, AgentEvent]:
+    """The step's request and model, and its ``step.start``."""
     config = scope.config  # a handoff makes another agent's config the run's
-    journal = scope.journal
     request = begin_step(scope)
     flags = config.hook_flags
     if flags.before_llm_call:
@@ -264,38 +291,35 @@ async def _step(scope: RunScope, failed_sources: set[str]) -> AsyncGenerator[Age
     )
     if config.output_schema is not None:
         shape_output(scope, request, model)
-    event: AgentEvent = StepStartEvent(run_id=scope.run_id, step=state.step, model=model.key)
-    yield event
-    call = ModelCall(scope, request, model)
-    async for event in call.events():
-        yield event
+    start = StepStartEvent(run_id=scope.run_id, step=scope.state.step, model=model.key)
+    return ModelCall(scope, request, model), start
+
+
+async def _end_call(scope: RunScope, call: ModelCall, seq: int) -> ModelResponse:
+    """The call's response, observed, journaled (at ``seq``) and shown to the hooks."""
+    state, journal = scope.state, scope.journal
     response = take_response(scope, call)
     window = scope.window
     if window is not None:
         window.observe(response.usage)
         window.answered_by(call.model)  # a smaller fallback lowers the trigger
     if journal is not None:  # entry seq: the model call's last event (or step.start)
-        journal.model_response(state, call.model.key, response, event.seq, call.chunks)
+        journal.model_response(state, call.model.key, response, seq, call.chunks)
     if scope.session_link is not None:  # a session's step ends here, before its tools
         if journal is not None:  # a crash never leaves the session ahead of the run
             await journal.flush()
         await scope.session_link.after_model_call(scope.ctx, response)
-    if flags.after_llm_call:
+    if scope.config.hook_flags.after_llm_call:
         await after_llm_call(scope, response)
-    if response.incomplete_tool_calls:
-        for event in reject_incomplete(scope, call, response):  # fails the run
-            yield event
-        return
+    return response
+
+
+def _tool_calls(scope: RunScope, response: ModelResponse) -> Sequence[ToolCall]:
+    """The calls the step runs as tools (none when one is the typed answer's tool)."""
     calls = response.message.tool_calls
-    if calls and (config.output_schema is None or output_call(calls) is None):
-        async with aclosing(_tool_round(scope, call, response, calls)) as events:
-            async for event in events:
-                yield event
-        return
-    yield step_end(scope, call, response)
-    async with aclosing(_answered(scope, response)) as events:
-        async for event in events:
-            yield event
+    if calls and (scope.config.output_schema is None or output_call(calls) is None):
+        return calls
+    return ()
 
 
 async def _tool_round(

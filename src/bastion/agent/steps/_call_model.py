@@ -78,14 +78,10 @@ class ModelCall:
         async generator would add a frame to that path.
         """
         scope = self._scope
-        run_id = scope.run_id
-        check_abort = scope.check_abort
-        quiet = scope.quiet
-        models = self._models
+        run_id, check_abort, quiet = scope.run_id, scope.check_abort, scope.quiet
         governance = scope.governance
-        policy = scope.config.fallback_policy
-        breaker = policy.circuit_breaker
-        for index, model in enumerate(models):
+        breaker = scope.config.fallback_policy.circuit_breaker
+        for index, model in enumerate(self._models):
             self.model = model
             if breaker is not None and not breaker.allow(model.key):
                 skipped = self._skip(index, breaker)  # raises CircuitOpen on the last model
@@ -95,13 +91,10 @@ class ModelCall:
             attempt = 0
             while True:
                 if governance is not None:  # a limit is checked before anything is sent
-                    substitute = await governance.check_model(model, self._request)
-                    for event in governance.drain(run_id):
+                    checked, answered = await self._checked(model)
+                    for event in checked:
                         yield event
-                    if substitute is not None:  # an interrupt decision gave the answer
-                        self.chunks = None  # no provider answered: nothing to record
-                        self.response = substitute_response(model, substitute.value)
-                        yield TextCompleteEvent(run_id=run_id, text=self.response.message.text)
+                    if answered:  # an interrupt decision gave the answer
                         return
                 assembler = ResponseAssembler(model.key)
                 add = assembler.add
@@ -157,6 +150,20 @@ class ModelCall:
                 for event in await self._succeeded(model, self.response):
                     yield event
                 return
+
+    async def _checked(self, model: Model) -> tuple[list[AgentEvent], bool]:
+        """Governance's check of the call: its signals, and whether a decision answered it."""
+        scope = self._scope
+        governance = scope.governance
+        assert governance is not None  # only asked under governance
+        substitute = await governance.check_model(model, self._request)
+        events: list[AgentEvent] = list(governance.drain(scope.run_id))
+        if substitute is None:
+            return events, False
+        self.chunks = None  # no provider answered: nothing to record
+        self.response = substitute_response(model, substitute.value)
+        events.append(TextCompleteEvent(run_id=scope.run_id, text=self.response.message.text))
+        return events, True
 
     async def _failed(
         self, error: Exception, index: int, attempt: int, *, emitted: bool
