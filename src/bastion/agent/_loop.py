@@ -91,11 +91,24 @@ async def run_loop(
     """
     seq = scope.seq
     steps = _run(scope, user_input, history, decisions, resolutions, recovery)
-    async with aclosing(steps):
+    try:
         async for event in steps:
             seq += 1
             event.seq = scope.seq = seq
             yield event
+    except BaseException as exc:  # the run ends aborted or failed, or this propagates
+        await steps.aclose()  # stopped early: its finally blocks run now
+        if not await _settle(scope, exc):
+            raise
+    closing = _end(scope)
+    try:
+        async for event in closing:
+            seq += 1
+            event.seq = scope.seq = seq
+            yield event
+    except BaseException:
+        await closing.aclose()
+        raise
 
 
 async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they came
@@ -107,7 +120,6 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
     recovery: Recovery | None,
 ) -> AsyncGenerator[AgentEvent, None]:
     state = scope.state
-    journal = scope.journal
     state.started_at = scope.clock.monotonic()
     failed_sources: set[str] = set()  # tool sources whose failure this run reported
     start = AgentStartEvent(
@@ -117,51 +129,68 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
         resumed=decisions is not None or recovery is not None,
     )
     yield start
+    events = _open(
+        scope, start, (user_input, history), decisions, resolutions, recovery, failed_sources
+    )
     try:
-        opening = _open(scope, start, user_input, history, decisions, resolutions, recovery)
-        async with aclosing(_with_sources(scope, failed_sources, opening)) as events:
-            async for event in events:
-                yield event
-        if state.status == "running" and scope.config.handoffs is not None:
-            async for event in take_handoff(scope):  # a resumed step that handed off
-                yield event
-        # One step per turn, in this frame: every event of a step passes through it once.
-        while state.status == "running":
-            for event in await _before_call(scope, failed_sources):
-                yield event
-            change = await _compaction(scope)
-            if change is not None:
-                try:
-                    yield change.event
-                finally:  # numbered by now; journaled even if the consumer stops here
-                    if journal is not None and change.spent is not None:
-                        journal.compacted(state, change.spent, change.event.seq)
-            if state.status != "running":
-                break
-            call, event = await _begin_call(scope)
-            yield event
-            async for event in call.events():
-                yield event
-            response = await _end_call(scope, call, event.seq)
-            tools = _tool_calls(scope, response)
-            if response.incomplete_tool_calls:
-                for event in reject_incomplete(scope, call, response):  # fails the run
-                    yield event
-            elif tools:
-                async with aclosing(_tool_round(scope, call, response, tools)) as events:
-                    async for event in events:
-                        yield event
-            else:
-                yield step_end(scope, call, response)
-                async with aclosing(_answered(scope, response)) as events:
-                    async for event in events:
-                        yield event
-    except BaseException as exc:
-        if not await _settle(scope, exc):
-            raise
-    async with aclosing(_end(scope)) as events:
         async for event in events:
             yield event
+    except BaseException:  # stopped early: its finally blocks run now
+        await events.aclose()
+        raise
+    if state.status == "running" and scope.config.handoffs is not None:
+        async for event in take_handoff(scope):  # a resumed step that handed off
+            yield event
+    # One step per turn, in this frame: every event of a step passes through it once.
+    while state.status == "running":
+        for event in await _before_call(scope, failed_sources):
+            yield event
+        change = None if scope.window is None else await _compaction(scope)
+        if change is not None:
+            try:
+                yield change.event
+            finally:  # numbered by now; journaled even if the consumer stops here
+                if scope.journal is not None and change.spent is not None:
+                    scope.journal.compacted(state, change.spent, change.event.seq)
+        if state.status != "running":
+            break
+        config = scope.config  # a handoff makes another agent's config the run's
+        request = begin_step(scope)
+        flags = config.hook_flags
+        if flags.before_llm_call:
+            await before_llm_call(scope, request)
+        model = config.model
+        if config.tiers or flags.prepare_step:
+            model = await choose_model(scope, request)
+        if config.output_schema is not None:
+            shape_output(scope, request, model)
+        event = StepStartEvent(run_id=scope.run_id, step=state.step, model=model.key)
+        yield event
+        call = ModelCall(scope, request, model)
+        async for event in call.events():
+            yield event
+        response = await _end_call(scope, call, event.seq)
+        tools = _tool_calls(scope, response)
+        if response.incomplete_tool_calls:
+            for event in reject_incomplete(scope, call, response):  # fails the run
+                yield event
+        elif tools:
+            events = _tool_round(scope, call, response, tools)
+            try:
+                async for event in events:
+                    yield event
+            except BaseException:  # stopped early: its finally blocks run now
+                await events.aclose()
+                raise
+        else:
+            yield step_end(scope, call, response)
+            events = _answered(scope, response)
+            try:
+                async for event in events:
+                    yield event
+            except BaseException:  # stopped early: its finally blocks run now
+                await events.aclose()
+                raise
 
 
 async def _settle(scope: RunScope, exc: BaseException) -> bool:
@@ -188,31 +217,21 @@ async def _settle(scope: RunScope, exc: BaseException) -> bool:
     return True
 
 
-async def _with_sources(
-    scope: RunScope, failed_sources: set[str], opening: AsyncGenerator[AgentEvent, None]
-) -> AsyncGenerator[AgentEvent, None]:
-    """The tool sources listed first (a resumed step runs the tools they list now)."""
-    sources = scope.config.tool_sources
-    if sources.sources:
-        for event in await sources.refresh(scope.run_id, failed_sources):
-            yield event
-        scope.current_tools()
-    async with aclosing(opening):
-        async for event in opening:
-            yield event
-
-
 async def _open(  # noqa: PLR0917 - the loop's own arguments, passed on as they came
     scope: RunScope,
     start: AgentStartEvent,
-    user_input: str | Sequence[UserPart] | None,
-    history: Sequence[Message] | None,
+    given: tuple[str | Sequence[UserPart] | None, Sequence[Message] | None],
     decisions: dict[str, ApprovalDecision] | None,
     resolutions: Sequence[InterruptResolution],
     recovery: Recovery | None,
+    failed_sources: set[str],
 ) -> AsyncGenerator[AgentEvent, None]:
     """Start the run: recovered after a crash, resumed with decisions, or new."""
     config, state, journal, governance = scope.config, scope.state, scope.journal, scope.governance
+    if config.tool_sources.sources:  # listed first: a resumed step runs the tools listed now
+        for event in await config.tool_sources.refresh(scope.run_id, failed_sources):
+            yield event
+        scope.current_tools()
     if recovery is not None:
         await resolve_deps(scope.ctx)
         async for event in recover(scope, recovery):
@@ -230,7 +249,7 @@ async def _open(  # noqa: PLR0917 - the loop's own arguments, passed on as they 
             async for event in resume_step(scope, decisions):
                 yield event
     else:
-        await open_run(scope, user_input, history)
+        await open_run(scope, *given)
         if config.hooks is not None and config.hook_flags.before_run:
             await maybe_await(config.hooks.before_run(scope.ctx))
         if config.input_guardrails:
@@ -277,22 +296,6 @@ async def _compaction(scope: RunScope) -> WindowChange | None:
     if window is None or scope.state.status != "running":
         return None
     return await window.before_model_call(scope, result_keeper(scope))
-
-
-async def _begin_call(scope: RunScope) -> tuple[ModelCall, AgentEvent]:
-    """The step's request and model, and its ``step.start``."""
-    config = scope.config  # a handoff makes another agent's config the run's
-    request = begin_step(scope)
-    flags = config.hook_flags
-    if flags.before_llm_call:
-        await before_llm_call(scope, request)
-    model = (
-        await choose_model(scope, request) if config.tiers or flags.prepare_step else config.model
-    )
-    if config.output_schema is not None:
-        shape_output(scope, request, model)
-    start = StepStartEvent(run_id=scope.run_id, step=scope.state.step, model=model.key)
-    return ModelCall(scope, request, model), start
 
 
 async def _end_call(scope: RunScope, call: ModelCall, seq: int) -> ModelResponse:
