@@ -28,7 +28,6 @@ from ._capability import Capability
 from ._config import Instructions, RunConfig
 from ._drive import AgentDrive, start_drive
 from ._extensions import ToolFactory
-from ._fallback import FallbackPolicy
 from ._handoffs import Handoff, HandoffTarget, find_agent
 from ._input import check_history, check_user_input
 from ._loop import run_loop
@@ -63,8 +62,6 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "HookFlags"]
 
 _DEFAULT_RETRY = RetryConfig()
-_DEFAULT_TOOL_OPTIONS = ToolOptions()
-_DEFAULT_FALLBACK = FallbackPolicy()
 
 
 class Agent(Generic[DepsT, OutputT]):

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     )
     from bastion.tools import ApprovalDecision, InterruptResolution
 
-    from ._context import WindowChange
+    from ._context import RunWindow, WindowChange
     from ._replay import Recovery
     from ._scope import RunScope
 
@@ -145,7 +145,7 @@ async def _run(  # noqa: PLR0917 - the loop's own arguments, passed on as they c
     while state.status == "running":
         for event in await _before_call(scope, failed_sources):
             yield event
-        change = None if scope.window is None else await _compaction(scope)
+        change = None if (window := scope.window) is None else await _compaction(scope, window)
         if change is not None:
             try:
                 yield change.event
@@ -290,10 +290,9 @@ async def _before_call(scope: RunScope, failed_sources: set[str]) -> list[AgentE
     return events
 
 
-async def _compaction(scope: RunScope) -> WindowChange | None:
+async def _compaction(scope: RunScope, window: RunWindow) -> WindowChange | None:
     """Compact the history when the request would not fit (``None``: it fits, or done)."""
-    window = scope.window
-    if window is None or scope.state.status != "running":
+    if scope.state.status != "running":
         return None
     return await window.before_model_call(scope, result_keeper(scope))
 

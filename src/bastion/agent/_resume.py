@@ -17,9 +17,9 @@ from bastion.core import UserError
 from ._loop import run_loop
 from ._ownership import check_session_owner
 from ._replay import load_run
-from ._runs import end_event
 from ._state import RunState
 from .steps._approvals import check_directive
+from .steps._end import end_event
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator

@@ -13,7 +13,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bastion.core import AgentEndEvent, RunContext, UserError, new_id
+from bastion.core import RunContext, UserError, new_id
 
 from ._handoffs import find_agent
 from ._journal import RunJournal
@@ -35,13 +35,13 @@ if TYPE_CHECKING:
     from ._hooks import SessionLink
     from ._state import RunState
 
-__all__ = ["AgentRuns", "compact_now", "end_event", "run_config"]
+__all__ = ["AgentRuns", "compact_now", "run_config"]
 
 
 class AgentRuns:
     """What the runs of one agent object share: the runs in flight and the open store."""
 
-    __slots__ = ("_memory", "_ready", "config", "live", "owns_store", "store")
+    __slots__ = ("_memory", "_ready", "config", "live", "owns_store")
 
     def __init__(
         self,
@@ -52,8 +52,6 @@ class AgentRuns:
     ) -> None:
         self.config = config
         """The agent's own config (its name, store and limit on runs in flight)."""
-        self.store = config.store
-        """The agent's store (``None``: runs are not journaled)."""
         self.live: weakref.WeakSet[AgentStream[Any]] = weakref.WeakSet() if live is None else live
         """The started, unfinished runs."""
         self.owns_store = owns_store
@@ -141,7 +139,7 @@ class AgentRuns:
         # A session's run is owned through its session's turn lease (``bastion.sessions``).
         keeper = None if link is not None else run_keeper(store, run_id, config.clock)
         # The agent's store is opened once; another (a parent run's) is already open.
-        opener = self.open_store if store is self.store else store.open
+        opener = self.open_store if store is self.config.store else store.open
         return RunJournal(
             store,
             run_id,
@@ -154,15 +152,17 @@ class AgentRuns:
 
     async def open_store(self) -> None:
         """Open the agent's store, once."""
-        if self.store is not None and not self._ready:
-            await self.store.open()
+        store = self.config.store
+        if store is not None and not self._ready:
+            await store.open()
             self._ready = True
 
     async def artifact_stores(self) -> Stores:
         """The agent's store, opened; an in-memory one when it has none."""
-        if self.store is not None:
+        store = self.config.store
+        if store is not None:
             await self.open_store()
-            return self.store
+            return store
         if self._memory is None:
             self._memory = memory_stores()
             await self._memory.open()
@@ -173,9 +173,10 @@ class AgentRuns:
         await self.config.tool_sources.aclose()
         if self.config.code_mode is not None:
             await self.config.code_mode.aclose()
-        if self.owns_store and self.store is not None and self._ready:
+        store = self.config.store
+        if self.owns_store and store is not None and self._ready:
             self._ready = False
-            await self.store.close()
+            await store.close()
 
     def _on_start(self, stream: AgentStream[Any]) -> None:
         limit = self.config.max_concurrent_runs
@@ -239,17 +240,3 @@ def _active_config(config: RunConfig, state: RunState) -> RunConfig:
             "run_options.agent_registry) it had when the run started."
         )
     return found
-
-
-def end_event(state: RunState) -> AgentEndEvent:
-    """The ``agent.end`` of an ended run, as its journal recorded it."""
-    return AgentEndEvent(
-        run_id=state.run_id,
-        seq=state.last_seq,
-        status=state.status,
-        output=state.output,
-        usage=state.usage,
-        error=state.error,
-        steps=state.step,
-        duration=state.finished_at - state.started_at,
-    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bastion.agent._hooks import maybe_await
 from bastion.agent._scope import RunScope
+from bastion.agent._state import RunState
 from bastion.core import (
     AgentCancellingEvent,
     AgentEndEvent,
@@ -19,7 +20,7 @@ from bastion.core import (
 
 from ._dispatch_tools import unreported_events
 
-__all__ = ["end_run", "lost_end"]
+__all__ = ["end_event", "end_run", "lost_end"]
 
 
 async def end_run(scope: RunScope) -> list[AgentEvent]:
@@ -45,18 +46,22 @@ async def end_run(scope: RunScope) -> list[AgentEvent]:
                 message=state.error.message,
             )
         )
-    events.append(
-        AgentEndEvent(
-            run_id=scope.run_id,
-            status=state.status,
-            output=state.output,
-            usage=state.usage,
-            error=state.error,
-            steps=state.step,
-            duration=state.finished_at - state.started_at,
-        )
-    )
+    events.append(end_event(state))
     return events
+
+
+def end_event(state: RunState) -> AgentEndEvent:
+    """The ``agent.end`` of ``state``'s run; ``seq`` as journaled (the loop renumbers it)."""
+    return AgentEndEvent(
+        run_id=state.run_id,
+        seq=state.last_seq,
+        status=state.status,
+        output=state.output,
+        usage=state.usage,
+        error=state.error,
+        steps=state.step,
+        duration=state.finished_at - state.started_at,
+    )
 
 
 async def _end_hooks(scope: RunScope) -> None:
