@@ -15,7 +15,8 @@ Figures:
 * ``agent_init_params``, ``agent_class_lines``, ``agent_methods``, ``agent_properties``:
   the ``Agent`` class.
 * ``runtime_cycles``: strongly connected groups (of two or more modules) in the graph of
-  imports that run (module level or inside functions; not under ``TYPE_CHECKING``).
+  imports that run (module level, inside functions, or deferred with ``lazy_module``; not
+  under ``TYPE_CHECKING``).
 * ``local_imports``: imports of Bastion's own modules placed inside functions.
 * ``dict_str_any``: ``dict[str, Any]`` written out (docstrings too); ``any_per_kloc``: the
   name ``Any`` used in code per 1,000 lines.
@@ -249,7 +250,22 @@ def imports(modules: dict[str, Module]) -> _Imports:
             edges.update(targets)
             if in_function and targets:
                 found.local.append(f"{module.name}:{node.lineno}")
+        edges.update(t for t in _lazy_targets(module.tree) if t in modules)
     return found
+
+
+def _lazy_targets(tree: ast.AST) -> Iterator[str]:
+    """The modules bound with ``lazy_module("...")``: imports that run later, still edges."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "lazy_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield node.args[0].value
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:

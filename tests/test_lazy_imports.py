@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-LAZY = ("tools", "governance", "stores", "security", "context", "providers")
+from bastion._lazy import lazy_module
+
+LAZY = ("agent", "tools", "governance", "stores", "security", "context", "providers")
 
 
 @pytest.mark.parametrize("package", LAZY)
@@ -33,6 +35,11 @@ def test_importing_agent_and_tool_leaves_optional_parts_unloaded() -> None:
         "bastion.providers._registry",
         "bastion.graph",
         "bastion.multi",
+        "bastion.agent._assemble",  # an agent's parts are checked and built when it is made
+        "bastion.agent._loop",  # the loop and its steps load with the first run
+        "bastion.agent._journal",
+        "bastion.tools._executor",
+        "bastion.security._policy",
         "difflib",  # only for tool()'s unknown-keyword error
         "typing_extensions",  # only for type checkers (tool()'s ToolKeywords)
     }
@@ -49,3 +56,31 @@ def test_an_agent_with_a_store_url_loads_the_stores_it_needs() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_a_lazy_module_imports_on_first_read_and_follows_the_real_module() -> None:
+    code = (
+        "import sys\n"
+        "from bastion._lazy import lazy_module\n"
+        "lazy = lazy_module('bastion.filters')\n"
+        "before = 'bastion.filters' in sys.modules\n"
+        "compose = lazy.compose\n"
+        "sys.modules['bastion.filters'].compose = 'patched'\n"
+        "print(before, 'bastion.filters' in sys.modules, lazy.compose, repr(lazy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        "False",
+        "True",
+        "patched",
+        "<lazy",
+        "module",
+        "'bastion.filters'",
+        "(loaded)>",
+    ]
+
+
+def test_a_lazy_module_that_does_not_exist_fails_when_read() -> None:
+    missing = lazy_module("bastion.no_such_module")
+    with pytest.raises(ModuleNotFoundError, match=r"bastion\.no_such_module"):
+        _ = missing.anything

@@ -1,15 +1,34 @@
-"""Package attributes imported on first use, so importing a package costs only what is used.
+"""Bastion's one lazy-loading mechanism: modules and package attributes imported on first use.
 
-A package lists its public names under ``if TYPE_CHECKING:`` (for type checkers and
-readers) and maps each to the submodule that defines it; :func:`lazy_attributes` builds
-the module ``__getattr__`` that imports the submodule when the name is first read.
+Importing a package costs only what is used. Two forms of one idea:
+
+* :func:`lazy_attributes`: a package lists its public names under ``if TYPE_CHECKING:``
+  (for type checkers and readers) and maps each to the submodule that defines it; the
+  module ``__getattr__`` it builds imports the submodule when the name is first read.
+* :func:`lazy_module`: a module that needs another only inside some functions (a run's
+  loop, a feature's machinery) binds a stand-in at module level, under the same name a
+  ``TYPE_CHECKING`` import gives the type checker::
+
+      if TYPE_CHECKING:
+          from bastion.agent import _loop
+      else:
+          _loop = lazy_module("bastion.agent._loop")
+
+  The real module is imported when an attribute of the stand-in is first read, and every
+  read after that is the real module's attribute (monkeypatching the module still works).
+
+Both import through the import statement's machinery, so ``python -X importtime`` sees
+the deferred imports where they happen.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
+
+__all__ = ["LazyModule", "lazy_attributes", "lazy_module"]
 
 
 def lazy_attributes(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
@@ -21,9 +40,35 @@ def lazy_attributes(package: str, names: Mapping[str, str]) -> Callable[[str], A
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         qualified = package + module
-        __import__(qualified)  # the import statement's machinery (seen by -X importtime)
+        __import__(qualified)
         value = getattr(sys.modules[qualified], name)
         namespace[name] = value
         return value
 
     return __getattr__
+
+
+class LazyModule:
+    """A stand-in for the module named ``name``, imported when an attribute is first read."""
+
+    __slots__ = ("_module", "_name")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: ModuleType | None = sys.modules.get(name)
+
+    def __getattr__(self, attribute: str) -> Any:
+        module = self._module
+        if module is None:
+            __import__(self._name)
+            module = self._module = sys.modules[self._name]
+        return getattr(module, attribute)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._module is not None else "not loaded"
+        return f"<lazy module {self._name!r} ({state})>"
+
+
+def lazy_module(name: str) -> LazyModule:
+    """A :class:`LazyModule` for the module ``name`` (typed by a ``TYPE_CHECKING`` import)."""
+    return LazyModule(name)

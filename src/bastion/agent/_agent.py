@@ -11,6 +11,7 @@ import weakref
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
+from bastion._lazy import lazy_module
 from bastion.core import (
     Clock,
     Message,
@@ -23,25 +24,10 @@ from bastion.core import (
 )
 from bastion.core._context import DepsT
 
-from ._assemble import AgentSpec, Hooks, assemble
-from ._capability import Capability
-from ._config import Instructions, RunConfig
-from ._drive import AgentDrive, start_drive
-from ._extensions import ToolFactory
-from ._handoffs import Handoff, HandoffTarget, find_agent
-from ._input import check_history, check_user_input
-from ._loop import run_loop
 from ._options import GovernanceOptions, ModelOptions, RunOptions, ToolOptions
-from ._output import Output
-from ._persist import run_state_from_json, run_state_to_json
-from ._progress import Progress
 from ._result import OutputT, RunResult
-from ._resume import resume_journaled, resume_state
 from ._retry import RetryConfig
-from ._runs import AgentRuns, compact_now, run_config
-from ._setup import HookFlags, build_store, model_variant
 from ._state import RunState
-from ._stream import AgentStream
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -56,10 +42,41 @@ if TYPE_CHECKING:
         ToolSource,
     )
 
+    from . import (
+        _assemble,
+        _drive,
+        _handoffs,
+        _input,
+        _loop,
+        _persist,
+        _progress,
+        _resume,
+        _runs,
+        _setup,
+    )
+    from ._assemble import Hooks
+    from ._capability import Capability
+    from ._config import Instructions, RunConfig
+    from ._drive import AgentDrive
+    from ._extensions import ToolFactory
     from ._guardrails import InputGuardrail, OutputGuardrail
+    from ._handoffs import Handoff, HandoffTarget
     from ._hooks import SessionLink
+    from ._output import Output
+    from ._stream import AgentStream
+else:
+    _assemble = lazy_module("bastion.agent._assemble")
+    _drive = lazy_module("bastion.agent._drive")
+    _handoffs = lazy_module("bastion.agent._handoffs")
+    _input = lazy_module("bastion.agent._input")
+    _loop = lazy_module("bastion.agent._loop")
+    _persist = lazy_module("bastion.agent._persist")
+    _progress = lazy_module("bastion.agent._progress")
+    _resume = lazy_module("bastion.agent._resume")
+    _runs = lazy_module("bastion.agent._runs")
+    _setup = lazy_module("bastion.agent._setup")
 
-__all__ = ["Agent", "HookFlags"]
+__all__ = ["Agent"]
 
 _DEFAULT_RETRY = RetryConfig()
 
@@ -172,8 +189,8 @@ class Agent(Generic[DepsT, OutputT]):
         model_options: ModelOptions | None = None,
         run_options: RunOptions | None = None,
     ) -> None:
-        built = assemble(
-            AgentSpec(
+        built = _assemble.assemble(
+            _assemble.AgentSpec(
                 name=name,
                 model=model,
                 instructions=instructions,
@@ -219,8 +236,8 @@ class Agent(Generic[DepsT, OutputT]):
         """The agent's name (events, traces, the ``agent:<name>`` key)."""
         self.description = config.description
         """What the agent does, for humans and for other agents."""
-        self._runs = AgentRuns(config, owns_store=owns_store, live=live)
-        self.progress = Progress(self._runs.artifact_stores, config.name)
+        self._runs = _runs.AgentRuns(config, owns_store=owns_store, live=live)
+        self.progress = _progress.Progress(self._runs.artifact_stores, config.name)
         """Progress artifacts in the agent's store (in memory when it has none)."""
 
     def _derive(self, config: RunConfig, *, owns_store: bool = False) -> Agent[DepsT, OutputT]:
@@ -255,7 +272,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: ``model`` is not a Model or a known ``"provider:model"`` string.
         """
-        variant = model_variant(self.config, model)
+        variant = _setup.model_variant(self.config, model)
         return self._derive(variant, owns_store=self._runs.owns_store)
 
     def with_store(self, store: Stores | str) -> Agent[DepsT, OutputT]:
@@ -266,7 +283,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: ``store`` is not a Stores or a valid store URL.
         """
-        variant = replace(self.config, store=build_store(store, self.name))
+        variant = replace(self.config, store=_setup.build_store(store, self.name))
         return self._derive(variant, owns_store=isinstance(store, str))
 
     def drive(
@@ -294,7 +311,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: As :meth:`stream` and :meth:`resume_stream` do.
         """
-        return start_drive(self, input, resume, directive, deps, options)
+        return _drive.start_drive(self, input, resume, directive, deps, options)
 
     def stream(
         self,
@@ -344,9 +361,9 @@ class Agent(Generic[DepsT, OutputT]):
                 suspended, or a directive that does not decide exactly the pending calls);
                 or an ``active_agent`` this agent cannot reach.
         """
-        run = run_config(self.config, config, session_link)
+        run = _runs.run_config(self.config, config, session_link)
         if isinstance(input, RunState):
-            return resume_state(self._runs, run, input, directive, deps, session_link)
+            return _resume.resume_state(self._runs, run, input, directive, deps, session_link)
         _check_new_run(run, input, message_history, directive, active_agent)
         state = RunState(
             run_id=run_id or new_id("run"),
@@ -359,11 +376,11 @@ class Agent(Generic[DepsT, OutputT]):
         )
         journal = self._runs.journal(run, state.run_id, 0, session_link)
         scope = self._runs.scope(run, state, deps, journal, link=session_link)
-        return self._runs.stream(scope, lambda: run_loop(scope, input, message_history))
+        return self._runs.stream(scope, lambda: _loop.run_loop(scope, input, message_history))
 
     def reaches(self, name: str) -> bool:
         """True when ``name`` is this agent or one reachable through its handoffs (now)."""
-        return find_agent(self.config, name) is not None
+        return _handoffs.find_agent(self.config, name) is not None
 
     def resume_stream(
         self,
@@ -394,14 +411,14 @@ class Agent(Generic[DepsT, OutputT]):
             UserError: The agent has no store (at once); when iteration starts: the store
                 has no such run, it belongs to another agent, or the directive does not fit.
         """
-        config = run_config(self.config, config, None)
+        config = _runs.run_config(self.config, config, None)
         if config.store is None:
             raise UserError(
                 f"Agent {self.name!r} has no store: pass Agent(..., store='sqlite:///runs.db') "
                 "(the store the run was journaled in) to resume runs by id."
             )
-        config = run_config(self.config, config, session_link)
-        return resume_journaled(self._runs, config, run_id, directive, deps, session_link)
+        config = _runs.run_config(self.config, config, session_link)
+        return _resume.resume_journaled(self._runs, config, run_id, directive, deps, session_link)
 
     async def resume(
         self,
@@ -454,11 +471,11 @@ class Agent(Generic[DepsT, OutputT]):
             UserError: The agent has no ``context`` and no ``config`` was given, or
                 ``keep_last`` is negative.
         """
-        return await compact_now(self.config, messages, config, keep_last)
+        return await _runs.compact_now(self.config, messages, config, keep_last)
 
     def serialize_state(self, state: RunState) -> str:
         """A run's state as JSON text (:func:`bastion.agent.run_state_to_json`)."""
-        return run_state_to_json(state)
+        return _persist.run_state_to_json(state)
 
     def deserialize_state(self, text: str | bytes) -> RunState:
         """Load a state written by :meth:`serialize_state` for a run of this agent.
@@ -466,7 +483,7 @@ class Agent(Generic[DepsT, OutputT]):
         Raises:
             UserError: The text is not a run state, or the run belongs to another agent.
         """
-        state = run_state_from_json(text)
+        state = _persist.run_state_from_json(text)
         if state.agent_name != self.name:
             raise UserError(
                 f"Run {state.run_id} belongs to agent {state.agent_name!r}, not {self.name!r}."
@@ -573,12 +590,12 @@ def _check_new_run(
     """Refuse a new run's arguments before anything starts (see :meth:`Agent.stream`)."""
     if directive is not None:
         raise UserError("A directive resumes a suspended run: pass its RunState as input.")
-    if active_agent is not None and find_agent(run, active_agent) is None:
+    if active_agent is not None and _handoffs.find_agent(run, active_agent) is None:
         raise UserError(
             f"active_agent={active_agent!r}: agent {run.name!r} cannot reach it through "
             "its handoffs (agents, or names in their agent_registry)."
         )
-    check_user_input(input)
-    check_history(message_history)
+    _input.check_user_input(input)
+    _input.check_history(message_history)
     if input is None and not message_history:
         raise UserError("Give the run an input or a message_history to continue.")

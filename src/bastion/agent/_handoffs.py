@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from bastion._lazy import lazy_module
 from bastion.core import RunContext, RunError, UserError
 from bastion.tools import ModelArgsValidator, Tool
 
@@ -26,9 +27,12 @@ from ._hooks import maybe_await
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from bastion import filters
     from bastion.filters import HandoffInputFilterDescriptor
 
     from ._config import RunConfig
+else:
+    filters = lazy_module("bastion.filters")
 
 __all__ = [
     "AgentRegistry",
@@ -108,11 +112,9 @@ class Handoff:
     """``boundary`` as JSON (what the ``agent.handoff`` event and the journal record)."""
 
     def __post_init__(self) -> None:
-        from bastion.filters import compose, default_handoff_filter, to_json
-
-        boundary = compose(self.input_filter or default_handoff_filter())
+        boundary = filters.compose(self.input_filter or filters.default_handoff_filter())
         object.__setattr__(self, "boundary", boundary)
-        object.__setattr__(self, "boundary_json", to_json(boundary))
+        object.__setattr__(self, "boundary_json", filters.to_json(boundary))
 
     @property
     def target_name(self) -> str:
@@ -147,8 +149,6 @@ def handoff(
     """
     from pydantic import BaseModel
 
-    from bastion.filters import is_filter
-
     if isinstance(agent, str):
         if not agent.strip():
             raise UserError("handoff() needs an agent or a non-empty agent name, got ''.")
@@ -163,7 +163,7 @@ def handoff(
             f"handoff({name!r}) needs a tool name of 1-128 letters, digits, '.', '_' or '-'; "
             f"got {tool!r}."
         )
-    if input_filter is not None and not is_filter(input_filter):
+    if input_filter is not None and not filters.is_filter(input_filter):
         raise UserError(
             f"handoff({name!r}): input_filter must be a filter descriptor from bastion.filters "
             f"(filters.last_n(5), filters.compose(...)), got {input_filter!r}."

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bastion import stores as store_package
+
 if TYPE_CHECKING:  # the lease machinery loads with the first run that has a store
     from bastion.core import Clock
     from bastion.stores import LeaseKeeper, Stores
@@ -22,10 +24,12 @@ __all__ = ["check_session_owner", "run_keeper"]
 
 def run_keeper(stores: Stores, run_id: str, clock: Clock) -> LeaseKeeper:
     """A keeper of the run's own lease, with a fresh owner id."""
-    from bastion.stores import LeaseKeeper, new_owner, run_lease_key
-
-    return LeaseKeeper(
-        stores.leases, run_lease_key(run_id), clock, ttl=stores.lease_ttl, owner=new_owner()
+    return store_package.LeaseKeeper(
+        stores.leases,
+        store_package.run_lease_key(run_id),
+        clock,
+        ttl=stores.lease_ttl,
+        owner=store_package.new_owner(),
     )
 
 
@@ -35,11 +39,9 @@ async def check_session_owner(stores: Stores, state: RunState, clock: Clock) -> 
     Raises:
         RunBusy: The session's turn lease is live.
     """
-    from bastion.stores import RunBusy, session_lease_key
-
     if state.status not in ("running", "awaiting_approval") or state.session_id is None:
         return
-    lease = await stores.leases.get(session_lease_key(state.session_id))
+    lease = await stores.leases.get(store_package.session_lease_key(state.session_id))
     now = clock.now()
     if lease is not None and lease.live(now):
-        raise RunBusy(state.run_id, lease, now)
+        raise store_package.RunBusy(state.run_id, lease, now)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+from bastion import stores as store_package
+
 if TYPE_CHECKING:
     from bastion.stores import Artifact, Sensitivity, Stores
 
@@ -80,6 +82,4 @@ class Progress:
 
 def memory_stores() -> Stores:
     """A fresh in-memory store, for an agent that has none."""
-    from bastion.stores import open_store  # stores load when progress is first used
-
-    return open_store("memory://")
+    return store_package.open_store("memory://")

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from bastion import context, governance, providers, stores, tools
+from bastion._lazy import lazy_module
 from bastion.core import Model, UserError
 
 from ._governance import GOVERNANCE_EVENTS, AgentGovernance
@@ -24,9 +26,13 @@ if TYPE_CHECKING:
     from bastion.stores import Stores
     from bastion.tools import ApprovalConfig, CodeMode, CodeModeConfig, Tool
 
+    from . import _context, _suggest
     from ._config import RunConfig
     from ._context import ContextKeeper
     from ._suggest import Suggester
+else:
+    _context = lazy_module("bastion.agent._context")
+    _suggest = lazy_module("bastion.agent._suggest")
 
 __all__ = [
     "HookFlags",
@@ -83,30 +89,22 @@ def build_context(config: ContextConfig | None, model: Model, name: str) -> Cont
     """The agent's compaction settings for ``model`` (``None`` without a config)."""
     if config is None:
         return None
-    from bastion.context import ContextConfig
-
-    from ._context import ContextKeeper
-
-    if not isinstance(config, ContextConfig):
+    if not isinstance(config, context.ContextConfig):
         raise UserError(f"Agent {name!r}: context must be a ContextConfig, got {config!r}.")
     given = config.summarizer
     summarizer = model if given is None else resolve_model(given, "context summarizer")
-    return ContextKeeper(config, model, summarizer, f"Agent {name!r}")
+    return _context.ContextKeeper(config, model, summarizer, f"Agent {name!r}")
 
 
 def build_suggester(config: Suggestions | None, model: Model, name: str) -> Suggester | None:
     """The agent's follow-up suggestions for ``model`` (``None``: off)."""
     if config is None:
         return None
-    from bastion.context import Suggestions
-
-    from ._suggest import Suggester
-
-    if not isinstance(config, Suggestions):
+    if not isinstance(config, context.Suggestions):
         raise UserError(f"Agent {name!r}: suggestions must be a Suggestions, got {config!r}.")
     given = config.model
     writer = model if given is None else resolve_model(given, "suggestions model")
-    return Suggester(count=config.count, model=writer)
+    return _suggest.Suggester(count=config.count, model=writer)
 
 
 def model_variant(config: RunConfig, model: Model | str) -> RunConfig:
@@ -124,16 +122,14 @@ def resolve_model(model: Model | str, what: str) -> Model:
     if isinstance(model, Model):
         return model
     if isinstance(model, str):
-        from bastion.providers import resolve_model
-
-        return resolve_model(model)
+        return providers.resolve_model(model)
     raise UserError(f"{what} must be a Model or a 'provider:model' string, got {model!r}.")
 
 
 def build_code_mode(
     invocation: str,
     config: CodeModeConfig | None,
-    tools: dict[str, Tool],
+    registry: dict[str, Tool],
     approval: ApprovalConfig | None,
     name: str,
 ) -> CodeMode | None:
@@ -146,11 +142,9 @@ def build_code_mode(
         if config is not None:
             raise UserError(f"Agent {name!r}: tool_options.code_mode needs invocation='code-mode'.")
         return None
-    from bastion.tools import CodeMode
-
-    mode = CodeMode(tools, config=config, approval=approval)
+    mode = tools.CodeMode(registry, config=config, approval=approval)
     for built in mode.tools:
-        tools[built.name] = built
+        registry[built.name] = built
     return mode
 
 
@@ -182,9 +176,7 @@ def build_governance(
         return AgentGovernance(options.governor, name, events=events)
     if not configured:
         return None  # no governance: the loop and the gate skip it entirely
-    from bastion.governance import Governor
-
-    built = Governor(
+    built = governance.Governor(
         policies=policies,
         oracles=options.oracles,
         budget=budget,
@@ -197,12 +189,10 @@ def build_governance(
 def build_store(store: Stores | str | None, name: str) -> Stores | None:
     if store is None:
         return None
-    from bastion.stores import Stores, open_store
-
-    if isinstance(store, Stores):
+    if isinstance(store, stores.Stores):
         return store
     if isinstance(store, str):
-        return open_store(store)  # parses only: connecting waits for the first run
+        return stores.open_store(store)  # parses only: connecting waits for the first run
     raise UserError(
         f"Agent {name!r}: store must be a Stores (bastion.stores.open_store) or a store URL "
         f"such as 'sqlite:///runs.db', got {store!r}."

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from bastion import providers
 from bastion.core import Model, UserError
 
 __all__ = ["TIERS", "TierResolver", "is_tier"]
@@ -35,10 +36,8 @@ class TierResolver:
         tier_map: Mapping[str, Model | str],
         hints: Iterable[tuple[str, str]],
     ) -> None:
-        from bastion.providers import resolve_model
-
         def as_model(value: Model | str) -> Model:
-            return value if isinstance(value, Model) else resolve_model(value)
+            return value if isinstance(value, Model) else providers.resolve_model(value)
 
         self._resolve = as_model
         unknown = sorted(set(tier_map) - set(TIERS))

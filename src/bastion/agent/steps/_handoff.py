@@ -21,6 +21,8 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from bastion._lazy import lazy_module
+from bastion.agent import _setup
 from bastion.agent._entries import HandoffEntry, Spent
 from bastion.agent._handoffs import (
     Handoff,
@@ -44,11 +46,16 @@ from bastion.core import (
 )
 
 if TYPE_CHECKING:
+    from bastion import filters
+    from bastion.agent import _context
     from bastion.agent._config import RunConfig
     from bastion.agent._state import RunState
     from bastion.filters import Summary
     from bastion.security import Provenance
     from bastion.tools import ToolBatch
+else:
+    _context = lazy_module("bastion.agent._context")  # compaction loads with the first summary
+    filters = lazy_module("bastion.filters")
 
 __all__ = ["activate", "refuse_extra_handoffs", "take_handoff"]
 
@@ -131,8 +138,6 @@ async def take_handoff(scope: RunScope) -> AsyncGenerator[HandoffEvent, None]:
     _check_limit(scope, handoffs.max_handoffs)
     target = handoffs.target(spec).config
     _check_governance(scope, target)
-    from bastion.filters import FilterContext, apply_filter
-
     descriptor = spec.boundary
     state = scope.state
     source = scope.config
@@ -142,10 +147,10 @@ async def take_handoff(scope: RunScope) -> AsyncGenerator[HandoffEvent, None]:
         return await _summarize(scope, span, summary, (source, target), spent)
 
     before = len(state.messages)
-    kept = await apply_filter(
+    kept = await filters.apply_filter(
         descriptor,
         state.messages,
-        FilterContext(summarize=summarize, provenance=_provenance(state)),
+        filters.FilterContext(summarize=summarize, provenance=_provenance(state)),
     )
     start = 0
     while start < len(kept) and isinstance(kept[start], SystemMessage):
@@ -241,9 +246,7 @@ def _summary_model(summary: Summary, agents: tuple[RunConfig, RunConfig]) -> Mod
         for model in config.models:
             if model.key == key:
                 return model
-    from bastion.agent._setup import resolve_model
-
-    return resolve_model(key, "filters.summary(model=...)")
+    return _setup.resolve_model(key, "filters.summary(model=...)")
 
 
 async def _summarize(
@@ -254,13 +257,11 @@ async def _summarize(
     spent: list[Spent],
 ) -> str:
     """A summary of ``span``: a model call of the run, governed, its usage counted."""
-    from bastion.agent._context import SUMMARY_INSTRUCTIONS, render_span  # loads compaction
-
     model = _summary_model(summary, agents)
     request = ModelRequest(
         messages=[
-            SystemMessage(content=summary.instructions or SUMMARY_INSTRUCTIONS),
-            UserMessage(content=render_span(span)),
+            SystemMessage(content=summary.instructions or _context.SUMMARY_INSTRUCTIONS),
+            UserMessage(content=_context.render_span(span)),
         ]
     )
     governance = scope.governance

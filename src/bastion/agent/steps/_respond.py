@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from bastion import providers
 from bastion.agent._hooks import maybe_await
 from bastion.agent._step_overrides import StepOverrides, apply_overrides, check_tool_choice
 from bastion.agent._tiers import is_tier
@@ -83,12 +84,7 @@ async def choose_model(scope: RunScope, request: ModelRequest) -> Model:
                 request.messages = with_inbound_preamble(list(request.messages))
             override = override.model
         if override is not None:
-            if isinstance(override, Model):
-                model = override
-            else:
-                from bastion.providers import resolve_model  # only for a "provider:model" name
-
-                model = resolve_model(override)
+            model = override if isinstance(override, Model) else providers.resolve_model(override)
             scope.pinned_model = model
             return model
     tiers = config.tiers
