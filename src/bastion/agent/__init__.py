@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._agent import (
         Agent,
     )
+    from ._agent_like import AgentLike, AgentRunHandle
     from ._binding import (
         ApprovalMismatch,
     )
@@ -109,6 +110,8 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "Agent": "._agent",
+    "AgentLike": "._agent_like",
+    "AgentRunHandle": "._agent_like",
     "HookFlags": "._setup",
     "ApprovalMismatch": "._binding",
     "CausalChain": "._causality",
@@ -166,6 +169,8 @@ _LAZY = {
 __all__ = [
     "Agent",
     "AgentDrive",
+    "AgentLike",
+    "AgentRunHandle",
     "AgentHooks",
     "AgentRegistry",
     "AgentStream",

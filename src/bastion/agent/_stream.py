@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from types import TracebackType
-from typing import Any, Generic, Literal
+from typing import Any, Literal
 
 from bastion.core import (
     AgentEndEvent,
@@ -25,6 +24,7 @@ from bastion.core import (
     current_run_tap,
 )
 
+from ._agent_like import AgentRunHandle
 from ._inbox import Inbox
 from ._result import OutputT, RunResult
 from ._scope import AbortRequest, RunScope
@@ -34,7 +34,7 @@ __all__ = ["AgentStream", "check_capacity"]
 _ABORT_MESSAGE = "bastion: run aborted"
 
 
-class AgentStream(Generic[OutputT]):
+class AgentStream(AgentRunHandle[RunResult[OutputT]]):
     """The events of one run, as an async iterator; also an async context manager.
 
     Example::
@@ -54,7 +54,6 @@ class AgentStream(Generic[OutputT]):
         "_on_done",
         "_on_start",
         "_owner",
-        "_result",
         "_scope",
         "_tap",
     )
@@ -66,6 +65,7 @@ class AgentStream(Generic[OutputT]):
         on_start: Callable[[AgentStream[Any]], None],
         on_done: Callable[[AgentStream[Any]], None],
     ) -> None:
+        super().__init__()
         self._scope = scope
         self._factory = factory
         self._on_start = on_start
@@ -73,7 +73,6 @@ class AgentStream(Generic[OutputT]):
         self._gen: AsyncGenerator[AgentEvent, None] | None = None
         self._owner: asyncio.Task[Any] | None = None
         self._inside = False
-        self._result: RunResult[OutputT] | None = None
         self._tap: RunTap | None = None
 
     @property
@@ -82,30 +81,9 @@ class AgentStream(Generic[OutputT]):
         return self._scope.run_id
 
     @property
-    def done(self) -> bool:
-        """True once the run has ended."""
-        return self._result is not None
-
-    @property
     def running(self) -> bool:
         """True between the first event and the end."""
         return self._gen is not None and self._result is None
-
-    @property
-    def result(self) -> RunResult[OutputT]:
-        """The run's result, available once ``agent.end`` has been received.
-
-        Raises:
-            UserError: The run has not ended yet.
-        """
-        if self._result is None:
-            raise UserError(
-                f"Run {self.run_id} has not ended yet: iterate the stream to its end first."
-            )
-        return self._result
-
-    def __aiter__(self) -> AgentStream[OutputT]:
-        return self
 
     async def __anext__(self) -> AgentEvent:
         gen = self._gen
@@ -262,17 +240,6 @@ class AgentStream(Generic[OutputT]):
             async for _ in self:
                 pass
         self._finish()
-
-    async def __aenter__(self) -> AgentStream[OutputT]:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _finish(self) -> None:
         self._on_done(self)

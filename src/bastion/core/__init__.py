@@ -108,6 +108,7 @@ from ._model import (
     ToolCallStartChunk,
     ToolDefinition,
 )
+from ._run_handle import RunHandle
 from ._runtime import (
     DEFAULT_MAX_OUTPUT_BYTES,
     DirEntry,
@@ -202,6 +203,7 @@ __all__ = [
     "RunErrorInfo",
     "RunFailed",
     "RunStatus",
+    "RunHandle",
     "RunTap",
     "Runtime",
     "RuntimeAccessError",

@@ -16,7 +16,6 @@ the child workflows it started in its history, and each child workflow replays i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -26,6 +25,7 @@ from pydantic_core import to_jsonable_python
 from temporalio import workflow
 from temporalio.exceptions import CancelledError, ChildWorkflowError
 
+from bastion.agent import AgentRunHandle
 from bastion.agent._result import RunResult
 from bastion.core import RunErrorInfo, Usage, id_source
 from bastion.multi import ChildBudget, Concat, FanOutChild, FanOutResult, FirstSuccess
@@ -176,32 +176,33 @@ class _ChildWorkflowAgent:
         return _ChildWorkflowStream(self.name, f"{metadata.get(FAN_OUT_ID)}/{label}", request)
 
 
-class _ChildWorkflowStream:
-    """A child workflow as a child stream: no events, then its result; abort cancels it."""
+class _ChildWorkflowStream(AgentRunHandle[RunResult[Any]]):
+    """A child workflow as a child's run: no events, then its result; abort cancels it."""
 
-    __slots__ = ("_aborted", "_handle", "_request", "_result", "agent", "run_id")
+    __slots__ = ("_aborted", "_handle", "_request", "_run_id", "agent")
 
     def __init__(self, agent: str, run_id: str, request: ChildRequest) -> None:
+        super().__init__()
         self.agent = agent
-        self.run_id = run_id
+        self._run_id = run_id
         self._request = request
         self._aborted = False
         self._handle: workflow.ChildWorkflowHandle[Any, str] | None = None
-        self._result: RunResult[Any] | None = None
 
     @property
-    def result(self) -> RunResult[Any]:
-        """The child's result, once drained."""
-        assert self._result is not None  # read after the stream is drained
-        return self._result
+    def run_id(self) -> str:
+        """The child workflow's id."""
+        return self._run_id
 
-    def __aiter__(self) -> AsyncIterator[AgentEvent]:
-        return self._events()
+    async def __anext__(self) -> AgentEvent:
+        if self._result is None:
+            await self.drain()
+        raise StopAsyncIteration  # a child workflow's events stay in its own history
 
-    async def _events(self) -> AsyncIterator[AgentEvent]:
-        await self.drain()
-        for event in ():  # a child workflow's events stay in its own history
-            yield event
+    async def aclose(self) -> None:
+        """Cancel the child workflow if it has not ended."""
+        if self._result is None:
+            self.abort()
 
     def abort(self, *, drain: bool = False) -> None:
         """Cancel the child workflow (``drain`` too: its step is its workflow's)."""

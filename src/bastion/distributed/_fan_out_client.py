@@ -14,9 +14,8 @@ from bastion.multi._merge import check_merge
 from ._fan_out import FanOutRequest, FanOutSpec, Strategy
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent
+    from bastion.agent import Agent, AgentLike
     from bastion.multi import ChildBudget, FanOutChild
-    from bastion.multi._fanout_types import AgentLike
 
 __all__ = ["check_merges", "fan_out_request"]
 

@@ -25,9 +25,8 @@ if TYPE_CHECKING:
 
     from temporalio.client import Client, WorkflowHandle
 
-    from bastion.agent import Agent, RunConfig
+    from bastion.agent import Agent, AgentLike, RunConfig
     from bastion.multi import ChildBudget, FanOutChild, FanOutResult
-    from bastion.multi._fanout_types import AgentLike
     from bastion.multi._merge import Merge
 
     from ._fan_out import Strategy

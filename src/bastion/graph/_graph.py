@@ -364,6 +364,7 @@ class Graph(Durable):
             UserError: The definition is invalid (before anything runs).
         """
         self.compile()
+        execution_id = execution_id or new_id("gx")
 
         def start(sink: Sink) -> tuple[Run, Any]:
             run, execution = self._start(
@@ -389,7 +390,7 @@ class Graph(Durable):
 
             return run, work()
 
-        return GraphStream(start)
+        return GraphStream(execution_id, start)
 
     # -- views ----------------------------------------------------------------------------
 

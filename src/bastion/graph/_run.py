@@ -9,10 +9,10 @@ iterator of signals, with :meth:`GraphStream.abort`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Self
 
-from bastion.core import Clock, UserError
+from bastion.core import Clock, RunHandle, UserError
 
 from ._signals import GraphSignal
 
@@ -83,22 +83,34 @@ class Run:
             await asyncio.gather(*self.background, return_exceptions=True)
 
 
-class GraphStream:
+class GraphStream(RunHandle[GraphSignal, "GraphResult"]):
     """The signals of one graph execution, as they happen; ``abort()`` stops it.
 
-    Iterate it once. The last signal is the root's ``graph.after``; :attr:`result` is then
-    set.
+    A :class:`~bastion.core.RunHandle`: iterate it once (or ``drain()`` it); the last signal
+    is the root's ``graph.after``, and :attr:`result` is then set. :attr:`run_id` is the
+    execution's id (its checkpoints' key).
     """
+
+    __slots__ = ("_gen", "_iterated", "_pending_abort", "_run", "_run_id", "_start")
+    _what = "Graph execution"
 
     def __init__(
         self,
+        run_id: str,
         start: Callable[[Sink], tuple[Run, Coroutine[Any, Any, GraphResult]]],
     ) -> None:
+        super().__init__()
+        self._run_id = run_id
         self._start = start
         self._run: Run | None = None
         self._pending_abort: str | None = None
         self._iterated = False
-        self.result: GraphResult | None = None
+        self._gen: AsyncGenerator[GraphSignal, None] | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The execution's id."""
+        return self._run_id
 
     def abort(self, reason: str = "aborted") -> None:
         """Abort the execution: running nodes stop, ``graph.after`` still comes."""
@@ -107,13 +119,24 @@ class GraphStream:
         else:
             self._run.abort(reason)
 
-    def __aiter__(self) -> AsyncIterator[GraphSignal]:
+    def __aiter__(self) -> Self:
         if self._iterated:
             raise UserError("A GraphStream runs once: call graph.stream(...) again for a new run.")
         self._iterated = True
-        return self._iterate()
+        return self
 
-    async def _iterate(self) -> AsyncIterator[GraphSignal]:
+    async def __anext__(self) -> GraphSignal:
+        gen = self._gen
+        if gen is None:
+            gen = self._gen = self._iterate()
+        return await gen.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop: an execution still running is aborted (``graph.after`` is not awaited)."""
+        if self._gen is not None:
+            await self._gen.aclose()
+
+    async def _iterate(self) -> AsyncGenerator[GraphSignal, None]:
         queue: asyncio.Queue[GraphSignal | None] = asyncio.Queue()
         run, work = self._start(queue.put_nowait)
         self._run = run
@@ -131,7 +154,7 @@ class GraphStream:
         try:
             while (signal := await queue.get()) is not None:
                 yield signal
-            self.result = await task
+            self._result = await task
         finally:
             if not task.done():
                 run.abort("the stream was closed")

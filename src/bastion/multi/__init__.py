@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from ._fanout_api import fan_out, fan_out_stream
     from ._fanout_stream import FanOutStream
     from ._fanout_types import (
-        AgentLike,
         ChildBudget,
         ChildResult,
         FanOutChild,
@@ -45,7 +44,6 @@ _LAZY = {
     "fan_out": "._fanout_api",
     "fan_out_stream": "._fanout_api",
     "FanOutStream": "._fanout_stream",
-    "AgentLike": "._fanout_types",
     "ChildBudget": "._fanout_types",
     "ChildResult": "._fanout_types",
     "FanOutChild": "._fanout_types",
@@ -73,7 +71,6 @@ _LAZY = {
 }
 
 __all__ = [
-    "AgentLike",
     "Candidate",
     "ChildBudget",
     "ChildResult",

@@ -38,9 +38,8 @@ from ._rubrics import (
 )
 
 if TYPE_CHECKING:
+    from bastion.agent import AgentLike
     from bastion.stores import Stores
-
-    from ._fanout_types import AgentLike
 
 __all__ = ["EvaluatorResult", "Generator", "Evaluator", "Iteration", "evaluator_optimizer"]
 

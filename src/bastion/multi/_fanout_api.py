@@ -13,9 +13,9 @@ from ._fanout_plan import FanOutPlan, plan_fan_out
 from ._fanout_stream import FanOutStream
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent
+    from bastion.agent import Agent, AgentLike
 
-    from ._fanout_types import AgentLike, ChildBudget, FanOutChild, FanOutResult
+    from ._fanout_types import ChildBudget, FanOutChild, FanOutResult
     from ._merge import Merge
 
 __all__ = ["fan_out", "fan_out_stream"]

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError, new_id
 
-from ._fanout_types import AgentLike, ChildBudget, FanOutChild
+from ._fanout_types import ChildBudget, FanOutChild
 from ._merge import check_merge
 
 if TYPE_CHECKING:
+    from bastion.agent import AgentLike
     from bastion.agent._config import RunConfig
     from bastion.core import Clock, EventBus
 

@@ -7,23 +7,19 @@ runs one child), ``_merge`` (which merges the outcomes) and by users through
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from bastion.core import RunErrorInfo, RunStatus, SubagentEvent, Usage, UserError
 
 if TYPE_CHECKING:
-    from bastion.agent._result import RunResult
-    from bastion.core import AgentEvent
+    from bastion.agent import AgentLike
 
     from ._merge_guard import GuardReport
 
 __all__ = [
-    "AgentLike",
     "ChildBudget",
     "ChildResult",
-    "ChildStream",
     "FanOutChild",
     "FanOutChildEndEvent",
     "FanOutEvent",
@@ -31,41 +27,6 @@ __all__ = [
     "FanOutResult",
     "FanOutSpawnedEvent",
 ]
-
-
-class ChildStream(Protocol):
-    """What a child's ``stream()`` returns: its events, then its result; abortable."""
-
-    @property
-    def run_id(self) -> str:
-        """Id of the child's run."""
-        ...
-
-    @property
-    def result(self) -> RunResult[Any]:
-        """The run's result, once its events are consumed."""
-        ...
-
-    def __aiter__(self) -> AsyncIterator[AgentEvent]:
-        """The run's events."""
-        ...
-
-    def abort(self, *, drain: bool = False) -> None:
-        """Stop the run (it ends ``aborted``); ``drain``: after its current step."""
-        ...
-
-
-class AgentLike(Protocol):
-    """What a fan-out, a team or an evaluator loop runs: an Agent, a Team, an external agent."""
-
-    @property
-    def name(self) -> str:
-        """The agent's name."""
-        ...
-
-    def stream(self, input: str, *, metadata: dict[str, Any] | None = None) -> ChildStream:
-        """Start a run on ``input``."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

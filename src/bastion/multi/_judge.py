@@ -25,10 +25,11 @@ from ._merge_guard import GuardReport, MergeGuard
 from ._multi_child import ChildHandle, run_child
 
 if TYPE_CHECKING:
+    from bastion.agent import AgentLike
     from bastion.agent._config import RunConfig
     from bastion.core import Clock
 
-    from ._fanout_types import AgentLike, ChildResult
+    from ._fanout_types import ChildResult
 
 __all__ = [
     "Candidate",

@@ -35,9 +35,10 @@ from bastion.agent._config import RunConfig
 from bastion.core import RunErrorInfo, StepEndEvent, ToolExecuteStartEvent, Usage
 from bastion.tools import Deny
 
-from ._fanout_types import ChildBudget, ChildResult, ChildStream, FanOutChild
+from ._fanout_types import ChildBudget, ChildResult, FanOutChild
 
 if TYPE_CHECKING:
+    from bastion.agent import AgentRunHandle
     from bastion.agent._result import RunResult
     from bastion.core import AgentEvent, Clock
     from bastion.stores import Stores
@@ -59,7 +60,7 @@ class _ContinuesRuns(Protocol):
 
     def stream(
         self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
-    ) -> ChildStream: ...
+    ) -> AgentRunHandle[RunResult[Any]]: ...
 
 
 def _continues(agent: object) -> TypeGuard[_ContinuesRuns]:
@@ -79,9 +80,11 @@ class _Configured(Protocol):
         metadata: dict[str, Any] | None = None,
         config: RunConfig | None = None,
         run_id: str | None = None,
-    ) -> ChildStream: ...
+    ) -> AgentRunHandle[RunResult[Any]]: ...
 
-    def resume_stream(self, run_id: str, *, config: RunConfig | None = None) -> ChildStream: ...
+    def resume_stream(
+        self, run_id: str, *, config: RunConfig | None = None
+    ) -> AgentRunHandle[RunResult[Any]]: ...
 
     async def stores(self) -> Stores: ...
 
@@ -90,7 +93,7 @@ class _Configured(Protocol):
 class ChildHandle:
     """The parent's grip on a running child: its stream, and why it was stopped."""
 
-    stream: ChildStream | None = None
+    stream: AgentRunHandle[RunResult[Any]] | None = None
     over: str | None = None  # the budget the child went over
     cancelled: bool = False  # stopped by the parent (a sibling won ``first_success``)
     late: bool = False  # found over its token budget only when it ended
@@ -164,7 +167,7 @@ async def _open(  # noqa: PLR0917 - one child's parts
     host: RunConfig | None,
     metadata: Mapping[str, Any],
     run_id: str | None,
-) -> tuple[ChildStream, bool]:
+) -> tuple[AgentRunHandle[RunResult[Any]], bool]:
     """The child's stream (a new run, or its run already in the store).
 
     Also whether its tool calls are counted from its events (a child that is no ``Agent``).
@@ -213,7 +216,7 @@ def _failed(name: str, index: int, exc: Exception, run_id: str) -> ChildResult:
 
 
 async def _follow(
-    stream: ChildStream,
+    stream: AgentRunHandle[RunResult[Any]],
     handle: ChildHandle,
     tokens: int | None,
     tool_calls: int | None,
@@ -292,7 +295,7 @@ def _child_config(child: RunConfig, host: RunConfig | None, hook: Any) -> RunCon
     return replace(child, governance=governance, store=store, executor=executor)
 
 
-def _run_id(stream: ChildStream) -> str:
+def _run_id(stream: AgentRunHandle[RunResult[Any]]) -> str:
     return stream.run_id
 
 

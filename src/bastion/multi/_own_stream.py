@@ -1,8 +1,8 @@
-"""``OwnStream``: the run stream of agent-likes that are not an ``Agent`` (teams, external agents).
+"""``OwnStream``: the run handle of agent-likes that are not an ``Agent`` (teams, external agents).
 
-It has the surface of :class:`~bastion.agent.AgentStream` that fan-outs, teams and users
-rely on: async iteration of typed events (numbered ``seq`` 1, 2, …), ``run_id``,
-``result`` (a :class:`~bastion.agent.RunResult`) once ``agent.end`` has passed, ``drain()``,
+An :class:`~bastion.agent.AgentRunHandle`, like :class:`~bastion.agent.AgentStream`: async
+iteration of typed events (numbered ``seq`` 1, 2, …), ``run_id``, ``result`` (a
+:class:`~bastion.agent.RunResult`) once ``agent.end`` has passed, ``drain()``,
 ``abort(drain=...)`` and ``async with``. The events come from a ``body`` generator (owned by
 ``_team`` / ``_external``), which reads :attr:`aborted` and registers what an abort must stop
 with :meth:`on_abort`.
@@ -14,18 +14,16 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from bastion.core import AgentEndEvent, AgentEvent, UserError
+from bastion.agent import AgentRunHandle, RunResult
+from bastion.core import AgentEndEvent, AgentEvent
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
-    from bastion.agent._result import RunResult
     from bastion.core import EventBus
 
 __all__ = ["OwnStream"]
 
 
-class OwnStream:
+class OwnStream(AgentRunHandle[RunResult[Any]]):
     """The events of one run of a team or an external agent; then its result."""
 
     __slots__ = (
@@ -33,12 +31,11 @@ class OwnStream:
         "_bus",
         "_gen",
         "_listeners",
-        "_result",
+        "_run_id",
         "_seq",
         "aborted",
         "agent_name",
         "drain_requested",
-        "run_id",
     )
 
     def __init__(
@@ -48,36 +45,25 @@ class OwnStream:
         body: Callable[[OwnStream], AsyncGenerator[AgentEvent, None]],
         bus: EventBus | None = None,
     ) -> None:
-        self.run_id = run_id
+        super().__init__()
+        self._run_id = run_id
         self.agent_name = agent_name
         self._body = body
         self._bus = bus
         self._gen: AsyncGenerator[AgentEvent, None] | None = None
-        self._result: RunResult[Any] | None = None
         self._seq = 0
         self._listeners: list[Callable[[bool], None]] = []
         self.aborted = False
         self.drain_requested = False
 
     @property
-    def result(self) -> RunResult[Any]:
-        """The run's result, available once ``agent.end`` has been received.
-
-        Raises:
-            UserError: The run has not ended yet.
-        """
-        if self._result is None:
-            raise UserError(
-                f"Run {self.run_id} has not ended yet: iterate the stream to its end first."
-            )
-        return self._result
+    def run_id(self) -> str:
+        """Id of the run."""
+        return self._run_id
 
     def set_result(self, result: RunResult[Any]) -> None:
         """Called by the body before its ``agent.end`` event."""
         self._result = result
-
-    def __aiter__(self) -> OwnStream:
-        return self
 
     async def __anext__(self) -> AgentEvent:
         if self._gen is None:
@@ -90,12 +76,6 @@ class OwnStream:
         if isinstance(event, AgentEndEvent) and self._result is None:
             raise AssertionError("the body must set_result before agent.end")  # a bug of ours
         return event
-
-    async def drain(self) -> RunResult[Any]:
-        """Run to the end without handing events out; return the result."""
-        async for _ in self:
-            pass
-        return self.result
 
     def on_abort(self, listener: Callable[[bool], None]) -> Callable[[], None]:
         """Call ``listener(drain)`` on abort; returns a function removing it."""
@@ -119,14 +99,3 @@ class OwnStream:
             self.abort()
             async for _ in self:
                 pass
-
-    async def __aenter__(self) -> OwnStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -59,13 +59,12 @@ if TYPE_CHECKING:
     from ._composite import CompositeLog
 
 if TYPE_CHECKING:
+    from bastion.agent import AgentLike
     from bastion.agent._agent import Agent
     from bastion.agent._result import RunResult
     from bastion.core import Clock, EventBus, Model
     from bastion.stores import Stores
     from bastion.tools import Tool
-
-    from ._fanout_types import AgentLike
 
 __all__ = ["Team", "TeamMode"]
 

@@ -154,6 +154,7 @@ class ServedSession:
 
     def _listen(self) -> None:
         on = self.session.on
+        on("run", lambda started: self.ran(started.run_id))
         on("message", self._message)
         on("text_delta", lambda e: self.emit("text_delta", {"delta": e.delta}))
         on("tool_call", self._tool_call)

@@ -26,7 +26,7 @@ from ._manager import RunManager
 from ._recorder import Recorder
 from ._served_session import ServedSession, follow_session, session_key
 from ._session_models import SessionList
-from ._turn_agent import TurnAgent
+from ._turn_events import TurnEvents
 
 __all__ = ["Owner", "Sessions"]
 
@@ -186,17 +186,22 @@ class Sessions:
         key = session_key(session_id)
         logged = await manager.log.read(key, 0)
         runs = [str(json.loads(e.data)["run_id"]) for e in logged if e.type == "run"]
-        turns = TurnAgent(
-            manager.agent(owner.agent), tenant=owner.tenant, log=manager.log, hub=manager.hub
+        agent = manager.agent(owner.agent)
+        clock = agent.config.clock
+        turns = TurnEvents(manager.log, manager.hub, clock)
+        session = await Session.resume(
+            agent,
+            session_id,
+            tenant_id=owner.tenant,
+            event_bus=turns.bus,
+            send_mode=owner.send_mode,
         )
-        session = await Session.resume(turns, session_id, send_mode=owner.send_mode)
-        recorder = Recorder(key, manager.log, manager.hub, turns.config.clock, close_hub=False)
+        recorder = Recorder(key, manager.log, manager.hub, clock, close_hub=False)
         served = ServedSession(
             session, agent=owner.agent, tenant=owner.tenant, created_at=owner.created_at,
             recorder=recorder, last_seq=logged[-1].seq if logged else 0,
             last_type=logged[-1].type if logged else None, runs=runs,
         )  # fmt: skip
-        turns.on_run = served.ran
         if logged and logged[-1].type != "idle":  # its last turn was cut short elsewhere
             served.emit("idle", {"status": served.view().status})
         self.open[session_id] = served

@@ -9,6 +9,7 @@ from ._events import (
     Compacted,
     InterruptRequested,
     MessageAdded,
+    RunStarted,
     SendMode,
     SessionError,
     SessionEvent,
@@ -18,7 +19,6 @@ from ._events import (
     TurnAborted,
     TurnEnd,
 )
-from ._link import SessionAgent
 from ._session import ABORTED, STEERED, SentMessage, Session
 
 __all__ = [
@@ -28,11 +28,11 @@ __all__ = [
     "EVENTS",
     "InterruptRequested",
     "MessageAdded",
+    "RunStarted",
     "STEERED",
     "SendMode",
     "SentMessage",
     "Session",
-    "SessionAgent",
     "SessionError",
     "SessionEvent",
     "StepDone",

@@ -27,6 +27,7 @@ __all__ = [
     "Compacted",
     "InterruptRequested",
     "MessageAdded",
+    "RunStarted",
     "SendMode",
     "SessionError",
     "SessionEvent",
@@ -41,6 +42,7 @@ __all__ = [
 SendMode: TypeAlias = Literal["steer", "queue"]
 SEND_MODES: tuple[SendMode, ...] = ("steer", "queue")
 SessionEvent: TypeAlias = Literal[
+    "run",
     "text_delta",
     "message",
     "tool_call",
@@ -53,6 +55,7 @@ SessionEvent: TypeAlias = Literal[
     "error",
 ]
 EVENTS: tuple[SessionEvent, ...] = (
+    "run",
     "text_delta",
     "message",
     "tool_call",
@@ -64,6 +67,13 @@ EVENTS: tuple[SessionEvent, ...] = (
     "compacted",
     "error",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """``run``: a turn started run ``run_id``, or continued or resumed it (before its events)."""
+
+    run_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,13 +8,16 @@ The base of :class:`~bastion.sessions.Session`; the turns themselves run in ``_t
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import (
+    AgentEvent,
     AssistantMessage,
+    EventBus,
     Message,
     ModelResponse,
     Usage,
@@ -33,14 +36,14 @@ from bastion.tools import ApprovalRequest, Deny, ToolCallDecision, ToolCallReque
 
 from ._branch import read_entries
 from ._events import MessageAdded, SendMode, StepDone, check_mode
-from ._link import Link, SessionAgent
+from ._link import Link
 from ._listeners import Listeners
 from ._sent import STEERED, ContinueWith, PendingMode, SentMessage
 from ._suspension import Suspension
 from ._transcript import Transcript
 
 if TYPE_CHECKING:
-    from bastion.agent import AgentStream
+    from bastion.agent import Agent, AgentStream, RunConfig
 
 __all__ = ["SessionHandle"]
 
@@ -50,9 +53,11 @@ class SessionHandle(Listeners):
 
     def __init__(
         self,
-        agent: SessionAgent,
+        agent: Agent[Any, Any],
         id: str | None = None,
         *,
+        tenant_id: str | None = None,
+        event_bus: EventBus | None = None,
         send_mode: str | None = None,
         on_pending_approvals: PendingMode = "deny",
         continue_with: ContinueWith = "last_agent",
@@ -73,6 +78,9 @@ class SessionHandle(Listeners):
             )
         self.continue_with: ContinueWith = continue_with
         self.id = id or new_id("session")
+        self.tenant_id = tenant_id
+        """The tenant every turn's run belongs to (``None``: none)."""
+        self._bus = event_bus
         # Passed to each of the session's runs: state, drain points, the first tool hook.
         self._link = Link(self._drain, self._stepped, self._decide)
         self._agent = agent
@@ -167,6 +175,19 @@ class SessionHandle(Listeners):
     async def _store(self) -> SessionStore:
         return (await self._agent.stores()).sessions
 
+    def _run_config(self) -> RunConfig | None:
+        """What a turn's run reads: the agent's config, with the session's event bus too."""
+        ours = self._bus
+        if ours is None:
+            return None
+        config = self._agent.config
+        mine = config.event_bus
+        if mine is None:
+            return dataclasses.replace(config, event_bus=ours)
+        both = EventBus().on("*", lambda event: _forward(ours, event))
+        both.on("*", lambda event: _forward(mine, event))  # the agent's observers too
+        return dataclasses.replace(config, event_bus=both)
+
     async def _reload(self) -> None:
         """Read the session again: another handle wrote to it (the store is the truth)."""
         store = await self._store()
@@ -253,3 +274,7 @@ class SessionHandle(Listeners):
     @abstractmethod
     def _kick(self) -> None:
         """Start the loop when there is work for it (``_turns.py``)."""
+
+
+def _forward(bus: EventBus, event: AgentEvent) -> None:
+    bus.emit(event.type, event)

@@ -1,77 +1,23 @@
-"""What a session needs of its agent (``SessionAgent``) and plugs into its runs (``Link``).
+"""What a session plugs into each of its runs (``Link``).
 
-Sessions sit beside the agent layer: they name the agent by this shape only, and the
-agent's loop calls the link (``bastion.agent.SessionLink``) at its drain points.
+Sessions sit beside the agent layer: they run a :class:`~bastion.agent.Agent` (named in
+annotations only, never imported at run time), and the agent's loop calls the link
+(``bastion.agent.SessionLink``) at its drain points.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from bastion.core import Message, ModelResponse, RunContext
-from bastion.stores import Stores
-from bastion.tools import BeforeToolCall, Directive
+from bastion.tools import BeforeToolCall
 
 if TYPE_CHECKING:
-    from bastion.agent import AgentStream, RunConfig, RunState
-    from bastion.context import Compaction, ContextConfig
+    pass
 
-__all__ = ["Link", "SessionAgent"]
-
-
-class SessionAgent(Protocol):
-    """What a session needs of its agent (``bastion.agent.Agent`` is one)."""
-
-    @property
-    def config(self) -> RunConfig:
-        """The agent's config.
-
-        A session reads its ``session_send_mode``, the ``clock`` leases are stamped with,
-        and its ``store`` (``None``: sessions live in memory).
-        """
-        ...
-
-    def stream(
-        self,
-        input: RunState | None = None,
-        *,
-        message_history: Sequence[Message] | None = None,
-        session_id: str | None = None,
-        directive: Directive | None = None,
-        session_link: Link | None = None,
-        active_agent: str | None = None,
-    ) -> AgentStream[Any]: ...
-
-    @property
-    def name(self) -> str:
-        """The agent's name (the session's own agent)."""
-        ...
-
-    def reaches(self, name: str) -> bool:
-        """True when a run can start with agent ``name`` active (this one, or a handoff's)."""
-        ...
-
-    async def compact(
-        self,
-        messages: Sequence[Message],
-        *,
-        config: ContextConfig | None = None,
-        keep_last: int | None = None,
-    ) -> Compaction:
-        """Compact a conversation now (``Agent.compact``)."""
-        ...
-
-    def resume_stream(self, run_id: str, *, session_link: Link | None = None) -> AgentStream[Any]:
-        """Continue a journaled run (a session turn cut by a crash)."""
-        ...
-
-    async def stores(self) -> Stores: ...
-
-    def serialize_state(self, state: RunState) -> str: ...
-
-    def deserialize_state(self, text: str) -> RunState: ...
+__all__ = ["Link"]
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from ._events import (
     Compacted,
     InterruptRequested,
     MessageAdded,
+    RunStarted,
     SessionError,
     SessionEvent,
     StepDone,
@@ -38,6 +39,8 @@ class Listeners:
     def __init__(self) -> None:
         self._listeners: dict[str, list[Listener]] = {name: [] for name in EVENTS}
 
+    @overload
+    def on(self, event: Literal["run"], fn: Callable[[RunStarted], object]) -> Self: ...
     @overload
     def on(self, event: Literal["text_delta"], fn: Callable[[TextDelta], object]) -> Self: ...
     @overload

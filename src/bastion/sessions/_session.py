@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError, new_id
 from bastion.core._serde import message_adapter
@@ -22,12 +22,13 @@ from ._branch import BRANCHED, read_entries
 from ._controls import SessionControls
 from ._events import Compacted
 from ._jsonl import dump_session, parse_export, store_rows
-from ._link import SessionAgent
 from ._sent import ABORTED, STEERED, ContinueWith, PendingMode, SentMessage
 from ._transcript import ACTIVE_AGENT, Transcript, agent_after
 
 if TYPE_CHECKING:
+    from bastion.agent import Agent
     from bastion.context import Compaction, ContextConfig
+    from bastion.core import EventBus
 
 __all__ = ["ABORTED", "STEERED", "SentMessage", "Session"]
 
@@ -35,7 +36,10 @@ __all__ = ["ABORTED", "STEERED", "SentMessage", "Session"]
 class Session(SessionControls):
     """A conversation with an agent: ``send`` messages, listen, wait until it is idle.
 
-    Events (``on(event, fn)``; listeners may be async): ``text_delta(delta)``,
+    A session's turns run its :class:`~bastion.agent.Agent` (``tenant_id``: the tenant
+    every turn's run belongs to; ``event_bus``: observers of every turn's run events, beside
+    the agent's own). Events (``on(event, fn)``; listeners may be async):
+    ``run(run_id)`` (a turn started, continued or resumed a run), ``text_delta(delta)``,
     ``message(message)`` (user and assistant), ``step(usage, finish_reason)`` (a model call
     ended, before its tools run), ``tool_call(request)`` (may return ``Deny(reason)`` or
     ``Rewrite(arguments)``; the first decision wins), ``tool_result(call_id, name, result,
@@ -46,9 +50,11 @@ class Session(SessionControls):
     @classmethod
     async def resume(
         cls,
-        agent: SessionAgent,
+        agent: Agent[Any, Any],
         id: str,
         *,
+        tenant_id: str | None = None,
+        event_bus: EventBus | None = None,
         send_mode: str | None = None,
         on_pending_approvals: PendingMode = "deny",
         continue_with: ContinueWith = "last_agent",
@@ -61,6 +67,8 @@ class Session(SessionControls):
         session = cls(
             agent,
             id,
+            tenant_id=tenant_id,
+            event_bus=event_bus,
             send_mode=send_mode,
             on_pending_approvals=on_pending_approvals,
             continue_with=continue_with,
@@ -188,7 +196,7 @@ class Session(SessionControls):
 
     @classmethod
     async def import_jsonl(
-        cls, agent: SessionAgent, text: str, *, send_mode: str | None = None
+        cls, agent: Agent[Any, Any], text: str, *, send_mode: str | None = None
     ) -> Session:
         """Store a session exported by :meth:`export_jsonl` in the agent's store; open it.
 

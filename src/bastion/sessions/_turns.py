@@ -21,6 +21,7 @@ from ._events import (
     ApprovalRequested,
     Compacted,
     InterruptRequested,
+    RunStarted,
     SessionError,
     TextDelta,
     ToolResult,
@@ -145,9 +146,12 @@ class TurnRunner(SessionHandle):
                 None,
                 message_history=[*self.messages, user],
                 session_id=self.id,
+                tenant_id=self.tenant_id,
                 session_link=self._link,
                 active_agent=self._next_agent(),
+                config=self._run_config(),
             )  # its run id goes with the message: a crash's survivor continues that run
+            await self._emit("run", RunStarted(stream.run_id))
             await self._transcript.add(user, strict=True, run=stream.run_id)
         except SessionConflict:
             sent.status = "pending"
@@ -167,14 +171,21 @@ class TurnRunner(SessionHandle):
         self._current = []
         self._in_turn = True
         self._abort = False
-        stream = self._agent.resume_stream(run_id, session_link=self._link)
+        stream = self._agent.resume_stream(
+            run_id, session_link=self._link, config=self._run_config()
+        )
+        await self._emit("run", RunStarted(stream.run_id))
         self._transcript.follow(continuing=True)
         return await self._consume(stream)
 
     async def _resume(self, suspended: Suspension) -> str:
         stream = self._agent.stream(
-            suspended.state, directive=suspended.directive(), session_link=self._link
+            suspended.state,
+            directive=suspended.directive(),
+            session_link=self._link,
+            config=self._run_config(),
         )
+        await self._emit("run", RunStarted(stream.run_id))
         if self._abort:  # the decided calls get their results, then the run stops
             self._abort = False
             stream.abort(drain=True)
