@@ -14,8 +14,8 @@ Importing a package costs only what is used. Two forms of one idea:
       else:
           _loop = lazy_module("bastion.agent._loop")
 
-  The real module is imported when an attribute of the stand-in is first read, and every
-  read after that is the real module's attribute (monkeypatching the module still works).
+  The real module is imported when an attribute of the stand-in is first read; the name
+  is then rebound to the real module, so later reads cost what a plain import's do.
 
 Both import through the import statement's machinery, so ``python -X importtime`` sees
 the deferred imports where they happen.
@@ -49,19 +49,28 @@ def lazy_attributes(package: str, names: Mapping[str, str]) -> Callable[[str], A
 
 
 class LazyModule:
-    """A stand-in for the module named ``name``, imported when an attribute is first read."""
+    """A stand-in for the module named ``name``, imported when an attribute is first read.
 
-    __slots__ = ("_module", "_name")
+    On that first read the stand-in also rebinds the names it is bound to in the module
+    that made it to the real module, so every later read there is a plain module attribute
+    (no stand-in in the way, and monkeypatching the module is seen).
+    """
 
-    def __init__(self, name: str) -> None:
+    __slots__ = ("_module", "_name", "_namespace")
+
+    def __init__(self, name: str, namespace: dict[str, object]) -> None:
         self._name = name
-        self._module: ModuleType | None = sys.modules.get(name)
+        self._namespace = namespace
+        self._module: ModuleType | None = None
 
     def __getattr__(self, attribute: str) -> Any:
         module = self._module
         if module is None:
             __import__(self._name)
             module = self._module = sys.modules[self._name]
+            namespace = self._namespace
+            for key in [key for key, value in namespace.items() if value is self]:
+                namespace[key] = module
         return getattr(module, attribute)
 
     def __repr__(self) -> str:
@@ -70,5 +79,9 @@ class LazyModule:
 
 
 def lazy_module(name: str) -> LazyModule:
-    """A :class:`LazyModule` for the module ``name`` (typed by a ``TYPE_CHECKING`` import)."""
-    return LazyModule(name)
+    """A :class:`LazyModule` for the module ``name``, bound in the calling module.
+
+    Call it at module level, binding the name a ``TYPE_CHECKING`` import gives the type
+    checker.
+    """
+    return LazyModule(name, sys._getframe(1).f_globals)
