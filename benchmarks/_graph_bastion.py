@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bastion.graph import Graph, StoreCheckpointer
+from bastion.graph import Graph, GraphResult, StoreCheckpointer
 from bastion.stores import NewEntry
 
 from .stores import _backend
@@ -29,6 +29,13 @@ async def _add_one(inputs: list[Any]) -> int:
 
 async def _sum_plus_one(inputs: list[Any]) -> int:
     return sum(int(i) for i in inputs) + 1
+
+
+def _count(result: GraphResult) -> int:
+    """The graph's output: the count its nodes made."""
+    output = result.output
+    assert isinstance(output, int)
+    return output
 
 
 def build_chain(n: int, *, checkpointer: StoreCheckpointer | None = None) -> Graph:
@@ -47,7 +54,7 @@ def chain(n: int) -> Runner:
     graph = build_chain(n)
 
     async def run() -> int:
-        return int((await graph.run(0)).output)
+        return _count(await graph.run(0))
 
     return run
 
@@ -65,7 +72,7 @@ def dag(width: int, depth: int) -> Runner:
     graph.compile()
 
     async def run() -> int:
-        return int((await graph.run(0)).output) - 1
+        return _count(await graph.run(0)) - 1
 
     return run
 
@@ -78,7 +85,7 @@ def cycle(rounds: int) -> Runner:
     graph.compile()
 
     async def run() -> int:
-        return int((await graph.run(0)).output)
+        return _count(await graph.run(0))
 
     return run
 
@@ -95,7 +102,7 @@ def mapped(items: int) -> Runner:
     values = list(range(items))
 
     async def run() -> int:
-        return int((await graph.run(values)).output)
+        return _count(await graph.run(values))
 
     return run
 

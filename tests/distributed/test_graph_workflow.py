@@ -192,6 +192,7 @@ async def test_a_node_that_pauses_twice_runs_again_with_each_answer_in_order(
     async def form(inputs: list[Any], ctx: NodeContext) -> str:
         runs.append([])
         name = await ctx.pause("name?")
+        assert isinstance(name, str)
         runs[-1].append(name)
         city = await ctx.pause({"asked": name}, reason="city?")
         return f"{inputs[0]}: {name} from {city}"

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bastion import Agent, GovernanceOptions, tool
+from bastion.agent import RunState
 from bastion.core import RunFailed
 from bastion.governance import Governor, Limit, PolicyAction, PolicyResult, allow, deny
 from bastion.graph import AgentEventSignal, Graph, GraphSignal, Layer, Node, NodeContext, NodeError
@@ -198,6 +199,7 @@ async def test_a_node_waiting_for_a_human_suspends_the_graph() -> None:
     assert result.status == "suspended"
     waiting = result.errors["pay"]
     assert isinstance(waiting, Suspended)
+    assert isinstance(waiting.detail, RunState)
     assert waiting.detail.status == "awaiting_approval"
     asked = result.errors["confirm"]
     assert isinstance(asked, InterruptRequired)

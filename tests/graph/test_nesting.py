@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -40,7 +40,7 @@ async def test_max_cycles_zero_denies_a_node_spawning_itself() -> None:
 
     graph.add_node("router", router)
     result = await graph.run("hi")
-    reason, denial = result.output
+    reason, denial = cast("tuple[str, str]", result.output)
     assert "max_cycles(0): 'router' already appears 1 time(s) above" in reason
     assert denial.startswith("max_cycles(0)")
 
@@ -60,7 +60,9 @@ async def test_graph_level_max_cycles_bounds_check_ancestry_and_cycle_rounds() -
     assert runs == ["a", "b", "a", "b"]  # one repeat allowed, the second refused
     assert result.stopped == ("a",)
     # In its repeat, 'a' already appears once above itself: spawning 'a' would be refused.
-    assert "max_cycles(1): 'a' already appears 2 time(s) above" in result.outputs["a"]
+    refusal = result.outputs["a"]
+    assert isinstance(refusal, str)
+    assert "max_cycles(1): 'a' already appears 2 time(s) above" in refusal
 
 
 async def test_max_depth_denies_spawn_chains_that_are_too_deep() -> None:

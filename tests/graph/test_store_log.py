@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -61,7 +62,7 @@ async def test_concurrent_node_results_are_all_durable_in_order(stores: Stores) 
     assert [e.seq for e in entries] == list(range(1, 12))
     assert log.version == 11
     record = fold_execution("gx_2", entries)
-    assert sorted(n.output for n in record.finished.values()) == list(range(10))
+    assert sorted(cast("int", n.output) for n in record.finished.values()) == list(range(10))
 
 
 async def test_racing_writers_one_wins_the_other_gets_a_version_conflict(stores: Stores) -> None:

@@ -118,6 +118,15 @@ class _Repairer:
         self.moved = False  # a result arrived after a deferred turn
         self.answered: set[str] = set()  # the last answer's calls already answered
 
+    def take(self, index: int, message: Message) -> None:
+        """The next message of the history (``index``: its position in it)."""
+        if isinstance(message, AssistantMessage):
+            self.assistant(index, message)
+        elif isinstance(message, ToolMessage):
+            self.tool(index, message)
+        else:
+            self.other(index, message)
+
     def assistant(self, index: int, message: AssistantMessage) -> None:
         self.close()
         if not message.tool_calls and all(isinstance(p, ReasoningPart) for p in message.parts):
@@ -205,12 +214,7 @@ def repair_transcript(
     """
     repairer = _Repairer()
     for index, message in enumerate(messages):
-        if isinstance(message, AssistantMessage):
-            repairer.assistant(index, message)
-        elif isinstance(message, ToolMessage):
-            repairer.tool(index, message)
-        else:
-            repairer.other(index, message)
+        repairer.take(index, message)
     repairer.close()
     return _finish(repairer, rules)
 
@@ -258,13 +262,7 @@ class TranscriptGuard:
         mark = (start, frozenset(repairer.answered))  # the end of the valid prefix
         try:
             for index in range(start, len(messages)):
-                message = messages[index]
-                if isinstance(message, AssistantMessage):
-                    repairer.assistant(index, message)
-                elif isinstance(message, ToolMessage):
-                    repairer.tool(index, message)
-                else:
-                    repairer.other(index, message)
+                repairer.take(index, messages[index])
                 if not repairer.pending and not repairer.deferred and not repairer.repairs:
                     mark = (index + 1, frozenset(repairer.answered))
         except TranscriptError:

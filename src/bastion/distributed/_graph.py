@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_core import PydanticSerializationError
 from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
@@ -230,7 +230,7 @@ def _graphs(graph: Graph) -> dict[str, Graph]:
             )
         current.compile()
         found[current.key] = current
-        todo.extend(s.target for s in current.specs.values() if s.kind == "map")
+        todo.extend(s.target for s in current.specs.values() if isinstance(s.target, Graph))
     return found
 
 
@@ -241,7 +241,8 @@ def _agents(graphs: Mapping[str, Graph]) -> list[Agent[Any, Any]]:
         for spec in graph.specs.values():
             if spec.kind != "agent":
                 continue
-            known = found.setdefault(spec.target.name, spec.target)
+            agent = cast("Agent[Any, Any]", spec.target)  # an agent node's target is its agent
+            known = found.setdefault(agent.name, agent)
             if known is not spec.target:
                 raise UserError(
                     f"Two different agents are named {known.name!r} in graph {graph.key!r}: "

@@ -114,6 +114,6 @@ async def _call(spec: NodeSpec, inputs: list[Any], ctx: NodeContext) -> Any:
         return (await spec.invoke(inputs, ctx))[1]
     arity = spec.arity
     output = fn(inputs) if arity == 1 else fn(inputs, ctx) if arity == 2 else fn()
-    if spec.is_async or inspect.isawaitable(output):
+    if inspect.isawaitable(output):  # an async function's coroutine
         output = await output
     return output

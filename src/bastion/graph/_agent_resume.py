@@ -11,16 +11,17 @@ had done is done again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bastion.agent import run_state_from_json, run_state_to_json
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
 if TYPE_CHECKING:
     from bastion.agent import RunState
+    from bastion.core import JsonObject
     from bastion.tools import Directive
 
+    from ._directive_json import DirectiveJson
     from ._execution import Execution
 
 __all__ = ["KeepsAgents", "agent_pending", "directive_for", "resumed_agent", "suspend_agent"]
@@ -31,22 +32,22 @@ class KeepsAgents(Protocol):
     """A checkpointer that keeps the runs of suspended agent nodes."""
 
     def suspend_agent(
-        self, execution_id: str, node: str, state: str, pending: list[dict[str, Any]]
+        self, execution_id: str, node: str, state: str, pending: list[JsonObject]
     ) -> None:
         """Keep ``state`` (``run_state_to_json``) of agent node ``node`` (``key@round``)."""
         ...
 
     def resumed_agent(
         self, execution_id: str, node: str
-    ) -> tuple[str, Mapping[str, Any] | None] | None:
+    ) -> tuple[str, DirectiveJson | None] | None:
         """The saved state and the resume directive (JSON) of ``node``, once; or ``None``."""
         ...
 
 
-def agent_pending(node: str, state: RunState) -> list[dict[str, Any]]:
+def agent_pending(node: str, state: RunState) -> list[JsonObject]:
     """What a suspended agent node waits for, as ``graph_suspended`` lists it."""
     key = node.split("@", maxsplit=1)[0]
-    items: list[dict[str, Any]] = []
+    items: list[JsonObject] = []
     for pending in state.pending_approvals:
         request = pending.request
         items.append(
@@ -75,12 +76,12 @@ def agent_pending(node: str, state: RunState) -> list[dict[str, Any]]:
     return items
 
 
-def directive_for(state: RunState, decisions: Mapping[str, Any] | None) -> Directive:
+def directive_for(state: RunState, decisions: DirectiveJson | None) -> Directive:
     """The part of a graph directive (JSON) that decides this agent run's calls."""
     calls = {p.call.id for p in state.pending_approvals}
     interrupts = {s.interrupt.id for s in state.interrupts}
-    approvals: Sequence[Mapping[str, Any]] = (decisions or {}).get("approvals", ())
-    resolutions: Sequence[Mapping[str, Any]] = (decisions or {}).get("interrupts", ())
+    approvals = decisions["approvals"] if decisions is not None else ()
+    resolutions = decisions["interrupts"] if decisions is not None else ()
     return Directive(
         approvals=[
             ApprovalDecision(

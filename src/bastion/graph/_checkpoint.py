@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from bastion.governance import GovernorSnapshot
 
@@ -24,7 +24,7 @@ from ._signals import GraphStatus
 __all__ = ["Checkpoint", "Checkpointer", "MemoryCheckpointer", "Step"]
 
 
-def _no_outputs() -> dict[str, Any]:
+def _no_outputs() -> dict[str, object]:
     return {}
 
 
@@ -40,7 +40,7 @@ class Step:
     """
 
     round: int
-    finished: Mapping[str, Any]
+    finished: Mapping[str, object]
     frontier: tuple[str, ...]
     counters: GovernorSnapshot | None = None
 
@@ -63,13 +63,13 @@ class Checkpoint:
 
     execution_id: str
     graph: str
-    input: Any = None
-    finished: Mapping[str, Any] = field(default_factory=_no_outputs)
+    input: object = None
+    finished: Mapping[str, object] = field(default_factory=_no_outputs)
     round: int = -1
     frontier: tuple[str, ...] = ()
     counters: GovernorSnapshot | None = None
     status: GraphStatus | None = None
-    output: Any = None
+    output: object = None
 
 
 @runtime_checkable
@@ -80,11 +80,13 @@ class Checkpointer(Protocol):
         """The saved state of an execution, or ``None`` when there is none."""
         ...
 
-    async def execution_started(self, execution_id: str, *, graph: str, input: Any) -> None:
+    async def execution_started(self, execution_id: str, *, graph: str, input: object) -> None:
         """An execution starts (or restarts from its checkpoint)."""
         ...
 
-    async def node_finished(self, execution_id: str, node_id: str, round: int, output: Any) -> None:
+    async def node_finished(
+        self, execution_id: str, node_id: str, round: int, output: object
+    ) -> None:
         """A node's body returned ``output``; called before anything downstream runs."""
         ...
 
@@ -92,7 +94,9 @@ class Checkpointer(Protocol):
         """A round finished; ``step`` holds only what it added."""
         ...
 
-    async def execution_ended(self, execution_id: str, *, status: GraphStatus, output: Any) -> None:
+    async def execution_ended(
+        self, execution_id: str, *, status: GraphStatus, output: object
+    ) -> None:
         """An execution ended (``suspended`` and ``aborted`` executions may be resumed)."""
         ...
 
@@ -103,7 +107,7 @@ class MemoryCheckpointer:
     def __init__(self) -> None:
         self.checkpoints: dict[str, Checkpoint] = {}
         self.steps: dict[str, list[Step]] = {}
-        self._finished: dict[str, dict[str, Any]] = {}
+        self._finished: dict[str, dict[str, object]] = {}
 
     async def load(self, execution_id: str) -> Checkpoint | None:
         """The saved state of an execution, or ``None``."""
@@ -112,7 +116,7 @@ class MemoryCheckpointer:
             return None
         return replace(saved, finished=dict(self._finished.get(execution_id, {})))
 
-    async def execution_started(self, execution_id: str, *, graph: str, input: Any) -> None:
+    async def execution_started(self, execution_id: str, *, graph: str, input: object) -> None:
         """Create the checkpoint (or mark a saved one as running again)."""
         saved = self.checkpoints.get(execution_id)
         if saved is None:
@@ -122,7 +126,9 @@ class MemoryCheckpointer:
         else:
             self.checkpoints[execution_id] = replace(saved, status=None, output=None)
 
-    async def node_finished(self, execution_id: str, node_id: str, round: int, output: Any) -> None:
+    async def node_finished(
+        self, execution_id: str, node_id: str, round: int, output: object
+    ) -> None:
         """Save a finished node's output."""
         self._finished.setdefault(execution_id, {})[node_id] = output
 
@@ -134,7 +140,9 @@ class MemoryCheckpointer:
         )
         self.steps.setdefault(execution_id, []).append(step)
 
-    async def execution_ended(self, execution_id: str, *, status: GraphStatus, output: Any) -> None:
+    async def execution_ended(
+        self, execution_id: str, *, status: GraphStatus, output: object
+    ) -> None:
         """Record how the execution ended."""
         saved = self.checkpoints[execution_id]
         finished = dict(self._finished.get(execution_id, {}))

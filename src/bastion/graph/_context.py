@@ -9,9 +9,9 @@ tools → model loop in Bastion, not a second one here.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from bastion.agent import Agent, GovernanceOptions
 from bastion.agent._scope import ANCESTRY, GRAPH, INVOCATION
@@ -19,13 +19,16 @@ from bastion.core import RunFailed, UserError
 from bastion.governance import Denied, PolicyExceeded
 
 from ._agent_resume import resumed_agent, suspend_agent
-from ._nodes import Suspended, agent_prompt
+from ._nodes import Inputs, Suspended, agent_prompt
 from ._result import Aborted, GraphResult
-from ._signals import AgentEventSignal, CustomSignal
+from ._signals import AgentEventSignal, CustomSignal, NodeWhere
 
 if TYPE_CHECKING:
+    from bastion.agent import Output
+    from bastion.agent._extensions import ToolFactory
     from bastion.core import Model
     from bastion.governance import CounterView
+    from bastion.tools import Tool, ToolSource
 
     from ._execution import Execution
     from ._graph import Graph
@@ -33,13 +36,17 @@ if TYPE_CHECKING:
 
 __all__ = ["NodeContext", "NodeView", "OracleCalls"]
 
+_T = TypeVar("_T")
+_DepsT = TypeVar("_DepsT")
+_OutputT = TypeVar("_OutputT")
+
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
     """What ``ctx.node(key)`` returns: an executed node's prompt layers and output."""
 
     layers: tuple[Layer, ...]
-    output: Any
+    output: object
 
 
 class NodeContext:
@@ -57,7 +64,7 @@ class NodeContext:
 
     __slots__ = ("_above", "_execution", "inputs", "key", "node_id", "oracle")
 
-    def __init__(self, execution: Execution, key: str, node_id: str, inputs: list[Any]) -> None:
+    def __init__(self, execution: Execution, key: str, node_id: str, inputs: Inputs) -> None:
         self._execution = execution
         self.key = key
         self.node_id = node_id
@@ -98,7 +105,7 @@ class NodeContext:
         if reason is not None:
             raise Aborted(reason)
 
-    async def pause(self, payload: Any = None, *, reason: str = "") -> Any:
+    async def pause(self, payload: object = None, *, reason: str = "") -> object:
         """Wait for a human's decision and return its value (``interrupt`` in LangGraph).
 
         With an interrupt handler on the governor it decides at once. Without one, the
@@ -127,12 +134,21 @@ class NodeContext:
 
     # -- governed actions -----------------------------------------------------------------
 
+    @overload
+    async def exec(self, oracle: str, input: object = None) -> object: ...
+    @overload
     async def exec(
-        self, oracle: str, input: Any = None, *, fn: Callable[[], Any] | None = None
-    ) -> Any:
+        self, oracle: str, input: object = None, *, fn: Callable[[], Awaitable[_T]]
+    ) -> _T: ...
+    @overload
+    async def exec(self, oracle: str, input: object = None, *, fn: Callable[[], _T]) -> _T: ...
+    async def exec(
+        self, oracle: str, input: object = None, *, fn: Callable[[], object] | None = None
+    ) -> object:
         """Run an action on ``oracle`` under its policies.
 
-        The oracle's registered executor runs with ``input``, or ``fn()`` when given.
+        The oracle's registered executor runs with ``input``, or ``fn()`` when given (its
+        result, awaited when it is awaitable, is returned).
 
         Raises:
             Aborted: The execution was aborted.
@@ -160,7 +176,7 @@ class NodeContext:
             oracle, graph=execution.graph_id, invocation=execution.run.invocation_id
         )
 
-    def emit(self, name: str, data: Mapping[str, Any] | None = None) -> None:
+    def emit(self, name: str, data: Mapping[str, object] | None = None) -> None:
         """Put a custom ``x:<name>`` signal on the stream.
 
         Raises:
@@ -172,7 +188,7 @@ class NodeContext:
         if sink is not None:
             sink(CustomSignal(**self._where(), name=name, data=dict(data or {})))
 
-    def _where(self) -> dict[str, Any]:
+    def _where(self) -> NodeWhere:
         execution = self._execution
         return {
             "node_key": self.key,
@@ -219,7 +235,7 @@ class NodeContext:
             target=target,
         )
 
-    async def spawn(self, key: str | Graph, data: Any = None) -> GraphResult:
+    async def spawn(self, key: str | Graph, data: object = None) -> GraphResult:
         """Run a nested graph with ``data`` as its input and wait for its result.
 
         ``key`` is a registered graph's key, a node of this graph, or a ``Graph``.
@@ -236,7 +252,7 @@ class NodeContext:
         child = await self._child(key, data)
         return await child.execute()
 
-    async def spawn_nowait(self, key: str | Graph, data: Any = None) -> None:
+    async def spawn_nowait(self, key: str | Graph, data: object = None) -> None:
         """Start a nested graph and return at once (fire-and-forget).
 
         The root execution waits for it before it ends: it is never orphaned.
@@ -249,7 +265,7 @@ class NodeContext:
         child = await self._child(key, data)
         self._execution.run.spawn_background(child.execute())
 
-    async def _child(self, key: str | Graph, data: Any) -> Execution:
+    async def _child(self, key: str | Graph, data: object) -> Execution:
         execution = self._execution
         graph = execution.graph.resolve(key)
         await self._check_spawn(graph.key)
@@ -262,8 +278,8 @@ class NodeContext:
         )
 
     async def map(
-        self, graph: Graph, items: Sequence[Any], *, max_concurrency: int = 8
-    ) -> list[Any]:
+        self, graph: Graph, items: Sequence[object], *, max_concurrency: int = 8
+    ) -> list[object]:
         """Run ``graph`` once per element of ``items`` and return the outputs in order.
 
         Each element is its execution's input; at most ``max_concurrency`` run at once.
@@ -295,7 +311,7 @@ class NodeContext:
             async with asyncio.TaskGroup() as group:
                 for _ in range(workers):
                     group.create_task(worker())
-        outputs: list[Any] = []
+        outputs: list[object] = []
         for result in results:
             assert result is not None
             outputs.append(result.raise_for_status().output)
@@ -303,7 +319,7 @@ class NodeContext:
 
     # -- agents ---------------------------------------------------------------------------
 
-    async def run_agent(self, agent: Agent[Any, Any], prompt: str) -> Any:
+    async def run_agent(self, agent: Agent[_DepsT, _OutputT], prompt: str) -> _OutputT | None:
         """Run ``agent`` on ``prompt`` as this node's work and return its output.
 
         The run acts in this invocation below this node's ancestry, so a governor the
@@ -359,7 +375,13 @@ class OracleCalls:
     def __init__(self, ctx: NodeContext) -> None:
         self._ctx = ctx
 
-    async def call(self, oracle: str, fn: Callable[[], Any], input: Any = None) -> Any:
+    @overload
+    async def call(
+        self, oracle: str, fn: Callable[[], Awaitable[_T]], input: object = None
+    ) -> _T: ...
+    @overload
+    async def call(self, oracle: str, fn: Callable[[], _T], input: object = None) -> _T: ...
+    async def call(self, oracle: str, fn: Callable[[], object], input: object = None) -> object:
         """Run ``fn()`` (sync or async) as an action on ``oracle``: tracked, checked, timed."""
         return await self._ctx.exec(oracle, input, fn=fn)
 
@@ -370,10 +392,10 @@ class OracleCalls:
         model: Model | str,
         layers: Sequence[Layer] = (),
         instructions: str = "",
-        tools: Sequence[Any] = (),
-        output_type: Any = str,
+        tools: Sequence[Tool | Callable[..., object] | ToolSource | ToolFactory] = (),
+        output_type: type[_OutputT] | Output[_OutputT] = str,
         max_steps: int = 50,
-    ) -> Any:
+    ) -> _OutputT | None:
         """Call the model, run the tools it asks for, loop until it answers; return that.
 
         The answer is an ``output_type`` instance (text by default).
@@ -396,7 +418,7 @@ class OracleCalls:
         parts = [f"{layer.content}" for layer in layers]
         if instructions:
             parts.append(instructions)
-        agent: Agent[Any, Any] = Agent(
+        agent: Agent[None, _OutputT] = Agent(
             ctx.key,
             model=model,
             instructions="\n\n".join(parts),

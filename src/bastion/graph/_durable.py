@@ -8,6 +8,7 @@ keeps a history (:class:`~bastion.graph.StoreCheckpointer`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from bastion.core import UserError
@@ -45,6 +46,31 @@ def _store(graph: Graph, given: Checkpointer | None) -> StoreCheckpointer:
     return checkpointer
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A saved execution ready to run again: its input, governor and checkpointer."""
+
+    input: object
+    governor: Governor
+    checkpointer: Checkpointer
+
+
+async def _prepare(
+    graph: Graph,
+    execution_id: str,
+    directive: Directive | None,
+    governor: Governor | None,
+    checkpointer: Checkpointer | None,
+) -> _Prepared | GraphResult:
+    """What ``resume`` and ``resume_stream`` run, or the recorded result of a completed one."""
+    saved_in = _checkpointer(graph, checkpointer)
+    governing = graph._governor(governor)  # pyright: ignore[reportPrivateUsage]
+    saved = await prepare_resume(graph, execution_id, directive, saved_in, governing)
+    if isinstance(saved, GraphResult):
+        return saved
+    return _Prepared(saved.input, governing, saved_in)
+
+
 class Durable:
     """Resume, history and fork (mixed into :class:`~bastion.graph.Graph`)."""
 
@@ -70,13 +96,14 @@ class Durable:
             CheckpointConflict: Another process resumed it first (nothing was run here).
         """
         graph = cast("Graph", self)
-        saved_in = _checkpointer(graph, checkpointer)
-        governing = graph._governor(governor)  # pyright: ignore[reportPrivateUsage]
-        saved = await prepare_resume(graph, execution_id, directive, saved_in, governing)
-        if isinstance(saved, GraphResult):
-            return saved
+        prepared = await _prepare(graph, execution_id, directive, governor, checkpointer)
+        if isinstance(prepared, GraphResult):
+            return prepared
         return await graph.run(
-            saved.input, execution_id=execution_id, governor=governing, checkpointer=saved_in
+            prepared.input,
+            execution_id=execution_id,
+            governor=prepared.governor,
+            checkpointer=prepared.checkpointer,
         )
 
     async def resume_stream(
@@ -96,13 +123,14 @@ class Durable:
             The stream of the resumed execution, or the recorded result of a completed one.
         """
         graph = cast("Graph", self)
-        saved_in = _checkpointer(graph, checkpointer)
-        governing = graph._governor(governor)  # pyright: ignore[reportPrivateUsage]
-        saved = await prepare_resume(graph, execution_id, directive, saved_in, governing)
-        if isinstance(saved, GraphResult):
-            return saved
+        prepared = await _prepare(graph, execution_id, directive, governor, checkpointer)
+        if isinstance(prepared, GraphResult):
+            return prepared
         return graph.stream(
-            saved.input, execution_id=execution_id, governor=governing, checkpointer=saved_in
+            prepared.input,
+            execution_id=execution_id,
+            governor=prepared.governor,
+            checkpointer=prepared.checkpointer,
         )
 
     async def history(

@@ -17,22 +17,24 @@ import asyncio
 import inspect
 from collections import deque
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.governance import Denied, InterruptRequired, PolicyExceeded
 
 from ._checkpoint import Step
 from ._context import NodeContext
-from ._nodes import Layer, NodeSpec, Suspended
+from ._nodes import Inputs, Layer, NodeSpec, Suspended
 from ._result import Aborted, GraphResult, NodeInterrupt
 from ._signals import (
     GraphAfter,
     GraphBefore,
     GraphError,
     GraphStatus,
+    GraphWhere,
     NodeAfter,
     NodeBefore,
     NodeError,
+    NodeErrorKind,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ __all__ = ["Execution"]
 
 _INPUT = -1  # the inbox slot of the execution's input (entries, round 0)
 Fired = tuple[list[tuple[str, int]], list[tuple[str, int]]]  # (forward, back) edges taken
+Inbox = dict[str, dict[int, object]]  # by node key: the outputs that reached it, by edge slot
 _NOWHERE: Fired = ([], [])  # a node without outgoing edges (never mutated)
 
 
@@ -81,7 +84,7 @@ class Execution:
         run: Run,
         graph: Graph,
         execution_id: str,
-        input: Any,
+        input: object,
         *,
         ancestry: tuple[str, ...] = (),
         parent: Execution | None = None,
@@ -95,23 +98,23 @@ class Execution:
         self.ancestry = ancestry
         self.parent = parent
         self.round = 0
-        self.latest: dict[str, tuple[tuple[Layer, ...], Any]] = {}
+        self.latest: dict[str, tuple[tuple[Layer, ...], object]] = {}
         self.runs: dict[str, int] = {}
         self.errors: dict[str, BaseException] = {}
         self.stopped: list[str] = []
-        self.saved: Mapping[str, Any] | None = None
+        self.saved: Mapping[str, object] | None = None
         self.spawned = 0  # nested executions started by its nodes (their ids count them)
-        self._inbox: dict[str, dict[int, Any]] = {}
-        self._next: dict[str, dict[int, Any]] = {}
+        self._inbox: Inbox = {}
+        self._next: Inbox = {}
         self._waits: dict[str, int] = {}
         self._ready: list[str] = []
         self._seeds: frozenset[str] = frozenset()  # where the round started (back edges)
         self._queue: deque[str] = deque()
         self._running = 0
         self._group: asyncio.TaskGroup | None = None
-        self._delta: dict[str, Any] = {}  # what this round finished (with a checkpointer)
+        self._delta: dict[str, object] = {}  # what this round finished (with a checkpointer)
 
-    def child(self, graph: Graph, execution_id: str, input: Any, *, below: str) -> Execution:
+    def child(self, graph: Graph, execution_id: str, input: object, *, below: str) -> Execution:
         """A nested execution of ``graph`` started by this execution's node ``below``."""
         return Execution(
             self.run,
@@ -140,7 +143,7 @@ class Execution:
             if run.aborted is not None:
                 raise Aborted(run.aborted)
             await self._load()
-            seeds: dict[str, dict[int, Any]] = {e: {_INPUT: self.input} for e in topology.entries}
+            seeds: Inbox = {e: {_INPUT: self.input} for e in topology.entries}
             while seeds:
                 seeds = await self._round(seeds)
                 self.round += 1
@@ -223,7 +226,7 @@ class Execution:
                     raise asyncio.CancelledError
         return result
 
-    def _output(self) -> Any:
+    def _output(self) -> object:
         graph, latest = self.graph, self.latest
         if graph.output is not None:
             entry = latest.get(graph.output)
@@ -236,7 +239,7 @@ class Execution:
             return {k: latest[k][1] for k in sinks if k in latest}
         return next(reversed(latest.values()))[1] if latest else None
 
-    def _where(self) -> dict[str, Any]:
+    def _where(self) -> GraphWhere:
         return {
             "invocation_id": self.run.invocation_id,
             "graph_id": self.graph_id,
@@ -245,7 +248,7 @@ class Execution:
 
     # -- one round ----------------------------------------------------------------------
 
-    async def _round(self, seeds: dict[str, dict[int, Any]]) -> dict[str, dict[int, Any]]:
+    async def _round(self, seeds: Inbox) -> Inbox:
         topology = self.topology
         region = topology.region(seeds)
         self._waits = dict(region.waits)
@@ -298,7 +301,7 @@ class Execution:
         else:
             self._start(key)
 
-    def _settle(self, key: str, fired: Fired | None, output: Any) -> None:
+    def _settle(self, key: str, fired: Fired | None, output: object) -> None:
         """A node ran (``fired``: the edges its output took) or was skipped (``None``)."""
         topology = self.topology
         inbox, waits = self._inbox, self._waits
@@ -322,7 +325,7 @@ class Execution:
 
     # -- one node -----------------------------------------------------------------------
 
-    def inputs_of(self, key: str) -> list[Any]:
+    def inputs_of(self, key: str) -> Inputs:
         """The outputs that reached ``key`` this round, in edge order."""
         box = self._inbox.pop(key, None)
         if not box:
@@ -381,14 +384,14 @@ class Execution:
             )
         self._settle(key, fired, output)
 
-    def _done(self, key: str, layers: tuple[Layer, ...], output: Any) -> None:
+    def _done(self, key: str, layers: tuple[Layer, ...], output: object) -> None:
         latest = self.latest
         latest.pop(key, None)  # keep finishing order
         latest[key] = (layers, output)
         self.runs[key] = self.runs.get(key, 0) + 1
         self.errors.pop(key, None)
 
-    def _fired(self, key: str, output: Any) -> Fired:
+    def _fired(self, key: str, output: object) -> Fired:
         topology = self.topology
         if not topology.forward[key] and not topology.back[key]:
             return _NOWHERE
@@ -398,7 +401,7 @@ class Execution:
         back = [(t, slot) for t, slot, when in topology.back[key] if when is None or when(output)]
         return forward, back
 
-    def _error(self, key: str, node_id: str, exc: BaseException, kind: Any) -> NodeError:
+    def _error(self, key: str, node_id: str, exc: BaseException, kind: NodeErrorKind) -> NodeError:
         return NodeError(
             **self._where(),
             node_key=key,
@@ -410,8 +413,8 @@ class Execution:
         )
 
     async def _body(
-        self, spec: NodeSpec, inputs: list[Any], node_id: str
-    ) -> tuple[tuple[Layer, ...], Any]:
+        self, spec: NodeSpec, inputs: Inputs, node_id: str
+    ) -> tuple[tuple[Layer, ...], object]:
         fn = spec.fn
         while True:
             try:
@@ -423,7 +426,7 @@ class Execution:
                         output = fn(inputs, self.context(spec.key, node_id, inputs))
                     else:
                         output = fn()
-                    if spec.is_async or inspect.isawaitable(output):
+                    if inspect.isawaitable(output):  # an async function's coroutine
                         output = await output
                     return (), output
                 assert spec.invoke is not None
@@ -443,11 +446,11 @@ class Execution:
                 if substitute is not None:
                     return (), substitute.value
 
-    def context(self, key: str, node_id: str, inputs: list[Any]) -> NodeContext:
+    def context(self, key: str, node_id: str, inputs: Inputs) -> NodeContext:
         """The ``ctx`` a node gets."""
         return NodeContext(self, key, node_id, inputs)
 
-    async def _may_repeat(self, key: str, inputs: list[Any]) -> bool:
+    async def _may_repeat(self, key: str, inputs: Inputs) -> bool:
         """Ask the governor whether ``key`` may run once more (a cycle's next round)."""
         earlier = self.runs.get(key, 0)
         try:
@@ -470,7 +473,7 @@ class Execution:
         return True
 
 
-def _kind(exc: BaseException) -> str:
+def _kind(exc: BaseException) -> NodeErrorKind:
     if isinstance(exc, Suspended | InterruptRequired):
         return "suspended"
     if isinstance(exc, Denied):

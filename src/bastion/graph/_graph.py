@@ -10,25 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from bastion.core import Clock, SystemClock, UserError, new_id
 from bastion.governance import Governor
 
 from ._durable import Durable
 from ._execution import Execution
-from ._map import map_spec
+from ._map import Items, map_spec
 from ._mcp_serve import graph_server
 from ._mermaid import to_mermaid
-from ._nodes import NodeSpec, as_spec, check_key
+from ._nodes import Inputs, NodeFn, NodeSpec, as_spec, check_key
 from ._run import GraphStream, Run, Sink
-from ._topology import Edge, Topology, compile_topology
+from ._topology import Condition, Edge, Topology, compile_topology
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer as SDKServer
 
-    from bastion.governance import Policy
+    from bastion.governance import GovernanceSignal, Policy
 
     from ._checkpoint import Checkpointer
     from ._manifest import Registry
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Graph"]
 
-F = Callable[..., Any]
+F = TypeVar("F", bound=NodeFn)
 
 
 class Graph(Durable):
@@ -110,7 +110,7 @@ class Graph(Durable):
         node: NodeLike,
         *,
         policies: Sequence[Policy] = (),
-        prompt: Callable[[list[Any]], str] | None = None,
+        prompt: Callable[[Inputs], str] | None = None,
     ) -> Graph:
         """Add a node and return the graph.
 
@@ -153,7 +153,7 @@ class Graph(Durable):
         source: str,
         target: str,
         *,
-        when: Callable[[Any], bool] | None = None,
+        when: Condition | None = None,
         label: str = "",
     ) -> Graph:
         """Send ``source``'s output to ``target`` (only when ``when(output)`` is true).
@@ -178,7 +178,7 @@ class Graph(Durable):
         mapping = dict(targets) if isinstance(targets, Mapping) else {t: t for t in targets}
         for answer, target in mapping.items():
 
-            def when(output: Any, answer: str = answer) -> bool:
+            def when(output: object, answer: str = answer) -> bool:
                 chosen = router(output)
                 return chosen == answer if isinstance(chosen, str) else answer in chosen
 
@@ -190,7 +190,7 @@ class Graph(Durable):
         key: str,
         graph: Graph,
         *,
-        items: str | Callable[[list[Any]], Sequence[Any]] | None = None,
+        items: Items = None,
         max_concurrency: int = 8,
         policies: Sequence[Policy] = (),
     ) -> Graph:
@@ -291,7 +291,7 @@ class Graph(Durable):
 
     def _start(
         self,
-        input: Any,
+        input: object,
         sink: Sink | None,
         *,
         execution_id: str | None,
@@ -313,7 +313,7 @@ class Graph(Durable):
 
     async def run(
         self,
-        input: Any = None,
+        input: object = None,
         *,
         execution_id: str | None = None,
         governor: Governor | None = None,
@@ -350,7 +350,7 @@ class Graph(Durable):
 
     def stream(
         self,
-        input: Any = None,
+        input: object = None,
         *,
         execution_id: str | None = None,
         governor: Governor | None = None,
@@ -366,7 +366,7 @@ class Graph(Durable):
         self.compile()
         execution_id = execution_id or new_id("gx")
 
-        def start(sink: Sink) -> tuple[Run, Any]:
+        def start(sink: Sink) -> tuple[Run, Coroutine[None, None, GraphResult]]:
             run, execution = self._start(
                 input,
                 sink,
@@ -376,7 +376,7 @@ class Graph(Durable):
             )
             invocation = run.invocation_id
 
-            def governed(signal: Any) -> None:
+            def governed(signal: GovernanceSignal) -> None:
                 if signal.invocation_id == invocation:
                     sink(signal)
 

@@ -23,15 +23,16 @@ and the graphs, so a server can load and run graphs by name. It is validated wit
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from bastion.core import UserError
 
 from ._graph import Graph
-from ._manifest_model import GraphManifest, MapManifest, parse_manifest
-from ._nodes import as_spec, check_key
+from ._manifest_model import GraphManifest, Manifest, MapManifest, parse_manifest
+from ._nodes import NodeFn, as_spec, check_key
+from ._topology import Condition
 
 if TYPE_CHECKING:
     from bastion.governance import Policy
@@ -40,16 +41,20 @@ if TYPE_CHECKING:
 
 __all__ = ["Registry"]
 
+_T = TypeVar("_T")
+_FnT = TypeVar("_FnT", bound=NodeFn)
+_ConditionT = TypeVar("_ConditionT", bound=Condition)
+
 
 class Registry:
     """Named nodes, edge conditions and graphs, for manifests and ``ctx.spawn``."""
 
     def __init__(self) -> None:
-        self.nodes: dict[str, Any] = {}
-        self.conditions: dict[str, Callable[[Any], bool]] = {}
+        self.nodes: dict[str, NodeLike] = {}
+        self.conditions: dict[str, Condition] = {}
         self.policies: dict[str, Policy] = {}
         self._graphs: dict[str, Graph] = {}
-        self._manifests: dict[str, Mapping[str, Any]] = {}
+        self._manifests: dict[str, Manifest] = {}
 
     # -- registering ----------------------------------------------------------------------
 
@@ -60,17 +65,17 @@ class Registry:
         self.nodes[name] = node
         return self
 
-    def node(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def node(self, fn: _FnT) -> _FnT:
         """Decorator: register a function under its name."""
         self.add_node(fn.__name__, fn)
         return fn
 
-    def add_condition(self, name: str, when: Callable[[Any], bool]) -> Registry:
+    def add_condition(self, name: str, when: Condition) -> Registry:
         """Register an edge condition (a function of the source's output) under ``name``."""
         self.conditions[check_key("condition", name)] = when
         return self
 
-    def condition(self, fn: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    def condition(self, fn: _ConditionT) -> _ConditionT:
         """Decorator: register an edge condition under its name."""
         self.add_condition(fn.__name__, fn)
         return fn
@@ -80,7 +85,7 @@ class Registry:
         self.policies[check_key("policy", name)] = policy
         return self
 
-    def add_graph(self, graph: Graph | Mapping[str, Any] | str | Path) -> Registry:
+    def add_graph(self, graph: Graph | Manifest | str | Path) -> Registry:
         """Register a graph, or a manifest built when first used.
 
         A manifest is a dict, JSON or YAML text, or a file path.
@@ -124,7 +129,7 @@ class Registry:
         graph = self._graphs[key] = self.build(data)
         return graph
 
-    def load(self, source: Mapping[str, Any] | str | Path) -> Graph:
+    def load(self, source: Manifest | str | Path) -> Graph:
         """Build a graph from a manifest (dict, JSON/YAML text or file) and register it.
 
         Raises:
@@ -134,7 +139,7 @@ class Registry:
         self._graphs[graph.key] = graph
         return graph
 
-    def build(self, data: Mapping[str, Any]) -> Graph:
+    def build(self, data: Manifest) -> Graph:
         """Build a graph from manifest data without registering it.
 
         Raises:
@@ -171,42 +176,51 @@ class Registry:
         for edge in manifest.edges:
             when = None
             if edge.when is not None:
-                when = self.conditions.get(edge.when)
-                if when is None:
-                    known = ", ".join(map(repr, self.conditions)) or "none"
-                    raise UserError(
-                        f"Graph {manifest.key!r}: edge {edge.source!r} -> {edge.target!r} "
-                        f"names unknown condition {edge.when!r}. Registered: {known}."
-                    )
+                when = _registered(
+                    self.conditions,
+                    edge.when,
+                    f"Graph {manifest.key!r}: edge {edge.source!r} -> {edge.target!r} "
+                    f"names unknown condition {edge.when!r}.",
+                    "Registered",
+                )
             graph.add_edge(edge.source, edge.target, when=when, label=edge.when or "")
         graph.compile()
         return graph
 
     def _policies(self, graph: str, names: Sequence[str]) -> list[Policy]:
-        found: list[Policy] = []
-        for name in names:
-            policy = self.policies.get(name)
-            if policy is None:
-                known = ", ".join(map(repr, self.policies)) or "none"
-                raise UserError(
-                    f"Graph {graph!r} names policy {name!r}, which is not registered. "
-                    f"Registered policies: {known}."
-                )
-            found.append(policy)
-        return found
-
-    def _node(self, graph: str, key: str, ref: str) -> Any:
-        node = self.nodes.get(ref)
-        if node is None:
-            known = ", ".join(map(repr, self.nodes)) or "none"
-            raise UserError(
-                f"Graph {graph!r}: node {key!r} names {ref!r}, which is not registered. "
-                f"Registered nodes: {known}."
+        return [
+            _registered(
+                self.policies,
+                name,
+                f"Graph {graph!r} names policy {name!r}, which is not registered.",
+                "Registered policies",
             )
-        return node
+            for name in names
+        ]
+
+    def _node(self, graph: str, key: str, ref: str) -> NodeLike:
+        return _registered(
+            self.nodes,
+            ref,
+            f"Graph {graph!r}: node {key!r} names {ref!r}, which is not registered.",
+            "Registered nodes",
+        )
 
 
-def _read(source: Mapping[str, Any] | str | Path) -> Mapping[str, Any]:
+def _registered(table: Mapping[str, _T], name: str, problem: str, listing: str) -> _T:
+    """``table[name]``.
+
+    Raises:
+        UserError: ``problem``, followed by ``listing`` and the names ``table`` holds.
+    """
+    found = table.get(name)
+    if found is None:
+        known = ", ".join(map(repr, table)) or "none"
+        raise UserError(f"{problem} {listing}: {known}.")
+    return found
+
+
+def _read(source: Manifest | str | Path) -> Manifest:
     """Manifest data from a mapping, JSON or YAML text, or a ``.json`` / ``.yaml`` file."""
     if isinstance(source, Mapping):
         return source
@@ -220,7 +234,7 @@ def _read(source: Mapping[str, Any] | str | Path) -> Mapping[str, Any]:
         text = path.read_text(encoding="utf-8")
     text = str(text)
     try:
-        data: Any = json.loads(text)
+        data: object = json.loads(text)
     except json.JSONDecodeError:
         import yaml
 
@@ -232,4 +246,4 @@ def _read(source: Mapping[str, Any] | str | Path) -> Mapping[str, Any]:
         raise UserError(
             f"A graph manifest is a mapping with 'key', 'nodes', 'edges'; got {data!r}."
         )
-    return data  # pyright: ignore[reportUnknownVariableType]
+    return cast("Manifest", data)  # isinstance leaves its key type unknown: the schema checks

@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bastion.core import UserError
 
-__all__ = ["EdgeManifest", "GraphManifest", "MapManifest", "NodeManifest", "parse_manifest"]
+__all__ = [
+    "EdgeManifest",
+    "GraphManifest",
+    "Manifest",
+    "MapManifest",
+    "NodeManifest",
+    "parse_manifest",
+]
+
+Manifest: TypeAlias = Mapping[str, object]
+"""Manifest data as given or read (JSON or YAML): untrusted, validated by :func:`parse_manifest`."""
 
 
 class MapManifest(BaseModel):
@@ -65,7 +75,7 @@ class GraphManifest(BaseModel):
     policies: list[str] = Field(default_factory=list[str])
 
 
-def parse_manifest(data: Mapping[str, Any]) -> GraphManifest:
+def parse_manifest(data: Manifest) -> GraphManifest:
     """Validate manifest data.
 
     Raises:

@@ -8,11 +8,11 @@ per element); the outputs come back in input order. The first failed element fai
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from bastion.core import UserError
 
-from ._nodes import Layer, NodeSpec, check_key
+from ._nodes import Inputs, Layer, NodeSpec, check_key
 
 if TYPE_CHECKING:
     from bastion.governance import Policy
@@ -22,28 +22,28 @@ if TYPE_CHECKING:
 
 __all__ = ["map_spec", "select_items"]
 
-Items = str | Callable[[list[Any]], Sequence[Any]] | None
+Items = str | Callable[[Inputs], Sequence[object]] | None
 
 
-def select_items(key: str, items: Items, inputs: list[Any]) -> Sequence[Any]:
+def select_items(key: str, items: Items, inputs: Inputs) -> Sequence[object]:
     """The list a map node iterates, from its inputs.
 
     Raises:
         UserError: The inputs hold no list where ``items`` says.
     """
     if callable(items):
-        found: Any = items(inputs)
+        found: object = items(inputs)
     else:
-        first: Any = inputs[0] if inputs else None
+        first = inputs[0] if inputs else None
         if items is None:
             found = first
         elif isinstance(first, Mapping) and items in first:
-            found = first[items]  # pyright: ignore[reportUnknownVariableType]
+            found = cast("Mapping[str, object]", first)[items]
         else:
             raise UserError(f"Map node {key!r}: its first input has no key {items!r}: {first!r}.")
     if not isinstance(found, Sequence) or isinstance(found, str | bytes):
         raise UserError(f"Map node {key!r} needs a list to map over; got {found!r}.")
-    return found  # pyright: ignore[reportUnknownVariableType]
+    return cast("Sequence[object]", found)  # isinstance leaves its element type unknown
 
 
 def map_spec(
@@ -55,11 +55,11 @@ def map_spec(
         raise UserError(f"Map node {key!r}: max_concurrency must be >= 1, got {max_concurrency}.")
     graph.compile()
 
-    async def invoke(inputs: list[Any], ctx: NodeContext) -> tuple[tuple[Layer, ...], Any]:
+    async def invoke(inputs: Inputs, ctx: NodeContext) -> tuple[tuple[Layer, ...], object]:
         elements = select_items(key, items, inputs)
         return (), await ctx.map(graph, elements, max_concurrency=max_concurrency)
 
-    def count(inputs: list[Any]) -> int:
+    def count(inputs: Inputs) -> int:
         return len(select_items(key, items, inputs))
 
     return NodeSpec(

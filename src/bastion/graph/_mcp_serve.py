@@ -14,6 +14,7 @@ import collections.abc
 import inspect
 import shlex
 import typing
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from bastion.core import UserError
@@ -33,7 +34,7 @@ __all__ = ["entry_type", "graph_server", "output_type"]
 _LISTS = (list, collections.abc.Sequence, tuple)
 
 
-def _first_parameter(fn: Any) -> Any:
+def _first_parameter(fn: Callable[..., object]) -> object:
     try:
         hints = typing.get_type_hints(fn)
         first = next(iter(inspect.signature(fn).parameters), None)
@@ -160,7 +161,7 @@ def graph_server(
         StoreCheckpointer(store)  # a URL no backend understands fails here, not per call
     server = SDKServer(graph.key, log_level="WARNING")
 
-    async def run_graph(input: Any, ctx: Context) -> Any:
+    async def run_graph(input: object, ctx: Context) -> object:
         if store is None:
             return await _call(graph.checkpointer, input, ctx)
         checkpointer = StoreCheckpointer(store)  # one per call: closed when the call ends
@@ -169,7 +170,7 @@ def graph_server(
         finally:
             await checkpointer.aclose()
 
-    async def _call(checkpointer: Checkpointer | None, input: Any, ctx: Context) -> Any:
+    async def _call(checkpointer: Checkpointer | None, input: object, ctx: Context) -> object:
         stream = graph.stream(input, checkpointer=checkpointer)
         steps = 0
         async for signal in stream:

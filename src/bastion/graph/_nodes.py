@@ -12,10 +12,21 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, cast
 
 from bastion.agent import Agent
 from bastion.core import UserError
+
+NodeFn: TypeAlias = Callable[..., object]
+"""A node function: called as ``fn()``, ``fn(inputs)`` or ``fn(inputs, ctx)`` by its arity.
+
+It returns the output, or an awaitable of it. The arity is read (and checked) by :func:`as_spec`.
+"""
+Inputs: TypeAlias = list[object]
+"""A node's inputs: the outputs of the predecessors that reached it, in edge order."""
+
+_DepsT = TypeVar("_DepsT")
+_OutputT = TypeVar("_OutputT")
 
 if TYPE_CHECKING:
     from bastion.governance import Policy
@@ -23,17 +34,23 @@ if TYPE_CHECKING:
     from ._context import NodeContext
 
     NodeLike: TypeAlias = (
-        Callable[[list[Any]], Any]
-        | Callable[[list[Any], NodeContext], Any]
-        | Callable[[], Any]
+        Callable[[list[Any]], object]
+        | Callable[[list[Any], NodeContext], object]
+        | Callable[[], object]
         | "Node"
         | Agent[Any, Any]
     )
-    """What ``Graph.add_node`` takes: a function of the inputs (and ``ctx``), a Node, an Agent."""
+    """What ``Graph.add_node`` takes: a function of the inputs (and ``ctx``), a Node, an Agent.
+
+    A function declares the types of its inputs (the predecessors' outputs) itself, so they
+    are open here; its output may be anything (or an awaitable of it).
+    """
 
 __all__ = [
+    "Inputs",
     "Layer",
     "Node",
+    "NodeFn",
     "NodeLike",
     "NodeResult",
     "NodeSpec",
@@ -65,14 +82,14 @@ class Layer:
     """One named part of a node's prompt (system text, retrieved documents, examples …)."""
 
     name: str
-    content: Any
+    content: object
 
 
 @dataclass(frozen=True, slots=True)
 class NodeResult:
     """What a :class:`Node` may return from ``execute``: its output (and nothing else yet)."""
 
-    output: Any
+    output: object
 
 
 class Suspended(Exception):
@@ -82,7 +99,7 @@ class Suspended(Exception):
     ``suspended``; ``detail`` is what it waits on (e.g. the agent's ``RunState``).
     """
 
-    def __init__(self, reason: str, *, detail: Any = None) -> None:
+    def __init__(self, reason: str, *, detail: object = None) -> None:
         super().__init__(reason)
         self.detail = detail
 
@@ -96,19 +113,19 @@ class Node(ABC):
     """
 
     def load_prompt(
-        self, inputs: list[Any], ctx: NodeContext
+        self, inputs: Inputs, ctx: NodeContext
     ) -> Sequence[Layer] | Awaitable[Sequence[Layer]]:
         """Return the prompt layers for ``inputs`` (the predecessors' outputs)."""
         del inputs, ctx
         return ()
 
     @abstractmethod
-    def execute(self, layers: Sequence[Layer], ctx: NodeContext) -> Any:
+    def execute(self, layers: Sequence[Layer], ctx: NodeContext) -> object:
         """Do the node's work and return its output (``ctx.inputs`` holds the inputs)."""
 
 
 Kind = Literal["function", "node", "agent", "map"]
-Invoke = Callable[[list[Any], "NodeContext"], Awaitable[tuple[tuple[Layer, ...], Any]]]
+Invoke = Callable[[Inputs, "NodeContext"], Awaitable[tuple[tuple[Layer, ...], object]]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,17 +147,17 @@ class NodeSpec:
 
     key: str
     kind: Kind
-    fn: Callable[..., Any] | None = None
+    fn: NodeFn | None = None
     arity: int = 1
     is_async: bool = False
     invoke: Invoke | None = None
     policies: tuple[Policy, ...] = ()
     ref: str = ""
-    target: Any = field(default=None, repr=False)
-    count: Callable[[list[Any]], int] | None = field(default=None, repr=False)
+    target: object = field(default=None, repr=False)
+    count: Callable[[Inputs], int] | None = field(default=None, repr=False)
 
 
-def _arity(key: str, fn: Callable[..., Any]) -> int:
+def _arity(key: str, fn: NodeFn) -> int:
     code = getattr(fn, "__code__", None)
     if inspect.isfunction(fn) and code is not None and not code.co_flags & inspect.CO_VARARGS:
         # A plain function: read its code object (inspect.signature costs ~40 µs a node).
@@ -167,7 +184,7 @@ def _arity(key: str, fn: Callable[..., Any]) -> int:
 
 
 def _node_invoke(node: Node) -> Invoke:
-    async def invoke(inputs: list[Any], ctx: NodeContext) -> tuple[tuple[Layer, ...], Any]:
+    async def invoke(inputs: Inputs, ctx: NodeContext) -> tuple[tuple[Layer, ...], object]:
         loaded = node.load_prompt(inputs, ctx)
         if inspect.isawaitable(loaded):
             loaded = await loaded
@@ -182,25 +199,25 @@ def _node_invoke(node: Node) -> Invoke:
     return invoke
 
 
-def _agent_invoke(agent: Agent[Any, Any], prompt: Callable[[list[Any]], str] | None) -> Invoke:
-    async def invoke(inputs: list[Any], ctx: NodeContext) -> tuple[tuple[Layer, ...], Any]:
+def _agent_invoke(agent: Agent[_DepsT, _OutputT], prompt: Callable[[Inputs], str] | None) -> Invoke:
+    async def invoke(inputs: Inputs, ctx: NodeContext) -> tuple[tuple[Layer, ...], object]:
         text = prompt(inputs) if prompt is not None else agent_prompt(inputs)
         return (Layer("prompt", text),), await ctx.run_agent(agent, text)
 
     return invoke
 
 
-def agent_prompt(inputs: Sequence[Any]) -> str:
+def agent_prompt(inputs: Sequence[object]) -> str:
     """The text an agent node gets by default: its inputs, one paragraph each."""
     return "\n\n".join(x if isinstance(x, str) else repr(x) for x in inputs)
 
 
 def as_spec(
     key: str,
-    target: Any,
+    target: NodeLike,
     *,
     policies: Sequence[Policy] = (),
-    prompt: Callable[[list[Any]], str] | None = None,
+    prompt: Callable[[Inputs], str] | None = None,
     ref: str = "",
 ) -> NodeSpec:
     """Wrap a function, :class:`Node` or ``Agent`` as the node ``key``.
@@ -210,9 +227,14 @@ def as_spec(
     """
     check_key("node", key)
     if isinstance(target, Agent):
-        invoke = _agent_invoke(target, prompt)  # pyright: ignore[reportUnknownArgumentType]
+        agent = cast("Agent[Any, Any]", target)  # isinstance leaves its parameters unknown
         return NodeSpec(
-            key=key, kind="agent", invoke=invoke, policies=tuple(policies), ref=ref, target=target
+            key=key,
+            kind="agent",
+            invoke=_agent_invoke(agent, prompt),
+            policies=tuple(policies),
+            ref=ref,
+            target=agent,
         )
     if prompt is not None:
         raise UserError(f"Node {key!r}: prompt= is for agent nodes only.")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from bastion.core import RunError, RunFailed
 
@@ -24,13 +23,17 @@ class NodeInterrupt(Exception):
     ``deny`` fails the node; without a handler the node (and the execution) is suspended.
     """
 
-    def __init__(self, payload: Any = None, *, reason: str = "") -> None:
+    def __init__(self, payload: object = None, *, reason: str = "") -> None:
         super().__init__(reason or "the node asks for a decision")
         self.payload = payload
         self.reason = reason
 
 
-def _no_values() -> dict[str, Any]:
+def _no_outputs() -> dict[str, object]:
+    return {}
+
+
+def _no_errors() -> dict[str, BaseException]:
     return {}
 
 
@@ -55,9 +58,9 @@ class GraphResult:
     graph_id: str
     execution_id: str
     status: GraphStatus
-    output: Any = None
-    outputs: Mapping[str, Any] = field(default_factory=_no_values)
-    errors: Mapping[str, BaseException] = field(default_factory=_no_values)
+    output: object = None
+    outputs: Mapping[str, object] = field(default_factory=_no_outputs)
+    errors: Mapping[str, BaseException] = field(default_factory=_no_errors)
     rounds: int = 1
     stopped: tuple[str, ...] = ()
 

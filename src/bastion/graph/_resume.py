@@ -10,8 +10,7 @@ the scheduler skips every node whose result was saved.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bastion.core import UserError
 
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from bastion.tools import Directive
 
     from ._checkpoint import Checkpoint, Checkpointer
+    from ._directive_json import DirectiveJson
     from ._graph import Graph
 
 __all__ = ["prepare_resume"]
@@ -29,14 +29,14 @@ __all__ = ["prepare_resume"]
 
 @runtime_checkable
 class _Claims(Protocol):
-    def check_claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None: ...
+    def check_claim(self, execution_id: str, directive: DirectiveJson | None) -> None: ...
 
     def pending_ids(self, execution_id: str) -> set[str]: ...
 
-    async def claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None: ...
+    async def claim(self, execution_id: str, directive: DirectiveJson | None) -> None: ...
 
 
-def _directive_json(directive: Directive | None) -> dict[str, Any] | None:
+def _directive_json(directive: Directive | None) -> DirectiveJson | None:
     if directive is None:
         return None
     from pydantic_core import to_jsonable_python

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias, TypedDict
 
 from bastion.core import AgentEvent
 from bastion.governance import GovernanceSignal
@@ -22,16 +22,35 @@ __all__ = [
     "GraphError",
     "GraphSignal",
     "GraphStatus",
+    "GraphWhere",
     "NodeAfter",
     "NodeBefore",
     "NodeError",
+    "NodeErrorKind",
+    "NodeWhere",
 ]
 
 GraphStatus: TypeAlias = Literal["completed", "failed", "aborted", "suspended"]
+NodeErrorKind: TypeAlias = Literal["error", "aborted", "denied", "suspended"]
 
 
-def _no_data() -> dict[str, Any]:
+def _no_data() -> dict[str, object]:
     return {}
+
+
+class GraphWhere(TypedDict):
+    """Where a signal of a graph execution happened (the fields of every signal)."""
+
+    invocation_id: str
+    graph_id: str
+    ancestry: tuple[str, ...]
+
+
+class NodeWhere(GraphWhere):
+    """Where a signal of a running node happened: the execution's fields and the node's."""
+
+    node_key: str
+    node_id: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,7 +67,7 @@ class GraphBefore(_Where):
     """A graph execution starts (``key`` names the graph)."""
 
     key: str
-    input: Any = None
+    input: object = None
     type: Literal["graph.before"] = "graph.before"
 
 
@@ -67,7 +86,7 @@ class GraphAfter(_Where):
 
     key: str
     status: GraphStatus
-    output: Any = None
+    output: object = None
     rounds: int = 1
     type: Literal["graph.after"] = "graph.after"
 
@@ -77,7 +96,7 @@ class NodeBefore(_Where):
     """A node starts, with the outputs of its predecessors (``inputs``)."""
 
     round: int
-    inputs: tuple[Any, ...] = ()
+    inputs: tuple[object, ...] = ()
     type: Literal["node.before"] = "node.before"
 
 
@@ -86,7 +105,7 @@ class NodeAfter(_Where):
     """A node finished with ``output``."""
 
     round: int
-    output: Any = None
+    output: object = None
     type: Literal["node.after"] = "node.after"
 
 
@@ -96,7 +115,7 @@ class NodeError(_Where):
 
     round: int
     error: str
-    kind: Literal["error", "aborted", "denied", "suspended"] = "error"
+    kind: NodeErrorKind = "error"
     exception: BaseException | None = field(default=None, repr=False, compare=False)
     type: Literal["node.error"] = "node.error"
 
@@ -114,7 +133,7 @@ class CustomSignal(_Where):
     """A consumer signal, ``ctx.emit("x:<name>", data)``."""
 
     name: str
-    data: Mapping[str, Any] = field(default_factory=_no_data)
+    data: Mapping[str, object] = field(default_factory=_no_data)
     type: Literal["x"] = "x"
 
 

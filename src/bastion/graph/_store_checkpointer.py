@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
-from bastion.core import Clock, SystemClock, UserError
+from bastion.core import Clock, JsonObject, JsonValue, SystemClock, UserError
 from bastion.governance import (
     GovernorSnapshot,
     dump_governance_state,
@@ -42,7 +42,16 @@ from ._checkpoint import Checkpoint, Step
 from ._signals import GraphStatus
 from ._store_history import fork_execution, list_checkpoints, load_execution
 from ._store_log import CheckpointConflict, ExecutionLog
-from ._store_records import CheckpointRecord, ExecutionRecord, fold_execution, to_json
+from ._store_records import (
+    CheckpointRecord,
+    ExecutionRecord,
+    fold_execution,
+    json_objects,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from ._directive_json import DirectiveJson
 
 __all__ = ["StoreCheckpointer"]
 
@@ -88,11 +97,11 @@ class StoreCheckpointer:
         self._records: dict[str, ExecutionRecord] = {}
         self._claimed: set[str] = set()  # resumed here: graph_resumed already written
         # Suspended agent nodes of a running execution: key -> (state JSON, pending items).
-        self._agents: dict[str, dict[str, tuple[str, list[dict[str, Any]]]]] = {}
+        self._agents: dict[str, dict[str, tuple[str, list[JsonObject]]]] = {}
         # A resumed execution's saved agent runs and its directive (JSON), until taken.
-        self._resuming: dict[str, tuple[dict[str, str], Mapping[str, Any] | None]] = {}
+        self._resuming: dict[str, tuple[dict[str, str], DirectiveJson | None]] = {}
         # The counters last written per execution: (their JSON without taken_at, data).
-        self._counters: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._counters: dict[str, tuple[str, JsonObject]] = {}
 
     async def _ready(self) -> Stores:
         if not self._opened:
@@ -185,7 +194,7 @@ class StoreCheckpointer:
             output=record.output,
         )
 
-    def check_claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None:
+    def check_claim(self, execution_id: str, directive: DirectiveJson | None) -> None:
         """Refuse a directive whose decisions a resume already used (by any process).
 
         Raises:
@@ -194,8 +203,10 @@ class StoreCheckpointer:
         """
         root = _split(execution_id)[0]
         record = self._records.get(root)
-        named = {str(i["interrupt_id"]) for i in (directive or {}).get("interrupts", ())}
-        named |= {str(a["tool_call_id"]) for a in (directive or {}).get("approvals", ())}
+        named: set[str] = set()
+        if directive is not None:
+            named = {i["interrupt_id"] for i in directive["interrupts"]}
+            named |= {a["tool_call_id"] for a in directive["approvals"]}
         if record is not None and named & record.decided:
             raise CheckpointConflict(
                 root,
@@ -209,7 +220,7 @@ class StoreCheckpointer:
         return {str(p["id"]) for p in record.pending} if record is not None else set()
 
     def suspend_agent(
-        self, execution_id: str, node: str, state: str, pending: list[dict[str, Any]]
+        self, execution_id: str, node: str, state: str, pending: list[JsonObject]
     ) -> None:
         """Keep a suspended agent node's run; it is written with ``graph_suspended``."""
         root, prefix = _split(execution_id)
@@ -217,7 +228,7 @@ class StoreCheckpointer:
 
     def resumed_agent(
         self, execution_id: str, node: str
-    ) -> tuple[str, Mapping[str, Any] | None] | None:
+    ) -> tuple[str, DirectiveJson | None] | None:
         """The saved run of an agent node this resume continues, with the directive."""
         root, prefix = _split(execution_id)
         resuming = self._resuming.get(root)
@@ -226,7 +237,7 @@ class StoreCheckpointer:
         state = resuming[0].pop(prefix + node, None)
         return None if state is None else (state, resuming[1])
 
-    async def claim(self, execution_id: str, directive: Mapping[str, Any] | None) -> None:
+    async def claim(self, execution_id: str, directive: DirectiveJson | None) -> None:
         """Take a loaded execution over: write ``graph_resumed`` at the version loaded.
 
         Raises:
@@ -249,7 +260,7 @@ class StoreCheckpointer:
         self._records.pop(root, None)
         self._claimed.add(root)
 
-    async def execution_started(self, execution_id: str, *, graph: str, input: Any) -> None:
+    async def execution_started(self, execution_id: str, *, graph: str, input: object) -> None:
         """Write ``graph_started`` (new) or ``graph_resumed`` (loaded), durably."""
         stores = await self._ready()
         root, prefix = _split(execution_id)
@@ -273,7 +284,9 @@ class StoreCheckpointer:
             self._records.pop(root, None)
             await log.write("graph_resumed", {"directive": None}, status="running")
 
-    async def node_finished(self, execution_id: str, node_id: str, round: int, output: Any) -> None:
+    async def node_finished(
+        self, execution_id: str, node_id: str, round: int, output: object
+    ) -> None:
         """Write the node's result; return once it is durable."""
         prefix = _split(execution_id)[1]
         key = prefix + node_id
@@ -301,7 +314,9 @@ class StoreCheckpointer:
                 payload["counters"] = counters
         self._log(execution_id).queue("graph_step", payload)
 
-    async def execution_ended(self, execution_id: str, *, status: GraphStatus, output: Any) -> None:
+    async def execution_ended(
+        self, execution_id: str, *, status: GraphStatus, output: object
+    ) -> None:
         """Write ``graph_ended`` (or ``graph_suspended``) with the run status, durably."""
         root, prefix = _split(execution_id)
         if prefix:
@@ -354,10 +369,10 @@ class StoreCheckpointer:
         return await fork_execution(await self._ready(), execution_id, version=version, edits=edits)
 
 
-def _pending(counters: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _pending(counters: Mapping[str, JsonValue]) -> list[JsonObject]:
     """The interrupts a suspended execution waits for, as ``graph_suspended`` lists them."""
     fields = ("id", "node", "kind", "action", "reason", "payload")
     return [
         {name: interrupt.get(name) for name in fields}
-        for interrupt in counters.get("pending") or ()
+        for interrupt in json_objects(counters.get("pending"))
     ]

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
-from bastion.core import RunStatus, UserError
+from bastion.core import JsonObject, JsonValue, RunStatus, UserError
 from bastion.stores import JournalUnreadable
 
 from ._store_log import GRAPH_SCHEMA_VERSION
@@ -30,10 +30,17 @@ from ._store_log import GRAPH_SCHEMA_VERSION
 if TYPE_CHECKING:
     from bastion.stores import JournalEntry
 
-__all__ = ["CheckpointRecord", "ExecutionRecord", "FinishedNode", "fold_execution", "to_json"]
+__all__ = [
+    "CheckpointRecord",
+    "ExecutionRecord",
+    "FinishedNode",
+    "fold_execution",
+    "json_objects",
+    "to_json",
+]
 
 
-def to_json(value: object) -> Any:
+def to_json(value: object) -> JsonValue:
     """``value`` as JSON data (pydantic models and dataclasses become objects).
 
     Raises:
@@ -53,6 +60,16 @@ def to_json(value: object) -> Any:
         ) from exc
 
 
+def _json(value: object) -> JsonValue:
+    """A value read from a journal payload, which holds JSON data only."""
+    return cast("JsonValue", value)
+
+
+def json_objects(value: object) -> Sequence[Mapping[str, JsonValue]]:
+    """A list of JSON objects as a payload holds it (``None``: an empty one)."""
+    return cast("Sequence[Mapping[str, JsonValue]]", value or ())
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FinishedNode:
     """A node (or mapped item) whose body returned, as the journal holds it.
@@ -68,7 +85,7 @@ class FinishedNode:
     key: str
     node: str
     step: int
-    output: Any
+    output: JsonValue
     version: int
 
 
@@ -124,16 +141,16 @@ class ExecutionRecord:
 
     execution_id: str
     graph: str
-    input: Any
+    input: JsonValue
     status: RunStatus = "running"
     version: int = 0
     finished: dict[str, FinishedNode] = field(default_factory=dict[str, FinishedNode])
     checkpoints: list[CheckpointRecord] = field(default_factory=list[CheckpointRecord])
-    pending: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
-    output: Any = None
+    pending: list[JsonObject] = field(default_factory=list[JsonObject])
+    output: JsonValue = None
     error: str | None = None
     forked_from: tuple[str, int] | None = None
-    counters: dict[str, Any] | None = None
+    counters: JsonObject | None = None
     suspended_at: int | None = None
     decided: set[str] = field(default_factory=set[str])
     agents: dict[str, str] = field(default_factory=dict[str, str])
@@ -152,7 +169,7 @@ def _apply(record: ExecutionRecord, entry: JournalEntry) -> None:
             key=key,
             node=str(payload["node"]),
             step=int(cast("int", payload["step"])),
-            output=payload.get("output"),
+            output=_json(payload.get("output")),
             version=entry.seq,
         )
         record.finished[key] = node
@@ -170,7 +187,7 @@ def _apply(record: ExecutionRecord, entry: JournalEntry) -> None:
         keys = tuple(str(k) for k in cast("Sequence[object]", payload["finished"]))
         counters = payload.get("counters")
         if isinstance(counters, dict):
-            record.counters = counters
+            record.counters = cast("JsonObject", counters)
         record.checkpoints.append(
             CheckpointRecord(
                 execution_id=record.execution_id,
@@ -186,21 +203,21 @@ def _apply(record: ExecutionRecord, entry: JournalEntry) -> None:
         )
     elif kind == "graph_suspended":
         record.status = "awaiting_approval"
-        record.pending = [dict(p) for p in cast("Sequence[Mapping[str, Any]]", payload["pending"])]
+        record.pending = [dict(p) for p in json_objects(payload["pending"])]
         record.suspended_at = entry.seq
         agents = cast("Mapping[str, object]", payload.get("agents") or {})
         record.agents = {str(k): str(v) for k, v in agents.items()}
     elif kind == "graph_resumed":
         record.status = "running"
         record.pending = []
-        directive = cast("Mapping[str, Any] | None", payload.get("directive"))
-        for item in cast("Sequence[Mapping[str, Any]]", (directive or {}).get("interrupts", [])):
+        directive = cast("Mapping[str, JsonValue] | None", payload.get("directive")) or {}
+        for item in json_objects(directive.get("interrupts")):
             record.decided.add(str(item["interrupt_id"]))
-        for item in cast("Sequence[Mapping[str, Any]]", (directive or {}).get("approvals", [])):
+        for item in json_objects(directive.get("approvals")):
             record.decided.add(str(item["tool_call_id"]))
     elif kind == "graph_ended":
         record.status = cast("RunStatus", payload["status"])
-        record.output = payload.get("output")
+        record.output = _json(payload.get("output"))
         error = payload.get("error")
         record.error = str(error) if error is not None else None
     else:
@@ -210,17 +227,17 @@ def _apply(record: ExecutionRecord, entry: JournalEntry) -> None:
 def _start(execution_id: str, entry: JournalEntry) -> ExecutionRecord:
     payload = entry.payload
     record = ExecutionRecord(
-        execution_id=execution_id, graph=str(payload["graph"]), input=payload.get("input")
+        execution_id=execution_id, graph=str(payload["graph"]), input=_json(payload.get("input"))
     )
     origin = payload.get("forked_from")
     if isinstance(origin, dict):
         record.forked_from = (str(origin["execution_id"]), int(cast("int", origin["version"])))
-    for seeded in cast("Sequence[Mapping[str, Any]]", payload.get("seed") or []):
+    for seeded in json_objects(payload.get("seed")):
         key = str(seeded["key"])
         record.finished[key] = FinishedNode(
             key=key,
             node=str(seeded["node"]),
-            step=int(seeded["step"]),
+            step=int(cast("int", seeded["step"])),
             output=seeded.get("output"),
             version=entry.seq,
         )

@@ -12,21 +12,22 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from bastion.core import Clock, SystemClock, UserError
 
 from ._context import NodeContext
 from ._graph import Graph
-from ._nodes import check_key
+from ._nodes import Inputs, check_key
 from ._signals import GraphStatus
 
 __all__ = ["RetryPolicy", "Workflow", "WorkflowResult"]
 
 State: TypeAlias = dict[str, Any]
-StepFn: TypeAlias = Callable[
-    [State], "Mapping[str, Any] | Awaitable[Mapping[str, Any] | None] | None"
-]
+"""The user's state: whatever values the steps put under their keys."""
+Update: TypeAlias = Mapping[str, object]
+"""What a step returns: the keys it sets (merged into a copy of the state)."""
+StepFn: TypeAlias = Callable[[State], "Update | Awaitable[Update | None] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +86,27 @@ class _Parallel:
 class _Delta:
     """What a parallel step hands on: the state it started from and its own updates."""
 
-    base: Mapping[str, Any]
-    update: Mapping[str, Any]
+    base: Update
+    update: Update
 
 
-def _merge(inputs: Sequence[Any]) -> State:
+def _updates(item: object) -> Update:
+    """A step node's input as a mapping (a state: the workflow's input or a step's output).
+
+    Raises:
+        TypeError: For anything but a mapping.
+    """
+    if not isinstance(item, Mapping):
+        raise TypeError(f"A workflow state is a mapping of names to values; got {item!r}.")
+    return cast("Update", item)  # the keys of a state are its names
+
+
+def _is_state(output: object) -> bool:
+    """Whether a node's output is a state (a step's) or a parallel step's delta."""
+    return isinstance(output, dict | _Delta)
+
+
+def _merge(inputs: Sequence[object]) -> State:
     """One state from a step's inputs: states, or parallel steps' updates in step order."""
     merged: State = {}
     for item in inputs:
@@ -98,11 +115,11 @@ def _merge(inputs: Sequence[Any]) -> State:
                 merged.update(item.base)
             merged.update(item.update)
         else:
-            merged.update(item)
+            merged.update(_updates(item))
     return merged
 
 
-async def _apply(step: _Step, state: State, clock: Clock) -> Mapping[str, Any]:
+async def _apply(step: _Step, state: State, clock: Clock) -> Update:
     retry = step.retry or RetryPolicy(max_attempts=1)
     wait = retry.backoff
     for attempt in range(retry.max_attempts):
@@ -141,7 +158,7 @@ class Workflow:
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._items: list[_Step | _When | _Parallel] = []
 
-    def _next_name(self, fn: Callable[..., Any] | None, prefix: str) -> str:
+    def _next_name(self, fn: Callable[..., object] | None, prefix: str) -> str:
         base = getattr(fn, "__name__", prefix) if fn is not None else prefix
         base = base if base.isidentifier() and base != "<lambda>" else prefix
         return f"s{len(self._items)}_{base}"
@@ -206,7 +223,7 @@ class Workflow:
         link(["__end__"])
         return graph
 
-    async def run(self, state: Mapping[str, Any] | None = None) -> WorkflowResult:
+    async def run(self, state: Mapping[str, object] | None = None) -> WorkflowResult:
         """Run the steps on a copy of ``state`` and return the final state.
 
         A step that still fails after its retries stops the steps after it (the state so
@@ -217,17 +234,19 @@ class Workflow:
         if not self._items:
             return WorkflowResult(state=initial, status="completed")
         result = await self.to_graph().run(initial)
-        final = result.output
-        if final is None:  # a step failed before the end: the last state that was made
-            made = [_merge([v]) for v in result.outputs.values() if isinstance(v, dict | _Delta)]
+        output = result.output
+        if output is not None:
+            final = _merge([output])
+        else:  # a step failed before the end: the last state that was made
+            made = [_merge([v]) for v in result.outputs.values() if _is_state(v)]
             final = made[-1] if made else initial
         return WorkflowResult(state=final, status=result.status, errors=dict(result.errors))
 
 
 def _runner(
     step: _Step, clock: Clock, *, parallel: bool = False
-) -> Callable[[list[Any]], Awaitable[State | _Delta]]:
-    async def run(inputs: list[Any]) -> State | _Delta:
+) -> Callable[[Inputs], Awaitable[State | _Delta]]:
+    async def run(inputs: Inputs) -> State | _Delta:
         state = _merge(inputs)
         update = await _apply(step, state, clock)
         return _Delta(state, update) if parallel else {**state, **update}
@@ -235,13 +254,14 @@ def _runner(
     return run
 
 
-def _branch(item: _When) -> Callable[[list[Any], NodeContext], Awaitable[State]]:
-    async def run(inputs: list[Any], ctx: NodeContext) -> State:
+def _branch(item: _When) -> Callable[[Inputs, NodeContext], Awaitable[State]]:
+    async def run(inputs: Inputs, ctx: NodeContext) -> State:
         state = _merge(inputs)
         if not item.condition(dict(state)):
             return state
         if not item.inner._items:
             return state
-        return (await ctx.spawn(item.inner.to_graph(), state)).raise_for_status().output
+        done = await ctx.spawn(item.inner.to_graph(), state)
+        return _merge([done.raise_for_status().output])
 
     return run
