@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, cast
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeGuard, cast
 
 from bastion.agent._config import RunConfig
 from bastion.core import RunErrorInfo, StepEndEvent, ToolExecuteStartEvent, Usage
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from bastion.agent._result import RunResult
     from bastion.core import AgentEvent, Clock
     from bastion.stores import Stores
-    from bastion.tools import ToolCallDecision, ToolCallRequest
+    from bastion.tools import BeforeToolCall, ToolCallDecision, ToolCallRequest
 
 __all__ = ["ChildHandle", "run_child"]
 
@@ -58,7 +58,7 @@ class _ContinuesRuns(Protocol):
     def store(self) -> Stores | None: ...
 
     def stream(
-        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
+        self, input: str, *, metadata: Mapping[str, object] | None = None, run_id: str | None = None
     ) -> ChildStream: ...
 
 
@@ -76,7 +76,7 @@ class _Configured(Protocol):
         self,
         input: str,
         *,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
         config: RunConfig | None = None,
         run_id: str | None = None,
     ) -> ChildStream: ...
@@ -116,7 +116,7 @@ async def run_child(  # noqa: PLR0917 - one child's parts
     budget: ChildBudget | None,
     host: RunConfig | None,
     clock: Clock,
-    metadata: dict[str, Any],
+    metadata: Mapping[str, object],
     started: Callable[[str], None] | None = None,
     *,
     run_id: str | None = None,
@@ -142,7 +142,7 @@ async def run_child(  # noqa: PLR0917 - one child's parts
             stream.abort()
         tokens = budget.tokens if budget is not None else None
         drain = cast(
-            "Callable[[], Awaitable[RunResult[Any]]] | None", getattr(stream, "drain", None)
+            "Callable[[], Awaitable[RunResult[object]]] | None", getattr(stream, "drain", None)
         )
         if tokens is None and not counted and on_event is None and drain is not None:
             result = await drain()  # nobody needs the events: no per-event cost
@@ -162,7 +162,7 @@ async def _open(  # noqa: PLR0917 - one child's parts
     handle: ChildHandle,
     tool_budget: int | None,
     host: RunConfig | None,
-    metadata: Mapping[str, Any],
+    metadata: Mapping[str, object],
     run_id: str | None,
 ) -> tuple[ChildStream, bool]:
     """The child's stream (a new run, or its run already in the store).
@@ -190,7 +190,7 @@ async def _open(  # noqa: PLR0917 - one child's parts
     return stream, False
 
 
-def _hook(handle: ChildHandle, tool_budget: int | None, spent: int) -> Any:
+def _hook(handle: ChildHandle, tool_budget: int | None, spent: int) -> BeforeToolCall | None:
     return _tool_counter(handle, tool_budget, spent) if tool_budget is not None else None
 
 
@@ -218,7 +218,7 @@ async def _follow(
     tokens: int | None,
     tool_calls: int | None,
     on_event: Callable[[AgentEvent], None] | None,
-) -> RunResult[Any]:
+) -> RunResult[object]:
     """Iterate the child's events, stopping it when it goes over ``tokens`` / ``tool_calls``.
 
     Each event goes to ``on_event`` first.
@@ -245,7 +245,7 @@ async def _follow(
     return result
 
 
-def _tool_counter(handle: ChildHandle, limit: int, spent: int = 0) -> Any:
+def _tool_counter(handle: ChildHandle, limit: int, spent: int = 0) -> BeforeToolCall:
     """A gate hook refusing the child's tool calls past ``limit``, and stopping the child.
 
     ``spent``: the calls an earlier attempt of the child's run already made.
@@ -269,7 +269,9 @@ async def _watch(handle: ChildHandle, clock: Clock, seconds: float) -> None:
     handle.exceeded(f"duration ({seconds:g} s)")
 
 
-def _child_config(child: RunConfig, host: RunConfig | None, hook: Any) -> RunConfig:
+def _child_config(
+    child: RunConfig, host: RunConfig | None, hook: BeforeToolCall | None
+) -> RunConfig:
     """The child's configuration under ``host``: its governor and store, plus the budget hook."""
     governance = child.governance
     store = child.store
@@ -296,7 +298,7 @@ def _run_id(stream: ChildStream) -> str:
     return stream.run_id
 
 
-def _outcome(name: str, index: int, handle: ChildHandle, result: RunResult[Any]) -> ChildResult:
+def _outcome(name: str, index: int, handle: ChildHandle, result: RunResult[object]) -> ChildResult:
     """The child's outcome from its run's result (and its budget)."""
     state = result.state
     untrusted = state is not None and state.untrusted_seen

@@ -26,9 +26,9 @@ calls that were in flight from their own journals.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from bastion.agent import RunOptions
 from bastion.agent._agent import Agent
@@ -170,7 +170,7 @@ class Team:
         self.max_rounds = max_rounds
         self.max_concurrent = max_concurrent
         self.description = description
-        self._lead: Agent[Any, Any] = Agent(
+        self._lead: Agent[None, str] = Agent(
             name,
             model=model,
             clock=clock,
@@ -194,7 +194,11 @@ class Team:
         await self._lead.aclose()
 
     def stream(
-        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
+        self,
+        input: str,
+        *,
+        metadata: Mapping[str, object] | None = None,
+        run_id: str | None = None,
     ) -> OwnStream:
         """Start a run of the team on ``input`` and stream its events.
 
@@ -217,8 +221,12 @@ class Team:
         )
 
     async def run(
-        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
-    ) -> RunResult[Any]:
+        self,
+        input: str,
+        *,
+        metadata: Mapping[str, object] | None = None,
+        run_id: str | None = None,
+    ) -> RunResult[object]:
         """Run the team to the end and return its result (``run_id``: see :meth:`stream`)."""
         return await self.stream(input, metadata=metadata, run_id=run_id).drain()
 
@@ -240,7 +248,7 @@ class Team:
         )
 
     async def _events(
-        self, stream: OwnStream, input: str, metadata: dict[str, Any]
+        self, stream: OwnStream, input: str, metadata: dict[str, object]
     ) -> AsyncGenerator[AgentEvent, None]:
         rid = stream.run_id
         lead = self._lead
