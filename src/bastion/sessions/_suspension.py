@@ -18,6 +18,8 @@ from bastion.tools import ApprovalDecision, ApprovalRequest, Directive, Interrup
 
 if TYPE_CHECKING:
     from bastion.agent import RunState
+    from bastion.core import JsonObject, JsonValue
+    from bastion.governance import SuspendedInterrupt
 
 __all__ = ["Suspension"]
 
@@ -45,7 +47,11 @@ class Suspension:
 
     def pending_interrupts(self) -> list[dict[str, Any]]:
         """Governance interrupts not decided yet (``Interrupt.to_dict()`` form)."""
-        return [i.to_dict() for i in self.state.interrupts if i.id not in self._resolutions]
+        return [i.to_dict() for i in self._open_interrupts()]
+
+    def _open_interrupts(self) -> list[SuspendedInterrupt]:
+        """Governance interrupts not decided yet."""
+        return [i for i in self.state.interrupts if i.id not in self._resolutions]
 
     def add(self, directive: Directive, session_id: str) -> None:
         """Take the directive's decisions.
@@ -60,7 +66,7 @@ class Suspension:
                     f"Call {decision.tool_call_id!r} is not pending in session {session_id!r}; "
                     f"pending: {pending}."
                 )
-        interrupts = [str(i["id"]) for i in self.pending_interrupts()]
+        interrupts = [i.id for i in self._open_interrupts()]
         for resolution in directive.interrupts:
             if resolution.interrupt_id not in interrupts:
                 raise UserError(
@@ -71,7 +77,7 @@ class Suspension:
         self._resolutions.update((r.interrupt_id, r) for r in directive.interrupts)
 
     @staticmethod
-    def payload(directive: Directive) -> dict[str, Any]:
+    def payload(directive: Directive) -> JsonObject:
         """A directive as the JSON payload of a ``decided`` entry (what :meth:`restore` reads)."""
         return {
             "approvals": [asdict(d) for d in directive.approvals],
@@ -96,7 +102,7 @@ class Suspension:
 
     def decided(self) -> bool:
         """True once every pending call and interrupt has a decision."""
-        return not self.pending_approvals() and not self.pending_interrupts()
+        return not self.pending_approvals() and not self._open_interrupts()
 
     def deny_rest(self, reason: str, *, interrupts: bool) -> None:
         """Deny the calls still undecided, and with ``interrupts`` the interrupts too.
@@ -110,8 +116,8 @@ class Suspension:
             )
         if not interrupts:
             return
-        for item in self.pending_interrupts():
-            key = str(item["id"])
+        for item in self._open_interrupts():
+            key = item.id
             self._resolutions[key] = InterruptResolution(
                 interrupt_id=key, decision=DenyDecision(reason=reason)
             )
@@ -122,7 +128,7 @@ class Suspension:
             approvals=list(self._approvals.values()), interrupts=list(self._resolutions.values())
         )
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         """The decisions as the JSON payload of the session's ``resumed`` entry."""
         return {
             "approvals": [asdict(d) for d in self._approvals.values()],
@@ -130,7 +136,7 @@ class Suspension:
         }
 
 
-def _decision_json(decision: InterruptDecision | Mapping[str, Any]) -> dict[str, Any]:
+def _decision_json(decision: InterruptDecision | Mapping[str, JsonValue]) -> JsonObject:
     """A governance decision in the JSON form ``InterruptResolution`` also accepts."""
     if isinstance(decision, Mapping):
         return dict(decision)
