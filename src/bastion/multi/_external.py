@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 
 from bastion.agent._scope import live_scope
 from bastion.agent._state import RunState
+from bastion.agent.steps._end import end_event
 from bastion.core import (
-    AgentEndEvent,
     AgentErrorEvent,
     AgentEvent,
     AgentStartEvent,
@@ -39,10 +39,11 @@ from bastion.core import (
     UserMessage,
     new_id,
 )
-from bastion.tools import render_output, tool
+from bastion.tools import render_output
 
 from ._composite import CompositeLog, Part
 from ._own_stream import OwnStream
+from ._own_tool import own_tool
 
 if TYPE_CHECKING:
     from bastion.agent._result import RunResult
@@ -165,11 +166,7 @@ class ExternalAgent:
         )
 
     async def run(
-        self,
-        input: str,
-        *,
-        metadata: Mapping[str, object] | None = None,
-        run_id: str | None = None,
+        self, input: str, *, metadata: Mapping[str, object] | None = None, run_id: str | None = None
     ) -> RunResult[object]:
         """Run to the end and return the result; the function's exception is raised again."""
         return await self.stream(input, metadata=metadata, run_id=run_id).drain()
@@ -184,12 +181,7 @@ class ExternalAgent:
             result = await self.run_in(input, run_id=run_id, store=store)
             return result.text
 
-        return tool(
-            call,
-            name=name or self.name,
-            description=description or self.description or f"Ask the agent {self.name!r}.",
-            side_effect_class="external_stateful",
-        )
+        return own_tool(self, call, name, description, "agent", "external_stateful")
 
     async def run_in(self, input: str, *, run_id: str, store: Stores | None) -> RunResult[object]:
         """Run journaled as ``run_id`` in ``store`` (a tool's call)."""
@@ -228,7 +220,7 @@ class ExternalAgent:
                 if log is not None:
                     await log.finish("aborted", None, Usage())
                 stream.set_result(state.result())
-                yield _end(state)
+                yield end_event(state)
                 return
             except Exception as exc:
                 state.fail("external_error", f"{type(exc).__name__}: {exc}", exc)
@@ -236,7 +228,7 @@ class ExternalAgent:
                     await log.finish("failed", None, Usage())
                 stream.set_result(state.result())
                 yield AgentErrorEvent(run_id=rid, code="external_error", message=str(exc))
-                yield _end(state)
+                yield end_event(state)
                 raise
             output, usage = _split(box[0])
             text = "".join(pieces) if pieces else _text(output)
@@ -255,7 +247,7 @@ class ExternalAgent:
         if log is not None:
             await log.finish("completed", _jsonable(output), usage)
         stream.set_result(state.result())
-        yield _end(state)
+        yield end_event(state)
 
     async def _call(
         self, stream: OwnStream, input: str, ctx: ExternalContext, box: list[object]
@@ -302,16 +294,6 @@ def _split(value: object) -> tuple[object, Usage]:
     if isinstance(value, ExternalOutput):
         return value.output, value.usage
     return value, Usage()
-
-
-def _end(state: RunState) -> AgentEndEvent:
-    return AgentEndEvent(
-        run_id=state.run_id,
-        status=state.status,
-        output=state.output,
-        usage=state.usage,
-        error=state.error,
-    )
 
 
 def _text(output: object) -> str:

@@ -7,7 +7,7 @@ Owned by :mod:`bastion.sessions`; ``_listeners.py`` dispatches these values and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 from bastion.core import (
     AssistantMessage,
@@ -52,18 +52,7 @@ SessionEvent: TypeAlias = Literal[
     "compacted",
     "error",
 ]
-EVENTS: tuple[SessionEvent, ...] = (
-    "text_delta",
-    "message",
-    "tool_call",
-    "tool_result",
-    "step",
-    "approval_requested",
-    "interrupt_requested",
-    "turn_end",
-    "compacted",
-    "error",
-)
+EVENTS: tuple[SessionEvent, ...] = get_args(SessionEvent)
 
 
 @dataclass(frozen=True, slots=True)

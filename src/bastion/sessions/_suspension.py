@@ -59,20 +59,11 @@ class Suspension:
         Raises:
             UserError: A decision names a call or interrupt that is not pending.
         """
-        pending = [r.tool_call_id for r in self.pending_approvals()]
-        for decision in directive.approvals:
-            if decision.tool_call_id not in pending:
-                raise UserError(
-                    f"Call {decision.tool_call_id!r} is not pending in session {session_id!r}; "
-                    f"pending: {pending}."
-                )
+        calls = [r.tool_call_id for r in self.pending_approvals()]
+        _check_pending("Call", [d.tool_call_id for d in directive.approvals], calls, session_id)
         interrupts = [i.id for i in self._open_interrupts()]
-        for resolution in directive.interrupts:
-            if resolution.interrupt_id not in interrupts:
-                raise UserError(
-                    f"Interrupt {resolution.interrupt_id!r} is not pending in session "
-                    f"{session_id!r}; pending: {interrupts}."
-                )
+        decided = [r.interrupt_id for r in directive.interrupts]
+        _check_pending("Interrupt", decided, interrupts, session_id)
         self._approvals.update((d.tool_call_id, d) for d in directive.approvals)
         self._resolutions.update((r.interrupt_id, r) for r in directive.interrupts)
 
@@ -134,6 +125,19 @@ class Suspension:
             "approvals": [asdict(d) for d in self._approvals.values()],
             "interrupts": list(self._resolutions),
         }
+
+
+def _check_pending(what: str, decided: list[str], pending: list[str], session_id: str) -> None:
+    """Refuse a decision on a call (or interrupt) that is not pending.
+
+    Raises:
+        UserError: One of ``decided`` is not in ``pending``.
+    """
+    for key in decided:
+        if key not in pending:
+            raise UserError(
+                f"{what} {key!r} is not pending in session {session_id!r}; pending: {pending}."
+            )
 
 
 def _decision_json(decision: InterruptDecision | Mapping[str, JsonValue]) -> JsonObject:
