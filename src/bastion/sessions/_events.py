@@ -7,7 +7,7 @@ Owned by :mod:`bastion.sessions`; ``_listeners.py`` dispatches these values and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Literal, TypeAlias, TypedDict, get_args
 
 from bastion.core import (
     AssistantMessage,
@@ -27,6 +27,7 @@ __all__ = [
     "Compacted",
     "InterruptRequested",
     "MessageAdded",
+    "PendingInterrupt",
     "SendMode",
     "SessionError",
     "SessionEvent",
@@ -94,6 +95,31 @@ class ApprovalRequested:
     request: ApprovalRequest
 
 
+class PendingInterrupt(TypedDict):
+    """A governance interrupt a turn waits for (``SuspendedInterrupt.to_dict()``'s form).
+
+    ``kind`` is ``limit`` (a mutable limit was reached: ``oracle``, ``limit_type``,
+    ``window``, ``current``, ``max``, ``proposed`` and ``approvers`` say which) or ``policy``
+    (``payload`` is the policy's); ``on`` and ``tool_call_ids`` say what waits for it.
+    """
+
+    id: str
+    kind: Literal["limit", "policy"]
+    action: str
+    oracle: str
+    node: str
+    limit_type: str | None
+    window: str | None
+    current: float | None
+    max: float | None
+    proposed: float | None
+    approvers: list[str]
+    reason: str
+    payload: object
+    on: Literal["model", "tool", "round"]
+    tool_call_ids: list[str]
+
+
 @dataclass(frozen=True, slots=True)
 class InterruptRequested:
     """``interrupt_requested``: the turn waits for a human to decide a governance interrupt.
@@ -103,7 +129,7 @@ class InterruptRequested:
     with ``session.decide(Directive(interrupts=[InterruptResolution(...)]))``.
     """
 
-    interrupt: dict[str, Any]
+    interrupt: PendingInterrupt
 
     @property
     def id(self) -> str:

@@ -32,7 +32,7 @@ from bastion.stores import (
 from bastion.tools import ApprovalRequest, Deny, ToolCallDecision, ToolCallRequest
 
 from ._branch import read_entries
-from ._events import MessageAdded, SendMode, StepDone, check_mode
+from ._events import MessageAdded, PendingInterrupt, SendMode, StepDone, check_mode
 from ._link import Link, SessionAgent
 from ._listeners import Listeners
 from ._sent import STEERED, ContinueWith, PendingMode, SentMessage
@@ -129,7 +129,7 @@ class SessionHandle(Listeners):
         return [] if self._suspended is None else self._suspended.pending_approvals()
 
     @property
-    def pending_interrupts(self) -> list[dict[str, Any]]:
+    def pending_interrupts(self) -> list[PendingInterrupt]:
         """Governance interrupts the waiting turn needs decisions on (``Interrupt.to_dict()``)."""
         return [] if self._suspended is None else self._suspended.pending_interrupts()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bastion.core import UserError
 from bastion.governance import DenyDecision, InterruptDecision
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from bastion.agent import RunState
     from bastion.core import JsonObject, JsonValue
     from bastion.governance import SuspendedInterrupt
+
+    from ._events import PendingInterrupt
 
 __all__ = ["Suspension"]
 
@@ -45,9 +47,9 @@ class Suspension:
             if p.call.id not in held and p.call.id not in self._approvals
         ]
 
-    def pending_interrupts(self) -> list[dict[str, Any]]:
-        """Governance interrupts not decided yet (``Interrupt.to_dict()`` form)."""
-        return [i.to_dict() for i in self._open_interrupts()]
+    def pending_interrupts(self) -> list[PendingInterrupt]:
+        """Governance interrupts not decided yet (``SuspendedInterrupt.to_dict()`` form)."""
+        return [cast("PendingInterrupt", i.to_dict()) for i in self._open_interrupts()]
 
     def _open_interrupts(self) -> list[SuspendedInterrupt]:
         """Governance interrupts not decided yet."""
