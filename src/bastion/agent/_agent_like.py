@@ -9,14 +9,14 @@ nodes take any agent-like, and read nothing else of it.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from bastion.core import AgentEvent, RunHandle
 
 if TYPE_CHECKING:
     from ._result import RunResult
 
-__all__ = ["AgentLike", "AgentRunHandle"]
+__all__ = ["AgentLike", "AgentRun", "AgentRunHandle"]
 
 ResultT_co = TypeVar("ResultT_co", covariant=True)
 
@@ -35,6 +35,10 @@ class AgentRunHandle(RunHandle[AgentEvent, ResultT_co]):
         """Stop the run; it ends with status ``aborted`` (``drain``: after its current step)."""
 
 
+AgentRun: TypeAlias = "AgentRunHandle[RunResult[Any]]"
+"""A run of any agent-like, whatever its output type."""
+
+
 class AgentLike(Protocol):
     """What a fan-out, a team, a judge, an evaluator loop or a graph node runs."""
 
@@ -43,8 +47,6 @@ class AgentLike(Protocol):
         """The agent's name (events, results, the journal)."""
         ...
 
-    def stream(
-        self, input: str, *, metadata: dict[str, Any] | None = None
-    ) -> AgentRunHandle[RunResult[Any]]:
+    def stream(self, input: str, *, metadata: dict[str, Any] | None = None) -> AgentRun:
         """Start a run on ``input``; it starts when iteration starts."""
         ...

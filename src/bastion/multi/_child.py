@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from bastion.agent._child_answer import CHILD_SOURCE as _SOURCE
 from bastion.agent._child_answer import DENIED as _DENIED
@@ -52,12 +52,14 @@ if TYPE_CHECKING:
     from bastion.agent._config import RunConfig
     from bastion.agent._result import RunResult
     from bastion.agent._stream import AgentStream
+    from bastion.core import JsonObject
+    from bastion.governance import InterruptDecision
 
     from ._subrun import Delegate
 
 __all__ = ["ChildRun", "child_run_id", "run_child"]
 
-_ANSWER_SCHEMA: dict[str, Any] = {
+_ANSWER_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
         "approvals": {"type": "object", "additionalProperties": {"type": "boolean"}},
@@ -74,6 +76,48 @@ _ANSWER_SCHEMA: dict[str, Any] = {
     },
     "additionalProperties": False,
 }
+
+
+class _Pending(TypedDict):
+    """A call the child waits for, as the parent's question names it."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: Mapping[str, object]
+    reason: str | None
+
+
+class _Held(TypedDict):
+    """A governance interrupt the child waits for, as the parent's question names it."""
+
+    id: str
+    reason: str
+
+
+class _Question(TypedDict, total=False):
+    """The ``context`` of the parent's question: the child run and what it waits for."""
+
+    run_id: str
+    agent: str
+    pending: list[_Pending]
+    interrupts: list[_Held]
+    state: str  # the child's suspended state, without a store
+
+
+class _InterruptAnswer(TypedDict):
+    """One interrupt's decision in an answer (``InterruptResolution``'s fields)."""
+
+    interrupt_id: str
+    decision: InterruptDecision | Mapping[str, object]
+
+
+class _Answer(TypedDict, total=False):
+    """The ``content`` of an answer to the parent's question (``_ANSWER_SCHEMA``)."""
+
+    approvals: dict[str, bool]
+    reasons: dict[str, str]
+    interrupts: list[_InterruptAnswer]
+    reason: str  # a decline's reason
 
 
 def child_run_id(parent_run_id: str, step: int, tool_call_id: str) -> str:
@@ -99,15 +143,15 @@ class ChildRun:
     config: RunConfig
     input: str
     history: list[Message] | None = None
-    metadata: Mapping[str, Any]
+    metadata: Mapping[str, object]
 
 
 async def run_child(
     child: ChildRun,
-    ctx: RunContext[Any],
+    ctx: RunContext[object],
     parent: RunScope | None,
     on_event: Callable[[AgentEvent], None] | None,
-) -> RunResult[Any]:
+) -> RunResult[object]:
     """Start or continue ``child`` for the current tool call of ``ctx``'s run.
 
     ``on_event`` sees each of the child's events (``None``: the child is drained, with no
@@ -142,12 +186,14 @@ async def run_child(
     return result
 
 
-async def _open(child: ChildRun, ctx: RunContext[Any], run_id: str) -> AgentStream[Any]:
+async def _open(child: ChildRun, ctx: RunContext[object], run_id: str) -> AgentStream[object]:
     """The child's stream: a new run, or the run of this call already started."""
     agent, config = child.agent, child.config
     answer = ctx.input_answer
     asked = answer.request if isinstance(answer, InputAnswer) else None
-    context = asked.context if asked is not None and asked.context.get("run_id") == run_id else {}
+    context: _Question = {}
+    if asked is not None and asked.context.get("run_id") == run_id:
+        context = cast("_Question", asked.context)  # the question _question asked
     decided = _directive(cast("InputAnswer", answer), context) if context else None
     store = config.store
     if store is not None:
@@ -156,7 +202,7 @@ async def _open(child: ChildRun, ctx: RunContext[Any], run_id: str) -> AgentStre
         if await store.journal.get_run(run_id) is not None:
             return agent.resume_stream(run_id, directive=decided, deps=ctx.deps, config=config)
     elif "state" in context:
-        state = run_state_from_json(str(context["state"]))
+        state = run_state_from_json(context["state"])
         return agent.stream(state, directive=decided, deps=ctx.deps, config=config)
     return agent.stream(
         child.input,
@@ -171,10 +217,10 @@ async def _open(child: ChildRun, ctx: RunContext[Any], run_id: str) -> AgentStre
     )
 
 
-def _directive(answer: InputAnswer, context: Mapping[str, Any]) -> Directive:
+def _directive(answer: InputAnswer, context: _Question) -> Directive:
     """The child's directive from the answer to the parent's pending call."""
-    pending = [str(p["tool_call_id"]) for p in cast("list[dict[str, Any]]", context["pending"])]
-    content = answer.content or {}
+    pending = [str(p["tool_call_id"]) for p in context.get("pending", [])]
+    content = cast("_Answer", answer.content or {})  # valid against _ANSWER_SCHEMA
     if answer.action != "accept":
         reason = str(content.get("reason") or _DENIED)
         return Directive(
@@ -182,20 +228,17 @@ def _directive(answer: InputAnswer, context: Mapping[str, Any]) -> Directive:
                 ApprovalDecision(tool_call_id=i, granted=False, reason=reason) for i in pending
             ]
         )
-    chosen = cast("dict[str, bool]", content.get("approvals") or {})
-    reasons = cast("dict[str, str]", content.get("reasons") or {})
+    chosen = content.get("approvals") or {}
+    reasons = content.get("reasons") or {}
     approvals = [
         ApprovalDecision(tool_call_id=i, granted=chosen.get(i, True), reason=reasons.get(i) or None)
         for i in pending
     ]
-    interrupts = [
-        InterruptResolution(**item)
-        for item in cast("list[dict[str, Any]]", content.get("interrupts") or [])
-    ]
+    interrupts = [InterruptResolution(**item) for item in content.get("interrupts") or []]
     return Directive(approvals=approvals, interrupts=interrupts)
 
 
-def _question(child: ChildRun, result: RunResult[Any]) -> InputRequest:
+def _question(child: ChildRun, result: RunResult[object]) -> InputRequest:
     """What the parent's pending call asks: the decisions the child waits for."""
     name = child.config.name
     state = result.state
@@ -206,7 +249,7 @@ def _question(child: ChildRun, result: RunResult[Any]) -> InputRequest:
     needs += [
         f"a decision on {i.interrupt.action!r} ({i.interrupt.reason})" for i in state.interrupts
     ]
-    context: dict[str, Any] = {
+    context: _Question = {
         "run_id": result.run_id,
         "agent": name,
         "pending": [_pending(p) for p in pending],
@@ -218,11 +261,11 @@ def _question(child: ChildRun, result: RunResult[Any]) -> InputRequest:
         message=f"sub-agent {name!r} (run {result.run_id}) waits for {'; '.join(needs)}",
         schema=_ANSWER_SCHEMA,
         source=f"{_SOURCE}{name}",
-        context=context,
+        context=dict(context),
     )
 
 
-def _pending(request: ApprovalRequest) -> dict[str, Any]:
+def _pending(request: ApprovalRequest) -> _Pending:
     return {
         "tool_call_id": request.tool_call_id,
         "tool_name": request.tool_name,

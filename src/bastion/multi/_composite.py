@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from bastion.agent._entries import (
     RunEndedEntry,
@@ -29,11 +29,11 @@ from bastion.agent._entries import (
 )
 from bastion.agent._journal import state_payload
 from bastion.agent._state import RunState
-from bastion.core import Usage, UserError
+from bastion.core import Usage, UserError, usage_adapter
 from bastion.stores import JournalConflict, NewEntry
 
 if TYPE_CHECKING:
-    from bastion.core import RunStatus
+    from bastion.core import JsonObject, JsonValue, RunStatus
     from bastion.stores import Stores
 
 __all__ = ["COMPOSITE", "CompositeLog", "Part"]
@@ -48,7 +48,7 @@ class Part:
 
     key: str
     name: str
-    record: dict[str, Any]
+    record: JsonObject
     usage: Usage
     is_error: bool
 
@@ -70,7 +70,7 @@ class CompositeLog:
 
     @classmethod
     async def open(
-        cls, stores: Stores, run_id: str, *, name: str, kind: str, metadata: Mapping[str, Any]
+        cls, stores: Stores, run_id: str, *, name: str, kind: str, metadata: Mapping[str, object]
     ) -> CompositeLog:
         """Open the run ``run_id``: create it, or read the parts it already holds."""
         log = cls(stores, run_id, name)
@@ -85,18 +85,12 @@ class CompositeLog:
             log._seq = stored.seq
             if stored.kind == "tool_result":
                 payload = stored.payload
-                spent = payload.get("spent") or []
-                usage = Usage()
-                for item in spent if isinstance(spent, list) else []:
-                    data = item.get("usage") if isinstance(item, dict) else None
-                    if isinstance(data, dict):
-                        usage += Usage(**_usage_fields(data))
                 key = str(payload.get("tool_call_id"))
                 log.done[key] = Part(
                     key=key,
                     name=str(payload.get("tool_name")),
-                    record=json.loads(str(payload.get("content"))),
-                    usage=usage,
+                    record=_record(payload.get("content"), run_id),
+                    usage=_spent(payload.get("spent")),
                     is_error=bool(payload.get("is_error")),
                 )
             elif stored.kind == "run_ended":
@@ -117,7 +111,7 @@ class CompositeLog:
         await self._append(NewEntry(kind="tool_result", payload=entry_payload(entry)), None)
         self.done[part.key] = part
 
-    async def finish(self, status: RunStatus, output: Any, usage: Usage) -> None:
+    async def finish(self, status: RunStatus, output: object, usage: Usage) -> None:
         """Journal the end of the composite run (its status, output and usage)."""
         if self.ended:
             return
@@ -127,8 +121,7 @@ class CompositeLog:
         await self._append(NewEntry(kind="run_ended", payload=payload), status)
         self.ended = True
 
-    async def _append(self, entry: Any, status: RunStatus | None) -> None:
-
+    async def _append(self, entry: NewEntry, status: RunStatus | None) -> None:
         async with self._lock:
             while True:
                 try:
@@ -146,15 +139,11 @@ class CompositeLog:
                 return
 
 
-def _check_kind(payload: Mapping[str, Any], run_id: str, kind: str) -> None:
+def _check_kind(payload: Mapping[str, JsonValue], run_id: str, kind: str) -> None:
     """Refuse a run id that another kind of run (an agent's, another operation's) holds."""
-    state: object = payload.get("state")
-    metadata: object = (
-        cast("dict[str, object]", state).get("metadata") if isinstance(state, dict) else None
-    )
-    found = (
-        cast("dict[str, object]", metadata).get(COMPOSITE) if isinstance(metadata, dict) else None
-    )
+    state = payload.get("state")
+    metadata = state.get("metadata") if isinstance(state, Mapping) else None
+    found = metadata.get(COMPOSITE) if isinstance(metadata, Mapping) else None
     if found != kind:
         what = f"a {found} run" if found else "an agent's run"
         raise UserError(
@@ -163,7 +152,23 @@ def _check_kind(payload: Mapping[str, Any], run_id: str, kind: str) -> None:
         )
 
 
-def _usage_fields(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of a journaled ``Usage`` that its constructor takes."""
-    names = Usage.__dataclass_fields__
-    return {k: v for k, v in data.items() if k in names}
+def _record(content: JsonValue, run_id: str) -> JsonObject:
+    """A part's record: the JSON object its entry's ``content`` holds.
+
+    Raises:
+        UserError: The content is not a JSON object (not a composite part).
+    """
+    record: object = json.loads(str(content))
+    if not isinstance(record, dict):
+        raise UserError(f"Run {run_id!r}: a journaled part is {record!r}, not a JSON object.")
+    return cast("JsonObject", record)
+
+
+def _spent(spent: JsonValue) -> Usage:
+    """The usage a part's ``spent`` list (of ``{"model", "usage"}`` objects) adds up to."""
+    usage = Usage()
+    for item in spent if isinstance(spent, Sequence) and not isinstance(spent, str) else ():
+        data = item.get("usage") if isinstance(item, Mapping) else None
+        if isinstance(data, Mapping):
+            usage += usage_adapter().validate_python(data)
+    return usage

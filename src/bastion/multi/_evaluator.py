@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from bastion.core import RunFailed, SystemClock, Usage, UserError, new_id
 
@@ -28,9 +28,8 @@ from ._composite import CompositeLog, Part
 from ._fanout_types import FanOutChild
 from ._multi_child import ChildHandle, run_child
 from ._rubrics import (
+    CheckedRubric,
     Evaluation,
-    FreeForm,
-    LLMJudge,
     Rubric,
     check_rubric,
     evaluation_prompt,
@@ -39,13 +38,18 @@ from ._rubrics import (
 
 if TYPE_CHECKING:
     from bastion.agent import AgentLike
+    from bastion.core import JsonObject
     from bastion.stores import Stores
 
 __all__ = ["EvaluatorResult", "Generator", "Evaluator", "Iteration", "evaluator_optimizer"]
 
-Generator: TypeAlias = "AgentLike | Callable[[str, str | None], Any]"
+GeneratorFunction: TypeAlias = Callable[[str, "str | None"], object]
+"""``fn(task, feedback)``: the candidate (its ``str()``), or an awaitable of it."""
+EvaluatorFunction: TypeAlias = Callable[[str, int], object]
+"""``fn(candidate, iteration)``: an Evaluation, a bool or the rubric's model (or an awaitable)."""
+Generator: TypeAlias = "AgentLike | GeneratorFunction"
 """An agent, or ``fn(task, feedback)`` (sync or async) returning the candidate."""
-Evaluator: TypeAlias = "AgentLike | Callable[[str, int], Any]"
+Evaluator: TypeAlias = "AgentLike | EvaluatorFunction"
 """An agent, or ``fn(candidate, iteration)``: an Evaluation, a bool or the rubric's model."""
 
 
@@ -192,7 +196,7 @@ async def _finish(
     )
 
 
-async def _ask(agent: AgentLike, prompt: str) -> tuple[str, Any, Usage]:
+async def _ask(agent: AgentLike, prompt: str) -> tuple[str, object, Usage]:
     """One agent call through ``run_child``: its text, output and usage."""
     outcome = await run_child(
         FanOutChild(agent, prompt), 0, ChildHandle(), None, None, SystemClock(), {}
@@ -205,10 +209,10 @@ async def _ask(agent: AgentLike, prompt: str) -> tuple[str, Any, Usage]:
     return outcome.text, outcome.output, outcome.usage
 
 
-async def _call(function: Callable[..., Any], *args: Any) -> Any:
-    value = function(*args)
+async def _settled(value: object) -> object:
+    """A function's return value, awaited when it is awaitable (an async function's)."""
     if inspect.isawaitable(value):
-        value = await value
+        return await value
     return value
 
 
@@ -224,13 +228,13 @@ async def _generate(
         )
         text, output, usage = await _ask(agent, prompt)
         return (output if isinstance(output, str) else text), usage
-    function: Callable[..., Any] = generator  # pyright: ignore[reportAssignmentType]
-    return str(await _call(function, task, feedback)), Usage()
+    function: GeneratorFunction = generator  # pyright: ignore[reportAssignmentType]
+    return str(await _settled(function(task, feedback))), Usage()
 
 
 async def _evaluate(
     evaluator: Evaluator,
-    rubric: FreeForm | LLMJudge | type[Any],
+    rubric: CheckedRubric,
     task: str,
     candidate: str,
     number: int,
@@ -241,13 +245,13 @@ async def _evaluate(
         return read_evaluation(
             rubric, output if output is not None and not isinstance(output, str) else text
         ), usage
-    function: Callable[..., Any] = evaluator  # pyright: ignore[reportAssignmentType]
-    return read_evaluation(rubric, await _call(function, candidate, number)), Usage()
+    function: EvaluatorFunction = evaluator  # pyright: ignore[reportAssignmentType]
+    return read_evaluation(rubric, await _settled(function(candidate, number))), Usage()
 
 
 def _part(iteration: Iteration) -> Part:
     evaluation = iteration.evaluation
-    record: dict[str, Any] = {
+    record: JsonObject = {
         "candidate": iteration.candidate,
         "passed": evaluation.passed,
         "score": evaluation.score,

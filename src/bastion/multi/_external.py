@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from bastion.agent._scope import live_scope
 from bastion.agent._state import RunState
+from bastion.agent.steps._end import end_event
 from bastion.core import (
-    AgentEndEvent,
     AgentErrorEvent,
     AgentEvent,
     AgentStartEvent,
@@ -39,14 +39,15 @@ from bastion.core import (
     UserMessage,
     new_id,
 )
-from bastion.tools import render_output, tool
+from bastion.tools import render_output
 
 from ._composite import CompositeLog, Part
 from ._own_stream import OwnStream
+from ._own_tool import own_tool
 
 if TYPE_CHECKING:
     from bastion.agent._result import RunResult
-    from bastion.core import EventBus
+    from bastion.core import EventBus, JsonObject, JsonValue
     from bastion.stores import Stores
     from bastion.tools import Tool
 
@@ -65,19 +66,19 @@ class ExternalContext:
 
     run_id: str
     agent_name: str
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ExternalOutput:
     """An external function's output with the usage it spent (to add to its parent's)."""
 
-    output: Any
+    output: object
     usage: Usage = field(default_factory=Usage)
 
 
 ExternalFunction: TypeAlias = Callable[
-    [str, ExternalContext], "Awaitable[Any] | AsyncIterator[str]"
+    [str, ExternalContext], "Awaitable[object] | AsyncIterator[str]"
 ]
 
 
@@ -139,7 +140,7 @@ class ExternalAgent:
         self,
         input: str,
         *,
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         run_id: str | None = None,
         store: Stores | None = None,
     ) -> OwnStream:
@@ -165,33 +166,24 @@ class ExternalAgent:
         )
 
     async def run(
-        self,
-        input: str,
-        *,
-        metadata: dict[str, Any] | None = None,
-        run_id: str | None = None,
-    ) -> RunResult[Any]:
+        self, input: str, *, metadata: Mapping[str, object] | None = None, run_id: str | None = None
+    ) -> RunResult[object]:
         """Run to the end and return the result; the function's exception is raised again."""
         return await self.stream(input, metadata=metadata, run_id=run_id).drain()
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This external agent as a tool: the model calls it with ``{"input": "<task>"}``."""
 
-        async def call(ctx: RunContext[Any], input: str) -> str:
+        async def call(ctx: RunContext[object], input: str) -> str:
             scope = live_scope(ctx.run_id)
             store = self.store or (scope.config.store if scope is not None else None)
             run_id = f"{ctx.run_id}:{ctx.tool_call_id}"
             result = await self.run_in(input, run_id=run_id, store=store)
             return result.text
 
-        return tool(
-            call,
-            name=name or self.name,
-            description=description or self.description or f"Ask the agent {self.name!r}.",
-            side_effect_class="external_stateful",
-        )
+        return own_tool(self, call, name, description, "agent", "external_stateful")
 
-    async def run_in(self, input: str, *, run_id: str, store: Stores | None) -> RunResult[Any]:
+    async def run_in(self, input: str, *, run_id: str, store: Stores | None) -> RunResult[object]:
         """Run journaled as ``run_id`` in ``store`` (a tool's call)."""
         return await self.stream(input, run_id=run_id, store=store).drain()
 
@@ -216,7 +208,7 @@ class ExternalAgent:
             if text:
                 yield TextDeltaEvent(run_id=rid, delta=text)
         else:
-            box: list[Any] = []
+            box: list[object] = []
             try:
                 async for piece in self._call(stream, input, ctx, box):
                     pieces.append(piece)
@@ -228,7 +220,7 @@ class ExternalAgent:
                 if log is not None:
                     await log.finish("aborted", None, Usage())
                 stream.set_result(state.result())
-                yield _end(state)
+                yield end_event(state)
                 return
             except Exception as exc:
                 state.fail("external_error", f"{type(exc).__name__}: {exc}", exc)
@@ -236,12 +228,12 @@ class ExternalAgent:
                     await log.finish("failed", None, Usage())
                 stream.set_result(state.result())
                 yield AgentErrorEvent(run_id=rid, code="external_error", message=str(exc))
-                yield _end(state)
+                yield end_event(state)
                 raise
             output, usage = _split(box[0])
             text = "".join(pieces) if pieces else _text(output)
             if log is not None:
-                record = {"output": _jsonable(output), "text": text}
+                record: JsonObject = {"output": _jsonable(output), "text": text}
                 part = Part(
                     key="result", name=self.name, record=record, usage=usage, is_error=False
                 )
@@ -255,10 +247,10 @@ class ExternalAgent:
         if log is not None:
             await log.finish("completed", _jsonable(output), usage)
         stream.set_result(state.result())
-        yield _end(state)
+        yield end_event(state)
 
     async def _call(
-        self, stream: OwnStream, input: str, ctx: ExternalContext, box: list[Any]
+        self, stream: OwnStream, input: str, ctx: ExternalContext, box: list[object]
     ) -> AsyncGenerator[str, None]:
         """Call the function in a task an abort cancels; yield its text pieces as they come.
 
@@ -284,7 +276,7 @@ class ExternalAgent:
 
     async def _invoke(
         self, input: str, ctx: ExternalContext, queue: asyncio.Queue[str | None]
-    ) -> Any:
+    ) -> object:
         value = self._fn(input, ctx)
         if inspect.isasyncgen(value) or isinstance(value, AsyncIterator):
             iterator: AsyncIterator[str] = value  # pyright: ignore[reportAssignmentType]
@@ -298,28 +290,17 @@ class ExternalAgent:
         return value
 
 
-def _split(value: Any) -> tuple[Any, Usage]:
+def _split(value: object) -> tuple[object, Usage]:
     if isinstance(value, ExternalOutput):
         return value.output, value.usage
     return value, Usage()
 
 
-def _end(state: RunState) -> AgentEndEvent:
-    return AgentEndEvent(
-        run_id=state.run_id,
-        status=state.status,
-        output=state.output,
-        usage=state.usage,
-        error=state.error,
-    )
-
-
-def _text(output: Any) -> str:
-
+def _text(output: object) -> str:
     return render_output(output)
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> JsonValue:
     from pydantic_core import to_jsonable_python
 
-    return to_jsonable_python(value, fallback=str)
+    return cast("JsonValue", to_jsonable_python(value, fallback=str))

@@ -37,9 +37,7 @@ from ._fanout_records import from_record, jsonable, to_part
 from ._fanout_relay import ChildRelay, fan_out_child_run_id
 from ._fanout_types import (
     ChildResult,
-    FanOutChild,
     FanOutChildEndEvent,
-    FanOutEvent,
     FanOutMergedEvent,
     FanOutResult,
     FanOutSpawnedEvent,
@@ -52,6 +50,7 @@ if TYPE_CHECKING:
     from bastion.stores import Stores
 
     from ._fanout_plan import FanOutPlan
+    from ._fanout_types import FanOutChild, FanOutEvent
 
 
 __all__ = ["FAN_OUT_CHILD", "FAN_OUT_ID", "execute"]

@@ -6,14 +6,16 @@ The children run under the lead agent's governor and, when a child has none, its
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from ._fanout import execute
 from ._fanout_plan import FanOutPlan, plan_fan_out
 from ._fanout_stream import FanOutStream
 
 if TYPE_CHECKING:
-    from bastion.agent import Agent, AgentLike
+    from bastion.agent import AgentLike
+    from bastion.agent._config import RunConfig
+    from bastion.stores import Stores
 
     from ._fanout_types import ChildBudget, FanOutChild, FanOutResult
     from ._merge import Merge
@@ -21,8 +23,21 @@ if TYPE_CHECKING:
 __all__ = ["fan_out", "fan_out_stream"]
 
 
+class _Lead(Protocol):
+    """What a fan-out needs of its lead agent (any ``bastion.agent.Agent``)."""
+
+    @property
+    def config(self) -> RunConfig:
+        """The agent's configuration: its governor, store, clock and event bus."""
+        ...
+
+    async def stores(self) -> Stores:
+        """The agent's store, opened."""
+        ...
+
+
 async def fan_out(
-    agent: Agent[Any, Any],
+    agent: _Lead,
     children: Sequence[FanOutChild | tuple[AgentLike, str]],
     *,
     merge: Merge = "concat",
@@ -43,7 +58,7 @@ async def fan_out(
 
 
 def fan_out_stream(
-    agent: Agent[Any, Any],
+    agent: _Lead,
     children: Sequence[FanOutChild | tuple[AgentLike, str]],
     *,
     merge: Merge = "concat",
@@ -82,7 +97,7 @@ def fan_out_stream(
 
 
 def _plan(  # noqa: PLR0917 - the options of fan_out, in order
-    agent: Agent[Any, Any],
+    agent: _Lead,
     children: Sequence[FanOutChild | tuple[AgentLike, str]],
     merge: Merge,
     budget: ChildBudget | None,

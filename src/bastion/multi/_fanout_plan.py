@@ -5,9 +5,9 @@ Called by ``Agent.fan_out`` / ``fan_out_stream``; ``_fanout.execute`` runs the p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core import UserError, new_id
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from bastion.agent import AgentLike
     from bastion.agent._config import RunConfig
     from bastion.core import Clock, EventBus
+    from bastion.stores import Stores
 
     from ._judge import Judge
     from ._merge import Concat, FirstSuccess, MergeFunction
@@ -37,7 +38,9 @@ class FanOutPlan:
     host: RunConfig
     clock: Clock
     bus: EventBus | None
-    stores: Callable[[], Any] | None  # opens the parent's store (None: nothing journaled)
+    stores: (
+        Callable[[], Awaitable[Stores]] | None
+    )  # opens the parent's store (None: nothing journaled)
 
 
 def plan_fan_out(
@@ -48,7 +51,7 @@ def plan_fan_out(
     per_child_budget: ChildBudget | None,
     max_concurrent_children: int,
     fan_out_id: str | None,
-    stores: Callable[[], Any] | None,
+    stores: Callable[[], Awaitable[Stores]] | None,
 ) -> FanOutPlan:
     """Check a fan-out's options before anything runs.
 

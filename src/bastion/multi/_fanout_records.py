@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, cast
 
 from bastion.core import RunErrorInfo
 
 from ._composite import Part
 from ._fanout_types import ChildResult, FanOutChild
 
+if TYPE_CHECKING:
+    from bastion.core import JsonObject, JsonValue, RunStatus
+
 __all__ = ["from_record", "jsonable", "to_part"]
 
 
-def jsonable(value: Any) -> Any:
+_STATUSES: tuple[RunStatus, ...] = (
+    "running",
+    "completed",
+    "failed",
+    "aborted",
+    "awaiting_approval",
+    "stopped",
+)
+
+
+def jsonable(value: object) -> JsonValue:
+    """``value`` as JSON data (pydantic's JSON form; what it cannot convert, as a string)."""
     from pydantic_core import to_jsonable_python
 
-    return to_jsonable_python(value, fallback=str)
+    return cast("JsonValue", to_jsonable_python(value, fallback=str))
 
 
 def to_part(outcome: ChildResult) -> Part:
-    record: dict[str, Any] = {
+    record: JsonObject = {
         "index": outcome.index,
         "status": outcome.status,
         "output": jsonable(outcome.output),
@@ -39,17 +54,24 @@ def to_part(outcome: ChildResult) -> Part:
     )
 
 
-def _error(data: object) -> RunErrorInfo | None:
-    if not isinstance(data, dict):
+def _error(data: JsonValue) -> RunErrorInfo | None:
+    if not isinstance(data, Mapping):
         return None
-    fields = cast("dict[str, object]", data)
-    return RunErrorInfo(code=str(fields.get("code")), message=str(fields.get("message")))
+    return RunErrorInfo(code=str(data.get("code")), message=str(data.get("message")))
+
+
+def _status(value: JsonValue) -> RunStatus:
+    """A journaled status (``failed`` when missing or unknown)."""
+    for status in _STATUSES:
+        if value == status:
+            return status
+    return "failed"
 
 
 def from_record(child: FanOutChild, index: int, part: Part) -> ChildResult:
     record = part.record
-    error: object = record.get("error")
-    output = record.get("output")
+    error = record.get("error")
+    output: object = record.get("output")
     config = getattr(child.agent, "config", None)
     output_type = getattr(config, "output_type", str)
     if output is not None and output_type is not str:
@@ -59,7 +81,7 @@ def from_record(child: FanOutChild, index: int, part: Part) -> ChildResult:
     return ChildResult(
         name=child.label,
         index=index,
-        status=record.get("status", "failed"),
+        status=_status(record.get("status", "failed")),
         output=output,
         text=str(record.get("text", "")),
         error=_error(error),

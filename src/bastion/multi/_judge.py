@@ -13,7 +13,7 @@ import inspect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from bastion.core import RunErrorInfo, Usage
 from bastion.security import wrap_untrusted
@@ -66,11 +66,11 @@ class Candidate:
     child: str
     position: int
     text: str
-    output: Any
+    output: object
     quoted: bool = False
 
 
-JudgeFunction: TypeAlias = Callable[[Sequence[Candidate]], Any]
+JudgeFunction: TypeAlias = Callable[[Sequence[Candidate]], object]
 
 _JUDGE_PROMPT = (
     "You are the judge of several answers to one task. Each candidate is quoted between "
@@ -106,7 +106,7 @@ class Judge:
 class Merged:
     """What a merge produced."""
 
-    output: Any = None
+    output: object = None
     chosen: str | None = None
     error: RunErrorInfo | None = None
     usage: Usage | None = None
@@ -229,7 +229,7 @@ async def _ask(
     host: RunConfig | None,
     clock: Clock,
     run_id: str | None,
-) -> tuple[Any, Usage]:
+) -> tuple[object, Usage]:
     """One question to the judge: its answer (a :class:`Pick` in pick mode) and its usage."""
     judge = strategy.judge
     if not hasattr(judge, "stream"):
@@ -253,10 +253,9 @@ async def _ask_agent(
     clock: Clock,
     *,
     run_id: str | None,
-) -> tuple[Any, Usage]:
-
+) -> tuple[object, Usage]:
     prompt = judge_prompt(strategy, candidates)
-    metadata: dict[str, Any] = {"bastion.judge": True}
+    metadata: dict[str, object] = {"bastion.judge": True}
     outcome = await run_child(
         FanOutChild(judge, prompt), 0, ChildHandle(), None, host, clock, metadata, run_id=run_id
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from bastion.core import RunErrorInfo, UserError
 from bastion.tools import render_output
@@ -53,7 +53,7 @@ class FirstSuccess:
     """
 
 
-MergeFunction: TypeAlias = Callable[[Sequence["ChildResult"]], Any]
+MergeFunction: TypeAlias = Callable[[Sequence["ChildResult"]], object]
 Merge: TypeAlias = (
     "Literal['concat', 'first_success'] | Concat | FirstSuccess | Judge | MergeFunction"
 )

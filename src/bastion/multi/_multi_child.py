@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeGuard, cast
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypeGuard, cast
 
 from bastion.agent._config import RunConfig
 from bastion.core import RunErrorInfo, StepEndEvent, ToolExecuteStartEvent, Usage
@@ -38,11 +38,11 @@ from bastion.tools import Deny
 from ._fanout_types import ChildBudget, ChildResult, FanOutChild
 
 if TYPE_CHECKING:
-    from bastion.agent import AgentRunHandle
+    from bastion.agent._agent_like import AgentRun
     from bastion.agent._result import RunResult
     from bastion.core import AgentEvent, Clock
     from bastion.stores import Stores
-    from bastion.tools import ToolCallDecision, ToolCallRequest
+    from bastion.tools import BeforeToolCall, ToolCallDecision, ToolCallRequest
 
 __all__ = ["ChildHandle", "run_child"]
 
@@ -59,8 +59,8 @@ class _ContinuesRuns(Protocol):
     def store(self) -> Stores | None: ...
 
     def stream(
-        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
-    ) -> AgentRunHandle[RunResult[Any]]: ...
+        self, input: str, *, metadata: Mapping[str, object] | None = None, run_id: str | None = None
+    ) -> AgentRun: ...
 
 
 def _continues(agent: object) -> TypeGuard[_ContinuesRuns]:
@@ -77,14 +77,12 @@ class _Configured(Protocol):
         self,
         input: str,
         *,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
         config: RunConfig | None = None,
         run_id: str | None = None,
-    ) -> AgentRunHandle[RunResult[Any]]: ...
+    ) -> AgentRun: ...
 
-    def resume_stream(
-        self, run_id: str, *, config: RunConfig | None = None
-    ) -> AgentRunHandle[RunResult[Any]]: ...
+    def resume_stream(self, run_id: str, *, config: RunConfig | None = None) -> AgentRun: ...
 
     async def stores(self) -> Stores: ...
 
@@ -93,7 +91,7 @@ class _Configured(Protocol):
 class ChildHandle:
     """The parent's grip on a running child: its stream, and why it was stopped."""
 
-    stream: AgentRunHandle[RunResult[Any]] | None = None
+    stream: AgentRun | None = None
     over: str | None = None  # the budget the child went over
     cancelled: bool = False  # stopped by the parent (a sibling won ``first_success``)
     late: bool = False  # found over its token budget only when it ended
@@ -119,7 +117,7 @@ async def run_child(  # noqa: PLR0917 - one child's parts
     budget: ChildBudget | None,
     host: RunConfig | None,
     clock: Clock,
-    metadata: dict[str, Any],
+    metadata: Mapping[str, object],
     started: Callable[[str], None] | None = None,
     *,
     run_id: str | None = None,
@@ -145,7 +143,7 @@ async def run_child(  # noqa: PLR0917 - one child's parts
             stream.abort()
         tokens = budget.tokens if budget is not None else None
         drain = cast(
-            "Callable[[], Awaitable[RunResult[Any]]] | None", getattr(stream, "drain", None)
+            "Callable[[], Awaitable[RunResult[object]]] | None", getattr(stream, "drain", None)
         )
         if tokens is None and not counted and on_event is None and drain is not None:
             result = await drain()  # nobody needs the events: no per-event cost
@@ -165,9 +163,9 @@ async def _open(  # noqa: PLR0917 - one child's parts
     handle: ChildHandle,
     tool_budget: int | None,
     host: RunConfig | None,
-    metadata: Mapping[str, Any],
+    metadata: Mapping[str, object],
     run_id: str | None,
-) -> tuple[AgentRunHandle[RunResult[Any]], bool]:
+) -> tuple[AgentRun, bool]:
     """The child's stream (a new run, or its run already in the store).
 
     Also whether its tool calls are counted from its events (a child that is no ``Agent``).
@@ -193,7 +191,7 @@ async def _open(  # noqa: PLR0917 - one child's parts
     return stream, False
 
 
-def _hook(handle: ChildHandle, tool_budget: int | None, spent: int) -> Any:
+def _hook(handle: ChildHandle, tool_budget: int | None, spent: int) -> BeforeToolCall | None:
     return _tool_counter(handle, tool_budget, spent) if tool_budget is not None else None
 
 
@@ -216,12 +214,12 @@ def _failed(name: str, index: int, exc: Exception, run_id: str) -> ChildResult:
 
 
 async def _follow(
-    stream: AgentRunHandle[RunResult[Any]],
+    stream: AgentRun,
     handle: ChildHandle,
     tokens: int | None,
     tool_calls: int | None,
     on_event: Callable[[AgentEvent], None] | None,
-) -> RunResult[Any]:
+) -> RunResult[object]:
     """Iterate the child's events, stopping it when it goes over ``tokens`` / ``tool_calls``.
 
     Each event goes to ``on_event`` first.
@@ -248,7 +246,7 @@ async def _follow(
     return result
 
 
-def _tool_counter(handle: ChildHandle, limit: int, spent: int = 0) -> Any:
+def _tool_counter(handle: ChildHandle, limit: int, spent: int = 0) -> BeforeToolCall:
     """A gate hook refusing the child's tool calls past ``limit``, and stopping the child.
 
     ``spent``: the calls an earlier attempt of the child's run already made.
@@ -272,7 +270,9 @@ async def _watch(handle: ChildHandle, clock: Clock, seconds: float) -> None:
     handle.exceeded(f"duration ({seconds:g} s)")
 
 
-def _child_config(child: RunConfig, host: RunConfig | None, hook: Any) -> RunConfig:
+def _child_config(
+    child: RunConfig, host: RunConfig | None, hook: BeforeToolCall | None
+) -> RunConfig:
     """The child's configuration under ``host``: its governor and store, plus the budget hook."""
     governance = child.governance
     store = child.store
@@ -295,11 +295,11 @@ def _child_config(child: RunConfig, host: RunConfig | None, hook: Any) -> RunCon
     return replace(child, governance=governance, store=store, executor=executor)
 
 
-def _run_id(stream: AgentRunHandle[RunResult[Any]]) -> str:
+def _run_id(stream: AgentRun) -> str:
     return stream.run_id
 
 
-def _outcome(name: str, index: int, handle: ChildHandle, result: RunResult[Any]) -> ChildResult:
+def _outcome(name: str, index: int, handle: ChildHandle, result: RunResult[object]) -> ChildResult:
     """The child's outcome from its run's result (and its budget)."""
     state = result.state
     untrusted = state is not None and state.untrusted_seen

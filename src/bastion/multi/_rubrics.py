@@ -15,9 +15,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 from bastion.core import UserError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "Evaluation",
@@ -66,10 +69,17 @@ class LLMJudge:
             )
 
 
-Rubric: TypeAlias = "str | FreeForm | LLMJudge | type[Any]"
+Rubric: TypeAlias = "str | FreeForm | LLMJudge | type[BaseModel]"
+CheckedRubric: TypeAlias = "FreeForm | LLMJudge | type[BaseModel]"
+"""A rubric as :func:`check_rubric` returns it (a string becomes a :class:`FreeForm`)."""
 
 
-def check_rubric(rubric: object) -> FreeForm | LLMJudge | type[Any]:
+def _is_model(value: object) -> TypeGuard[type[BaseModel]]:
+    """``value`` is a pydantic model class (told by its ``model_validate``, not imported)."""
+    return isinstance(value, type) and hasattr(value, "model_validate")
+
+
+def check_rubric(rubric: object) -> CheckedRubric:
     """The rubric ``rubric`` stands for.
 
     Raises:
@@ -79,8 +89,8 @@ def check_rubric(rubric: object) -> FreeForm | LLMJudge | type[Any]:
         return FreeForm(rubric)
     if isinstance(rubric, FreeForm | LLMJudge):
         return rubric
-    if isinstance(rubric, type) and hasattr(rubric, "model_validate"):
-        fields: dict[str, Any] = getattr(rubric, "model_fields", {})
+    if _is_model(rubric):
+        fields = rubric.model_fields
         if "passed" not in fields and "score" not in fields:
             raise UserError(
                 f"Rubric model {rubric.__name__} needs a 'passed' (bool) or 'score' (number) field."
@@ -92,7 +102,7 @@ def check_rubric(rubric: object) -> FreeForm | LLMJudge | type[Any]:
     )
 
 
-def evaluation_prompt(rubric: FreeForm | LLMJudge | type[Any], task: str, candidate: str) -> str:
+def evaluation_prompt(rubric: CheckedRubric, task: str, candidate: str) -> str:
     """What an LLM evaluator is asked about ``candidate``."""
     head = (
         "Evaluate a candidate answer to this task.\n\n"
@@ -110,7 +120,7 @@ def evaluation_prompt(rubric: FreeForm | LLMJudge | type[Any], task: str, candid
     return f"{head}Answer with a JSON object matching this schema:\n{schema}"
 
 
-def read_evaluation(rubric: FreeForm | LLMJudge | type[Any], answer: Any) -> Evaluation:
+def read_evaluation(rubric: CheckedRubric, answer: object) -> Evaluation:
     """The evaluation an evaluator's ``answer`` gives under ``rubric``.
 
     Raises:
@@ -145,7 +155,7 @@ def read_evaluation(rubric: FreeForm | LLMJudge | type[Any], answer: Any) -> Eva
     )
 
 
-def _from_model(value: Any) -> Evaluation:
+def _from_model(value: object) -> Evaluation:
     score = getattr(value, "score", None)
     passed = getattr(value, "passed", None)
     if passed is None:

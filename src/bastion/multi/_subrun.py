@@ -105,7 +105,11 @@ _MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
 
 
 class Delegate(Protocol):
-    """What a sub-agent call needs of its agent (``bastion.agent.Agent`` is one)."""
+    """What a sub-agent call needs of its agent (``bastion.agent.Agent`` is one).
+
+    Any ``Agent[DepsT, OutputT]`` is one: ``deps`` (the parent run's, passed on unchecked)
+    and the stream's output type stay ``Any``, the one spelling every agent's matches.
+    """
 
     @property
     def config(self) -> RunConfig:
@@ -121,7 +125,7 @@ class Delegate(Protocol):
         session_id: str | None = None,
         user_id: str | None = None,
         tenant_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: dict[str, object] | None = None,
         directive: Directive | None = None,
         config: RunConfig | None = None,
         run_id: str | None = None,
@@ -196,7 +200,7 @@ class SubagentCall:
     def __repr__(self) -> str:
         return f"SubagentCall({self.agent.config.name!r})"
 
-    async def __call__(self, ctx: RunContext[Any], input: str) -> ToolResult:
+    async def __call__(self, ctx: RunContext[object], input: str) -> ToolResult:
         """Run the child on ``input`` and return what the parent's model reads.
 
         Raises:
@@ -218,14 +222,14 @@ class SubagentCall:
         if self.forward_events == "none" and self.expose_turns != "all" and not self.text_progress:
             result = await run_child(child, ctx, parent, None)  # nobody needs the events
         else:
-            ancestry = (*child.metadata[ANCESTRY], config.name)
+            ancestry = (*_ancestry(ctx, parent), config.name)
             relay = self._relay(ctx, texts, config.name, ancestry)
             result = await run_child(child, ctx, parent, relay)
         await _account(parent, config.name, result)
         return self.shaped(result, texts)
 
     def _relay(
-        self, ctx: RunContext[Any], texts: list[str], name: str, ancestry: tuple[str, ...]
+        self, ctx: RunContext[object], texts: list[str], name: str, ancestry: tuple[str, ...]
     ) -> Callable[[AgentEvent], None]:
         """What sees each child event: forward it, keep the text of each turn."""
         forwarding = self.forward_events
@@ -271,7 +275,9 @@ class SubagentCall:
             config = replace(config, executor=config.executor.with_gate(gate))
         return config
 
-    def _child_metadata(self, ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
+    def _child_metadata(
+        self, ctx: RunContext[object], parent: RunScope | None
+    ) -> dict[str, object]:
         """The child run's metadata: its links to the parent, and the taint it inherits."""
         metadata = _metadata(ctx, parent)
         if self.causality != "off":
@@ -309,7 +315,7 @@ class SubagentCall:
         executor = child.executor.with_gate(gate.with_approval(approval, governance))
         return replace(child, governance=governance, store=store, executor=executor)
 
-    async def history(self, ctx: RunContext[Any]) -> list[Message]:
+    async def history(self, ctx: RunContext[object]) -> list[Message]:
         """The messages ``input_filter`` picks from the parent's finished turns."""
         messages = list(ctx.messages)
         last = messages[-1] if messages else None
@@ -329,7 +335,7 @@ class SubagentCall:
         return chosen
 
     def shaped(
-        self, result: RunResult[Any], texts: list[str], *, untrusted: bool | None = None
+        self, result: RunResult[object], texts: list[str], *, untrusted: bool | None = None
     ) -> ToolResult:
         """What the parent's model reads, per ``expose_turns``; an error for failed runs.
 
@@ -369,16 +375,21 @@ def _milestone(event: AgentEvent) -> bool:
     return event.type not in _PIECES
 
 
-def _metadata(ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
-    """The child run's links to its parent (journaled with it)."""
+def _ancestry(ctx: RunContext[object], parent: RunScope | None) -> list[str]:
+    """The agents above the child: the parent's ancestry, then the parent."""
     above: Sequence[str] = ()
     if parent is not None:
         above = parent.state.metadata.get(ANCESTRY) or ()
-    metadata: dict[str, Any] = {
+    return [*above, ctx.agent_name]
+
+
+def _metadata(ctx: RunContext[object], parent: RunScope | None) -> dict[str, object]:
+    """The child run's links to its parent (journaled with it)."""
+    metadata: dict[str, object] = {
         PARENT_RUN_ID: ctx.run_id,
         PARENT_AGENT: ctx.agent_name,
         PARENT_TOOL_CALL_ID: ctx.tool_call_id,
-        ANCESTRY: [*above, ctx.agent_name],
+        ANCESTRY: _ancestry(ctx, parent),
     }
     if parent is not None and parent.governance is not None:
         metadata[INVOCATION] = parent.governance.invocation
@@ -387,7 +398,7 @@ def _metadata(ctx: RunContext[Any], parent: RunScope | None) -> dict[str, Any]:
     return metadata
 
 
-async def _account(parent: RunScope | None, name: str, result: RunResult[Any]) -> None:
+async def _account(parent: RunScope | None, name: str, result: RunResult[object]) -> None:
     """Count what the child spent against ``agent:<name>`` (its call was counted at admission)."""
     governance = parent.governance if parent is not None else None
     if governance is None:

@@ -43,7 +43,7 @@ class SubagentSpec:
 
     description: str = ""
     instructions: str = ""
-    tools: Sequence[Tool | Callable[..., Any] | ToolSource] = ()
+    tools: Sequence[Tool | Callable[..., object] | ToolSource] = ()
     model: Model | str | None = None
     max_steps: int = 50
     capability: Capability = "full"

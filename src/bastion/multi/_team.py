@@ -26,15 +26,15 @@ calls that were in flight from their own journals.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from bastion.agent import RunOptions
 from bastion.agent._agent import Agent
 from bastion.agent._state import RunState
+from bastion.agent.steps._end import end_event
 from bastion.core import (
-    AgentEndEvent,
     AgentErrorEvent,
     AgentEvent,
     AgentStartEvent,
@@ -45,7 +45,7 @@ from bastion.core import (
     UserMessage,
     new_id,
 )
-from bastion.tools import ToolError, tool
+from bastion.tools import ToolError
 
 from ._fanout_records import jsonable
 from ._fanout_types import ChildResult, FanOutChild
@@ -53,6 +53,7 @@ from ._judge import Candidate, Judge, judge_prompt
 from ._merge_guard import MergeGuard
 from ._multi_child import ChildHandle
 from ._own_stream import OwnStream
+from ._own_tool import own_tool
 from ._team_keys import ROUTER, SYNTHESIS, member_key, open_team_log, run_member
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ class Team:
         self.max_rounds = max_rounds
         self.max_concurrent = max_concurrent
         self.description = description
-        self._lead: Agent[Any, Any] = Agent(
+        self._lead: Agent[None, str] = Agent(
             name,
             model=model,
             clock=clock,
@@ -193,7 +194,7 @@ class Team:
         await self._lead.aclose()
 
     def stream(
-        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
+        self, input: str, *, metadata: Mapping[str, object] | None = None, run_id: str | None = None
     ) -> OwnStream:
         """Start a run of the team on ``input`` and stream its events.
 
@@ -216,8 +217,8 @@ class Team:
         )
 
     async def run(
-        self, input: str, *, metadata: dict[str, Any] | None = None, run_id: str | None = None
-    ) -> RunResult[Any]:
+        self, input: str, *, metadata: Mapping[str, object] | None = None, run_id: str | None = None
+    ) -> RunResult[object]:
         """Run the team to the end and return its result (``run_id``: see :meth:`stream`)."""
         return await self.stream(input, metadata=metadata, run_id=run_id).drain()
 
@@ -231,15 +232,10 @@ class Team:
                 raise ToolError(f"Team {self.name!r} did not finish: {why}")
             return result.text
 
-        return tool(
-            call,
-            name=name or self.name,
-            description=description or self.description or f"Ask the team {self.name!r}.",
-            side_effect_class="side_effecting",
-        )
+        return own_tool(self, call, name, description, "team", "side_effecting")
 
     async def _events(
-        self, stream: OwnStream, input: str, metadata: dict[str, Any]
+        self, stream: OwnStream, input: str, metadata: dict[str, object]
     ) -> AsyncGenerator[AgentEvent, None]:
         rid = stream.run_id
         lead = self._lead
@@ -286,13 +282,7 @@ class Team:
         if log is not None and not stream.aborted:
             await log.finish(state.status, jsonable(state.output), state.usage)
         stream.set_result(state.result())
-        yield AgentEndEvent(
-            run_id=rid,
-            status=state.status,
-            output=state.output,
-            usage=state.usage,
-            error=state.error,
-        )
+        yield end_event(state)
 
     async def _ask(
         self, who: AgentLike, prompt: str, run: _Run, key: str, *, index: int = 0

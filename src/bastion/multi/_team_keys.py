@@ -12,8 +12,9 @@ its own journal, and journals the outcome when it ends.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._child import child_run_id
 from ._composite import CompositeLog
@@ -61,7 +62,7 @@ async def run_member(  # noqa: PLR0917 - one member call's parts
     log: CompositeLog | None,
     handles: list[ChildHandle],
     host: RunConfig,
-    metadata: dict[str, Any],
+    metadata: Mapping[str, object],
 ) -> ChildResult:
     """The outcome of member call ``key``: journaled earlier, or run (and journaled) now."""
     part = log.done.get(key) if log is not None else None

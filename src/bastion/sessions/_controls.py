@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from bastion.core import UserError
 from bastion.tools import ApprovalDecision, Directive
@@ -51,7 +51,7 @@ class SessionControls(TurnRunner):
 
     # approvals
 
-    def approve(self, tool_call_id: str, *, arguments: Mapping[str, Any] | None = None) -> None:
+    def approve(self, tool_call_id: str, *, arguments: Mapping[str, object] | None = None) -> None:
         """Approve a pending call (optionally with edited ``arguments``); see :meth:`decide`."""
         edited = dict(arguments) if arguments is not None else None
         decision = ApprovalDecision(tool_call_id=tool_call_id, granted=True, arguments=edited)

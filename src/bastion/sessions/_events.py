@@ -7,7 +7,7 @@ Owned by :mod:`bastion.sessions`; ``_listeners.py`` dispatches these values and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias, TypedDict, get_args
 
 from bastion.core import (
     AssistantMessage,
@@ -27,6 +27,7 @@ __all__ = [
     "Compacted",
     "InterruptRequested",
     "MessageAdded",
+    "PendingInterrupt",
     "RunStarted",
     "SendMode",
     "SessionError",
@@ -54,19 +55,7 @@ SessionEvent: TypeAlias = Literal[
     "compacted",
     "error",
 ]
-EVENTS: tuple[SessionEvent, ...] = (
-    "run",
-    "text_delta",
-    "message",
-    "tool_call",
-    "tool_result",
-    "step",
-    "approval_requested",
-    "interrupt_requested",
-    "turn_end",
-    "compacted",
-    "error",
-)
+EVENTS: tuple[SessionEvent, ...] = get_args(SessionEvent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +104,31 @@ class ApprovalRequested:
     request: ApprovalRequest
 
 
+class PendingInterrupt(TypedDict):
+    """A governance interrupt a turn waits for (``SuspendedInterrupt.to_dict()``'s form).
+
+    ``kind`` is ``limit`` (a mutable limit was reached: ``oracle``, ``limit_type``,
+    ``window``, ``current``, ``max``, ``proposed`` and ``approvers`` say which) or ``policy``
+    (``payload`` is the policy's); ``on`` and ``tool_call_ids`` say what waits for it.
+    """
+
+    id: str
+    kind: Literal["limit", "policy"]
+    action: str
+    oracle: str
+    node: str
+    limit_type: str | None
+    window: str | None
+    current: float | None
+    max: float | None
+    proposed: float | None
+    approvers: list[str]
+    reason: str
+    payload: object
+    on: Literal["model", "tool", "round"]
+    tool_call_ids: list[str]
+
+
 @dataclass(frozen=True, slots=True)
 class InterruptRequested:
     """``interrupt_requested``: the turn waits for a human to decide a governance interrupt.
@@ -124,7 +138,7 @@ class InterruptRequested:
     with ``session.decide(Directive(interrupts=[InterruptResolution(...)]))``.
     """
 
-    interrupt: dict[str, Any]
+    interrupt: PendingInterrupt
 
     @property
     def id(self) -> str:

@@ -35,7 +35,7 @@ from bastion.stores import (
 from bastion.tools import ApprovalRequest, Deny, ToolCallDecision, ToolCallRequest
 
 from ._branch import read_entries
-from ._events import MessageAdded, SendMode, StepDone, check_mode
+from ._events import MessageAdded, PendingInterrupt, SendMode, StepDone, check_mode
 from ._link import Link
 from ._listeners import Listeners
 from ._sent import STEERED, ContinueWith, PendingMode, SentMessage
@@ -90,10 +90,10 @@ class SessionHandle(Listeners):
         self._current: list[SentMessage] = []
         self._task: asyncio.Task[None] | None = None
         self._loaded = False
-        self._records: set[asyncio.Task[Any]] = set()  # decisions being stored
+        self._records: set[asyncio.Task[SessionEntry]] = set()  # decisions being stored
         self._in_turn = False
         self._abort = False
-        self._stream: AgentStream[Any] | None = None
+        self._stream: AgentStream[object] | None = None
         self._suspended: Suspension | None = None
         self._keeper: LeaseKeeper | None = None  # the turn lease, made on the first turn
         self._crashed: str | None = None  # the last turn's run, maybe cut by a crash
@@ -137,11 +137,11 @@ class SessionHandle(Listeners):
         return [] if self._suspended is None else self._suspended.pending_approvals()
 
     @property
-    def pending_interrupts(self) -> list[dict[str, Any]]:
+    def pending_interrupts(self) -> list[PendingInterrupt]:
         """Governance interrupts the waiting turn needs decisions on (``Interrupt.to_dict()``)."""
         return [] if self._suspended is None else self._suspended.pending_interrupts()
 
-    def _load(self, entries: Sequence[SessionEntry], state: Mapping[str, Any] | None) -> None:
+    def _load(self, entries: Sequence[SessionEntry], state: Mapping[str, object] | None) -> None:
         self._loaded = True
         if state is not None:
             self._link.state.clear()

@@ -8,13 +8,16 @@ separators, UTF-8 as is, so an export of an import is byte-equal.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from bastion.core import UserError
 from bastion.stores import SessionStore
 
-__all__ = ["FORMAT", "dump_session", "parse_export", "store_rows"]
+if TYPE_CHECKING:
+    from bastion.core import JsonObject, JsonValue
+
+__all__ = ["FORMAT", "ExportRow", "dump_session", "parse_export", "store_rows"]
 
 FORMAT = "bastion-session/1"
 
@@ -42,33 +45,68 @@ async def dump_session(
     return "".join(line + "\n" for line in lines)
 
 
-def parse_export(text: str) -> tuple[dict[str, Any], list[Any]]:
+class ExportRow(TypedDict):
+    """One entry line of an export (what :func:`dump_session` writes after the header)."""
+
+    entry_id: str
+    parent_id: str | None
+    kind: str
+    payload: Mapping[str, JsonValue]
+
+
+def parse_export(text: str) -> tuple[Mapping[str, JsonValue], list[ExportRow]]:
     """The header and the entry rows of an export.
 
     Raises:
         UserError: The text is not a session export.
     """
     try:
-        rows: list[Any] = [json.loads(line) for line in text.splitlines() if line.strip()]
+        rows: list[object] = [json.loads(line) for line in text.splitlines() if line.strip()]
     except ValueError as exc:
         raise UserError(f"Not a session export: invalid JSON line ({exc}).") from None
-    first: object = rows[0] if rows else None
-    header = cast("dict[str, Any]", first) if isinstance(first, dict) else {}
+    first = rows[0] if rows else None
+    header = cast("JsonObject", first) if isinstance(first, dict) else {}
     if header.get("format") != FORMAT:
         raise UserError(f"Not a session export: the first line must be a {FORMAT} header.")
-    return header, rows[1:]
+    return header, [_row(row, number) for number, row in enumerate(rows[1:], start=2)]
+
+
+def _row(row: object, number: int) -> ExportRow:
+    """An entry line, checked.
+
+    Raises:
+        UserError: The line is not an entry (``entry_id``, ``parent_id``, ``kind``, ``payload``).
+    """
+    fields = cast("JsonObject", row) if isinstance(row, dict) else {}
+    entry_id, parent_id = fields.get("entry_id"), fields.get("parent_id")
+    kind, payload = fields.get("kind"), fields.get("payload")
+    if not (
+        isinstance(entry_id, str)
+        and (parent_id is None or isinstance(parent_id, str))
+        and isinstance(kind, str)
+        and isinstance(payload, Mapping)
+    ):
+        raise UserError(f"Not a session export: line {number} is not an entry ({row!r:.200}).")
+    return ExportRow(entry_id=entry_id, parent_id=parent_id, kind=kind, payload=payload)
 
 
 async def store_rows(
-    store: SessionStore, session_id: str, header: dict[str, Any], rows: list[Any]
+    store: SessionStore,
+    session_id: str,
+    header: Mapping[str, JsonValue],
+    rows: Sequence[ExportRow],
 ) -> None:
     """Store the entries and state of an export under ``session_id``.
 
     Raises:
-        UserError: The store already holds session ``session_id``.
+        UserError: The store already holds session ``session_id``, or the header's
+            ``state`` is not a JSON object.
     """
     if await store.entries(session_id) or await store.get_state(session_id) is not None:
         raise UserError(f"Session {session_id!r} already exists in the agent's store.")
+    state = header.get("state")
+    if not isinstance(state, Mapping):
+        raise UserError(f"Not a session export: the header's state is {state!r}, not an object.")
     for row in rows:
         await store.append(
             session_id,
@@ -77,7 +115,7 @@ async def store_rows(
             parent_id=row["parent_id"],
             entry_id=row["entry_id"],
         )
-    await store.put_state(session_id, header["state"])
+    await store.put_state(session_id, state)
 
 
 def _dump(value: object) -> str:

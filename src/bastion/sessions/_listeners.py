@@ -31,6 +31,7 @@ from ._events import (
 __all__ = ["Listeners"]
 
 Listener: TypeAlias = Callable[[Any], object]
+"""A listener of some event: the overloads of :meth:`Listeners.on` check its value type."""
 
 
 class Listeners:
@@ -78,7 +79,7 @@ class Listeners:
         self._listeners[event].append(fn)
         return self
 
-    def off(self, event: SessionEvent, fn: Callable[[Any], object]) -> Self:
+    def off(self, event: SessionEvent, fn: Listener) -> Self:
         """Remove a listener added with :meth:`on` (no error when absent)."""
         self._check(event)
         if fn in self._listeners[event]:
@@ -99,7 +100,7 @@ class Listeners:
     async def _ask(self, request: ToolCallRequest) -> ToolCallDecision | None:
         """The first decision of the ``tool_call`` listeners on ``request``, if any."""
         for fn in list(self._listeners["tool_call"]):
-            value: Any = fn(request)
+            value: object = fn(request)
             if inspect.isawaitable(value):
                 value = await value
             if isinstance(value, (Deny, Rewrite)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bastion.core import UserError
 from bastion.governance import DenyDecision, InterruptDecision
@@ -18,6 +18,10 @@ from bastion.tools import ApprovalDecision, ApprovalRequest, Directive, Interrup
 
 if TYPE_CHECKING:
     from bastion.agent import RunState
+    from bastion.core import JsonObject, JsonValue
+    from bastion.governance import SuspendedInterrupt
+
+    from ._events import PendingInterrupt
 
 __all__ = ["Suspension"]
 
@@ -43,9 +47,13 @@ class Suspension:
             if p.call.id not in held and p.call.id not in self._approvals
         ]
 
-    def pending_interrupts(self) -> list[dict[str, Any]]:
-        """Governance interrupts not decided yet (``Interrupt.to_dict()`` form)."""
-        return [i.to_dict() for i in self.state.interrupts if i.id not in self._resolutions]
+    def pending_interrupts(self) -> list[PendingInterrupt]:
+        """Governance interrupts not decided yet (``SuspendedInterrupt.to_dict()`` form)."""
+        return [cast("PendingInterrupt", i.to_dict()) for i in self._open_interrupts()]
+
+    def _open_interrupts(self) -> list[SuspendedInterrupt]:
+        """Governance interrupts not decided yet."""
+        return [i for i in self.state.interrupts if i.id not in self._resolutions]
 
     def add(self, directive: Directive, session_id: str) -> None:
         """Take the directive's decisions.
@@ -53,25 +61,16 @@ class Suspension:
         Raises:
             UserError: A decision names a call or interrupt that is not pending.
         """
-        pending = [r.tool_call_id for r in self.pending_approvals()]
-        for decision in directive.approvals:
-            if decision.tool_call_id not in pending:
-                raise UserError(
-                    f"Call {decision.tool_call_id!r} is not pending in session {session_id!r}; "
-                    f"pending: {pending}."
-                )
-        interrupts = [str(i["id"]) for i in self.pending_interrupts()]
-        for resolution in directive.interrupts:
-            if resolution.interrupt_id not in interrupts:
-                raise UserError(
-                    f"Interrupt {resolution.interrupt_id!r} is not pending in session "
-                    f"{session_id!r}; pending: {interrupts}."
-                )
+        calls = [r.tool_call_id for r in self.pending_approvals()]
+        _check_pending("Call", [d.tool_call_id for d in directive.approvals], calls, session_id)
+        interrupts = [i.id for i in self._open_interrupts()]
+        decided = [r.interrupt_id for r in directive.interrupts]
+        _check_pending("Interrupt", decided, interrupts, session_id)
         self._approvals.update((d.tool_call_id, d) for d in directive.approvals)
         self._resolutions.update((r.interrupt_id, r) for r in directive.interrupts)
 
     @staticmethod
-    def payload(directive: Directive) -> dict[str, Any]:
+    def payload(directive: Directive) -> JsonObject:
         """A directive as the JSON payload of a ``decided`` entry (what :meth:`restore` reads)."""
         return {
             "approvals": [asdict(d) for d in directive.approvals],
@@ -96,7 +95,7 @@ class Suspension:
 
     def decided(self) -> bool:
         """True once every pending call and interrupt has a decision."""
-        return not self.pending_approvals() and not self.pending_interrupts()
+        return not self.pending_approvals() and not self._open_interrupts()
 
     def deny_rest(self, reason: str, *, interrupts: bool) -> None:
         """Deny the calls still undecided, and with ``interrupts`` the interrupts too.
@@ -110,8 +109,8 @@ class Suspension:
             )
         if not interrupts:
             return
-        for item in self.pending_interrupts():
-            key = str(item["id"])
+        for item in self._open_interrupts():
+            key = item.id
             self._resolutions[key] = InterruptResolution(
                 interrupt_id=key, decision=DenyDecision(reason=reason)
             )
@@ -122,7 +121,7 @@ class Suspension:
             approvals=list(self._approvals.values()), interrupts=list(self._resolutions.values())
         )
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> JsonObject:
         """The decisions as the JSON payload of the session's ``resumed`` entry."""
         return {
             "approvals": [asdict(d) for d in self._approvals.values()],
@@ -130,7 +129,20 @@ class Suspension:
         }
 
 
-def _decision_json(decision: InterruptDecision | Mapping[str, Any]) -> dict[str, Any]:
+def _check_pending(what: str, decided: list[str], pending: list[str], session_id: str) -> None:
+    """Refuse a decision on a call (or interrupt) that is not pending.
+
+    Raises:
+        UserError: One of ``decided`` is not in ``pending``.
+    """
+    for key in decided:
+        if key not in pending:
+            raise UserError(
+                f"{what} {key!r} is not pending in session {session_id!r}; pending: {pending}."
+            )
+
+
+def _decision_json(decision: InterruptDecision | Mapping[str, JsonValue]) -> JsonObject:
     """A governance decision in the JSON form ``InterruptResolution`` also accepts."""
     if isinstance(decision, Mapping):
         return dict(decision)

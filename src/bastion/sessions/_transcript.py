@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
-from bastion.core import AssistantMessage, Message, ToolCall, ToolMessage, Usage
+from bastion.core import AssistantMessage, JsonValue, Message, ToolCall, ToolMessage, Usage
 from bastion.core._serde import message_adapter, usage_adapter
 from bastion.stores import SessionConflict, SessionEntry, SessionStore, branch
 
@@ -43,7 +43,7 @@ COMPACTED = "compacted"
 ACTIVE_AGENT = "active_agent"
 """The agent a turn ended with changed (a handoff): ``{"agent": name}``; the next turn's."""
 
-Suspended = tuple[Mapping[str, Any], list[Mapping[str, Any]]]
+Suspended = tuple[Mapping[str, JsonValue], list[Mapping[str, JsonValue]]]
 """A stored suspension: the ``suspended`` payload and the ``decided`` payloads after it."""
 
 

@@ -12,7 +12,7 @@ import contextlib
 import json
 import logging
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core import ContextCompactedEvent, ToolMessage, UserMessage
 from bastion.stores import SessionConflict
@@ -199,7 +199,7 @@ class TurnRunner(SessionHandle):
         self._transcript.follow(len(suspended.state.messages))
         return await self._consume(stream)
 
-    async def _consume(self, stream: AgentStream[Any]) -> str:
+    async def _consume(self, stream: AgentStream[object]) -> str:
         """Run one agent run to its end, passing its events on; settle the turn."""
         self._stream = stream
         self._written()  # an abort asked for before the run existed
