@@ -222,7 +222,8 @@ async def test_on_approval_callback_decides_in_line() -> None:
 
     async def approve_small(request: ApprovalRequest, ctx: Any) -> bool:
         asked.append(request)
-        return request.arguments["amount"] < 10
+        amount = request.arguments["amount"]
+        return isinstance(amount, int) and amount < 10
 
     ledger = Ledger()
     model = ScriptedModel(

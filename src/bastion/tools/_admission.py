@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from bastion.core import (
     AgentEvent,
     Clock,
     GovernanceEvent,
+    JsonValue,
     RunError,
     ToolApprovalRequestedEvent,
     ToolApprovalResolvedEvent,
@@ -219,7 +219,7 @@ class Admission:
         on_approval = approval.on_approval
         assert on_approval is not None  # checked by the caller
 
-        async def ask() -> Any:
+        async def ask() -> bool | ApprovalDecision:
             answer = on_approval(request, self.scope.ctx)
             if isinstance(answer, Awaitable):
                 answer = await answer
@@ -283,7 +283,7 @@ class Admission:
         p.call, p.outcome = call, None
 
 
-def _revalidate(p: PreparedCall, tool: Tool, arguments: Mapping[str, Any]) -> bool:
+def _revalidate(p: PreparedCall, tool: Tool, arguments: Mapping[str, JsonValue]) -> bool:
     """Give the call new arguments and validate them; False when they are invalid."""
     call = replace(p.call, arguments=json.dumps(arguments, separators=(",", ":")))
     p.call = call

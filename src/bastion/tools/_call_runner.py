@@ -132,7 +132,7 @@ class CallRunner:
             skip = await hooks.before(tool, call, args_view(p)) if hooks is not None else None
             hit = None
             if skip is not None:
-                value: Any = skip.result
+                value: object = skip.result
             elif p.mock is not NO_MOCK:
                 value = p.mock
             else:
@@ -240,7 +240,7 @@ class CallRunner:
         queue: ProgressQueue | None,
         idempotency: str | None,
         error: Exception,
-    ) -> Any:
+    ) -> object:
         """Run a failed call again while it is rate-limited and may safely run again.
 
         Re-raises ``error`` (or the last attempt's) when it is not to be retried.
@@ -266,14 +266,14 @@ class CallRunner:
             else:
                 self.held.append(scrubbed)
 
-        def again() -> Awaitable[Any]:
+        def again() -> Awaitable[object]:
             return self._invoke(tool, p, queue, idempotency)
 
         return await retry_after_failure(retry, executor.clock, error, again, retrying)
 
     def _invoke(
         self, tool: Tool, p: PreparedCall, queue: ProgressQueue | None, idempotency: str | None
-    ) -> Awaitable[Any]:
+    ) -> Awaitable[object]:
         args = p.args
         sink: ProgressSink | None = None
         if tool.takes_ctx or tool.kind == "async_gen":
@@ -330,7 +330,7 @@ async def _process(
     )
 
 
-def _provenance(metadata: dict[str, Any]) -> Provenance | None:
+def _provenance(metadata: dict[str, object]) -> Provenance | None:
     """The provenance label a processor put in the result's metadata, taken out of it."""
     label = metadata.pop(PROVENANCE, None)
     return label if isinstance(label, Provenance) else None

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Coroutine, Generator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 __all__ = ["InlineCall", "abandon"]
 
-T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
-class InlineCall(Generic[T]):
+class InlineCall(Generic[T_co]):
     """Awaits a lone async call in the caller's task, and abandons it if it ignores a cancel.
 
     A cancellation (an abort) is passed into the call. If the call raises, the
@@ -29,14 +29,14 @@ class InlineCall(Generic[T]):
 
     __slots__ = ("_coro", "_expired", "_grace")
 
-    def __init__(self, coro: Coroutine[Any, Any, T], grace: float) -> None:
+    def __init__(self, coro: Coroutine[object, object, T_co], grace: float) -> None:
         self._coro = coro
         self._grace = grace
         self._expired = False
 
-    def __await__(self) -> Generator[Any, Any, T]:
+    def __await__(self) -> Generator[object, object, T_co]:
         coro = self._coro
-        sent: Any = None
+        sent: object = None
         thrown: BaseException | None = None
         timer: asyncio.TimerHandle | None = None
         try:
@@ -64,31 +64,31 @@ class InlineCall(Generic[T]):
             if timer is not None:
                 timer.cancel()
 
-    def expire(self, task: asyncio.Task[Any]) -> None:
+    def expire(self, task: asyncio.Task[object]) -> None:
         """The grace window is over: interrupt the task waiting on the call."""
         self._expired = True
         task.cancel()
 
 
-def _start_grace(inline: InlineCall[Any], grace: float) -> asyncio.TimerHandle:
+def _start_grace(inline: InlineCall[object], grace: float) -> asyncio.TimerHandle:
     task = asyncio.current_task()
     assert task is not None  # awaited inside a task
     return asyncio.get_running_loop().call_later(grace, inline.expire, task)
 
 
-def _close(coro: Coroutine[Any, Any, Any]) -> None:
+def _close(coro: Coroutine[object, object, object]) -> None:
     with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit too: nothing to do
         coro.close()
 
 
-_abandoned: set[asyncio.Task[Any]] = set()
+_abandoned: set[asyncio.Task[object]] = set()
 
 
-def abandon(task: asyncio.Task[Any]) -> None:
+def abandon(task: asyncio.Task[object]) -> None:
     """Keep an abandoned task alive until it ends, and swallow whatever it ends with."""
     _abandoned.add(task)
 
-    def forget(done: asyncio.Task[Any]) -> None:
+    def forget(done: asyncio.Task[object]) -> None:
         _abandoned.discard(done)
         if not done.cancelled():
             done.exception()

@@ -26,11 +26,11 @@ from __future__ import annotations
 import itertools
 import json
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bastion.core import RunContext, ToolCall, UserError
+from bastion.core import JsonValue, RunContext, ToolCall, UserError
 
 from ._code_sandbox import CodeSandbox, HostFunction
 from ._gate import ApprovalConfig
@@ -170,7 +170,7 @@ class CodeMode:
         params = list(target.parameters.get("properties", {}))
         limit = self.config.max_tool_calls
 
-        async def call_tool(*args: Any, **kwargs: Any) -> Any:
+        async def call_tool(*args: object, **kwargs: object) -> JsonValue:
             if len(args) > len(params):
                 raise TypeError(
                     f"tools.{target.name}() takes {len(params)} arguments, got {len(args)}."
@@ -254,7 +254,7 @@ def call_signature(target: Tool) -> str:
     Example: ``await tools.get_weather(city: str, unit: Literal['c', 'f'] = 'c') -> dict``.
     """
     schema = target.parameters
-    defs: dict[str, Any] = schema.get("$defs", {})
+    defs: JsonValue = schema.get("$defs", {})
     required = set(schema.get("required", []))
     parts: list[str] = []
     for name, spec in schema.get("properties", {}).items():
@@ -267,23 +267,21 @@ def call_signature(target: Tool) -> str:
     return f"{line}\n    {summary}" if summary else line
 
 
-def _annotation(spec: Any, defs: Mapping[str, Any]) -> str:
-    if not isinstance(spec, dict):
+def _annotation(spec: JsonValue, defs: JsonValue) -> str:
+    if not isinstance(spec, Mapping):
         return "Any"
-    spec = typing.cast("dict[str, Any]", spec)
     if "$ref" in spec:
         return f"{str(spec['$ref']).rsplit('/', 1)[-1]} (dict)"
     if "enum" in spec:
-        return f"Literal[{', '.join(repr(v) for v in spec['enum'])}]"
+        return f"Literal[{', '.join(repr(v) for v in _items(spec['enum']))}]"
     if "const" in spec:
         return f"Literal[{spec['const']!r}]"
     for key in ("anyOf", "oneOf"):
         if key in spec:
-            return " | ".join(dict.fromkeys(_annotation(s, defs) for s in spec[key]))
+            return " | ".join(dict.fromkeys(_annotation(s, defs) for s in _items(spec[key])))
     kind = spec.get("type")
     if isinstance(kind, list):
-        kinds = typing.cast("list[Any]", kind)
-        return " | ".join(_annotation({**spec, "type": k}, defs) for k in kinds)
+        return " | ".join(_annotation({**spec, "type": k}, defs) for k in kind)
     match kind:
         case "string":
             return "str"
@@ -303,6 +301,11 @@ def _annotation(spec: Any, defs: Mapping[str, Any]) -> str:
             return f"dict[str, {_annotation(extra, defs)}]" if isinstance(extra, dict) else "dict"
         case _:
             return "Any"
+
+
+def _items(value: JsonValue) -> Sequence[JsonValue]:
+    """The items of a JSON array (nothing for any other value)."""
+    return value if isinstance(value, Sequence) and not isinstance(value, str) else ()
 
 
 def _returns(target: Tool) -> str:

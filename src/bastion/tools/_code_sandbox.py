@@ -13,16 +13,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from bastion.core import RunError, UserError
+from bastion.core import JsonValue, RunError, UserError
 
 if TYPE_CHECKING:
     from pydantic_monty import AsyncMonty, ResourceLimits
 
 __all__ = ["CodeExecutionError", "CodeSandbox", "HostFunction", "ScriptRun"]
 
-HostFunction = Callable[..., Awaitable[Any]]
+HostFunction = Callable[..., Awaitable[JsonValue]]
+"""A tool as a script calls it: script values in, the tool's JSON result out."""
 
 # pydantic-monty 1.4.0 finishes reaping its workers on a background thread after the pool
 # has closed; an interpreter that exits within those few milliseconds aborts (observed
@@ -47,7 +49,7 @@ class ScriptRun:
         stdout: What the script printed (never shown to the model).
     """
 
-    value: Any
+    value: object
     stdout: str
 
 
@@ -68,7 +70,7 @@ class _ToolsNamespace:
 _ToolsNamespace.__name__ = _ToolsNamespace.__qualname__ = "tools"
 
 
-def _import_monty() -> Any:
+def _import_monty() -> ModuleType:
     try:
         import pydantic_monty
     except ImportError:
@@ -123,7 +125,7 @@ class CodeSandbox:
             raise CodeExecutionError(f"{type(exc).__name__}: {exc}") from None
         return ScriptRun(value=value, stdout=out.output)
 
-    async def _ensure_pool(self, monty: Any) -> AsyncMonty:
+    async def _ensure_pool(self, monty: ModuleType) -> AsyncMonty:
         if self._started is not None and not self._started.done():
             await asyncio.shield(self._started)  # another script is starting the pool
         if self._pool is not None:

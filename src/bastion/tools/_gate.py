@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from bastion.core import RunContext, ToolCall, ToolErrorKind, UserError
+from bastion.core import JsonObject, JsonValue, RunContext, ToolCall, ToolErrorKind, UserError
 
 from ._input import InputAnswer, InputRequest
 
@@ -81,14 +81,14 @@ class Deny:
 class Rewrite:
     """Run the call with these arguments instead (validated again)."""
 
-    arguments: dict[str, Any]
+    arguments: JsonObject
 
 
 @dataclass(slots=True, frozen=True)
 class Mock:
     """Do not run the tool; use ``result`` as its result."""
 
-    result: Any
+    result: object
 
 
 @dataclass(slots=True, frozen=True)
@@ -107,7 +107,7 @@ class ToolCallRequest:
 
     tool: Tool
     call: ToolCall
-    arguments: Mapping[str, Any]
+    arguments: Mapping[str, object]
     ctx: RunContext[Any]
 
 
@@ -115,7 +115,8 @@ BeforeToolCall: TypeAlias = Callable[
     [ToolCallRequest], "ToolCallDecision | Awaitable[ToolCallDecision | None] | None"
 ]
 RepairHook: TypeAlias = Callable[
-    ["ToolCall", "ToolArgumentsError"], "str | dict[str, Any] | Awaitable[Any] | None"
+    ["ToolCall", "ToolArgumentsError"],
+    "str | JsonObject | Awaitable[str | JsonObject | None] | None",
 ]
 
 
@@ -139,8 +140,10 @@ class ApprovalRequest:
 
     tool_call_id: str
     tool_name: str
-    arguments: dict[str, Any]
-    classification: dict[str, Any] = field(default_factory=dict[str, Any])
+    arguments: dict[str, object]
+    classification: dict[str, str | bool | None] = field(
+        default_factory=dict[str, str | bool | None]
+    )
     reason: str | None = None
     step: int = 0
     digest: str | None = None
@@ -167,7 +170,7 @@ class ApprovalDecision:
     tool_call_id: str
     granted: bool
     reason: str | None = None
-    arguments: dict[str, Any] | None = None
+    arguments: JsonObject | None = None
     result: str | None = None
     digest: str | None = None
     answer: InputAnswer | None = None
@@ -185,7 +188,7 @@ class InterruptResolution:
     """
 
     interrupt_id: str
-    decision: InterruptDecision | Mapping[str, Any]
+    decision: InterruptDecision | Mapping[str, JsonValue]
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -205,7 +208,7 @@ class ToolGovernor(Protocol):
     """The governance check of the gate (stage 0) and the accounting after a call ran."""
 
     async def check(
-        self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any], ctx: RunContext[Any]
+        self, tool: Tool, call: ToolCall, arguments: Mapping[str, object], ctx: RunContext[Any]
     ) -> ToolCallDecision | None:
         """``None`` to go on; ``Deny`` / ``Mock`` / ``Ask`` decide the call (see module doc)."""
         ...
@@ -228,7 +231,7 @@ class GuardVerdict:
 
     decision: Deny | Ask | None
     signal: str
-    data: dict[str, Any] = field(default_factory=dict[str, Any])
+    data: JsonObject = field(default_factory=dict[str, JsonValue])
 
 
 class ToolGuard(Protocol):
@@ -239,7 +242,7 @@ class ToolGuard(Protocol):
     """
 
     async def check(
-        self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any], ctx: RunContext[Any]
+        self, tool: Tool, call: ToolCall, arguments: Mapping[str, object], ctx: RunContext[Any]
     ) -> GuardVerdict | None:
         """``None``: nothing to report."""
         ...
@@ -300,12 +303,11 @@ class ToolGate:
 
     __slots__ = (
         "_deny",
-        "_governor",
-        "_guard",
         "approval",
         "before_tool_call",
+        "governor",
+        "guard",
         "repair",
-        "trivial",
         "unattended",
     )
 
@@ -320,8 +322,10 @@ class ToolGate:
         guard: ToolGuard | None = None,
     ) -> None:
         self._deny = tuple(deny_tools)
-        self._governor = governor
-        self._guard = guard
+        self.governor: ToolGovernor | None = governor
+        """Checks and accounts tool calls against policies (stage 1), when set."""
+        self.guard: ToolGuard | None = guard
+        """Checks each call's arguments against the run's data flow, when set."""
         self.before_tool_call = tuple(before_tool_call)
         self.repair = repair
         self.approval = approval or ApprovalConfig()
@@ -333,28 +337,11 @@ class ToolGate:
             and self.approval.policy == "none"
             and self.repair is None
         )
-        # True when no call can be stopped before validation-and-run (the fast path).
-        self.trivial: bool = self.unattended and governor is None and guard is None
 
     @property
-    def guard(self) -> ToolGuard | None:
-        """Checks each call's arguments against the run's data flow, when set."""
-        return self._guard
-
-    @guard.setter
-    def guard(self, guard: ToolGuard | None) -> None:
-        self._guard = guard
-        self.trivial = self.unattended and self._governor is None and guard is None
-
-    @property
-    def governor(self) -> ToolGovernor | None:
-        """Checks and accounts tool calls against policies (stage 1), when set."""
-        return self._governor
-
-    @governor.setter
-    def governor(self, governor: ToolGovernor | None) -> None:
-        self._governor = governor
-        self.trivial = self.unattended and governor is None and self._guard is None
+    def trivial(self) -> bool:
+        """True when no call can be stopped before validation-and-run (the fast path)."""
+        return self.unattended and self.governor is None and self.guard is None
 
     def with_first_hook(self, hook: BeforeToolCall) -> ToolGate:
         """A copy of this gate that asks ``hook`` before its own ``before_tool_call`` hooks."""
@@ -363,8 +350,8 @@ class ToolGate:
             before_tool_call=(hook, *self.before_tool_call),
             repair=self.repair,
             approval=self.approval,
-            governor=self._governor,
-            guard=self._guard,
+            governor=self.governor,
+            guard=self.guard,
         )
 
     def with_approval(self, approval: ApprovalConfig, governor: ToolGovernor | None) -> ToolGate:
@@ -375,7 +362,7 @@ class ToolGate:
             repair=self.repair,
             approval=approval,
             governor=governor,
-            guard=self._guard,
+            guard=self.guard,
         )
 
     def denied(self, name: str) -> bool:
@@ -398,7 +385,7 @@ class ToolGate:
                 return decision
         return None
 
-    async def needs_approval(self, tool: Tool, arguments: Mapping[str, Any]) -> bool:
+    async def needs_approval(self, tool: Tool, arguments: Mapping[str, object]) -> bool:
         """The approval requirement of stage 4 (without hook decisions)."""
         policy = self.approval.policy
         if policy == "all":
@@ -408,7 +395,7 @@ class ToolGate:
         needs = tool.needs_approval
         if isinstance(needs, bool):
             return needs
-        verdict: Any = needs(dict(arguments))
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
+        verdict: object = needs(dict(arguments))
+        if inspect.isawaitable(verdict):  # an async predicate
+            return bool(await verdict)
         return bool(verdict)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from bastion.core import UserError
+from bastion.core import JsonObject, UserError
 
 from ._schema import ToolArgumentsError, check_against, compile_schema
 
@@ -96,7 +96,7 @@ class InputRequired(Exception):
         self.request = request
 
 
-def _validate(where: str, content: dict[str, Any], schema: dict[str, Any]) -> None:
+def _validate(where: str, content: JsonObject, schema: JsonObject) -> None:
     validator = compile_schema(schema) if schema else False
     if validator is False:
         return  # no schema, or one nobody can check: the asker judges the answer

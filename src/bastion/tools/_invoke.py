@@ -9,7 +9,7 @@ import asyncio
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol, TypeAlias, TypeVar
 
 from bastion.core import (
     AgentEvent,
@@ -34,6 +34,8 @@ __all__ = [
     "invoke",
     "within",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_EVENT_QUEUE_DEPTH = 256
 """Default bound on the live progress/partial events a batch holds for a slow consumer."""
@@ -252,11 +254,11 @@ class ProgressSink:
 
 def invoke(
     tool: Tool,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
     sink: ProgressSink | None,
     clock: Clock,
-) -> Awaitable[Any]:
+) -> Awaitable[object]:
     """Call the tool's function, within its ``timeout`` when it has one.
 
     Returns the awaitable of the call itself (no wrapping coroutine frame on the hot path).
@@ -268,7 +270,7 @@ def invoke(
     return within(clock, tool.timeout, call(tool, args, kwargs, sink))
 
 
-async def within(clock: Clock, seconds: float, call: Awaitable[Any]) -> Any:
+async def within(clock: Clock, seconds: float, call: Awaitable[T]) -> T:
     """Await ``call``, or raise :class:`DeadlineExceeded` once ``seconds`` passed on ``clock``."""
     if type(clock) is SystemClock:
         # The real clock: asyncio's own timeout is the same race without extra tasks.
@@ -280,7 +282,7 @@ async def within(clock: Clock, seconds: float, call: Awaitable[Any]) -> Any:
                 raise DeadlineExceeded from None
             raise
     # Any other clock (a VirtualClock in tests): race the call against the clock's sleep.
-    task: asyncio.Task[Any] = asyncio.ensure_future(call)
+    task: asyncio.Task[T] = asyncio.ensure_future(call)
     timer = asyncio.ensure_future(clock.sleep(seconds))
     try:
         await asyncio.wait({task, timer}, return_when=asyncio.FIRST_COMPLETED)
@@ -295,8 +297,8 @@ async def within(clock: Clock, seconds: float, call: Awaitable[Any]) -> Any:
 
 
 async def _call_redacted(
-    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], sink: ProgressSink | None
-) -> Any:
+    tool: Tool, args: tuple[object, ...], kwargs: dict[str, object], sink: ProgressSink | None
+) -> object:
     """:func:`_call`, then send the streamed text held back as a possible secret start."""
     assert sink is not None  # only sinks with a redactor come here
     try:
@@ -306,8 +308,8 @@ async def _call_redacted(
 
 
 async def _call(
-    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], sink: ProgressSink | None
-) -> Any:
+    tool: Tool, args: tuple[object, ...], kwargs: dict[str, object], sink: ProgressSink | None
+) -> object:
     fn = tool.function
     if tool.kind == "async":
         value = await fn(*args, **kwargs)

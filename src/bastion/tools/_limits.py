@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sys
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
@@ -49,6 +48,7 @@ from bastion.core import (
 from ._pipeline import ResultEnvelope
 from ._read_result import ResultReader, make_read_result_tool
 from ._spill import SpillStore
+from ._stacklevel import stacklevel_outside
 from ._tool import Tool, TruncationStrategy
 
 __all__ = [
@@ -342,18 +342,8 @@ def _warn_unlimited(name: str) -> None:
         f"Tool {name!r} has max_result_tokens=0: its results enter the context whatever "
         "their size. Set a limit (default 16,384) unless this is intended.",
         UnlimitedResultWarning,
-        stacklevel=_stacklevel(),
+        stacklevel=stacklevel_outside("bastion."),
     )
-
-
-def _stacklevel() -> int:
-    """The ``stacklevel`` pointing at the first frame outside the ``bastion`` package."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("bastion."):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def _utf8_len(text: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core import (
     AgentEvent,
@@ -51,14 +51,14 @@ class ToolError(Exception):
         message: str,
         *,
         kind: ToolErrorKind = "execution_failed",
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         untrusted: bool = False,
         usage: Mapping[str, Usage] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.kind: ToolErrorKind = kind
-        self.metadata: dict[str, Any] = dict(metadata) if metadata else {}
+        self.metadata: dict[str, object] = dict(metadata) if metadata else {}
         self.untrusted = untrusted
         self.usage: Mapping[str, Usage] = dict(usage) if usage else {}
 
@@ -101,7 +101,7 @@ class ToolOutcome:
     is_error: bool = False
     error_kind: ToolErrorKind | None = None
     duration: float = 0.0
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
     untrusted: bool = False
     truncation: str | None = None
     sanitization_hits: int = 0
@@ -121,7 +121,7 @@ class ToolOutcome:
 class SkipTool:
     """Returned by a ``before`` hook: do not run the tool; use ``result`` instead."""
 
-    result: Any
+    result: object
 
 
 def end_event(outcome: ToolOutcome, run_id: str) -> AgentEvent:

@@ -50,7 +50,7 @@ class ResultEnvelope:
     sanitization_policy: str | None = None
     sanitization_hits: int = 0
     untrusted: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
     spent: list[tuple[str, Usage]] = field(default_factory=list[tuple[str, Usage]])
     result_handle: str | None = None
 

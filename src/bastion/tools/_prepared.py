@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from bastion.core import Clock, RunContext, ToolCall
 
@@ -42,13 +42,16 @@ __all__ = [
     "prepare_call",
 ]
 
-NO_MOCK: Any = object()
+NO_MOCK: object = object()
+"""The ``PreparedCall.mock`` of a call that has no mocked result."""
 
 
 class ToolCallHooks(Protocol):
     """Interception points the agent layer plugs into the executor."""
 
-    async def before(self, tool: Tool, call: ToolCall, args: Mapping[str, Any]) -> SkipTool | None:
+    async def before(
+        self, tool: Tool, call: ToolCall, args: Mapping[str, object]
+    ) -> SkipTool | None:
         """Called after validation, before the tool runs."""
         ...
 
@@ -117,10 +120,10 @@ class PreparedCall:
     index: int
     call: ToolCall
     tool: Tool | None
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict[str, Any])
+    args: tuple[object, ...] = ()
+    kwargs: dict[str, object] = field(default_factory=dict[str, object])
     outcome: ToolOutcome | None = None
-    mock: Any = NO_MOCK
+    mock: object = NO_MOCK
     pending: ApprovalRequest | None = None
     invalid: ToolArgumentsError | None = None  # awaiting the repair round
 
@@ -183,14 +186,14 @@ def approval_request(
     )
 
 
-def args_view(p: PreparedCall) -> Mapping[str, Any]:
+def args_view(p: PreparedCall) -> Mapping[str, object]:
     """The call's validated arguments as a mapping (what hooks, policies and caches see)."""
     if p.kwargs:
         return p.kwargs
     if p.args:
         first = p.args[0]
         if isinstance(first, dict):
-            return first  # type: ignore[return-value]  # raw JSON-schema tools get a dict
+            return cast("dict[str, object]", first)  # raw JSON-schema tools get a JSON object
         dump = getattr(first, "model_dump", None)
         if dump is not None:
             return dump()

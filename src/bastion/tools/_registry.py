@@ -26,12 +26,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
-from bastion.core import UserError
+from bastion.core import JsonValue, UserError
 from bastion.observability import Counters
 
-from ._schema import ToolArgumentsError
+from ._schema import ToolArgumentsError, check_against
 from ._tool import Tool, ToolTrustClass, tool
 
 __all__ = [
@@ -156,7 +156,7 @@ class ToolRegistry(Mapping[str, Tool]):
 
     def __init__(
         self,
-        tools: Iterable[Tool | Callable[..., Any]] = (),
+        tools: Iterable[Tool | Callable[..., object]] = (),
         *,
         collision_strategy: CollisionStrategy = "auto-prefix",
         owner: str = "Tool registry",
@@ -197,7 +197,7 @@ class ToolRegistry(Mapping[str, Tool]):
         """The strategy cross-source collisions are resolved with."""
         return self._strategy
 
-    def register(self, new: Tool | Callable[..., Any]) -> Tool | None:
+    def register(self, new: Tool | Callable[..., object]) -> Tool | None:
         """Add a tool; returns it as registered (renamed, maybe), or ``None`` if dropped.
 
         A higher-precedence tool registered later takes the name from a lower one already
@@ -209,7 +209,9 @@ class ToolRegistry(Mapping[str, Tool]):
         """
         return self.register_many([new])[0]
 
-    def register_many(self, tools: Iterable[Tool | Callable[..., Any]]) -> tuple[Tool | None, ...]:
+    def register_many(
+        self, tools: Iterable[Tool | Callable[..., object]]
+    ) -> tuple[Tool | None, ...]:
         """Add several tools at once (one resolution pass: use it for a whole MCP server).
 
         Returns each tool as registered, or ``None`` for a dropped one, in order.
@@ -471,24 +473,22 @@ def _describe(collisions: Iterable[ToolCollision]) -> str:
     )
 
 
-def _output_validator(t: Tool, where: str) -> Callable[[Any], list[str]]:
+def _output_validator(t: Tool, where: str) -> Callable[[JsonValue], list[str]]:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
+    schema = dict(t.output_schema or {})
     try:
-        Draft202012Validator.check_schema(t.output_schema or {})
+        Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise UserError(f"{where}: invalid output_schema: {exc.message}.") from None
-    validator = Draft202012Validator(t.output_schema or {})
+    validator = Draft202012Validator(schema)
 
-    def problems(value: Any) -> list[str]:
-        errors: list[Any] = sorted(
-            validator.iter_errors(value),  # pyright: ignore[reportUnknownMemberType]
-            key=lambda e: list(e.path),
-        )
-        return [
-            f"`{'.'.join(str(p) for p in e.path)}`: {e.message}" if e.path else e.message
-            for e in errors
-        ]
+    def problems(value: JsonValue) -> list[str]:
+        try:
+            check_against(validator, value)
+        except ToolArgumentsError as exc:
+            return exc.problems
+        return []
 
     return problems

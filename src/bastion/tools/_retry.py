@@ -11,14 +11,16 @@ the result.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from bastion.core import Clock, RateLimited, UserError
 
 from ._outcome import ToolError
 from ._tool import Tool
+
+T = TypeVar("T")
 
 __all__ = [
     "ToolRateLimited",
@@ -48,7 +50,7 @@ class ToolRateLimited(ToolError):
         message: str = "The tool's backend is rate-limited; try again later.",
         *,
         retry_after: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
     ) -> None:
         super().__init__(message, kind="rate_limited", metadata=metadata)
         self.retry_after = retry_after
@@ -114,9 +116,9 @@ async def retry_after_failure(
     policy: ToolRetry,
     clock: Clock,
     error: Exception,
-    attempt: Callable[[], Awaitable[Any]],
+    attempt: Callable[[], Awaitable[T]],
     on_retry: Callable[[int, float, BaseException], None],
-) -> Any:
+) -> T:
     """Retry a call whose first attempt failed with ``error``, while it is rate-limited.
 
     Waits and calls ``attempt()`` again while the error is a rate limit and attempts last;

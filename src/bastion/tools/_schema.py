@@ -14,17 +14,20 @@ import inspect
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_type_hints
 
-from bastion.core import RunContext, UserError
+from bastion.core import JsonObject, JsonValue, RunContext, UserError
 
 from ._docstring import parse_docstring
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
+    from jsonschema.exceptions import ValidationError as SchemaViolation
+    from jsonschema.protocols import Validator
+    from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "ArgsValidator",
+    "CallArguments",
     "JsonSchemaValidator",
     "ModelArgsValidator",
     "ToolArgumentsError",
@@ -32,6 +35,10 @@ __all__ = [
     "function_schema",
     "signature_and_hints",
 ]
+
+
+CallArguments: TypeAlias = tuple[tuple[object, ...], dict[str, object]]
+"""What a tool function is called with: positional and keyword arguments."""
 
 
 class ToolArgumentsError(Exception):
@@ -56,7 +63,7 @@ class ArgsValidator(ABC):
     parameters: dict[str, Any]
 
     @abstractmethod
-    def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def validate(self, arguments: str) -> CallArguments:
         """Return ``(args, kwargs)`` for the function.
 
         Raises:
@@ -64,7 +71,7 @@ class ArgsValidator(ABC):
         """
 
 
-def _format_pydantic_errors(exc: Any) -> list[str]:
+def _format_pydantic_errors(exc: ValidationError) -> list[str]:
     problems: list[str] = []
     for err in exc.errors(include_url=False):
         loc = ".".join(str(p) for p in err["loc"])
@@ -101,7 +108,7 @@ class ModelArgsValidator(ArgsValidator):
             schema["additionalProperties"] = False
         self.parameters = schema
 
-    def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def validate(self, arguments: str) -> CallArguments:
         """Validate the raw JSON in one pass (pydantic parses and validates together)."""
         from pydantic import ValidationError
 
@@ -129,14 +136,14 @@ class JsonSchemaValidator(ArgsValidator):
         self.parameters = parameters
         self._validator = Draft202012Validator(parameters)
 
-    def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def validate(self, arguments: str) -> CallArguments:
         """Parse the JSON and list every schema violation."""
         value = parse_arguments(arguments)
         check_against(self._validator, value)
         return (value,), {}
 
 
-def parse_arguments(arguments: str) -> Any:
+def parse_arguments(arguments: str) -> JsonValue:
     """The JSON value of a tool call's arguments (empty text: ``{}``).
 
     Raises:
@@ -150,7 +157,7 @@ def parse_arguments(arguments: str) -> Any:
         raise ToolArgumentsError(["arguments are nested too deeply"]) from None
 
 
-def compile_schema(schema: dict[str, Any]) -> Any:
+def compile_schema(schema: JsonObject) -> Validator | Literal[False]:
     """A ``jsonschema`` validator of ``schema``; ``False`` when the schema itself is invalid.
 
     Schemas from elsewhere (MCP servers) can be invalid: such a schema cannot be enforced,
@@ -159,7 +166,7 @@ def compile_schema(schema: dict[str, Any]) -> Any:
     from jsonschema import validators
     from jsonschema.exceptions import SchemaError
 
-    cls: Any = validators.validator_for(schema)  # pyright: ignore[reportUnknownMemberType]
+    cls = validators.validator_for(schema)  # pyright: ignore[reportUnknownMemberType]
     try:
         cls.check_schema(schema)
     except SchemaError:
@@ -167,13 +174,13 @@ def compile_schema(schema: dict[str, Any]) -> Any:
     return cls(schema)
 
 
-def check_against(validator: Any, value: Any) -> None:
+def check_against(validator: Validator, value: JsonValue) -> None:
     """Raise with every violation of a ``jsonschema`` validator, each with its path.
 
     Raises:
         ToolArgumentsError: ``value`` does not fit.
     """
-    errors: list[Any] = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+    errors: list[SchemaViolation] = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
     if errors:
         raise ToolArgumentsError(
             [
@@ -183,12 +190,12 @@ def check_against(validator: Any, value: Any) -> None:
         )
 
 
-def _is_run_context(annotation: Any) -> bool:
+def _is_run_context(annotation: object) -> bool:
     origin = getattr(annotation, "__origin__", None)
     return annotation is RunContext or origin is RunContext
 
 
-def _hint_source(function: Callable[..., Any]) -> Callable[..., Any]:
+def _hint_source(function: Callable[..., object]) -> Callable[..., object]:
     """The object whose annotations describe ``function``'s parameters."""
     while isinstance(function, functools.partial):
         function = function.func
@@ -198,14 +205,16 @@ def _hint_source(function: Callable[..., Any]) -> Callable[..., Any]:
     return call if call is not None else function
 
 
-def _doc_of(function: Callable[..., Any]) -> str | None:
+def _doc_of(function: Callable[..., object]) -> str | None:
     source = function
     while isinstance(source, functools.partial):
         source = source.func
     return inspect.getdoc(source)
 
 
-def signature_and_hints(function: Callable[..., Any]) -> tuple[inspect.Signature, dict[str, Any]]:
+def signature_and_hints(
+    function: Callable[..., object],
+) -> tuple[inspect.Signature, dict[str, object]]:
     """The call signature of a function, partial or callable object, and its type hints.
 
     Raises:
@@ -226,7 +235,7 @@ def signature_and_hints(function: Callable[..., Any]) -> tuple[inspect.Signature
 
 
 def function_schema(
-    function: Callable[..., Any], *, strict: bool = False
+    function: Callable[..., object], *, strict: bool = False
 ) -> tuple[ModelArgsValidator, bool, str]:
     """Build a validator from a function's signature.
 
@@ -241,7 +250,7 @@ def function_schema(
 
     signature, hints = signature_and_hints(function)
     description, param_docs = parse_docstring(_doc_of(function))
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # create_model's field definitions are untyped
     takes_ctx = False
     for index, (name, param) in enumerate(signature.parameters.items()):
         annotation = hints.get(name, inspect.Parameter.empty)
@@ -270,7 +279,7 @@ def function_schema(
     return ModelArgsValidator(model, unpack=True, strict=strict), takes_ctx, description
 
 
-def _name(function: Callable[..., Any]) -> str:
+def _name(function: Callable[..., object]) -> str:
     source = function
     while isinstance(source, functools.partial):
         source = source.func

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import inspect
 import re
-import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, overload
 
-from bastion.core import SandboxConfig, ToolDefinition, Usage, UserError
+from bastion.core import JsonObject, JsonValue, SandboxConfig, ToolDefinition, Usage, UserError
 from bastion.core._runtime import check_sandbox_setting
 
 from ._schema import (
@@ -27,6 +26,7 @@ from ._schema import (
     function_schema,
     signature_and_hints,
 )
+from ._stacklevel import stacklevel_outside
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -95,8 +95,8 @@ class ToolResult:
             (a sub-agent's); the agent adds it to the run's usage.
     """
 
-    output: Any
-    metadata: dict[str, Any] = field(default_factory=dict)
+    output: object
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
     untrusted: bool = False
     promote_tools: Sequence[str] = ()
     usage: Mapping[str, Usage] = field(default_factory=dict[str, Usage])
@@ -115,8 +115,8 @@ class Progress:
 class ToolExample:
     """A worked example of calling the tool, rendered into its description."""
 
-    input: dict[str, Any]
-    output: Any = None
+    input: JsonObject
+    output: JsonValue = None
     description: str | None = None
 
 
@@ -129,11 +129,11 @@ class Tool:
 
     name: str
     description: str
-    function: Callable[..., Any]
+    function: Callable[..., Any]  # sync, async or async generator: see ``kind``
     validator: ArgsValidator
     takes_ctx: bool = False
     side_effect_class: SideEffectClass = "side_effecting"
-    idempotency_key: Callable[[dict[str, Any]], str] | None = None
+    idempotency_key: Callable[[dict[str, object]], str] | None = None
     needs_approval: bool | Callable[..., bool] = False
     execution_mode: ExecutionMode = "parallel"
     defer_loading: bool = False
@@ -148,7 +148,7 @@ class Tool:
     preferred_model: str | None = None
     strict: bool = False
     label: str | None = None
-    output_schema: dict[str, Any] | None = None
+    output_schema: JsonObject | None = None
     timeout: float | None = None
     run_in_thread: bool = True
     inbound_sanitization: InboundPolicy | None = None
@@ -185,7 +185,7 @@ class Tool:
             name=self.name, description=description, parameters=self.parameters, strict=self.strict
         )
 
-    def classification(self) -> dict[str, Any]:
+    def classification(self) -> dict[str, str | bool | None]:
         """The metadata a human approving a call, or an audit row, needs to see."""
         return {
             "side_effect_class": self.side_effect_class,
@@ -198,7 +198,7 @@ class Tool:
         }
 
 
-def _function_kind(function: Callable[..., Any]) -> FunctionKind:
+def _function_kind(function: Callable[..., object]) -> FunctionKind:
     if inspect.isasyncgenfunction(function):
         return "async_gen"
     if inspect.iscoroutinefunction(function):
@@ -229,7 +229,7 @@ def _check_metadata(
                 "Pass side_effect_class='pure' | 'read_only' | 'side_effecting' | "
                 "'external_stateful' to silence this.",
                 MissingClassificationWarning,
-                stacklevel=_stacklevel(),
+                stacklevel=stacklevel_outside("bastion.tools"),
             )
         return "side_effecting"
     if side_effect_class not in _SIDE_EFFECT_CLASSES:
@@ -248,7 +248,7 @@ class ToolKeywords(TypedDict, total=False):
     args_model: type[BaseModel] | None
     parameters: dict[str, Any] | None
     side_effect_class: SideEffectClass | None
-    idempotency_key: Callable[[dict[str, Any]], str] | None
+    idempotency_key: Callable[[dict[str, object]], str] | None
     needs_approval: bool | Callable[..., bool]
     execution_mode: ExecutionMode
     defer_loading: bool
@@ -263,7 +263,7 @@ class ToolKeywords(TypedDict, total=False):
     preferred_model: str | None
     strict: bool
     label: str | None
-    output_schema: dict[str, Any] | None
+    output_schema: JsonObject | None
     timeout: float | None
     run_in_thread: bool
     inbound_sanitization: InboundPolicy | None
@@ -274,16 +274,16 @@ class ToolKeywords(TypedDict, total=False):
 @overload
 def tool(
     function: None = None, /, **options: Unpack[ToolKeywords]
-) -> Callable[[Callable[..., Any]], Tool]: ...
+) -> Callable[[Callable[..., object]], Tool]: ...
 
 
 @overload
-def tool(function: Callable[..., Any], /, **options: Unpack[ToolKeywords]) -> Tool: ...
+def tool(function: Callable[..., object], /, **options: Unpack[ToolKeywords]) -> Tool: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None, /, **options: Unpack[ToolKeywords]
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    function: Callable[..., object] | None = None, /, **options: Unpack[ToolKeywords]
+) -> Tool | Callable[[Callable[..., object]], Tool]:
     """Make a tool from a function.
 
     Use as ``@tool``, ``@tool(side_effect_class="pure")`` or ``tool(fn, ...)``. The
@@ -348,7 +348,7 @@ def tool(
 
 
 def _build(
-    fn: Callable[..., Any],
+    fn: Callable[..., object],
     /,
     *,
     name: str | None = None,
@@ -356,7 +356,7 @@ def _build(
     args_model: type[BaseModel] | None = None,
     parameters: dict[str, Any] | None = None,
     side_effect_class: SideEffectClass | None = None,
-    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+    idempotency_key: Callable[[dict[str, object]], str] | None = None,
     needs_approval: bool | Callable[..., bool] = False,
     execution_mode: ExecutionMode = "parallel",
     defer_loading: bool = False,
@@ -371,7 +371,7 @@ def _build(
     preferred_model: str | None = None,
     strict: bool = False,
     label: str | None = None,
-    output_schema: dict[str, Any] | None = None,
+    output_schema: JsonObject | None = None,
     timeout: float | None = None,
     run_in_thread: bool = True,
     inbound_sanitization: InboundPolicy | None = None,
@@ -421,7 +421,7 @@ def _build(
 
 
 def _arguments(
-    fn: Callable[..., Any],
+    fn: Callable[..., object],
     tool_name: str,
     args_model: type[BaseModel] | None,
     parameters: dict[str, Any] | None,
@@ -438,17 +438,7 @@ def _arguments(
     return function_schema(fn, strict=strict)
 
 
-def _first_param_is_ctx(fn: Callable[..., Any]) -> bool:
+def _first_param_is_ctx(fn: Callable[..., object]) -> bool:
     signature, hints = signature_and_hints(fn)
     params = list(signature.parameters)
     return bool(params) and _is_run_context(hints.get(params[0]))
-
-
-def _stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning point at the first frame outside this package."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("bastion.tools"):
-        frame = frame.f_back
-        level += 1
-    return level
