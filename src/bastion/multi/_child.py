@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from bastion.agent._config import RunConfig
     from bastion.agent._result import RunResult
     from bastion.agent._stream import AgentStream
-    from bastion.core import JsonObject
+    from bastion.core import JsonObject, JsonValue
     from bastion.governance import InterruptDecision
 
     from ._subrun import Delegate
@@ -108,7 +108,7 @@ class _InterruptAnswer(TypedDict):
     """One interrupt's decision in an answer (``InterruptResolution``'s fields)."""
 
     interrupt_id: str
-    decision: InterruptDecision | Mapping[str, object]
+    decision: InterruptDecision | Mapping[str, JsonValue]
 
 
 class _Answer(TypedDict, total=False):

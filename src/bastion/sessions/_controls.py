@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Literal
 
-from bastion.core import UserError
+from bastion.core import JsonValue, UserError
 from bastion.tools import ApprovalDecision, Directive
 
 from ._events import SendMode, check_mode
@@ -51,7 +51,9 @@ class SessionControls(TurnRunner):
 
     # approvals
 
-    def approve(self, tool_call_id: str, *, arguments: Mapping[str, object] | None = None) -> None:
+    def approve(
+        self, tool_call_id: str, *, arguments: Mapping[str, JsonValue] | None = None
+    ) -> None:
         """Approve a pending call (optionally with edited ``arguments``); see :meth:`decide`."""
         edited = dict(arguments) if arguments is not None else None
         decision = ApprovalDecision(tool_call_id=tool_call_id, granted=True, arguments=edited)
