@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
+from pydantic import BaseModel
 
 from bastion.agent import Agent
 from bastion.core import UserError
@@ -41,6 +42,13 @@ __all__ = ["create_app"]
 
 Agents = Agent[Any, Any] | Mapping[str, Agent[Any, Any]]
 Graphs = Graph | Mapping[str, Graph]
+
+
+class _Health(BaseModel):
+    """What ``/healthz`` and ``/admin/drain`` answer."""
+
+    status: str
+    runs_in_flight: int
 
 
 def create_app(
@@ -256,14 +264,14 @@ def _graphs(graphs: Graphs | None) -> dict[str, Graph]:
 
 def _admin_routes(app: FastAPI, service: Service, admin_token: str | None) -> None:
     @app.get("/healthz", tags=["server"])
-    async def health() -> dict[str, Any]:  # pyright: ignore[reportUnusedFunction]
+    async def health() -> _Health:  # pyright: ignore[reportUnusedFunction]
         """Whether the server takes new runs, and how many it runs."""
         manager = service.manager
         state = "draining" if manager.draining else "ok"
-        return {"status": state, "runs_in_flight": len(manager.live)}
+        return _Health(status=state, runs_in_flight=len(manager.live))
 
     @app.post("/admin/drain", status_code=202, tags=["server"])
-    async def drain(request: Request) -> dict[str, Any]:  # pyright: ignore[reportUnusedFunction]
+    async def drain(request: Request) -> _Health:  # pyright: ignore[reportUnusedFunction]
         """Refuse new runs and let the runs in flight end (idempotent)."""
         if admin_token is None:
             raise NotFound("Draining over HTTP is not enabled (create_app(admin_token=...)).")
@@ -271,4 +279,4 @@ def _admin_routes(app: FastAPI, service: Service, admin_token: str | None) -> No
         if not hmac.compare_digest(given.encode(), admin_token.encode()):
             raise Unauthorized("The drain needs the admin bearer token.")
         await service.manager.drain()
-        return {"status": "draining", "runs_in_flight": len(service.manager.live)}
+        return _Health(status="draining", runs_in_flight=len(service.manager.live))

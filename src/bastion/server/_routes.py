@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
@@ -13,12 +13,11 @@ from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._auth import Caller
-from ._errors import NotFound
+from ._errors import NotFound, error_responses
 from ._follow import sse_response
 from ._models import (
     Accepted,
     Decision,
-    ErrorBody,
     PendingItem,
     RaiseBudget,
     ResumeRun,
@@ -45,9 +44,7 @@ def _caller(request: Request, service: Annotated[Service, Depends(_service)]) ->
 Svc = Annotated[Service, Depends(_service)]
 Who = Annotated[Caller, Depends(_caller)]
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422, 503)
-}
+_ERRORS = error_responses(400, 401, 404, 409, 413, 422, 503)
 router = APIRouter(responses=_ERRORS)
 
 

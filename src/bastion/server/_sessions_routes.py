@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from pydantic import JsonValue
 
 from bastion.core import Message, message_adapter
 from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
 from ._auth import Caller
-from ._errors import NotFound, Unavailable
+from ._errors import NotFound, Unavailable, error_responses
 from ._follow import sse
-from ._models import Decision, ErrorBody, RaiseBudget
+from ._models import Decision, RaiseBudget
 from ._routes import _after  # pyright: ignore[reportPrivateUsage]
 from ._served_session import ServedSession
 from ._service import Service
@@ -38,9 +39,7 @@ def _caller(request: Request) -> Caller:
 Sess = Annotated[Sessions, Depends(_sessions)]
 Who = Annotated[Caller, Depends(_caller)]
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422, 503)
-}
+_ERRORS = error_responses(400, 401, 404, 409, 413, 422, 503)
 sessions_router = APIRouter(responses=_ERRORS, tags=["sessions"])
 
 
@@ -200,6 +199,6 @@ def _decide(served: ServedSession, directive: Directive) -> SessionView:
     return served.view()
 
 
-def _dump(message: Message) -> dict[str, Any]:
-    dumped: dict[str, Any] = message_adapter().dump_python(message, mode="json")
+def _dump(message: Message) -> dict[str, JsonValue]:
+    dumped: dict[str, JsonValue] = message_adapter().dump_python(message, mode="json")
     return dumped
