@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
 import typer
@@ -123,7 +123,7 @@ def _finish(
     return EXIT_FAILED_RUN
 
 
-async def _record(checkpointer: StoreCheckpointer, execution_id: str) -> list[dict[str, Any]]:
+async def _record(checkpointer: StoreCheckpointer, execution_id: str) -> list[dict[str, object]]:
     try:
         return (await checkpointer.record(execution_id)).pending
     finally:
@@ -131,7 +131,7 @@ async def _record(checkpointer: StoreCheckpointer, execution_id: str) -> list[di
 
 
 def resume_graph_command(
-    execution_id: str, spec: str, store: str | None, pending: list[dict[str, Any]]
+    execution_id: str, spec: str, store: str | None, pending: Sequence[Mapping[str, object]]
 ) -> str:
     """The ``bastion graph resume`` line that approves everything the execution waits for."""
     parts = ["bastion", "graph", "resume", execution_id, "--graph", spec]
