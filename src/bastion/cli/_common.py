@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias, TypeVar
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.models import OptionInfo
 
 from bastion.agent import Agent, AgentStream, RunResult
 from bastion.core import AgentEvent, BastionError, dump_event
@@ -27,16 +28,41 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "Output",
+    "command_group",
     "console",
     "default_store_url",
     "error",
     "graph_input",
     "or_exit",
+    "value_option",
     "stream_run",
 ]
 
 _T = TypeVar("_T")
 Output: TypeAlias = Literal["auto", "plain", "json"]
+
+
+def value_option(flag: str, metavar: str, help: str) -> OptionInfo:
+    """An option that takes a value: its help shows ``metavar``, not a default."""
+    info: OptionInfo = typer.Option(flag, metavar=metavar, help=help, show_default=False)
+    return info
+
+
+def command_group(name: str, help: str) -> typer.Typer:
+    """A ``bastion`` command group: help when called bare, no shell completion, plain errors.
+
+    Click's own help layout (no rich markup): a flag shows as ``--json``, not as
+    ``--json <bool>``.
+    """
+    return typer.Typer(
+        name=name,
+        help=help,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
 
 EXIT_FAILED_RUN = 1
 EXIT_USAGE = 2

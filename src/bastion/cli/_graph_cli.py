@@ -31,6 +31,7 @@ from ._common import (
     error,
     graph_input,
     or_exit,
+    value_option,
 )
 from ._graph_decisions import graph_directive
 from ._graph_format import pending_line
@@ -42,18 +43,14 @@ from ._temporal_graph import run_graph_on_temporal
 
 __all__ = ["graph_resume", "graph_run", "load_graph", "resume_graph_command"]
 
-_STORE = typer.Option(
+_STORE = value_option(
     "--store",
-    metavar="URL",
-    help="Checkpoint into this store (default: the graph's own, else $BASTION_STORE, "
+    "URL",
+    "Checkpoint into this store (default: the graph's own, else $BASTION_STORE, "
     "else sqlite:///.bastion/bastion.db).",
-    show_default=False,
 )
-_SPEC = typer.Option(
-    "--graph",
-    metavar="MODULE:ATTR",
-    help="The graph: 'pkg.module:graph' or 'path/to/file.py:graph'.",
-    show_default=False,
+_SPEC = value_option(
+    "--graph", "MODULE:ATTR", "The graph: 'pkg.module:graph' or 'path/to/file.py:graph'."
 )
 
 

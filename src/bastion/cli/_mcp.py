@@ -33,7 +33,16 @@ if TYPE_CHECKING:
 
 from bastion.graph import Graph, StoreCheckpointer
 
-from ._common import EXIT_FAILED_RUN, EXIT_USAGE, console, default_store_url, error, or_exit
+from ._common import (
+    EXIT_FAILED_RUN,
+    EXIT_USAGE,
+    command_group,
+    console,
+    default_store_url,
+    error,
+    or_exit,
+    value_option,
+)
 from ._load import load_agent_or_graph
 
 __all__ = ["CONFIG_ENV", "mcp_app"]
@@ -52,29 +61,17 @@ class _ToolRow(TypedDict):
     side_effect_class: str | None
 
 
-mcp_app = typer.Typer(
-    name="mcp",
-    help="MCP servers: list those configured, list a server's tools, call a tool.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+mcp_app = command_group(
+    "mcp", "MCP servers: list those configured, list a server's tools, call a tool."
 )
 
-_CONFIG = typer.Option(
+_CONFIG = value_option(
     "--config",
-    metavar="FILE",
-    help=f"An mcpServers JSON file (default: ${CONFIG_ENV}, else ./{_DEFAULT_CONFIG}).",
-    show_default=False,
+    "FILE",
+    f"An mcpServers JSON file (default: ${CONFIG_ENV}, else ./{_DEFAULT_CONFIG}).",
 )
-_STDIO = typer.Option(
-    "--stdio",
-    metavar="COMMAND",
-    help="An ad-hoc stdio server: its command line.",
-    show_default=False,
-)
-_URL = typer.Option(
-    "--url", metavar="URL", help="An ad-hoc streamable HTTP server.", show_default=False
-)
+_STDIO = value_option("--stdio", "COMMAND", "An ad-hoc stdio server: its command line.")
+_URL = value_option("--url", "URL", "An ad-hoc streamable HTTP server.")
 _JSON = typer.Option("--json", help="Print JSON instead of a table.")
 
 

@@ -30,11 +30,13 @@ from ._common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     Output,
+    command_group,
     console,
     default_store_url,
     error,
     or_exit,
     stream_run,
+    value_option,
 )
 from ._decisions import (
     Pending,
@@ -57,23 +59,17 @@ __all__ = ["entry_summary", "explain_suspension", "runs_app"]
 
 _T = TypeVar("_T")
 
-runs_app = typer.Typer(
-    name="runs",
-    help="Journaled runs in the store: list, show, resume, replay, export and prune them; "
+runs_app = command_group(
+    "runs",
+    "Journaled runs in the store: list, show, resume, replay, export and prune them; "
     "cancel a run on Temporal.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # click's own help layout: a flag shows as '--json', not as '--json <bool>'.
-    rich_markup_mode=None,
 )
 
-_STORE = typer.Option(
+_STORE = value_option(
     "--store",
-    metavar="URL",
-    help="The store: sqlite:///path.db, postgresql://…, redis://…, memory:// "
+    "URL",
+    "The store: sqlite:///path.db, postgresql://…, redis://…, memory:// "
     "(default: $BASTION_STORE, else sqlite:///.bastion/bastion.db).",
-    show_default=False,
 )
 _RUN_ID = typer.Argument(metavar="RUN_ID", help="The run's id (run_…).", show_default=False)
 _PLAIN = typer.Option("--plain", help="Plain text, without colors or animation.")
@@ -247,41 +243,32 @@ def export(
         )
 
 
-_AGENT = typer.Option(
+_AGENT = value_option(
     "--agent",
-    metavar="MODULE:ATTR",
-    help="The run's agent, as for 'bastion run': 'pkg.module:agent' or "
+    "MODULE:ATTR",
+    "The run's agent, as for 'bastion run': 'pkg.module:agent' or "
     "'path/to/file.py:agent' (for a graph execution: the graph).",
-    show_default=False,
 )
-_APPROVE = typer.Option(
-    "--approve", metavar="CALL_ID", help="Grant this pending call.", show_default=False
-)
-_DENY = typer.Option(
+_APPROVE = value_option("--approve", "CALL_ID", "Grant this pending call.")
+_DENY = value_option(
     "--deny",
-    metavar="ID[:REASON]",
-    help="Deny this pending call or budget interrupt; the model reads the reason.",
-    show_default=False,
+    "ID[:REASON]",
+    "Deny this pending call or budget interrupt; the model reads the reason.",
 )
-_HAPPENED = typer.Option(
+_HAPPENED = value_option(
     "--happened",
-    metavar="CALL_ID[:RESULT]",
-    help="The call's outcome was unknown but it did happen: record RESULT as its "
+    "CALL_ID[:RESULT]",
+    "The call's outcome was unknown but it did happen: record RESULT as its "
     "result without running it again.",
-    show_default=False,
 )
-_RAISE = typer.Option(
-    "--raise",
-    metavar="INTERRUPT_ID=MAX",
-    help="Raise the limit of this budget interrupt to MAX, and retry.",
-    show_default=False,
+_RAISE = value_option(
+    "--raise", "INTERRUPT_ID=MAX", "Raise the limit of this budget interrupt to MAX, and retry."
 )
-_ANSWER = typer.Option(
+_ANSWER = value_option(
     "--answer",
-    metavar="CALL_ID=JSON|decline|cancel",
-    help="Answer the question this call asked (an MCP server's elicitation); "
+    "CALL_ID=JSON|decline|cancel",
+    "Answer the question this call asked (an MCP server's elicitation); "
     "it runs again with the answer.",
-    show_default=False,
 )
 
 

@@ -238,11 +238,7 @@ def _served(agents: Agents) -> dict[str, Agent[Any, Any]]:
     for name, agent in agents.items():
         if not isinstance(agent, Agent):
             raise UserError(f"agents[{name!r}] is {type(agent).__name__}, not an Agent.")
-        if name != agent.name:
-            raise UserError(
-                f"agents[{name!r}] is the agent {agent.name!r}: key each agent by its name "
-                "(the journal records runs under it)."
-            )
+        _keyed_as_journaled("agents", name, agent.name, ("agent", "name", "runs"))
     return dict(agents)
 
 
@@ -253,13 +249,23 @@ def _graphs(graphs: Graphs | None) -> dict[str, Graph]:
     for key, graph in served.items():
         if not isinstance(graph, Graph):
             raise UserError(f"graphs[{key!r}] is {type(graph).__name__}, not a Graph.")
-        if key != graph.key:
-            raise UserError(
-                f"graphs[{key!r}] is the graph {graph.key!r}: key each graph by its key "
-                "(the journal records executions under it)."
-            )
+        _keyed_as_journaled("graphs", key, graph.key, ("graph", "key", "executions"))
         graph.validate()
     return served
+
+
+def _keyed_as_journaled(served: str, key: str, own: str, names: tuple[str, str, str]) -> None:
+    """Refuse ``served[key]`` unless ``key`` is ``own``, the name the journal records it under.
+
+    ``names``: what is served, what its own name is called, and what the journal records
+    under it (``("agent", "name", "runs")``).
+    """
+    if key != own:
+        thing, by, records = names
+        raise UserError(
+            f"{served}[{key!r}] is the {thing} {own!r}: key each {thing} by its {by} "
+            f"(the journal records {records} under it)."
+        )
 
 
 def _admin_routes(app: FastAPI, service: Service, admin_token: str | None) -> None:

@@ -11,9 +11,10 @@ from pydantic import JsonValue
 
 from bastion.core import Message, message_adapter
 from bastion.stores import MAX_SEQ
-from bastion.tools import ApprovalDecision, Directive, InterruptResolution
+from bastion.tools import ApprovalDecision, Directive
 
 from ._auth import Caller
+from ._choices import denial, directive_of, raised_limit
 from ._errors import NotFound, Unavailable, error_responses
 from ._follow import sse
 from ._models import Decision, RaiseBudget
@@ -149,15 +150,8 @@ async def deny(
 ) -> SessionView:
     """Deny a call (the model reads the reason) or a budget interrupt."""
     served = await _waiting(sessions, session_id, item_id, caller)
-    reason = body.reason or "Denied by a person."
-    if any(i.id == item_id and i.kind == "interrupt" for i in served.pending()):
-        decision = {"decision": "deny", "reason": reason}
-        return _decide(
-            served,
-            Directive(interrupts=[InterruptResolution(interrupt_id=item_id, decision=decision)]),
-        )
-    denial = ApprovalDecision(tool_call_id=item_id, granted=False, reason=reason)
-    return _decide(served, Directive(approvals=[denial]))
+    held = any(i.id == item_id and i.kind == "interrupt" for i in served.pending())
+    return _decide(served, directive_of(denial(item_id, body.reason, interrupt=held)))
 
 
 @sessions_router.post(
@@ -172,16 +166,7 @@ async def raise_budget(
     item = next(i for i in served.pending() if i.id == item_id)
     if item.limit is None:
         raise NotFound(f"Session {session_id} has no pending budget interrupt {item_id!r}.")
-    decision = {
-        "decision": "mutate",
-        "oracle": item.limit.get("oracle"),
-        "limit_type": item.limit.get("limit_type"),
-        "max": body.max,
-        "window": item.limit.get("window"),
-    }
-    return _decide(
-        served, Directive(interrupts=[InterruptResolution(interrupt_id=item_id, decision=decision)])
-    )
+    return _decide(served, directive_of(raised_limit(item, body.max)))
 
 
 async def _waiting(

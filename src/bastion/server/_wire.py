@@ -7,6 +7,7 @@ scalars), so they go into the API's pydantic response bodies as they are.
 from __future__ import annotations
 
 import json
+from typing import NoReturn
 
 from pydantic import JsonValue
 
@@ -20,9 +21,7 @@ def loads_object(text: str | bytes, what: str) -> dict[str, JsonValue]:
         ValueError: ``text`` is not JSON, or not an object (``what`` names it).
     """
     value: JsonValue = json.loads(text)
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} is a JSON {type(value).__name__}, not an object.")
-    return value
+    return value if isinstance(value, dict) else _unexpected(what, value, "an object")
 
 
 def loads_list(text: str | bytes, what: str) -> list[JsonValue]:
@@ -32,9 +31,11 @@ def loads_list(text: str | bytes, what: str) -> list[JsonValue]:
         ValueError: ``text`` is not JSON, or not an array (``what`` names it).
     """
     value: JsonValue = json.loads(text)
-    if not isinstance(value, list):
-        raise ValueError(f"{what} is a JSON {type(value).__name__}, not an array.")
-    return value
+    return value if isinstance(value, list) else _unexpected(what, value, "an array")
+
+
+def _unexpected(what: str, value: JsonValue, expected: str) -> NoReturn:
+    raise ValueError(f"{what} is a JSON {type(value).__name__}, not {expected}.")
 
 
 def object_at(data: dict[str, JsonValue], key: str) -> dict[str, JsonValue]:
