@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Generator
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Literal, TypeAlias, TypeVar
 
 import typer
 from rich.console import Console
@@ -17,7 +17,7 @@ from rich.text import Text
 from typer.models import OptionInfo
 
 from bastion.agent import Agent, AgentStream, RunResult
-from bastion.core import AgentEvent, BastionError, dump_event
+from bastion.core import AgentEvent, BastionError, JsonValue, dump_event
 from bastion.stores import DEFAULT_STORE_URL, STORE_ENV
 
 from ._load import SpecError
@@ -172,11 +172,12 @@ def default_store_url() -> str:
     return os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
 
 
-def graph_input(text: str | None) -> Any:
+def graph_input(text: str | None) -> JsonValue:
     """A graph's ``--input``: JSON when it parses, else the text as a string."""
     if text is None:
         return None
     try:
-        return json.loads(text)
+        value: JsonValue = json.loads(text)
+        return value
     except ValueError:
         return text  # plain text is a string input

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from fastapi.types import DecoratedCallable
 from pydantic import JsonValue
 
 from bastion.core import Message, message_adapter
@@ -42,6 +43,12 @@ Who = Annotated[Caller, Depends(_caller)]
 
 _ERRORS = error_responses(400, 401, 404, 409, 413, 422, 503)
 sessions_router = APIRouter(responses=_ERRORS, tags=["sessions"])
+
+
+def _decision_route(action: str) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """Route ``POST /sessions/{session_id}/approvals/{item_id}/<action>`` (202, the view)."""
+    path = f"/sessions/{{session_id}}/approvals/{{item_id}}/{action}"
+    return sessions_router.post(path, status_code=202, response_model=SessionView)
 
 
 @sessions_router.post("/sessions", status_code=201, response_model=SessionView)
@@ -128,10 +135,7 @@ async def session_events(
     return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
 
-@sessions_router.post(
-    "/sessions/{session_id}/approvals/{item_id}/approve", status_code=202,
-    response_model=SessionView,
-)  # fmt: skip
+@_decision_route("approve")
 async def approve(
     session_id: str, item_id: str, body: Decision, sessions: Sess, caller: Who
 ) -> SessionView:
@@ -141,10 +145,7 @@ async def approve(
     return _decide(served, Directive(approvals=[decision]))
 
 
-@sessions_router.post(
-    "/sessions/{session_id}/approvals/{item_id}/deny", status_code=202,
-    response_model=SessionView,
-)  # fmt: skip
+@_decision_route("deny")
 async def deny(
     session_id: str, item_id: str, body: Decision, sessions: Sess, caller: Who
 ) -> SessionView:
@@ -154,10 +155,7 @@ async def deny(
     return _decide(served, directive_of(denial(item_id, body.reason, interrupt=held)))
 
 
-@sessions_router.post(
-    "/sessions/{session_id}/approvals/{item_id}/raise", status_code=202,
-    response_model=SessionView,
-)  # fmt: skip
+@_decision_route("raise")
 async def raise_budget(
     session_id: str, item_id: str, body: RaiseBudget, sessions: Sess, caller: Who
 ) -> SessionView:
