@@ -19,7 +19,7 @@ from bastion.agent import Agent
 from bastion.core import UserError
 
 from ._chat import chat
-from ._common import EXIT_USAGE, Output, console, error, or_exit, stream_run
+from ._common import EXIT_USAGE, Output, command_group, console, error, or_exit, stream_run
 from ._demo import find_demo
 from ._format import format_call
 from ._graph_cli import graph_resume, graph_run
@@ -38,15 +38,7 @@ from ._temporal_graph import graph_answer
 __all__ = ["app", "main"]
 
 
-app = typer.Typer(
-    name="bastion",
-    help="Bastion: run LLM agents you can trust with real work.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # click's own help layout: a flag shows as '--json', not as '--json <bool>'.
-    rich_markup_mode=None,
-)
+app = command_group("bastion", "Bastion: run LLM agents you can trust with real work.")
 
 _PLAIN = typer.Option(
     "--plain", help="Print each line once, without colors or animation (automatic in pipes)."
@@ -62,13 +54,8 @@ _MODEL = typer.Option(
 
 runs_app.command("prune")(prune)
 app.add_typer(runs_app, name="runs")
-graph_app = typer.Typer(
-    name="graph",
-    help="Durable graph executions: run, resume, show, history and fork them.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+graph_app = command_group(
+    "graph", "Durable graph executions: run, resume, show, history and fork them."
 )
 graph_app.command("run")(graph_run)
 graph_app.command("resume")(graph_resume)

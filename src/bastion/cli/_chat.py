@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import signal
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -135,7 +135,7 @@ class Chat:
             self.loop.close()
         return 0
 
-    def call(self, work: Coroutine[Any, Any, _T]) -> _T:
+    def call(self, work: Awaitable[_T]) -> _T:
         """Run ``work`` on the chat's loop; Ctrl-C meanwhile aborts the session's turn."""
         loop = self.loop
         with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):

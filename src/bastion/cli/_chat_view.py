@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.panel import Panel
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         TextDelta,
         ToolResult,
     )
-    from bastion.tools import ToolCallRequest
+    from bastion.tools import Tool, ToolCallRequest
 
 __all__ = ["ChatView"]
 
@@ -97,7 +97,7 @@ class ChatView:
             self.note("cancelled: the session goes on", "yellow")
 
 
-def describe_tool(name: str, tool: Any) -> str:
+def describe_tool(name: str, tool: Tool) -> str:
     """One line about a tool for ``/tools``."""
     approval = ", needs approval" if tool.needs_approval else ""
     summary = (tool.description or "").strip().splitlines()

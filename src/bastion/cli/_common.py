@@ -9,14 +9,15 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Generator
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Literal, TypeAlias, TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.models import OptionInfo
 
 from bastion.agent import Agent, AgentStream, RunResult
-from bastion.core import AgentEvent, BastionError, dump_event
+from bastion.core import AgentEvent, BastionError, JsonValue, dump_event
 from bastion.stores import DEFAULT_STORE_URL, STORE_ENV
 
 from ._load import SpecError
@@ -27,16 +28,41 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "Output",
+    "command_group",
     "console",
     "default_store_url",
     "error",
     "graph_input",
     "or_exit",
+    "value_option",
     "stream_run",
 ]
 
 _T = TypeVar("_T")
 Output: TypeAlias = Literal["auto", "plain", "json"]
+
+
+def value_option(flag: str, metavar: str, help: str) -> OptionInfo:
+    """An option that takes a value: its help shows ``metavar``, not a default."""
+    info: OptionInfo = typer.Option(flag, metavar=metavar, help=help, show_default=False)
+    return info
+
+
+def command_group(name: str, help: str) -> typer.Typer:
+    """A ``bastion`` command group: help when called bare, no shell completion, plain errors.
+
+    Click's own help layout (no rich markup): a flag shows as ``--json``, not as
+    ``--json <bool>``.
+    """
+    return typer.Typer(
+        name=name,
+        help=help,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
 
 EXIT_FAILED_RUN = 1
 EXIT_USAGE = 2
@@ -146,11 +172,12 @@ def default_store_url() -> str:
     return os.environ.get(STORE_ENV) or DEFAULT_STORE_URL
 
 
-def graph_input(text: str | None) -> Any:
+def graph_input(text: str | None) -> JsonValue:
     """A graph's ``--input``: JSON when it parses, else the text as a string."""
     if text is None:
         return None
     try:
-        return json.loads(text)
+        value: JsonValue = json.loads(text)
+        return value
     except ValueError:
         return text  # plain text is a string input

@@ -19,17 +19,18 @@ import json
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from rich.console import Console
 from rich.text import Text
 
 from bastion.core import UserError
-from bastion.governance import SuspendedInterrupt, load_governance_state
+from bastion.governance import MutateDecision, SuspendedInterrupt, load_governance_state
 from bastion.stores import JournalEntry
 from bastion.tools import ApprovalDecision, Directive, InputAnswer, InterruptResolution
 
 from ._format import format_call
+from ._json import JsonValue, as_object, as_objects
 
 __all__ = [
     "HAPPENED",
@@ -63,8 +64,8 @@ class Pending:
     kind: str
     what: str
     reason: str
-    interrupt: Mapping[str, Any] | None = None
-    question: Mapping[str, Any] | None = None
+    interrupt: Mapping[str, object] | None = None
+    question: Mapping[str, JsonValue] | None = None
 
     @property
     def subagent(self) -> bool:
@@ -98,16 +99,16 @@ class Pending:
         return [f"--approve {self.id}", f"--deny {self.id}[:REASON]"]
 
 
-def pending_of_state(state: Mapping[str, Any]) -> list[Pending]:
+def pending_of_state(state: Mapping[str, JsonValue]) -> list[Pending]:
     """What a run state (as journaled, a JSON object) waits for."""
     found: list[Pending] = []
-    interrupts = [_flat(i) for i in cast("list[dict[str, Any]]", state.get("interrupts") or [])]
-    held = {str(c) for i in interrupts for c in cast("list[object]", i.get("tool_call_ids") or [])}
-    for item in cast("list[dict[str, Any]]", state.get("pending_approvals") or []):
-        call = cast("dict[str, Any]", item.get("call") or {})
-        request = cast("dict[str, Any] | None", item.get("request"))
-        if request is None or str(call.get("id")) in held:  # decided with its interrupt
-            continue
+    interrupts = [_flat(i) for i in as_objects(state.get("interrupts"))]
+    held = {c for i in interrupts for c in _ids(i.get("tool_call_ids"))}
+    for item in as_objects(state.get("pending_approvals")):
+        call = as_object(item.get("call"))
+        request = item.get("request")
+        if not isinstance(request, Mapping) or str(call.get("id")) in held:  # decided with
+            continue  # its interrupt
         arguments = request.get("arguments")
         shown = json.dumps(arguments) if arguments is not None else str(call.get("arguments", ""))
         found.append(
@@ -116,7 +117,7 @@ def pending_of_state(state: Mapping[str, Any]) -> list[Pending]:
                 kind="call",
                 what=format_call(str(call.get("name", "")), shown),
                 reason=str(request.get("reason") or "The tool needs approval."),
-                question=cast("dict[str, Any] | None", request.get("input")),
+                question=_question(request.get("input")),
             )
         )
     found.extend(
@@ -132,10 +133,21 @@ def pending_of_state(state: Mapping[str, Any]) -> list[Pending]:
     return found
 
 
-def _flat(item: Mapping[str, Any]) -> dict[str, Any]:
+def _flat(item: Mapping[str, JsonValue]) -> Mapping[str, object]:
     """A suspended interrupt as one flat dict, whichever form the state was saved in."""
     loaded = load_governance_state(item)
     return loaded.to_dict() if isinstance(loaded, SuspendedInterrupt) else dict(item)
+
+
+def _ids(value: object) -> list[str]:
+    """The ids of a flat interrupt's ``tool_call_ids`` (a list, or a tuple not yet dumped)."""
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [str(c) for c in cast("list[object] | tuple[object, ...]", value)]
+
+
+def _question(value: JsonValue) -> Mapping[str, JsonValue] | None:
+    return value if isinstance(value, Mapping) else None
 
 
 def pending_of_entries(entries: Sequence[JournalEntry]) -> list[Pending]:
@@ -143,7 +155,7 @@ def pending_of_entries(entries: Sequence[JournalEntry]) -> list[Pending]:
     raised = [e for e in entries if e.kind == "interrupt_raised"]
     if not raised:
         return []
-    return pending_of_state(cast("dict[str, Any]", raised[-1].payload.get("state") or {}))
+    return pending_of_state(as_object(raised[-1].payload.get("state")))
 
 
 def open_calls(entries: Sequence[JournalEntry]) -> list[str]:
@@ -152,7 +164,7 @@ def open_calls(entries: Sequence[JournalEntry]) -> list[str]:
     Each line: the call id, the call, its side-effect class, and what ``runs resume`` will
     do with it (run it again, or ask a person, as the side-effect ledger decides).
     """
-    started: dict[str, Mapping[str, Any]] = {}
+    started: dict[str, Mapping[str, JsonValue]] = {}
     for entry in entries:
         if entry.kind in ("run_started", "interrupt_raised", "run_ended", "model_response"):
             started = {}
@@ -175,7 +187,7 @@ def open_calls(entries: Sequence[JournalEntry]) -> list[str]:
     return lines
 
 
-def _limit(item: Mapping[str, Any]) -> str:
+def _limit(item: Mapping[str, object]) -> str:
     limit = item.get("limit_type") or item.get("kind") or "limit"
     window = f" per {item['window']}" if item.get("window") else ""
     numbers = ""
@@ -197,8 +209,8 @@ def print_pending(out: Console, pending: Sequence[Pending], command: str | None)
         out.print(Text(f"  {item.id}  {item.what}  [{label}]"), soft_wrap=True)
         out.print(Text(f"    why: {item.reason}"), soft_wrap=True)
         if item.question is not None and item.subagent:
-            context = cast("dict[str, Any]", item.question.get("context") or {})
-            for waiting in cast("list[dict[str, Any]]", context.get("pending") or []):
+            context = as_object(item.question.get("context"))
+            for waiting in as_objects(context.get("pending")):
                 call = format_call(
                     str(waiting.get("tool_name")), json.dumps(waiting.get("arguments"))
                 )
@@ -236,7 +248,7 @@ def build_directive(
     deny: Sequence[str],
     happened: Sequence[str],
     raise_to: Sequence[str],
-    interrupts: Mapping[str, Mapping[str, Any]],
+    interrupts: Mapping[str, Mapping[str, object]],
     *,
     answers: Sequence[str] = (),
 ) -> Directive | None:
@@ -298,7 +310,7 @@ def _answer(item: str) -> InputAnswer:
     if value in ("decline", "cancel"):
         return InputAnswer(tool_call_id=call_id, action=value)
     try:
-        content = json.loads(value)
+        content: JsonValue = json.loads(value)
     except ValueError:
         content = None
     if not isinstance(content, dict):
@@ -306,10 +318,10 @@ def _answer(item: str) -> InputAnswer:
             f"--answer {item!r}: give ID=JSON with a JSON object (e.g. "
             f"call_1='{{\"ok\": true}}'), ID=decline or ID=cancel."
         )
-    return InputAnswer(tool_call_id=call_id, content=cast("dict[str, Any]", content))
+    return InputAnswer(tool_call_id=call_id, content=dict(content))
 
 
-def _raise(item: str, interrupts: Mapping[str, Mapping[str, Any]]) -> InterruptResolution:
+def _raise(item: str, interrupts: Mapping[str, Mapping[str, object]]) -> InterruptResolution:
     interrupt_id, sep, value = item.partition("=")
     interrupt_id = interrupt_id.strip()
     interrupt = interrupts.get(interrupt_id)
@@ -325,11 +337,6 @@ def _raise(item: str, interrupts: Mapping[str, Mapping[str, Any]]) -> InterruptR
         maximum = float("nan")
     if not maximum >= 0:  # also NaN
         raise UserError(f"--raise needs ID=MAX with a number MAX >= 0, got {item!r}.")
-    decision = {
-        "decision": "mutate",
-        "oracle": interrupt.get("oracle"),
-        "limit_type": interrupt.get("limit_type"),
-        "max": maximum,
-        "window": interrupt.get("window"),
-    }
-    return InterruptResolution(interrupt_id=interrupt_id, decision=decision)
+    return InterruptResolution(
+        interrupt_id=interrupt_id, decision=MutateDecision.raising(interrupt, maximum)
+    )

@@ -7,9 +7,8 @@ are unit-tested on their own.
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from bastion.core import RunStatus, Usage
+from bastion.core import JsonValue, RunStatus, Usage
 
 __all__ = ["format_call", "format_duration", "format_summary", "preview"]
 
@@ -29,14 +28,14 @@ def format_call(name: str, arguments: str) -> str:
     Arguments that are not a JSON object (the model may write malformed JSON) are shown raw.
     """
     try:
-        parsed: Any = json.loads(arguments) if arguments.strip() else {}
+        parsed: JsonValue = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
         return f"{name}({preview(arguments, _ARG_WIDTH)})"
     if not isinstance(parsed, dict):
         return f"{name}({preview(arguments, _ARG_WIDTH)})"
     pairs = ", ".join(
         f"{key}={preview(json.dumps(value, ensure_ascii=False), _ARG_WIDTH)}"
-        for key, value in parsed.items()  # pyright: ignore[reportUnknownVariableType]
+        for key, value in parsed.items()
     )
     return f"{name}({pairs})"
 

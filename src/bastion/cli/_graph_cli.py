@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
 import typer
@@ -31,6 +31,7 @@ from ._common import (
     error,
     graph_input,
     or_exit,
+    value_option,
 )
 from ._graph_decisions import graph_directive
 from ._graph_format import pending_line
@@ -42,18 +43,14 @@ from ._temporal_graph import run_graph_on_temporal
 
 __all__ = ["graph_resume", "graph_run", "load_graph", "resume_graph_command"]
 
-_STORE = typer.Option(
+_STORE = value_option(
     "--store",
-    metavar="URL",
-    help="Checkpoint into this store (default: the graph's own, else $BASTION_STORE, "
+    "URL",
+    "Checkpoint into this store (default: the graph's own, else $BASTION_STORE, "
     "else sqlite:///.bastion/bastion.db).",
-    show_default=False,
 )
-_SPEC = typer.Option(
-    "--graph",
-    metavar="MODULE:ATTR",
-    help="The graph: 'pkg.module:graph' or 'path/to/file.py:graph'.",
-    show_default=False,
+_SPEC = value_option(
+    "--graph", "MODULE:ATTR", "The graph: 'pkg.module:graph' or 'path/to/file.py:graph'."
 )
 
 
@@ -123,15 +120,17 @@ def _finish(
     return EXIT_FAILED_RUN
 
 
-async def _record(checkpointer: StoreCheckpointer, execution_id: str) -> list[dict[str, Any]]:
+async def _record(checkpointer: StoreCheckpointer, execution_id: str) -> list[dict[str, object]]:
     try:
-        return (await checkpointer.record(execution_id)).pending
+        return [
+            dict[str, object](item) for item in (await checkpointer.record(execution_id)).pending
+        ]
     finally:
         await checkpointer.aclose()
 
 
 def resume_graph_command(
-    execution_id: str, spec: str, store: str | None, pending: list[dict[str, Any]]
+    execution_id: str, spec: str, store: str | None, pending: Sequence[Mapping[str, object]]
 ) -> str:
     """The ``bastion graph resume`` line that approves everything the execution waits for."""
     parts = ["bastion", "graph", "resume", execution_id, "--graph", spec]

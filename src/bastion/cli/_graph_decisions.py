@@ -8,10 +8,9 @@ and ``--deny`` decide either, ``--value`` answers a paused node (``ctx.pause`` r
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
-from bastion.core import UserError
+from bastion.core import JsonValue, UserError
 from bastion.governance import DenyDecision, InterruptDecision, ResultDecision, RetryDecision
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
@@ -19,7 +18,7 @@ __all__ = ["graph_directive"]
 
 
 def graph_directive(
-    pending: Sequence[dict[str, Any]],
+    pending: Sequence[Mapping[str, object]],
     approve: Sequence[str],
     deny: Sequence[str],
     values: Sequence[str],
@@ -57,7 +56,7 @@ def graph_directive(
         if not sep:
             raise UserError(f"Invalid --value {option!r}: use ID=JSON, e.g. --value int_1='{{}}'.")
         try:
-            value: Any = json.loads(raw)
+            value: JsonValue = json.loads(raw)
         except ValueError:
             value = raw
         if kinds.get(item) == "approval":

@@ -9,7 +9,6 @@ without ANSI codes. Knows nothing of graphs, only of signals.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -33,7 +32,7 @@ __all__ = ["GraphRenderer"]
 _STATUS_STYLE = {"completed": "bold green", "suspended": "bold yellow"}
 
 
-def _value(value: Any, width: int = 60) -> str:
+def _value(value: object, width: int = 60) -> str:
     return preview(json.dumps(value, ensure_ascii=False, default=str), width)
 
 

@@ -8,13 +8,13 @@ execution or checkpoint, a bad edit, an unreachable store), printed as one ``err
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from bastion.core import UserError
+from bastion.core import JsonValue, UserError
 from bastion.graph import fork_execution, load_execution
 
 from ._common import EXIT_USAGE, console, error
@@ -109,8 +109,8 @@ def history(
     out.print(table)
 
 
-def _edits(values: list[str]) -> dict[str, Any]:
-    edits: dict[str, Any] = {}
+def _edits(values: list[str]) -> dict[str, JsonValue]:
+    edits: dict[str, JsonValue] = {}
     for item in values:
         name, sep, raw = item.partition("=")
         if not sep or not name:

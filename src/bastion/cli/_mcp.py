@@ -12,27 +12,37 @@ import asyncio
 import json
 import os
 import shlex
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, TypedDict, TypeVar
 
 import typer
 from rich.table import Table
 
-from bastion.core import UserError
+from bastion.core import JsonValue, UserError
 from bastion.mcp import ConnectionLost, MCPServer, load_config, serve_agent
 from bastion.tools import ToolError
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer as SDKServer
+    from mcp.types import CallToolResult
 
     from bastion import Agent
     from bastion.graph import Graph
 
 from bastion.graph import Graph, StoreCheckpointer
 
-from ._common import EXIT_FAILED_RUN, EXIT_USAGE, console, default_store_url, error, or_exit
+from ._common import (
+    EXIT_FAILED_RUN,
+    EXIT_USAGE,
+    command_group,
+    console,
+    default_store_url,
+    error,
+    or_exit,
+    value_option,
+)
 from ._load import load_agent_or_graph
 
 __all__ = ["CONFIG_ENV", "mcp_app"]
@@ -41,29 +51,27 @@ CONFIG_ENV = "BASTION_MCP_CONFIG"
 _DEFAULT_CONFIG = ".mcp.json"
 _T = TypeVar("_T")
 
-mcp_app = typer.Typer(
-    name="mcp",
-    help="MCP servers: list those configured, list a server's tools, call a tool.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+
+class _ToolRow(TypedDict):
+    """One tool of ``bastion mcp tools`` (a JSON object with ``--json``)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, JsonValue]
+    side_effect_class: str | None
+
+
+mcp_app = command_group(
+    "mcp", "MCP servers: list those configured, list a server's tools, call a tool."
 )
 
-_CONFIG = typer.Option(
+_CONFIG = value_option(
     "--config",
-    metavar="FILE",
-    help=f"An mcpServers JSON file (default: ${CONFIG_ENV}, else ./{_DEFAULT_CONFIG}).",
-    show_default=False,
+    "FILE",
+    f"An mcpServers JSON file (default: ${CONFIG_ENV}, else ./{_DEFAULT_CONFIG}).",
 )
-_STDIO = typer.Option(
-    "--stdio",
-    metavar="COMMAND",
-    help="An ad-hoc stdio server: its command line.",
-    show_default=False,
-)
-_URL = typer.Option(
-    "--url", metavar="URL", help="An ad-hoc streamable HTTP server.", show_default=False
-)
+_STDIO = value_option("--stdio", "COMMAND", "An ad-hoc stdio server: its command line.")
+_URL = value_option("--url", "URL", "An ad-hoc streamable HTTP server.")
 _JSON = typer.Option("--json", help="Print JSON instead of a table.")
 
 
@@ -90,7 +98,7 @@ def list_tools(
     """List a server's tools: name, side-effect class, description."""
     chosen = _server(server, config, stdio, url)
 
-    async def go() -> list[dict[str, Any]]:
+    async def go() -> list[_ToolRow]:
         async with chosen:
             wire = await chosen.describe_tools()
             tools = {t.name: t for t in await chosen.list_tools()}
@@ -129,7 +137,7 @@ def call_tool(  # noqa: PLR0917 (typer options)
 ) -> None:
     """Call one tool and print its result (structured content as JSON when there is some)."""
     try:
-        parsed: Any = json.loads(arguments)
+        parsed: JsonValue = json.loads(arguments)
     except ValueError as exc:
         error(f'ARGUMENTS is not JSON: {exc}. Example: \'{{"timezone": "UTC"}}\'.')
         raise typer.Exit(EXIT_USAGE) from None
@@ -137,9 +145,9 @@ def call_tool(  # noqa: PLR0917 (typer options)
         error(f"ARGUMENTS must be a JSON object, got {arguments!r}.")
         raise typer.Exit(EXIT_USAGE)
     chosen = _server(None if server == "-" else server, config, stdio, url)
-    values = cast("dict[str, Any]", parsed)
+    values = parsed
 
-    async def go() -> Any:
+    async def go() -> CallToolResult:
         async with chosen:
             return await chosen.call_tool(tool, values)
 
@@ -193,7 +201,7 @@ def _server(name: str | None, config: str | None, stdio: str | None, url: str | 
     return servers[name]
 
 
-def _run(work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+def _run(work: Callable[[], Coroutine[object, None, _T]]) -> _T:
     """Run ``work``; a server that fails prints one line and exits 1 (2 for misuse)."""
     try:
         return asyncio.run(work())

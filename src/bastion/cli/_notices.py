@@ -6,7 +6,7 @@ calls each become one styled line. Called by ``_render``, which prints them in p
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias, assert_never
+from typing import TypeAlias, assert_never
 
 from rich.text import Text
 
@@ -33,6 +33,7 @@ from bastion.core import (
 )
 
 from ._format import format_call, format_duration, preview
+from ._json import as_object
 
 __all__ = ["NoticeEvent", "notice"]
 
@@ -194,7 +195,7 @@ def _governance(event: GovernanceEvent) -> Text:
         what = f"{data.get('limit_type')} {data.get('current', 0):g} of {data.get('max', 0):g}"
         return _line("⚖", f"{key}: {what} reached ({data.get('window')})", "yellow")
     if signal == "oracle.interrupt.in":
-        interrupt: dict[str, Any] = data.get("interrupt") or {}
+        interrupt = as_object(data.get("interrupt"))
         return _line("⚖", f"{key} paused: {interrupt.get('reason', '')}", "yellow")
     if signal == "oracle.interrupt.out":
         return _line("⚖", f"{key} decided: {data.get('decision')}", "yellow")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
@@ -30,11 +30,13 @@ from ._common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     Output,
+    command_group,
     console,
     default_store_url,
     error,
     or_exit,
     stream_run,
+    value_option,
 )
 from ._decisions import (
     Pending,
@@ -48,6 +50,7 @@ from ._decisions import (
 from ._format import format_call, preview
 from ._graph_cli import graph_resume
 from ._graph_format import graph_entry_summary
+from ._json import JsonValue, as_list, as_object, as_objects
 from ._load import load_agent, load_object
 from ._temporal import cancel_on_temporal, resume_on_temporal
 from ._temporal_client import TEMPORAL_OPTION, TaskQueue
@@ -56,23 +59,17 @@ __all__ = ["entry_summary", "explain_suspension", "runs_app"]
 
 _T = TypeVar("_T")
 
-runs_app = typer.Typer(
-    name="runs",
-    help="Journaled runs in the store: list, show, resume, replay, export and prune them; "
+runs_app = command_group(
+    "runs",
+    "Journaled runs in the store: list, show, resume, replay, export and prune them; "
     "cancel a run on Temporal.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # click's own help layout: a flag shows as '--json', not as '--json <bool>'.
-    rich_markup_mode=None,
 )
 
-_STORE = typer.Option(
+_STORE = value_option(
     "--store",
-    metavar="URL",
-    help="The store: sqlite:///path.db, postgresql://…, redis://…, memory:// "
+    "URL",
+    "The store: sqlite:///path.db, postgresql://…, redis://…, memory:// "
     "(default: $BASTION_STORE, else sqlite:///.bastion/bastion.db).",
-    show_default=False,
 )
 _RUN_ID = typer.Argument(metavar="RUN_ID", help="The run's id (run_…).", show_default=False)
 _PLAIN = typer.Option("--plain", help="Plain text, without colors or animation.")
@@ -146,9 +143,7 @@ def show(
         f"{record.updated_at:%Y-%m-%d %H:%M:%S} · {record.last_seq} entries"
     )
     if record.status == "awaiting_approval":
-        classifications = {
-            a["tool_call_id"]: a["classification"] for a in pending_approvals(entries)
-        }
+        classifications = approval_classes(entries)
         pending = pending_of_entries(entries)
         if pending:
             out.print("Waiting for a decision on:")
@@ -248,41 +243,32 @@ def export(
         )
 
 
-_AGENT = typer.Option(
+_AGENT = value_option(
     "--agent",
-    metavar="MODULE:ATTR",
-    help="The run's agent, as for 'bastion run': 'pkg.module:agent' or "
+    "MODULE:ATTR",
+    "The run's agent, as for 'bastion run': 'pkg.module:agent' or "
     "'path/to/file.py:agent' (for a graph execution: the graph).",
-    show_default=False,
 )
-_APPROVE = typer.Option(
-    "--approve", metavar="CALL_ID", help="Grant this pending call.", show_default=False
-)
-_DENY = typer.Option(
+_APPROVE = value_option("--approve", "CALL_ID", "Grant this pending call.")
+_DENY = value_option(
     "--deny",
-    metavar="ID[:REASON]",
-    help="Deny this pending call or budget interrupt; the model reads the reason.",
-    show_default=False,
+    "ID[:REASON]",
+    "Deny this pending call or budget interrupt; the model reads the reason.",
 )
-_HAPPENED = typer.Option(
+_HAPPENED = value_option(
     "--happened",
-    metavar="CALL_ID[:RESULT]",
-    help="The call's outcome was unknown but it did happen: record RESULT as its "
+    "CALL_ID[:RESULT]",
+    "The call's outcome was unknown but it did happen: record RESULT as its "
     "result without running it again.",
-    show_default=False,
 )
-_RAISE = typer.Option(
-    "--raise",
-    metavar="INTERRUPT_ID=MAX",
-    help="Raise the limit of this budget interrupt to MAX, and retry.",
-    show_default=False,
+_RAISE = value_option(
+    "--raise", "INTERRUPT_ID=MAX", "Raise the limit of this budget interrupt to MAX, and retry."
 )
-_ANSWER = typer.Option(
+_ANSWER = value_option(
     "--answer",
-    metavar="CALL_ID=JSON|decline|cancel",
-    help="Answer the question this call asked (an MCP server's elicitation); "
+    "CALL_ID=JSON|decline|cancel",
+    "Answer the question this call asked (an MCP server's elicitation); "
     "it runs again with the answer.",
-    show_default=False,
 )
 
 
@@ -354,7 +340,7 @@ def _resume_here(
         raise typer.Exit(EXIT_USAGE) from None
     assert agent.config.store is not None
     url = agent.config.store.url
-    interrupts: dict[str, Any] = {}
+    interrupts: dict[str, Mapping[str, object]] = {}
     if decisions.deny or decisions.raise_to:  # which ids are budget interrupts, and their limits
         pending = _with_store(store or url, lambda stores: _pending(stores, run_id))
         interrupts = {p.id: p.interrupt for p in pending if p.interrupt is not None}
@@ -450,35 +436,26 @@ async def _pending(stores: Stores, run_id: str) -> list[Pending]:
     return pending_of_entries(entries)
 
 
-def pending_approvals(entries: list[JournalEntry]) -> list[dict[str, Any]]:
-    """The pending approvals of the last ``interrupt_raised`` entry, for display."""
+def approval_classes(entries: list[JournalEntry]) -> dict[str, str]:
+    """How each call pending in the last ``interrupt_raised`` entry is classified, by call id.
+
+    Each value reads ``key=value, ...`` (empty when the request carries no classification).
+    """
     raised = [e for e in entries if e.kind == "interrupt_raised"]
     if not raised:
-        return []
-    state = cast("dict[str, Any]", raised[-1].payload.get("state") or {})
-    found: list[dict[str, Any]] = []
-    for item in cast("list[dict[str, Any]]", state.get("pending_approvals") or []):
-        call = cast("dict[str, Any]", item.get("call") or {})
-        request = cast("dict[str, Any]", item.get("request") or {})
-        arguments = request.get("arguments")
-        shown = json.dumps(arguments) if arguments is not None else str(call.get("arguments", ""))
-        classification = cast("dict[str, Any]", request.get("classification") or {})
-        found.append(
-            {
-                "tool_call_id": str(call.get("id", "")),
-                "tool_name": str(call.get("name", "")),
-                "call": format_call(str(call.get("name", "")), shown),
-                "arguments": arguments,
-                "classification": ", ".join(f"{k}={v}" for k, v in classification.items()),
-                "reason": request.get("reason"),
-            }
-        )
+        return {}
+    state = as_object(raised[-1].payload.get("state"))
+    found: dict[str, str] = {}
+    for item in as_objects(state.get("pending_approvals")):
+        call, request = as_object(item.get("call")), as_object(item.get("request"))
+        classification = as_object(request.get("classification"))
+        found[str(call.get("id", ""))] = ", ".join(f"{k}={v}" for k, v in classification.items())
     return found
 
 
 def entry_summary(entry: JournalEntry) -> str:
     """One line about a journal entry: the call, the result, the text, the status."""
-    payload = cast("dict[str, Any]", entry.payload)
+    payload = entry.payload
     match entry.kind:
         case "tool_call_started" | "tool_result":
             call = format_call(
@@ -489,21 +466,21 @@ def entry_summary(entry: JournalEntry) -> str:
             mark = "✗" if payload.get("is_error") else "→"
             return f"{call} {mark} {preview(str(payload.get('content', '')), 48)}"
         case "model_response":
-            message = cast("dict[str, Any]", payload.get("message") or {})
-            calls = cast("list[dict[str, Any]]", message.get("tool_calls") or [])
+            message = as_object(payload.get("message"))
+            calls = as_list(message.get("tool_calls"))
             text = _message_text(message)
             parts = [f'"{preview(text, 48)}"'] if text else []
             if calls:
                 parts.append(f"{len(calls)} tool call{'s' if len(calls) != 1 else ''}")
             return ", ".join(parts) or "(empty)"
         case "interrupt_raised":
-            pending = cast("list[dict[str, Any]]", payload.get("pending") or [])
+            pending = as_objects(payload.get("pending"))
             names = ", ".join(f"{p.get('tool_name')} ({p.get('tool_call_id')})" for p in pending)
             return f"awaiting approval: {names}" if names else "awaiting a decision"
         case "interrupt_decided":
             return preview(json.dumps(payload.get("approvals") or payload), 72)
         case "run_ended":
-            state = cast("dict[str, Any]", payload.get("state") or {})
+            state = as_object(payload.get("state"))
             return str(state.get("status", ""))
         case _:
             return graph_entry_summary(entry.kind, payload)
@@ -514,16 +491,11 @@ def run_kind(record: RunRecord) -> str:
     return "graph" if record.agent.startswith("graph:") else "agent"
 
 
-def _message_text(message: dict[str, Any]) -> str:
+def _message_text(message: Mapping[str, JsonValue]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = cast("list[Any]", content)
-        return " ".join(
-            str(cast("dict[str, Any]", p).get("text", "")) for p in parts if isinstance(p, dict)
-        )
-    return ""
+    return " ".join(str(p.get("text", "")) for p in as_objects(content))
 
 
 async def _load(stores: Stores, run_id: str) -> tuple[RunRecord, list[JournalEntry]]:
@@ -548,7 +520,7 @@ def _with_store(url: str | None, work: Callable[[Stores], Awaitable[_T]]) -> _T:
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
-def _record_json(record: RunRecord) -> dict[str, Any]:
+def _record_json(record: RunRecord) -> dict[str, str | int]:
     return {
         "run_id": record.run_id,
         "kind": run_kind(record),
@@ -560,6 +532,6 @@ def _record_json(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def _write_json(value: dict[str, Any]) -> None:
+def _write_json(value: Mapping[str, object]) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False) + "\n")
     sys.stdout.flush()

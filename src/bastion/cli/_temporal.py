@@ -16,13 +16,13 @@ import shlex
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 from rich.text import Text
 
 from bastion.agent import Agent
-from bastion.core import UserError
+from bastion.core import JsonValue, UserError
 
 from ._common import EXIT_FAILED_RUN, EXIT_USAGE, Output, console, error, or_exit
 from ._decisions import build_directive
@@ -312,7 +312,7 @@ def _write_json(
 
     if result is None:
         assert status is not None  # parked: its status says on what
-        body: dict[str, Any] = json.loads(TypeAdapter(type(status)).dump_json(status))
+        body: dict[str, JsonValue] = json.loads(TypeAdapter(type(status)).dump_json(status))
         body = {"type": "workflow_parked", "workflow_id": workflow_id, **body}
     else:
         as_json = TypeAdapter(type(result)).dump_json(result)

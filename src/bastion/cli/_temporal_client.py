@@ -11,7 +11,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -84,7 +84,7 @@ async def connect(address: str) -> Client:
         raise UserError(f"Cannot reach the Temporal server at {address!r}: {exc}") from None
 
 
-def run_client(go: Callable[[], Coroutine[Any, Any, _T]]) -> _T | int:
+def run_client(go: Callable[[], Coroutine[object, None, _T]]) -> _T | int:
     """``asyncio.run(go())``; a refusal or an interrupt is printed, its exit code returned."""
     try:
         return asyncio.run(go())

@@ -14,13 +14,13 @@ import json
 import shlex
 import signal
 import sys
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
-from bastion.core import UserError
+from bastion.core import JsonValue, UserError
 from bastion.graph import Graph
 
 from ._common import EXIT_FAILED_RUN, EXIT_USAGE, Output, console, error, graph_input, or_exit
@@ -138,7 +138,7 @@ def _one_graph(spec: str, task_queue: str | None) -> TemporalGraph:
 
 def run_graph_on_temporal(  # noqa: PLR0917 (the options of graph run)
     spec: str,
-    value: Any,
+    value: JsonValue,
     address: str,
     task_queue: str | None,
     workflow_id: str | None,
@@ -187,7 +187,13 @@ def graph_answer(  # noqa: PLR0917 (typer arguments and options)
     raise typer.Exit(_outcome(graph, spec, address, "json" if json_lines else "auto", go))
 
 
-def _outcome(graph: TemporalGraph, spec: str, address: str, output: Output, work: Any) -> int:
+def _outcome(
+    graph: TemporalGraph,
+    spec: str,
+    address: str,
+    output: Output,
+    work: Callable[[Client], Awaitable[str]],
+) -> int:
     """Run ``work`` (it returns the workflow id), wait for a pause or the end; print it."""
 
     async def go() -> tuple[str, GraphWorkflowStatus, GraphWorkflowResult | None]:
@@ -233,7 +239,7 @@ def _write_json(
     from pydantic import TypeAdapter
 
     if result is None:
-        body: dict[str, Any] = json.loads(TypeAdapter(type(status)).dump_json(status))
+        body: dict[str, JsonValue] = json.loads(TypeAdapter(type(status)).dump_json(status))
         body = {"type": "graph_paused", "workflow_id": workflow_id, **body}
     else:
         body = {"type": "graph_end", **json.loads(TypeAdapter(type(result)).dump_json(result))}

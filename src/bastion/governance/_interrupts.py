@@ -156,6 +156,25 @@ class MutateDecision:
     approver: str | None = None
     decision: Literal["mutate"] = field(default="mutate", init=False)
 
+    @classmethod
+    def raising(cls, limit: Mapping[str, object], to: float) -> MutateDecision:
+        """Raise the limit a pending interrupt names to ``to``.
+
+        ``limit`` holds the interrupt's ``oracle``, ``limit_type`` and ``window``.
+
+        Raises:
+            UserError: ``limit`` names no oracle or limit type.
+        """
+        oracle, limit_type, window = (
+            limit.get("oracle"),
+            limit.get("limit_type"),
+            limit.get("window"),
+        )
+        if not isinstance(oracle, str) or not isinstance(limit_type, str):
+            raise UserError(f"Not a limit of a pending interrupt: {dict(limit)!r}.")
+        window = window if isinstance(window, str) else None
+        return cls(oracle=oracle, limit_type=limit_type, max=to, window=window)
+
 
 InterruptDecision: TypeAlias = RetryDecision | DenyDecision | ResultDecision | MutateDecision
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
+from pydantic import BaseModel
 
 from bastion.agent import Agent
 from bastion.core import UserError
@@ -41,6 +42,13 @@ __all__ = ["create_app"]
 
 Agents = Agent[Any, Any] | Mapping[str, Agent[Any, Any]]
 Graphs = Graph | Mapping[str, Graph]
+
+
+class _Health(BaseModel):
+    """What ``/healthz`` and ``/admin/drain`` answer."""
+
+    status: str
+    runs_in_flight: int
 
 
 def create_app(
@@ -230,11 +238,7 @@ def _served(agents: Agents) -> dict[str, Agent[Any, Any]]:
     for name, agent in agents.items():
         if not isinstance(agent, Agent):
             raise UserError(f"agents[{name!r}] is {type(agent).__name__}, not an Agent.")
-        if name != agent.name:
-            raise UserError(
-                f"agents[{name!r}] is the agent {agent.name!r}: key each agent by its name "
-                "(the journal records runs under it)."
-            )
+        _keyed_as_journaled("agents", name, agent.name, ("agent", "name", "runs"))
     return dict(agents)
 
 
@@ -245,25 +249,35 @@ def _graphs(graphs: Graphs | None) -> dict[str, Graph]:
     for key, graph in served.items():
         if not isinstance(graph, Graph):
             raise UserError(f"graphs[{key!r}] is {type(graph).__name__}, not a Graph.")
-        if key != graph.key:
-            raise UserError(
-                f"graphs[{key!r}] is the graph {graph.key!r}: key each graph by its key "
-                "(the journal records executions under it)."
-            )
+        _keyed_as_journaled("graphs", key, graph.key, ("graph", "key", "executions"))
         graph.validate()
     return served
 
 
+def _keyed_as_journaled(served: str, key: str, own: str, names: tuple[str, str, str]) -> None:
+    """Refuse ``served[key]`` unless ``key`` is ``own``, the name the journal records it under.
+
+    ``names``: what is served, what its own name is called, and what the journal records
+    under it (``("agent", "name", "runs")``).
+    """
+    if key != own:
+        thing, by, records = names
+        raise UserError(
+            f"{served}[{key!r}] is the {thing} {own!r}: key each {thing} by its {by} "
+            f"(the journal records {records} under it)."
+        )
+
+
 def _admin_routes(app: FastAPI, service: Service, admin_token: str | None) -> None:
     @app.get("/healthz", tags=["server"])
-    async def health() -> dict[str, Any]:  # pyright: ignore[reportUnusedFunction]
+    async def health() -> _Health:  # pyright: ignore[reportUnusedFunction]
         """Whether the server takes new runs, and how many it runs."""
         manager = service.manager
         state = "draining" if manager.draining else "ok"
-        return {"status": state, "runs_in_flight": len(manager.live)}
+        return _Health(status=state, runs_in_flight=len(manager.live))
 
     @app.post("/admin/drain", status_code=202, tags=["server"])
-    async def drain(request: Request) -> dict[str, Any]:  # pyright: ignore[reportUnusedFunction]
+    async def drain(request: Request) -> _Health:  # pyright: ignore[reportUnusedFunction]
         """Refuse new runs and let the runs in flight end (idempotent)."""
         if admin_token is None:
             raise NotFound("Draining over HTTP is not enabled (create_app(admin_token=...)).")
@@ -271,4 +285,4 @@ def _admin_routes(app: FastAPI, service: Service, admin_token: str | None) -> No
         if not hmac.compare_digest(given.encode(), admin_token.encode()):
             raise Unauthorized("The drain needs the admin bearer token.")
         await service.manager.drain()
-        return {"status": "draining", "runs_in_flight": len(service.manager.live)}
+        return _Health(status="draining", runs_in_flight=len(service.manager.live))

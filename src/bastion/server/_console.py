@@ -9,13 +9,12 @@ with a strict Content-Security-Policy: scripts, styles and connections from this
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import RedirectResponse
 from pydantic import BaseModel
 from starlette.staticfiles import StaticFiles
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from ._service import Service
 
@@ -57,7 +56,7 @@ class _Console(StaticFiles):
     """The console's files, each answered with the console's security headers."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def secured(message: Any) -> None:
+        async def secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), *_HEADERS]
             await send(message)

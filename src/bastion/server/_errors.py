@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, JsonValue
 from starlette.exceptions import HTTPException
 
 from bastion.core import BastionError, ConcurrentRunError, UserError
@@ -22,6 +22,7 @@ __all__ = [
     "TooLarge",
     "Unavailable",
     "error_response",
+    "error_responses",
     "install_error_handlers",
 ]
 
@@ -45,12 +46,17 @@ class Unavailable(BastionError):
 
 
 def error_response(
-    status: int, kind: str, message: str, detail: list[Any] | None = None
+    status: int, kind: str, message: str, detail: list[JsonValue] | None = None
 ) -> JSONResponse:
     """A JSON error body with ``status``."""
     body = ErrorBody(error=ErrorInfo(type=kind, message=message, detail=detail))
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(body.model_dump(exclude_none=True), status_code=status, headers=headers)
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, type[BaseModel]]]:
+    """The ``responses`` of a router whose routes answer ``codes`` with an :class:`ErrorBody`."""
+    return {code: {"model": ErrorBody} for code in codes}
 
 
 def _status(exc: BastionError) -> int:
@@ -83,11 +89,14 @@ async def _bastion_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = [
+    problems = exc.errors()
+    errors: list[JsonValue] = [
         {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
-        for e in exc.errors()
+        for e in problems
     ]
-    where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors)
+    where = "; ".join(
+        f"{'.'.join(map(str, e.get('loc', ())))}: {e.get('msg', '')}" for e in problems
+    )
     return error_response(422, "ValidationError", f"Invalid request: {where}", errors)
 
 

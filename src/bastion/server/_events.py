@@ -14,10 +14,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
 
 from bastion.core import AgentEvent, dump_event
 from bastion.stores import ArtifactStore
+
+from ._wire import JsonValue, loads_list, number
 
 __all__ = ["EventLog", "Hub", "LoggedEvent"]
 
@@ -89,11 +90,13 @@ class EventLog:
 
 
 def _events(content: str) -> list[LoggedEvent]:
-    items = cast("list[dict[str, Any]]", json.loads(content))
-    return [
-        LoggedEvent(seq=int(item["seq"]), type=str(item["type"]), data=json.dumps(item))
-        for item in items
-    ]
+    return [_logged(item) for item in loads_list(content, "A logged batch")]
+
+
+def _logged(item: JsonValue) -> LoggedEvent:
+    if not isinstance(item, dict):
+        raise ValueError(f"A logged event is a JSON {type(item).__name__}, not an object.")
+    return LoggedEvent(seq=int(number(item["seq"])), type=str(item["type"]), data=json.dumps(item))
 
 
 Batch = list[LoggedEvent] | None

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from bastion.core import RunStatus
 from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
+from ._errors import error_responses
 from ._follow import sse
 from ._graphs import GraphRuns
-from ._models import ErrorBody, ResumeRun
+from ._models import ResumeRun
 from ._routes import Who, _after  # pyright: ignore[reportPrivateUsage]
 
 __all__ = ["graphs_router"]
@@ -39,7 +40,7 @@ class GraphInfo(_Body):
 class StartExecution(_Body):
     """Start an execution of a graph (its entries receive ``[input]``)."""
 
-    input: Any = Field(default=None, description="The graph's input (any JSON value).")
+    input: JsonValue = Field(default=None, description="The graph's input (any JSON value).")
 
 
 class ExecutionAccepted(_Body):
@@ -57,12 +58,14 @@ class ExecutionView(_Body):
     graph: str
     status: RunStatus
     tenant_id: str | None
-    input: Any = None
-    output: Any = None
+    input: object = None
+    output: object = None
     error: str | None = None
     version: int
-    finished: dict[str, Any] = Field(description="Each finished node run's output, by resume key.")
-    pending: list[dict[str, Any]] = Field(description="What a suspended execution waits for.")
+    finished: dict[str, object] = Field(
+        description="Each finished node run's output, by resume key."
+    )
+    pending: list[dict[str, object]] = Field(description="What a suspended execution waits for.")
     forked_from: tuple[str, int] | None = None
 
 
@@ -93,7 +96,9 @@ class ForkExecution(_Body):
     version: int | None = Field(
         default=None, ge=0, le=MAX_SEQ, description="The checkpoint (default: latest)."
     )
-    edits: dict[str, Any] = Field(default_factory=dict[str, Any], description="Node → output.")
+    edits: dict[str, JsonValue] = Field(
+        default_factory=dict[str, JsonValue], description="Node → output."
+    )
 
 
 def _runs(request: Request) -> GraphRuns:
@@ -103,9 +108,7 @@ def _runs(request: Request) -> GraphRuns:
 
 Runs = Annotated[GraphRuns, Depends(_runs)]
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422, 503)
-}
+_ERRORS = error_responses(400, 401, 404, 409, 413, 422, 503)
 graphs_router = APIRouter(responses=_ERRORS, tags=["graphs"])
 
 
@@ -179,7 +182,8 @@ async def get_execution(execution_id: str, runs: Runs, caller: Who) -> Execution
         tenant_id=owner.tenant, input=record.input, output=record.output,
         error=record.error, version=record.version,
         finished={key: node.output for key, node in record.finished.items()},
-        pending=record.pending, forked_from=record.forked_from,
+        pending=[dict[str, object](item) for item in record.pending],
+        forked_from=record.forked_from,
     )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
@@ -34,6 +34,7 @@ from bastion.tools import Directive
 
 from ._errors import Conflict, NotFound
 from ._events import EventLog, LoggedEvent
+from ._wire import JsonValue, loads_object
 
 if TYPE_CHECKING:
     from bastion.stores import Stores
@@ -72,7 +73,7 @@ class _Live:
 
 
 def _json(signal: object, seq: int) -> str:
-    data = cast("dict[str, Any]", to_jsonable_python(signal, fallback=repr))
+    data: dict[str, JsonValue] = to_jsonable_python(signal, fallback=repr)  # a dataclass
     data.pop("exception", None)  # a node.error's exception: its text is in ``error``
     return json.dumps({"seq": seq, **data}, default=repr)
 
@@ -81,7 +82,7 @@ def _ends(event: LoggedEvent) -> bool:
     """Whether a logged signal is the last of its execution's segment."""
     if event.type == "server.error":
         return True
-    data = cast("dict[str, Any]", json.loads(event.data))
+    data = loads_object(event.data, "A logged signal")
     return event.type == "graph.after" and not data.get("ancestry")
 
 
@@ -101,7 +102,7 @@ class GraphRuns:
         self.checkpointer = StoreCheckpointer(stores)
         self.log = EventLog(stores.artifacts)
         self.live: dict[str, _Live] = {}
-        self._adapters: dict[str, TypeAdapter[Any] | None] = {}
+        self._adapters: dict[str, TypeAdapter[object] | None] = {}
 
     def graph(self, key: str) -> Graph:
         """The served graph ``key``.
@@ -122,8 +123,9 @@ class GraphRuns:
         )
         if not found:
             return None
-        data = cast("dict[str, Any]", json.loads(found[-1].content))
-        return Owner(graph=str(data["graph"]), tenant=cast("str | None", data["tenant"]))
+        data = loads_object(found[-1].content, "An execution's owner")
+        tenant = data["tenant"]
+        return Owner(graph=str(data["graph"]), tenant=tenant if isinstance(tenant, str) else None)
 
     async def check(self, execution_id: str, caller: Caller) -> Owner:
         """The owner of an execution the caller may see.
@@ -151,17 +153,17 @@ class GraphRuns:
             # Started here a moment ago: its first entry is not written yet.
             return ExecutionRecord(execution_id=execution_id, graph=owner.graph, input=None)
 
-    async def start(self, caller: Caller, key: str, input: Any) -> str:
+    async def start(self, caller: Caller, key: str, input: JsonValue) -> str:
         """Start an execution of ``key`` on ``input`` for the caller's tenant."""
         graph = self.graph(key)
-        input = self._typed(graph, input)
+        typed = self._typed(graph, input)
         execution_id = new_id("gx")
         await self._own(execution_id, caller.tenant, key)
-        stream = graph.stream(input, execution_id=execution_id, checkpointer=self.checkpointer)
+        stream = graph.stream(typed, execution_id=execution_id, checkpointer=self.checkpointer)
         self._drive(execution_id, stream, 0)
         return execution_id
 
-    def _typed(self, graph: Graph, input: Any) -> Any:
+    def _typed(self, graph: Graph, input: JsonValue) -> object:
         """``input`` as the entry's type (``inputs: list[T]``), checked before anything runs.
 
         Raises:
@@ -197,7 +199,7 @@ class GraphRuns:
             self._drive(execution_id, opened, tail.seq if tail is not None else 0)
 
     async def fork(
-        self, execution_id: str, version: int | None, edits: Mapping[str, Any], caller: Caller
+        self, execution_id: str, version: int | None, edits: Mapping[str, JsonValue], caller: Caller
     ) -> str:
         """Fork an execution at ``version`` with edited outputs, and run the fork."""
         owner = await self.check(execution_id, caller)

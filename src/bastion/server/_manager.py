@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import JsonValue
+
 from bastion.agent import Agent, AgentStream
 from bastion.stores import Stores
 from bastion.tools import Directive
@@ -62,7 +64,13 @@ class RunManager:
         return agent
 
     async def start(
-        self, agent: Agent[Any, Any], input: str, *, tenant: str | None, **options: Any
+        self,
+        agent: Agent[Any, Any],
+        input: str,
+        *,
+        tenant: str | None,
+        session_id: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
     ) -> str:
         """Start a run; return its id once its first event is out.
 
@@ -71,7 +79,8 @@ class RunManager:
             UserError: The agent rejects the input or options.
         """
         self._check_open()
-        stream = agent.stream(input, tenant_id=tenant, **options)
+        values = dict(metadata) if metadata is not None else None
+        stream = agent.stream(input, tenant_id=tenant, session_id=session_id, metadata=values)
         await self.launch(stream, agent.name, tenant)
         return stream.run_id
 

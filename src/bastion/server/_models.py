@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from bastion.core import RunStatus
 from bastion.stores import MAX_SEQ
@@ -38,8 +38,8 @@ class StartRun(_Body):
     )
     input: str = Field(min_length=1, description="The user's message.")
     session_id: str | None = Field(default=None, description="Conversation id (default: new).")
-    metadata: dict[str, Any] = Field(
-        default_factory=dict[str, Any], description="Free-form values the run's tools read."
+    metadata: dict[str, JsonValue] = Field(
+        default_factory=dict[str, JsonValue], description="Free-form values the run's tools read."
     )
 
 
@@ -49,7 +49,7 @@ class ApprovalIn(_Body):
     tool_call_id: str = Field(min_length=1)
     granted: bool
     reason: str | None = None
-    arguments: dict[str, Any] | None = None
+    arguments: dict[str, JsonValue] | None = None
     result: str | None = Field(
         default=None, description="Record this result instead of running the call."
     )
@@ -59,7 +59,7 @@ class InterruptIn(_Body):
     """A decision on one pending budget interrupt (the library's JSON decision form)."""
 
     interrupt_id: str = Field(min_length=1)
-    decision: dict[str, Any] = Field(
+    decision: dict[str, JsonValue] = Field(
         description='e.g. {"decision": "deny", "reason": "…"} or {"decision": "mutate", …}'
     )
 
@@ -94,8 +94,8 @@ class PendingItem(BaseModel):
     run_id: str
     reason: str
     tool_name: str | None = None
-    arguments: dict[str, Any] | None = None
-    limit: dict[str, Any] | None = None
+    arguments: dict[str, object] | None = Field(default=None, description="The call's arguments.")
+    limit: dict[str, object] | None = Field(default=None, description="The interrupt, flat.")
 
 
 class RunView(BaseModel):
@@ -106,12 +106,12 @@ class RunView(BaseModel):
     status: str
     tenant_id: str | None
     session_id: str | None
-    metadata: dict[str, Any]
+    metadata: dict[str, object]
     created_at: datetime
     updated_at: datetime
-    output: Any = None
+    output: object = Field(default=None, description="The run's output (its output type's JSON).")
     error: dict[str, str] | None = None
-    usage: dict[str, Any]
+    usage: dict[str, object]
     pending: list[PendingItem]
 
 
@@ -149,7 +149,7 @@ class ErrorInfo(BaseModel):
 
     type: str
     message: str
-    detail: list[Any] | None = None
+    detail: list[JsonValue] | None = None
 
 
 class ErrorBody(BaseModel):

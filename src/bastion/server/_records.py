@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 
 from bastion.agent import RunState, run_state_from_json
 from bastion.stores import JournalEntry, JournalStore, RunRecord
 
+from ._items import call_item, interrupt_item, usage_view
 from ._models import PendingItem, RunView
 
 __all__ = ["RunFacts", "load_run", "pending_items", "run_view"]
@@ -46,28 +46,11 @@ def pending_items(state: RunState) -> list[PendingItem]:
     """The calls and budget interrupts a suspended run waits for."""
     held = {c for i in state.interrupts for c in i.tool_call_ids}
     items = [
-        PendingItem(
-            id=p.call.id,
-            kind="call",
-            run_id=state.run_id,
-            tool_name=p.call.name,
-            arguments=p.request.arguments,
-            reason=p.request.reason or "The tool needs approval.",
-        )
+        call_item(state.run_id, p.call.id, p.call.name, p.request.arguments, p.request.reason)
         for p in state.pending_approvals
         if p.request is not None and p.call.id not in held
     ]
-    items.extend(
-        PendingItem(
-            id=i.id,
-            kind="interrupt",
-            run_id=state.run_id,
-            reason=str(flat.get("reason") or "A limit was reached."),
-            limit={k: v for k, v in flat.items() if k not in ("id", "reason", "tool_call_ids")},
-        )
-        for i in state.interrupts
-        for flat in (i.to_dict(),)
-    )
+    items.extend(interrupt_item(state.run_id, i.to_dict()) for i in state.interrupts)
     return items
 
 
@@ -86,6 +69,6 @@ def run_view(facts: RunFacts) -> RunView:
         updated_at=record.updated_at,
         output=state.output if record.status == "completed" else None,
         error=None if error is None else {"code": error.code, "message": error.message},
-        usage=dataclasses.asdict(state.usage),
+        usage=usage_view(state.usage),
         pending=pending_items(state) if record.status == "awaiting_approval" else [],
     )

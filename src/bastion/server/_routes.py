@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from fastapi.types import DecoratedCallable
 
 from bastion.core import UserError
 from bastion.stores import MAX_SEQ
-from bastion.tools import ApprovalDecision, InterruptResolution
+from bastion.tools import ApprovalDecision
 
 from ._auth import Caller
-from ._errors import NotFound
+from ._choices import denial, raised_limit
+from ._errors import NotFound, error_responses
 from ._follow import sse_response
 from ._models import (
     Accepted,
     Decision,
-    ErrorBody,
     PendingItem,
     RaiseBudget,
     ResumeRun,
@@ -45,10 +47,14 @@ def _caller(request: Request, service: Annotated[Service, Depends(_service)]) ->
 Svc = Annotated[Service, Depends(_service)]
 Who = Annotated[Caller, Depends(_caller)]
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422, 503)
-}
+_ERRORS = error_responses(400, 401, 404, 409, 413, 422, 503)
 router = APIRouter(responses=_ERRORS)
+
+
+def decision_route(on: APIRouter, action: str) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """Route ``POST /runs/{run_id}/approvals/{item_id}/<action>`` on ``on`` (202, Accepted)."""
+    path = f"/runs/{{run_id}}/approvals/{{item_id}}/{action}"
+    return on.post(path, status_code=202, response_model=Accepted, tags=["approvals"])
 
 
 @router.post("/runs", status_code=202, response_model=Accepted, tags=["runs"])
@@ -152,44 +158,23 @@ async def run_approvals(run_id: str, service: Svc, caller: Who) -> list[PendingI
     return (await service.view(run_id, caller)).pending
 
 
-@router.post(
-    "/runs/{run_id}/approvals/{item_id}/approve",
-    status_code=202,
-    response_model=Accepted,
-    tags=["approvals"],
-)
+@decision_route(router, "approve")
 async def approve(run_id: str, item_id: str, body: Decision, service: Svc, caller: Who) -> Accepted:
     """Approve a call (with ``result``: it already happened; record that instead)."""
     choice = ApprovalDecision(tool_call_id=item_id, granted=True, result=body.result)
     return await service.decide(run_id, item_id, choice, caller)
 
 
-@router.post(
-    "/runs/{run_id}/approvals/{item_id}/deny",
-    status_code=202,
-    response_model=Accepted,
-    tags=["approvals"],
-)
+@decision_route(router, "deny")
 async def deny(run_id: str, item_id: str, body: Decision, service: Svc, caller: Who) -> Accepted:
     """Deny a call (the model reads the reason) or a budget interrupt."""
-    reason = body.reason or "Denied by a person."
     facts = await service.facts(run_id, caller)
-    choice: ApprovalDecision | InterruptResolution
-    if item_id in {i.id for i in facts.state.interrupts}:
-        choice = InterruptResolution(
-            interrupt_id=item_id, decision={"decision": "deny", "reason": reason}
-        )
-    else:
-        choice = ApprovalDecision(tool_call_id=item_id, granted=False, reason=reason)
+    held = item_id in {i.id for i in facts.state.interrupts}
+    choice = denial(item_id, body.reason, interrupt=held)
     return await service.decide(run_id, item_id, choice, caller)
 
 
-@router.post(
-    "/runs/{run_id}/approvals/{item_id}/raise",
-    status_code=202,
-    response_model=Accepted,
-    tags=["approvals"],
-)
+@decision_route(router, "raise")
 async def raise_budget(
     run_id: str, item_id: str, body: RaiseBudget, service: Svc, caller: Who
 ) -> Accepted:
@@ -198,12 +183,4 @@ async def raise_budget(
     item = next((i for i in pending_items(facts.state) if i.id == item_id), None)
     if item is None or item.limit is None:
         raise NotFound(f"Run {run_id} has no pending budget interrupt {item_id!r}.")
-    decision = {
-        "decision": "mutate",
-        "oracle": item.limit.get("oracle"),
-        "limit_type": item.limit.get("limit_type"),
-        "max": body.max,
-        "window": item.limit.get("window"),
-    }
-    choice = InterruptResolution(interrupt_id=item_id, decision=decision)
-    return await service.decide(run_id, item_id, choice, caller)
+    return await service.decide(run_id, item_id, raised_limit(item, body.max), caller)

@@ -8,14 +8,12 @@ key ``session:<id>`` before any follower receives it, like a run's events.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
-from typing import Any
 
-from bastion.core import Usage, message_adapter
+from bastion.core import message_adapter
 from bastion.sessions import (
     ApprovalRequested,
     InterruptRequested,
@@ -30,6 +28,7 @@ from bastion.sessions import (
 from bastion.tools import ToolCallRequest
 
 from ._events import EventLog, Hub, LoggedEvent
+from ._items import call_item, interrupt_item, usage_view
 from ._models import PendingItem
 from ._recorder import Recorder
 from ._session_models import SessionView
@@ -37,7 +36,6 @@ from ._session_models import SessionView
 __all__ = ["ServedSession", "follow_session", "session_key"]
 
 _log = logging.getLogger("bastion.server")
-_NOT_LIMIT = ("id", "reason", "tool_call_ids")
 
 
 def session_key(session_id: str) -> str:
@@ -78,7 +76,7 @@ class ServedSession:
             self.runs.append(run_id)
         self.emit("run", {"run_id": run_id, "resumed": resumed})
 
-    def emit(self, type: str, payload: dict[str, Any]) -> None:
+    def emit(self, type: str, payload: Mapping[str, object]) -> None:
         """Number ``payload`` as the session's next event and record it."""
         self._seq += 1
         self._last_type = type
@@ -130,26 +128,10 @@ class ServedSession:
         """The calls and interrupts the session's waiting turn needs decisions on."""
         run_id = self.runs[-1] if self.runs else ""
         items = [
-            PendingItem(
-                id=r.tool_call_id,
-                kind="call",
-                run_id=run_id,
-                tool_name=r.tool_name,
-                arguments=r.arguments,
-                reason=r.reason or "The tool needs approval.",
-            )
+            call_item(run_id, r.tool_call_id, r.tool_name, r.arguments, r.reason)
             for r in self.session.pending_approvals
         ]
-        items.extend(
-            PendingItem(
-                id=str(i.get("id", "")),
-                kind="interrupt",
-                run_id=run_id,
-                reason=str(i.get("reason") or "A limit was reached."),
-                limit={k: v for k, v in i.items() if k not in _NOT_LIMIT},
-            )
-            for i in self.session.pending_interrupts
-        )
+        items.extend(interrupt_item(run_id, i) for i in self.session.pending_interrupts)
         return items
 
     def _listen(self) -> None:
@@ -188,7 +170,7 @@ class ServedSession:
         )
 
     def _step(self, event: StepDone) -> None:
-        self.emit("step", {"usage": _usage(event.usage), "finish_reason": event.finish_reason})
+        self.emit("step", {"usage": usage_view(event.usage), "finish_reason": event.finish_reason})
 
     def _approval(self, event: ApprovalRequested) -> None:
         r = event.request
@@ -216,11 +198,7 @@ class ServedSession:
         )
 
 
-def _usage(usage: Usage) -> dict[str, Any]:
-    return dataclasses.asdict(usage)
-
-
-def _dumps(data: dict[str, Any]) -> str:
+def _dumps(data: Mapping[str, object]) -> str:
     return json.dumps(data, default=str)
 
 

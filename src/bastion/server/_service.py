@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 
+from pydantic import JsonValue
 from starlette.requests import HTTPConnection
 
 from bastion.core import RunStatus
@@ -13,6 +14,7 @@ from bastion.stores import JournalStore
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
 from ._auth import Caller, TokenAuth
+from ._choices import Choice
 from ._errors import NotFound
 from ._events import LoggedEvent
 from ._follow import follow_batches
@@ -24,8 +26,6 @@ __all__ = ["Service"]
 
 _OPEN = Caller(tenant=None, scoped=False)
 _SCAN = 100
-
-Choice = ApprovalDecision | InterruptResolution
 
 
 class Service:
@@ -129,11 +129,19 @@ class Service:
         return items
 
     async def start(
-        self, caller: Caller, agent_name: str | None, input: str, **options: object
+        self,
+        caller: Caller,
+        agent_name: str | None,
+        input: str,
+        *,
+        session_id: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
     ) -> Accepted:
-        """Start a run for the caller's tenant."""
+        """Start a run for the caller's tenant (in a conversation, with metadata, if given)."""
         agent = self.manager.agent(agent_name)
-        run_id = await self.manager.start(agent, input, tenant=caller.tenant, **options)
+        run_id = await self.manager.start(
+            agent, input, tenant=caller.tenant, session_id=session_id, metadata=metadata
+        )
         return _accepted(run_id, agent.name)
 
     async def resume(self, run_id: str, body: ResumeRun, caller: Caller) -> Accepted:

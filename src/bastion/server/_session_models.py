@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ._models import PendingItem
 
@@ -87,4 +87,4 @@ class History(BaseModel):
     """The transcript, oldest first (each message in the library's JSON form)."""
 
     session_id: str
-    messages: list[dict[str, Any]]
+    messages: list[dict[str, JsonValue]]

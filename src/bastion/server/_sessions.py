@@ -13,7 +13,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 from bastion.core import new_id
 from bastion.sessions import Session
@@ -27,6 +27,7 @@ from ._recorder import Recorder
 from ._served_session import ServedSession, follow_session, session_key
 from ._session_models import SessionList
 from ._turn_events import TurnEvents
+from ._wire import JsonValue, loads_object
 
 __all__ = ["Owner", "Sessions"]
 
@@ -61,13 +62,22 @@ class Owner:
     @classmethod
     def loads(cls, text: str) -> Owner:
         """A record written by :meth:`dumps`."""
-        data: dict[str, Any] = json.loads(text)
+        data = loads_object(text, "A session's owner record")
+        tenant = data.get("tenant")
         return cls(
             agent=str(data["agent"]),
-            tenant=data.get("tenant"),
-            send_mode=data.get("send_mode"),
+            tenant=tenant if isinstance(tenant, str) else None,
+            send_mode=_send_mode(data.get("send_mode")),
             created_at=datetime.fromisoformat(str(data["created_at"])),
         )
+
+
+def _send_mode(value: JsonValue) -> Literal["steer", "queue"] | None:
+    match value:
+        case "steer" | "queue":
+            return value
+        case _:
+            return None
 
 
 class Sessions:

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import StreamingResponse
+from fastapi.types import DecoratedCallable
+from pydantic import JsonValue
 
 from bastion.core import Message, message_adapter
 from bastion.stores import MAX_SEQ
-from bastion.tools import ApprovalDecision, Directive, InterruptResolution
+from bastion.tools import ApprovalDecision, Directive
 
 from ._auth import Caller
-from ._errors import NotFound, Unavailable
+from ._choices import denial, directive_of, raised_limit
+from ._errors import NotFound, Unavailable, error_responses
 from ._follow import sse
-from ._models import Decision, ErrorBody, RaiseBudget
+from ._models import Decision, RaiseBudget
 from ._routes import _after  # pyright: ignore[reportPrivateUsage]
 from ._served_session import ServedSession
 from ._service import Service
@@ -38,10 +41,14 @@ def _caller(request: Request) -> Caller:
 Sess = Annotated[Sessions, Depends(_sessions)]
 Who = Annotated[Caller, Depends(_caller)]
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (400, 401, 404, 409, 413, 422, 503)
-}
+_ERRORS = error_responses(400, 401, 404, 409, 413, 422, 503)
 sessions_router = APIRouter(responses=_ERRORS, tags=["sessions"])
+
+
+def _decision_route(action: str) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """Route ``POST /sessions/{session_id}/approvals/{item_id}/<action>`` (202, the view)."""
+    path = f"/sessions/{{session_id}}/approvals/{{item_id}}/{action}"
+    return sessions_router.post(path, status_code=202, response_model=SessionView)
 
 
 @sessions_router.post("/sessions", status_code=201, response_model=SessionView)
@@ -128,10 +135,7 @@ async def session_events(
     return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
 
-@sessions_router.post(
-    "/sessions/{session_id}/approvals/{item_id}/approve", status_code=202,
-    response_model=SessionView,
-)  # fmt: skip
+@_decision_route("approve")
 async def approve(
     session_id: str, item_id: str, body: Decision, sessions: Sess, caller: Who
 ) -> SessionView:
@@ -141,30 +145,17 @@ async def approve(
     return _decide(served, Directive(approvals=[decision]))
 
 
-@sessions_router.post(
-    "/sessions/{session_id}/approvals/{item_id}/deny", status_code=202,
-    response_model=SessionView,
-)  # fmt: skip
+@_decision_route("deny")
 async def deny(
     session_id: str, item_id: str, body: Decision, sessions: Sess, caller: Who
 ) -> SessionView:
     """Deny a call (the model reads the reason) or a budget interrupt."""
     served = await _waiting(sessions, session_id, item_id, caller)
-    reason = body.reason or "Denied by a person."
-    if any(i.id == item_id and i.kind == "interrupt" for i in served.pending()):
-        decision = {"decision": "deny", "reason": reason}
-        return _decide(
-            served,
-            Directive(interrupts=[InterruptResolution(interrupt_id=item_id, decision=decision)]),
-        )
-    denial = ApprovalDecision(tool_call_id=item_id, granted=False, reason=reason)
-    return _decide(served, Directive(approvals=[denial]))
+    held = any(i.id == item_id and i.kind == "interrupt" for i in served.pending())
+    return _decide(served, directive_of(denial(item_id, body.reason, interrupt=held)))
 
 
-@sessions_router.post(
-    "/sessions/{session_id}/approvals/{item_id}/raise", status_code=202,
-    response_model=SessionView,
-)  # fmt: skip
+@_decision_route("raise")
 async def raise_budget(
     session_id: str, item_id: str, body: RaiseBudget, sessions: Sess, caller: Who
 ) -> SessionView:
@@ -173,16 +164,7 @@ async def raise_budget(
     item = next(i for i in served.pending() if i.id == item_id)
     if item.limit is None:
         raise NotFound(f"Session {session_id} has no pending budget interrupt {item_id!r}.")
-    decision = {
-        "decision": "mutate",
-        "oracle": item.limit.get("oracle"),
-        "limit_type": item.limit.get("limit_type"),
-        "max": body.max,
-        "window": item.limit.get("window"),
-    }
-    return _decide(
-        served, Directive(interrupts=[InterruptResolution(interrupt_id=item_id, decision=decision)])
-    )
+    return _decide(served, directive_of(raised_limit(item, body.max)))
 
 
 async def _waiting(
@@ -200,6 +182,6 @@ def _decide(served: ServedSession, directive: Directive) -> SessionView:
     return served.view()
 
 
-def _dump(message: Message) -> dict[str, Any]:
-    dumped: dict[str, Any] = message_adapter().dump_python(message, mode="json")
+def _dump(message: Message) -> dict[str, JsonValue]:
+    dumped: dict[str, JsonValue] = message_adapter().dump_python(message, mode="json")
     return dumped

@@ -7,7 +7,6 @@ each run's events into the server's store, from which the server streams them.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -24,13 +23,13 @@ from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._errors import NotFound, Unavailable
 from ._events import LoggedEvent
+from ._items import call_item, usage_view
 from ._models import Accepted, PendingItem, ResumeRun, RunView
 
 if TYPE_CHECKING:
     from temporalio.client import WorkflowExecutionDescription
 
     from bastion.agent import Agent
-    from bastion.core import Usage
     from bastion.distributed import WorkflowInterrupt
     from bastion.stores import Stores
 
@@ -226,11 +225,11 @@ class TemporalRuns:
         closed = _CLOSED.get(described.status) if described.status else None
         now = None if closed is not None else await self._status(agent, run_id, listing)
         if now is not None and now.status in ("running", "awaiting_approval"):
-            status, pending, usage = now.status, _pending(run_id, now), _dump(now.usage)
+            status, pending, usage = now.status, _pending(run_id, now), usage_view(now.usage)
         elif now is not None or described.status == WorkflowExecutionStatus.COMPLETED:
             # the run ended (its workflow may still be publishing its last events)
             result = await agent.result(self.client, run_id)
-            status, output, usage = result.status, result.output, _dump(result.usage)
+            status, output, usage = result.status, result.output, usage_view(result.usage)
             if result.error is not None:
                 error = {"code": result.error.code, "message": result.error.message}
         else:
@@ -352,21 +351,14 @@ def accepted(run_id: str, agent: str, *, undecided: list[str] | None = None) -> 
     )
 
 
-def _tenant(memo: Mapping[str, Any]) -> str | None:
+def _tenant(memo: Mapping[str, object]) -> str | None:
     tenant = memo.get("tenant")
     return None if tenant is None else str(tenant)
 
 
 def _pending(run_id: str, status: WorkflowStatus) -> list[PendingItem]:
     calls = [
-        PendingItem(
-            id=p.tool_call_id,
-            kind="call",
-            run_id=run_id,
-            tool_name=p.tool_name,
-            arguments=p.arguments,
-            reason=p.reason or "The tool needs approval.",
-        )
+        call_item(run_id, p.tool_call_id, p.tool_name, p.arguments, p.reason)
         for p in status.pending
     ]
     interrupts = [
@@ -376,7 +368,7 @@ def _pending(run_id: str, status: WorkflowStatus) -> list[PendingItem]:
     return calls + interrupts
 
 
-def _limit(interrupt: WorkflowInterrupt) -> dict[str, Any] | None:
+def _limit(interrupt: WorkflowInterrupt) -> dict[str, object] | None:
     """The limit a budget interrupt waits on, as the local server shows it."""
     if interrupt.limit_type is None:
         return None
@@ -388,7 +380,3 @@ def _limit(interrupt: WorkflowInterrupt) -> dict[str, Any] | None:
         "max": interrupt.max,
         "approvers": list(interrupt.approvers),
     }
-
-
-def _dump(usage: Usage) -> dict[str, Any]:
-    return dataclasses.asdict(usage)

@@ -12,6 +12,7 @@ from bastion.stores import MAX_SEQ
 from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._auth import Caller
+from ._choices import denial, raised_limit
 from ._errors import NotFound
 from ._follow import sse_response
 from ._models import (
@@ -25,7 +26,7 @@ from ._models import (
     RunView,
     StartRun,
 )
-from ._routes import _ERRORS, Svc, _after, _caller  # pyright: ignore[reportPrivateUsage]
+from ._routes import _ERRORS, Svc, _after, _caller, decision_route  # pyright: ignore[reportPrivateUsage]
 from ._temporal import TemporalRuns
 from ._trace import build_trace
 from ._trace_models import Trace
@@ -138,43 +139,25 @@ async def run_approvals(run_id: str, runs: Runs, caller: Who) -> list[PendingIte
     return (await runs.view(run_id, caller)).pending
 
 
-@temporal_router.post(
-    "/runs/{run_id}/approvals/{item_id}/approve",
-    status_code=202,
-    response_model=Accepted,
-    tags=["approvals"],
-)
+@decision_route(temporal_router, "approve")
 async def approve(run_id: str, item_id: str, body: Decision, runs: Runs, caller: Who) -> Accepted:
     """Approve a call (with ``result``: it already happened; record that instead)."""
     choice = ApprovalDecision(tool_call_id=item_id, granted=True, result=body.result)
     return await runs.decide(run_id, choice, caller)
 
 
-@temporal_router.post(
-    "/runs/{run_id}/approvals/{item_id}/deny",
-    status_code=202,
-    response_model=Accepted,
-    tags=["approvals"],
-)
+@decision_route(temporal_router, "deny")
 async def deny(run_id: str, item_id: str, body: Decision, runs: Runs, caller: Who) -> Accepted:
     """Deny a call (the model reads the reason), or a budget interrupt (the run fails)."""
-    reason = body.reason or "Denied by a person."
     pending = (await runs.view(run_id, caller)).pending
-    if any(p.id == item_id and p.kind == "interrupt" for p in pending):
-        denial = {"decision": "deny", "reason": reason}
-        return await runs.resolve(
-            run_id, InterruptResolution(interrupt_id=item_id, decision=denial), caller
-        )
-    choice = ApprovalDecision(tool_call_id=item_id, granted=False, reason=reason)
+    held = any(p.id == item_id and p.kind == "interrupt" for p in pending)
+    choice = denial(item_id, body.reason, interrupt=held)
+    if isinstance(choice, InterruptResolution):
+        return await runs.resolve(run_id, choice, caller)
     return await runs.decide(run_id, choice, caller)
 
 
-@temporal_router.post(
-    "/runs/{run_id}/approvals/{item_id}/raise",
-    status_code=202,
-    response_model=Accepted,
-    tags=["approvals"],
-)
+@decision_route(temporal_router, "raise")
 async def raise_budget(
     run_id: str, item_id: str, body: RaiseBudget, runs: Runs, caller: Who
 ) -> Accepted:
@@ -183,13 +166,4 @@ async def raise_budget(
     item = next((p for p in pending if p.id == item_id and p.limit is not None), None)
     if item is None or item.limit is None:
         raise NotFound(f"Run {run_id} has no pending budget interrupt {item_id!r}.")
-    decision = {
-        "decision": "mutate",
-        "oracle": item.limit["oracle"],
-        "limit_type": item.limit["limit_type"],
-        "max": body.max,
-        "window": item.limit["window"],
-    }
-    return await runs.resolve(
-        run_id, InterruptResolution(interrupt_id=item_id, decision=decision), caller
-    )
+    return await runs.resolve(run_id, raised_limit(item, body.max), caller)

@@ -12,10 +12,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, cast
 
 from ._events import LoggedEvent
 from ._trace_models import SpanKind, Trace, TraceSpan, TraceTokens
+from ._wire import JsonValue, loads_object, number, object_at
 
 __all__ = ["build_trace"]
 
@@ -35,7 +35,7 @@ class _Span:
     end: float | None = None
     tokens: TraceTokens | None = None
     error: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict[str, Any])
+    attributes: dict[str, JsonValue] = field(default_factory=dict[str, JsonValue])
     children: list[_Span] = field(default_factory=list["_Span"])
 
     def open(self, span: _Span) -> _Span:
@@ -69,14 +69,14 @@ def _text(value: object) -> str:
     return text if len(text) <= _TEXT_LIMIT else text[:_TEXT_LIMIT] + "…"
 
 
-def _tokens(usage: object) -> TraceTokens | None:
+def _tokens(usage: JsonValue) -> TraceTokens | None:
     if not isinstance(usage, dict):
         return None
-    used = cast("dict[str, Any]", usage)
+    cost = usage.get("cost_usd")
     return TraceTokens(
-        prompt=int(used.get("prompt_tokens") or 0),
-        completion=int(used.get("completion_tokens") or 0),
-        cost_usd=cast("float | None", used.get("cost_usd")),
+        prompt=int(number(usage.get("prompt_tokens"))),
+        completion=int(number(usage.get("completion_tokens"))),
+        cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
     )
 
 
@@ -90,7 +90,7 @@ class _RunScope:
         self.tools: dict[str, _Span] = {}
         self.children: dict[str, _RunScope] = {}
 
-    def apply(self, data: dict[str, Any], at: float) -> None:
+    def apply(self, data: dict[str, JsonValue], at: float) -> None:
         """Take one event of the run (an inner event of a sub-agent goes to its scope)."""
         kind = str(data.get("type"))
         if kind in _MODEL_ENDS or kind == "step.end":
@@ -110,9 +110,9 @@ class _RunScope:
         elif kind == "agent.end":
             self._ended(data, at)
 
-    def _tool_event(self, kind: str, data: dict[str, Any], at: float) -> None:
+    def _tool_event(self, kind: str, data: dict[str, JsonValue], at: float) -> None:
         tool = self._tool(data, at)
-        took = float(data.get("duration") or 0)
+        took = number(data.get("duration"))
         if kind == "tool.execute.start":
             tool.attributes["arguments"] = _text(data.get("arguments", ""))
         elif kind == "tool.execute.end":
@@ -124,21 +124,23 @@ class _RunScope:
         elif kind == "tool.approval.requested":
             tool.status = "awaiting_approval"
 
-    def _step_ended(self, data: dict[str, Any], at: float, step: _Span) -> None:
+    def _step_ended(self, data: dict[str, JsonValue], at: float, step: _Span) -> None:
         step.close(at, "ok")
         step.tokens = _tokens(data.get("usage"))
         step.attributes["finish_reason"] = data.get("finish_reason")
         if step.children and step.children[0].kind == "model":
             step.children[0].tokens = step.tokens  # one model call per step
 
-    def _started(self, data: dict[str, Any]) -> None:
+    def _started(self, data: dict[str, JsonValue]) -> None:
         self.run.status = "running"
         self.run.end = None
         self.run.attributes.setdefault("model", data.get("model"))
         if data.get("resumed"):
-            self.run.attributes["segments"] = int(self.run.attributes.get("segments", 1)) + 1
+            self.run.attributes["segments"] = (
+                int(number(self.run.attributes.get("segments", 1))) + 1
+            )
 
-    def _step(self, data: dict[str, Any], at: float) -> None:
+    def _step(self, data: dict[str, JsonValue], at: float) -> None:
         number, model = data.get("step"), str(data.get("model", ""))
         step = self.run.open(_Span(f"{self.run.id}/step-{number}", "step", f"step {number}", at))
         step.attributes["model"] = model
@@ -150,7 +152,7 @@ class _RunScope:
             self.model.close(at, "ok")
             self.model = None
 
-    def _tool(self, data: dict[str, Any], at: float) -> _Span:
+    def _tool(self, data: dict[str, JsonValue], at: float) -> _Span:
         call = str(data.get("tool_call_id"))
         tool = self.tools.get(call)
         if tool is None:
@@ -163,8 +165,8 @@ class _RunScope:
             tool.end, tool.status = None, "running"  # resumed after an approval
         return tool
 
-    def _child(self, data: dict[str, Any], at: float) -> None:
-        inner = cast("dict[str, Any]", data.get("event") or {})
+    def _child(self, data: dict[str, JsonValue], at: float) -> None:
+        inner = object_at(data, "event")
         child_run = str(data.get("child_run_id") or inner.get("run_id") or "")
         key = f"{data.get('tool_call_id')}:{child_run}"
         scope = self.children.get(key)
@@ -176,15 +178,14 @@ class _RunScope:
             scope = self.children[key] = _RunScope(run)
         scope.apply(inner, at)
 
-    def _ended(self, data: dict[str, Any], at: float) -> None:
+    def _ended(self, data: dict[str, JsonValue], at: float) -> None:
         status = str(data.get("status"))
-        whole = int(self.run.attributes.get("segments", 1)) == 1  # else: the last segment's
-        self.run.close(at, status, took=float(data.get("duration") or 0) if whole else None)
+        whole = int(number(self.run.attributes.get("segments", 1))) == 1  # else: the last segment's
+        self.run.close(at, status, took=number(data.get("duration")) if whole else None)
         self.run.tokens = _tokens(data.get("usage"))
         error = data.get("error")
         if isinstance(error, dict) and self.run.error is None:
-            found = cast("dict[str, Any]", error)
-            self.run.error = f"{found.get('code')}: {found.get('message')}"
+            self.run.error = f"{error.get('code')}: {error.get('message')}"
         for step in self.run.children:
             if step.end is None:
                 step.close(at, "unfinished")
@@ -199,7 +200,7 @@ class _GraphScope:
         self.nodes: dict[str, _Span] = {}
         self.runs: dict[str, _RunScope] = {}
 
-    def apply(self, data: dict[str, Any], at: float) -> None:
+    def apply(self, data: dict[str, JsonValue], at: float) -> None:
         kind = str(data.get("type"))
         if kind == "graph.before":
             self._graph(data, at)
@@ -228,7 +229,7 @@ class _GraphScope:
         elif kind == "server.error":
             self.root.error = str(data.get("error"))
 
-    def _graph(self, data: dict[str, Any], at: float) -> _Span:
+    def _graph(self, data: dict[str, JsonValue], at: float) -> _Span:
         graph_id = str(data.get("graph_id"))
         graph = self.graphs.get(graph_id)
         if graph is not None:
@@ -251,7 +252,7 @@ class _GraphScope:
                 return node
         return next((n for n in reversed(self.nodes.values()) if n.end is None), self.root)
 
-    def _node(self, data: dict[str, Any], at: float) -> _Span:
+    def _node(self, data: dict[str, JsonValue], at: float) -> _Span:
         node_id = str(data.get("node_id"))
         node = self.nodes.get(node_id)
         if node is None:
@@ -261,8 +262,8 @@ class _GraphScope:
             self.nodes[node_id] = node
         return node
 
-    def _agent(self, data: dict[str, Any], at: float) -> None:
-        event = cast("dict[str, Any]", data.get("event") or {})
+    def _agent(self, data: dict[str, JsonValue], at: float) -> None:
+        event = object_at(data, "event")
         key = f"{data.get('node_id')}:{event.get('run_id')}"
         scope = self.runs.get(key)
         if scope is None:
@@ -288,7 +289,7 @@ def build_trace(
     for written, event in events:
         at = (written - origin).total_seconds() if origin is not None else 0.0
         last = max(last, at)
-        data = cast("dict[str, Any]", json.loads(event.data))
+        data = loads_object(event.data, "A logged event")
         if kind == "run" and data.get("type") == "agent.start" and root.name == trace_id:
             root.name = str(data.get("agent_name"))
             root.attributes["run_id"] = trace_id

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = ["SpanKind", "Trace", "TraceSpan", "TraceTokens"]
 
@@ -35,7 +35,7 @@ class TraceSpan(_View):
     status: str = Field(description="running, ok, error, awaiting_approval, or a run status.")
     tokens: TraceTokens | None = None
     error: str | None = None
-    attributes: dict[str, Any] = Field(default_factory=dict[str, Any])
+    attributes: dict[str, JsonValue] = Field(default_factory=dict[str, JsonValue])
     children: list[TraceSpan] = Field(default_factory=list["TraceSpan"])
 
 

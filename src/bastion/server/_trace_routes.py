@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
+from ._errors import error_responses
 from ._graph_routes import Runs
-from ._models import ErrorBody
 from ._routes import Svc, Who
 from ._trace import build_trace
 from ._trace_models import Trace
 
 __all__ = ["execution_trace_router", "trace_router"]
 
-_ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorBody} for code in (401, 404)}
+_ERRORS = error_responses(401, 404)
 trace_router = APIRouter(responses=_ERRORS, tags=["runs"])
 execution_trace_router = APIRouter(responses=_ERRORS, tags=["graphs"])
 
