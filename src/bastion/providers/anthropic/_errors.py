@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from bastion.core import (
     AuthenticationFailed,
@@ -22,7 +21,12 @@ from bastion.core import (
     Overloaded,
     RateLimited,
 )
-from bastion.providers._errors import as_object, error_from_status, retry_after_seconds
+from bastion.providers._errors import (
+    ErrorFields,
+    as_object,
+    error_from_status,
+    retry_after_seconds,
+)
 
 __all__ = ["error_fields", "error_from_body", "error_from_fields"]
 
@@ -63,7 +67,7 @@ def error_from_fields(
     headers: Mapping[str, str],
 ) -> ModelError | None:
     """The error for an Anthropic error ``type``, or None when the type is not one we know."""
-    kwargs: dict[str, Any] = {
+    kwargs: ErrorFields = {
         "status": status,
         "body": body,
         "vendor_code": kind,

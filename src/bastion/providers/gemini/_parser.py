@@ -24,7 +24,7 @@ any is one request whose usage was not reported.
 from __future__ import annotations
 
 import json
-from typing import Any, Required
+from typing import Required
 
 from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -33,6 +33,8 @@ from bastion.core import (
     ContentFiltered,
     FinishChunk,
     FinishReason,
+    JsonObject,
+    JsonValue,
     MalformedResponse,
     ReasoningChunk,
     StreamChunk,
@@ -43,6 +45,7 @@ from bastion.core import (
     Usage,
     new_id,
 )
+from bastion.providers._errors import as_object
 from bastion.providers._http import sse_json
 from bastion.providers._names import ToolNameMap
 
@@ -65,7 +68,7 @@ _FILTERED = frozenset(
 
 class _FunctionCall(TypedDict, total=False):
     name: Required[str]
-    args: dict[str, Any]
+    args: dict[str, object]  # opaque: sent on as JSON text
     id: str
 
 
@@ -110,11 +113,10 @@ class _Response(TypedDict, total=False):
     promptFeedback: _PromptFeedback
     modelVersion: str
     responseId: str
-    error: dict[str, Any]
+    error: dict[str, object]  # read by error_from_body from the raw body
 
 
 _RESPONSE = TypeAdapter(_Response)
-_RAW = TypeAdapter(dict[str, Any])
 
 
 class GeminiStreamParser:
@@ -127,7 +129,7 @@ class GeminiStreamParser:
         self._calls = 0
         self._finish: str | None = None
         self._usage: Usage | None = None
-        self._details: dict[str, Any] = {}
+        self._details: JsonObject = {}
 
     def feed(self, item: object) -> list[StreamChunk]:
         """One SSE event → chunks.
@@ -161,7 +163,8 @@ class GeminiStreamParser:
             if (value := data.get(key)) is not None:
                 self._details[field] = value
         if "usageMetadata" in data:
-            self._usage = _usage(data["usageMetadata"], _RAW.validate_python(raw)["usageMetadata"])
+            raw_usage = (as_object(raw) or {}).get("usageMetadata")
+            self._usage = _usage(data["usageMetadata"], raw_usage)
         chunks: list[StreamChunk] = []
         candidates = data.get("candidates") or []
         if candidates:
@@ -177,7 +180,7 @@ class GeminiStreamParser:
         call = part.get("functionCall")
         if call is not None:
             self._calls += 1
-            details: dict[str, Any] = {}
+            details: JsonObject = {}
             if signature is not None:
                 details[SIGNATURE_KEY] = signature
             vendor_id = call.get("id")
@@ -231,7 +234,7 @@ class GeminiStreamParser:
         return "error"  # OTHER, MALFORMED_FUNCTION_CALL, LANGUAGE, …: kept in provider_details
 
 
-def _usage(usage: _UsageMetadata, raw: object) -> Usage:
+def _usage(usage: _UsageMetadata, raw: JsonValue) -> Usage:
     thoughts = usage.get("thoughtsTokenCount", 0)
     return Usage(
         prompt_tokens=usage.get("promptTokenCount", 0) + usage.get("toolUsePromptTokenCount", 0),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, cast
+from typing import cast
 
 from bastion.core import (
     FinishChunk,
@@ -53,7 +53,7 @@ class OllamaStreamParser:
         self._calls = 0
         self._done: JsonObject | None = None
 
-    def feed(self, item: Any) -> list[StreamChunk]:
+    def feed(self, item: object) -> list[StreamChunk]:
         """One stream line's JSON value → chunks.
 
         Raises:

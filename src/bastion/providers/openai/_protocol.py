@@ -9,9 +9,9 @@ are constructor arguments.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
-from bastion.core import ModelError, ModelRequest
+from bastion.core import JsonObject, ModelError, ModelRequest
 from bastion.providers._names import ToolNameMap
 
 from ._errors import http_error
@@ -58,7 +58,7 @@ class ChatCompletionsProtocol:
             headers["Authorization"] = f"Bearer {api_key}"
         return headers
 
-    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The JSON body, shaped by the server's profile (see ``_payload``).
 
         Raises:

@@ -7,9 +7,9 @@ Connection and auth live here; message mapping in ``_request``, stream parsing i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Unpack
+from typing import Literal, Unpack
 
-from bastion.core import ModelError, ModelRequest, StreamChunk
+from bastion.core import JsonObject, ModelError, ModelRequest, StreamChunk
 from bastion.providers._http import HttpModel, HttpModelOptions
 from bastion.providers._names import ToolNameMap
 from bastion.providers._profiles import profile_for
@@ -57,7 +57,7 @@ class ResponsesProtocol:
             headers["Authorization"] = f"Bearer {api_key}"
         return headers
 
-    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The JSON body for ``request``.
 
         Raises:
