@@ -29,6 +29,7 @@ from bastion.core import (
 __all__ = [
     "ErrorFields",
     "as_object",
+    "error_fields",
     "error_from_status",
     "json_error_fields",
     "retry_after_seconds",
@@ -145,19 +146,31 @@ def as_object(value: object) -> JsonObject | None:
     return cast("JsonObject", value) if isinstance(value, dict) else None
 
 
+def error_fields(
+    status: int | None,
+    body: str | None,
+    headers: Mapping[str, str],
+    *,
+    vendor_code: str | None,
+    retry_after: float | None = None,
+) -> ErrorFields:
+    """The fields of a mapped error; the wait is ``retry_after``, else the headers' one."""
+    return {
+        "status": status,
+        "body": body,
+        "vendor_code": vendor_code,
+        "headers": headers,
+        "retry_after": retry_after or retry_after_seconds(headers),
+    }
+
+
 def error_from_status(
     status: int, body: str, headers: Mapping[str, str], *, vendor: str
 ) -> ModelError:
     """Map an HTTP error response to the taxonomy, keeping status, body and vendor code."""
     message, code = json_error_fields(body)
     text = f"{vendor} answered HTTP {status}: {message}"
-    kwargs: ErrorFields = {
-        "status": status,
-        "body": body,
-        "vendor_code": code,
-        "headers": headers,
-        "retry_after": retry_after_seconds(headers),
-    }
+    kwargs = error_fields(status, body, headers, vendor_code=code)
     lowered = f"{message} {code or ''}".lower()
     if status >= 500 or status == 200:
         # A server error (or an error event inside a 200 stream) whose body says the request

@@ -22,12 +22,7 @@ from bastion.core import (
     Overloaded,
     RateLimited,
 )
-from bastion.providers._errors import (
-    ErrorFields,
-    as_object,
-    error_from_status,
-    retry_after_seconds,
-)
+from bastion.providers._errors import as_object, error_fields, error_from_status
 
 __all__ = ["error_from_body"]
 
@@ -58,13 +53,10 @@ def error_from_body(status: int, body: str, headers: Mapping[str, str]) -> Model
     code = error.get("status")
     http = error.get("code")
     effective = status if status >= 400 or not isinstance(http, int) else http
-    kwargs: ErrorFields = {
-        "status": effective,
-        "body": body,
-        "vendor_code": code if isinstance(code, str) else None,
-        "headers": headers,
-        "retry_after": _retry_delay(error) or retry_after_seconds(headers),
-    }
+    vendor_code = code if isinstance(code, str) else None
+    kwargs = error_fields(
+        effective, body, headers, vendor_code=vendor_code, retry_after=_retry_delay(error)
+    )
     text = f"gemini answered HTTP {effective} {code or ''}: {message}"
     if code == "INVALID_ARGUMENT":
         lowered = message.lower()

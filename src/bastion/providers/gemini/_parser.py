@@ -39,12 +39,10 @@ from bastion.core import (
     ReasoningChunk,
     StreamChunk,
     TextChunk,
-    ToolCallDeltaChunk,
-    ToolCallEndChunk,
-    ToolCallStartChunk,
     Usage,
     new_id,
 )
+from bastion.providers._chunks import whole_tool_call
 from bastion.providers._errors import as_object
 from bastion.providers._http import sse_json
 from bastion.providers._names import ToolNameMap
@@ -190,11 +188,9 @@ class GeminiStreamParser:
                 # Gemini gave none: an id unique across the run's steps, so results never
                 # land on a call of an earlier step.
                 call_id = new_id("call")
-            return [
-                ToolCallStartChunk(id=call_id, name=self._names.local(call["name"])),
-                ToolCallDeltaChunk(id=call_id, arguments_delta=json.dumps(call.get("args", {}))),
-                ToolCallEndChunk(id=call_id, provider_details=details or None),
-            ]
+            arguments = json.dumps(call.get("args", {}))
+            name = self._names.local(call["name"])
+            return whole_tool_call(call_id, name, arguments, details=details or None)
         text = part.get("text", "")
         if part.get("thought"):
             return [

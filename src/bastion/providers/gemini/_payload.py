@@ -19,7 +19,6 @@ vendors are never sent.
 
 from __future__ import annotations
 
-import json
 import mimetypes
 from collections.abc import Sequence
 
@@ -44,9 +43,9 @@ from bastion.core import (
     UserMessage,
     text_of,
 )
-from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
 from bastion.providers._reasoning import accepted_effort
+from bastion.providers._request import SamplingKeys, object_arguments, sampling_fields
 from bastion.providers._turns import EARLIER_NOT_SHOWN
 
 from ._schema import gemini_schema
@@ -56,6 +55,9 @@ __all__ = ["SIGNATURE_KEY", "VENDOR_MARK", "build_payload"]
 SIGNATURE_KEY = "thoughtSignature"
 VENDOR_MARK: JsonObject = {"vendor": "gemini"}
 
+_SAMPLING = SamplingKeys(
+    top_p="topP", max_tokens="maxOutputTokens", stop="stopSequences", seed="seed"
+)
 _TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
 # thinkingLevel's names; none is sent as a zero thinkingBudget.
 _EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high")
@@ -90,7 +92,7 @@ def build_payload(request: ModelRequest, names: ToolNameMap) -> JsonObject:
     settings = request.settings
     if (tool_config := _tool_config(settings, names)) is not None:
         body["toolConfig"] = tool_config
-    config = _generation_config(settings)
+    config = sampling_fields(settings, _SAMPLING)
     if settings.reasoning is not None:
         config["thinkingConfig"] = _thinking(settings.reasoning)
     if request.output is not None:
@@ -216,7 +218,10 @@ def _model_parts(message: AssistantMessage, names: ToolNameMap) -> list[JsonObje
             pending = None
         parts.append(wire)
     for call in message.tool_calls:
-        function: JsonObject = {"name": names.wire(call.name), "args": _args(call.arguments)}
+        function: JsonObject = {
+            "name": names.wire(call.name),
+            "args": object_arguments(call.arguments),
+        }
         if (vendor := _vendor_id(call)) is not None:
             function = {"id": vendor, **function}
         wire = {"functionCall": function}
@@ -230,15 +235,6 @@ def _model_parts(message: AssistantMessage, names: ToolNameMap) -> list[JsonObje
     if pending is not None:
         parts.append({"text": "", SIGNATURE_KEY: pending})
     return parts
-
-
-def _args(arguments: str) -> JsonObject:
-    # Malformed arguments were already reported to the model as a tool error; Gemini only
-    # takes an object here, so such a call is sent back with empty arguments.
-    try:
-        return as_object(json.loads(arguments)) or {}
-    except ValueError:
-        return {}
 
 
 def _tool_config(settings: ModelSettings, names: ToolNameMap) -> JsonObject | None:
@@ -269,18 +265,3 @@ def _thinking(config: ReasoningConfig) -> JsonObject:
     if effort == "none":
         return {"thinkingBudget": 0}
     return {"thinkingLevel": effort, "includeThoughts": True}
-
-
-def _generation_config(settings: ModelSettings) -> JsonObject:
-    config: JsonObject = {}
-    if settings.temperature is not None:
-        config["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        config["topP"] = settings.top_p
-    if settings.max_tokens is not None:
-        config["maxOutputTokens"] = settings.max_tokens
-    if settings.stop:
-        config["stopSequences"] = list(settings.stop)
-    if settings.seed is not None:
-        config["seed"] = settings.seed
-    return config

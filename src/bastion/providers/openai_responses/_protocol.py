@@ -13,6 +13,7 @@ from bastion.core import JsonObject, ModelError, ModelRequest, StreamChunk
 from bastion.providers._http import HttpModel, HttpModelOptions
 from bastion.providers._names import ToolNameMap
 from bastion.providers._profiles import profile_for
+from bastion.providers._request import sse_bearer_headers
 
 from ._errors import VENDOR, http_error
 from ._parser import ResponsesParser
@@ -52,10 +53,7 @@ class ResponsesProtocol:
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """Bearer authentication, and SSE accepted."""
-        headers = {"Accept": "text/event-stream"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        return headers
+        return sse_bearer_headers(api_key)
 
     def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The JSON body for ``request``.
