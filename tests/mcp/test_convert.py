@@ -9,10 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import types
 
+from bastion.core import JsonObject
 from bastion.mcp._convert import RawSchema, render_content, to_output
 from bastion.tools import ToolArgumentsError, ToolError
 
-SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+SCHEMA: JsonObject = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
 
 
 def test_arguments_are_checked_against_the_servers_schema_on_first_use():

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from bastion.core import (
     AssistantMessage,
+    JsonObject,
     Message,
     Model,
     ModelRequest,
@@ -38,14 +39,29 @@ from bastion.core import (
     Usage,
     UserMessage,
 )
-from bastion.tools import InputAnswer, InputRequest, InputRequired
+from bastion.tools import InputAction, InputAnswer, InputRequest, InputRequired
+
+from ._options import ElicitContent
 
 if TYPE_CHECKING:
-    from mcp.types import CreateMessageRequestParams, CreateMessageResult
+    from mcp.types import (
+        CreateMessageRequestParams,
+        CreateMessageResult,
+        SamplingMessageContentBlock,
+    )
 
-__all__ = ["CallScope", "Question", "sample", "wait_or_ask"]
+__all__ = ["Answer", "CallScope", "Question", "sample", "wait_or_ask"]
 
 T = TypeVar("T")
+
+
+class Answer(TypedDict):
+    """One answer to a server's question, as kept in the pending request's context."""
+
+    message: str
+    schema: JsonObject
+    action: InputAction
+    content: ElicitContent | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +69,7 @@ class Question:
     """A server's elicitation: its message and the JSON Schema of the answer."""
 
     message: str
-    schema: dict[str, Any]
+    schema: JsonObject
 
 
 @dataclass(slots=True)
@@ -69,8 +85,8 @@ class CallScope:
     """
 
     ctx: RunContext[Any] | None
-    answers: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
-    given: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    answers: list[Answer] = field(default_factory=list[Answer])
+    given: list[Answer] = field(default_factory=list[Answer])
     usage: dict[str, Usage] = field(default_factory=dict[str, Usage])
     question: Question | None = None
 
@@ -81,7 +97,8 @@ class CallScope:
         answer = ctx.input_answer
         if isinstance(answer, InputAnswer) and answer.request is not None:
             request = answer.request
-            earlier: Sequence[dict[str, Any]] = request.context.get("answers") or []
+            # Journaled by this module (``wait_or_ask``): a list of ``Answer``.
+            earlier: Sequence[Answer] = request.context.get("answers") or []
             scope.answers = [
                 *earlier,
                 {
@@ -93,7 +110,7 @@ class CallScope:
             ]
         return scope
 
-    def answer_for(self, question: Question) -> dict[str, Any] | None:
+    def answer_for(self, question: Question) -> Answer | None:
         """The stored answer to ``question`` (the first not given yet), if any."""
         for item in self.answers:
             if item["message"] == question.message and item["schema"] == question.schema:
@@ -194,10 +211,10 @@ def _messages(params: CreateMessageRequestParams) -> list[Message]:
     return messages
 
 
-def _text(content: Any) -> str:
-    blocks: list[Any] = list(content) if isinstance(content, list) else [content]  # pyright: ignore[reportUnknownArgumentType]
+def _text(content: SamplingMessageContentBlock | list[SamplingMessageContentBlock]) -> str:
+    blocks = content if isinstance(content, list) else [content]
     parts: list[str] = []
     for block in blocks:
-        text = getattr(block, "text", None)
-        parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', '?')} content]")
+        text = getattr(block, "text", None)  # TextContent's (mcp.types is imported lazily)
+        parts.append(text if isinstance(text, str) else f"[{block.type} content]")
     return "\n".join(parts)

@@ -20,9 +20,9 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
-from bastion.core import UserError
+from bastion.core import JsonObject, JsonValue, UserError
 
 from ._server import MCPServer
 
@@ -32,7 +32,7 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HTTP_TYPES = {"http": "http", "streamable-http": "http", "streamable_http": "http", "sse": "sse"}
 
 
-def load_config(path: str | os.PathLike[str], **options: Any) -> dict[str, MCPServer]:
+def load_config(path: str | os.PathLike[str], **options: object) -> dict[str, MCPServer]:
     """Read an ``mcpServers`` JSON file; returns the servers by name, in file order.
 
     Args:
@@ -49,58 +49,55 @@ def load_config(path: str | os.PathLike[str], **options: Any) -> dict[str, MCPSe
     except OSError as exc:
         raise UserError(f"Cannot read MCP config {str(file)!r}: {exc.strerror or exc}.") from None
     try:
-        data = json.loads(text)
+        data: JsonValue = json.loads(text)
     except ValueError as exc:
         raise UserError(f"MCP config {str(file)!r} is not valid JSON: {exc}.") from None
     return servers_from_config(data, where=f"MCP config {str(file)!r}", **options)
 
 
 def servers_from_config(
-    data: Any, *, where: str = "MCP config", **options: Any
+    data: object, *, where: str = "MCP config", **options: object
 ) -> dict[str, MCPServer]:
     """Build servers from parsed ``mcpServers`` JSON (``{"mcpServers": {...}}`` or the inner map).
 
     Raises:
         UserError: The data does not have the expected shape, or an entry is invalid.
     """
-    if not isinstance(data, dict):
+    root = _object(data)
+    if root is None:
         raise UserError(
             f"{where}: expected a JSON object with 'mcpServers', got {type(data).__name__}."
         )
-    root = cast("dict[str, Any]", data)
-    entries: Any = root.get("mcpServers", root.get("servers", root))
-    if not isinstance(entries, dict):
+    entries = _object(root.get("mcpServers", root.get("servers", root)))
+    if entries is None:
         raise UserError(f"{where}: 'mcpServers' must be an object of servers by name.")
     servers: dict[str, MCPServer] = {}
-    for name, entry in cast("dict[str, Any]", entries).items():
-        if not isinstance(entry, dict):
+    for name, entry in entries.items():
+        spec = _object(entry)
+        if spec is None:
             raise UserError(f"{where}: server {name!r} must be an object, got {entry!r}.")
-        spec = cast("dict[str, Any]", entry)
         if spec.get("disabled") is True:
             continue
         servers[name] = _server(name, spec, f"{where}: server {name!r}", options)
     return servers
 
 
-def _server(name: str, spec: dict[str, Any], where: str, defaults: Mapping[str, Any]) -> MCPServer:
-    raw: Any = spec.get("bastion") or {}
-    if not isinstance(raw, dict):
+def _server(name: str, spec: JsonObject, where: str, defaults: Mapping[str, object]) -> MCPServer:
+    own = _object(spec.get("bastion") or {})
+    if own is None:
         raise UserError(f"{where}: 'bastion' must be an object of options.")
-    own = cast("dict[str, Any]", raw)
-    options: dict[str, Any] = {**defaults, **own}
+    options: dict[str, object] = {**defaults, **own}
     if "timeout" in spec and "timeout" not in own:
         options["timeout"] = spec["timeout"]
     kind = spec.get("type", spec.get("transport"))
     if "command" in spec and kind in (None, "stdio"):
         command = _expand(spec["command"], where, "command")
         args = spec.get("args", [])
-        if not isinstance(args, list) or not all(
-            isinstance(a, str) for a in cast("list[Any]", args)
-        ):
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise UserError(f"{where}: 'args' must be a list of strings.")
         return MCPServer.stdio(
             command,
-            [_expand(a, where, "args") for a in cast("list[str]", args)],
+            [_expand(a, where, "args") for a in args],
             env=_strings(spec.get("env"), where, "env"),
             cwd=_expand(spec["cwd"], where, "cwd") if spec.get("cwd") else None,
             name=name,
@@ -118,16 +115,21 @@ def _server(name: str, spec: dict[str, Any], where: str, defaults: Mapping[str, 
     raise UserError(f"{where}: give 'command' (a stdio server) or 'url' (an HTTP server).")
 
 
-def _strings(value: Any, where: str, key: str) -> dict[str, str]:
+def _object(value: object) -> JsonObject | None:
+    """Decoded JSON ``value`` as an object, or None when it is not one."""
+    return cast("JsonObject", value) if isinstance(value, dict) else None
+
+
+def _strings(value: JsonValue, where: str, key: str) -> dict[str, str]:
     if value is None:
         return {}
-    if not isinstance(value, dict):
+    items = _object(value)
+    if items is None:
         raise UserError(f"{where}: {key!r} must be an object of strings.")
-    items = cast("dict[Any, Any]", value)
     return {str(k): _expand(v, where, f"{key}.{k}") for k, v in items.items()}
 
 
-def _expand(value: Any, where: str, key: str) -> str:
+def _expand(value: JsonValue, where: str, key: str) -> str:
     if not isinstance(value, str):
         raise UserError(f"{where}: {key!r} must be a string, got {value!r}.")
 

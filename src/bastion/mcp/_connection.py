@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from ._transport import Transport, open_transport
 
 if TYPE_CHECKING:
+    from anyio import CancelScope
     from mcp import ClientSession
     from mcp.client.session import ElicitationFnT, MessageHandlerFnT, SamplingFnT
     from mcp.types import InitializeResult
@@ -161,7 +162,7 @@ class Connection:
             self._ready.set()
 
 
-def anyio_fail_after(seconds: float) -> contextlib.AbstractContextManager[Any]:
+def anyio_fail_after(seconds: float) -> contextlib.AbstractContextManager[CancelScope]:
     """A deadline for the handshake (anyio's, as the SDK's own scopes are anyio's)."""
     import anyio
 

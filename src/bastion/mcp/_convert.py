@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Required, TypedDict, cast
 
+from bastion.core import JsonObject, JsonValue
 from bastion.tools import ToolArgumentsError, ToolError
 from bastion.tools._schema import ArgsValidator, check_against, compile_schema, parse_arguments
 
@@ -18,13 +19,34 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult, ContentBlock, ReadResourceResult
 
 __all__ = [
+    "CallMeta",
     "RawSchema",
+    "ResourceLinkInfo",
     "error_text",
     "link_handle",
     "render_content",
     "resource_text",
     "to_output",
 ]
+
+
+class ResourceLinkInfo(TypedDict):
+    """A ``resource_link`` a tool returned, with the handle ``read_result`` pages it by."""
+
+    uri: str
+    name: str
+    mime_type: str | None
+    size: int | None
+    handle: str
+
+
+class CallMeta(TypedDict, total=False):
+    """What an MCP tool call keeps for the application, in ``metadata["mcp"]``."""
+
+    server: Required[str]
+    tool: Required[str]
+    structured_content: dict[str, Any]  # the SDK's type: the server's JSON object
+    resource_links: list[ResourceLinkInfo]
 
 
 class RawSchema(ArgsValidator):
@@ -36,11 +58,11 @@ class RawSchema(ArgsValidator):
 
     __slots__ = ("_validator", "parameters")
 
-    def __init__(self, parameters: dict[str, Any]) -> None:
+    def __init__(self, parameters: JsonObject) -> None:
         self.parameters = parameters
-        self._validator: Any = None
+        self._validator: object = None  # a jsonschema validator; False: the schema is invalid
 
-    def validate(self, arguments: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def validate(self, arguments: str) -> tuple[tuple[JsonObject], dict[str, object]]:
         """Parse the JSON object and list every violation of the schema."""
         value = parse_arguments(arguments)
         if not isinstance(value, dict):
@@ -50,7 +72,7 @@ class RawSchema(ArgsValidator):
             validator = self._validator = compile_schema(self.parameters)
         if validator is not False:
             check_against(validator, value)
-        return (cast("dict[str, Any]", value),), {}
+        return (cast("JsonObject", value),), {}
 
 
 def link_handle(server: str, uri: str) -> str:
@@ -58,7 +80,9 @@ def link_handle(server: str, uri: str) -> str:
     return f"mcp:{server}:{uri}"
 
 
-def render_content(server: str, blocks: Sequence[ContentBlock]) -> tuple[str, list[dict[str, Any]]]:
+def render_content(
+    server: str, blocks: Sequence[ContentBlock]
+) -> tuple[str, list[ResourceLinkInfo]]:
     """The text the model reads for content blocks, and the resource links among them.
 
     Text is kept; an embedded text resource is inlined; binary content (images, audio,
@@ -75,7 +99,7 @@ def render_content(server: str, blocks: Sequence[ContentBlock]) -> tuple[str, li
     )
 
     parts: list[str] = []
-    links: list[dict[str, Any]] = []
+    links: list[ResourceLinkInfo] = []
     for block in blocks:
         if isinstance(block, TextContent):
             parts.append(block.text)
@@ -126,7 +150,9 @@ def error_text(result: CallToolResult) -> str:
     return text or "The MCP tool reported an error without a message."
 
 
-def to_output(server: str, tool: str, result: CallToolResult) -> tuple[Any, dict[str, Any]]:
+def to_output(
+    server: str, tool: str, result: CallToolResult
+) -> tuple[JsonValue, dict[str, CallMeta]]:
     """The output the model reads and the metadata kept for the application.
 
     Structured content (``structuredContent``) is the output when present: a JSON value
@@ -136,7 +162,7 @@ def to_output(server: str, tool: str, result: CallToolResult) -> tuple[Any, dict
         ToolError: The server flagged the result ``isError``.
     """
     text, links = render_content(server, result.content)
-    meta: dict[str, Any] = {"server": server, "tool": tool}
+    meta: CallMeta = {"server": server, "tool": tool}
     if result.structured_content is not None:
         meta["structured_content"] = result.structured_content
     if links:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from bastion.tools import Tool
 
@@ -21,6 +21,14 @@ from ._transport import Transport
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+    from mcp.client.session import ClientRequestContext, IncomingMessage
+    from mcp.types import (
+        CreateMessageRequestParams,
+        CreateMessageResult,
+        ElicitRequestParams,
+        ElicitResult,
+        ErrorData,
+    )
     from mcp.types import Tool as WireTool
 
 __all__ = ["ServerConnection"]
@@ -106,7 +114,7 @@ class ServerConnection:
             self._locks = {key: (pair := (asyncio.Lock(), asyncio.Lock()))}
         return pair[which]
 
-    async def _on_message(self, message: Any) -> None:
+    async def _on_message(self, message: IncomingMessage) -> None:
         from mcp.types import ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
@@ -117,7 +125,9 @@ class ServerConnection:
         scopes = self._scopes
         return scopes[0] if self._inflight == 1 and len(scopes) == 1 else None
 
-    async def _on_elicit(self, context: Any, params: Any) -> Any:
+    async def _on_elicit(
+        self, context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult | ErrorData:
         """Answer a server's question asked in the middle of a call.
 
         ``on_elicit`` answers it when given. Otherwise, the question of an agent's call
@@ -148,7 +158,9 @@ class ServerConnection:
         scope.ask(question)  # the tool drops the call's result and suspends the run
         return ElicitResult(action="cancel")  # nobody answered yet
 
-    async def _on_sample(self, context: Any, params: Any) -> Any:
+    async def _on_sample(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | ErrorData:
         """Answer a server's ``sampling/createMessage`` with the configured model."""
         from mcp.types import INTERNAL_ERROR, ErrorData
 

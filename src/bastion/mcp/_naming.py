@@ -6,9 +6,8 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
 
-from bastion.core import UserError
+from bastion.core import JsonObject, UserError
 
 __all__ = ["arguments_key", "check_url", "local_name", "stdio_name", "url_name"]
 
@@ -16,7 +15,7 @@ _NOT_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _NOT_SERVER = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def arguments_key(arguments: dict[str, Any]) -> str:
+def arguments_key(arguments: JsonObject) -> str:
     """The idempotency key of a call to an idempotent tool: its canonical arguments."""
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]

@@ -11,15 +11,18 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from fnmatch import fnmatchcase
-from typing import Any, Literal
+from typing import Literal, TypeAlias, TypedDict, TypeGuard, cast
 
-from bastion.core import Model, UserError
+from bastion.core import JsonObject, Model, UserError
 from bastion.security import INBOUND_POLICIES, InboundPolicy
 from bastion.tools import SideEffectClass
 
-__all__ = ["ElicitHandler", "ServerOptions"]
+__all__ = ["ElicitContent", "ElicitHandler", "ServerOptions"]
 
-ElicitHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+ElicitContent: TypeAlias = dict[str, str | int | float | bool | list[str] | None]
+"""The content of an accepted elicitation: flat primitive values (the MCP spec's form)."""
+
+ElicitHandler = Callable[[str, JsonObject], Awaitable[ElicitContent | None]]
 """Answers a server's elicitation: given its message and the JSON Schema of the answer,
 returns the answer's content (accept) or ``None`` (decline)."""
 
@@ -68,7 +71,7 @@ class ServerOptions:
     name: str
     timeout: float = 60.0
     connect_timeout: float = 30.0
-    side_effects: Mapping[str, SideEffectClass] = field(default_factory=dict[str, Any])
+    side_effects: Mapping[str, SideEffectClass] = field(default_factory=dict[str, SideEffectClass])
     idempotent: tuple[str, ...] = ()
     needs_approval: bool | tuple[str, ...] = False
     include: tuple[str, ...] | None = None
@@ -81,7 +84,7 @@ class ServerOptions:
     sampling: Model | None = None
 
     @classmethod
-    def build(cls, name: str, options: Mapping[str, Any]) -> ServerOptions:
+    def build(cls, name: str, options: Mapping[str, object]) -> ServerOptions:
         """Check and normalize keyword options.
 
         Raises:
@@ -99,51 +102,41 @@ class ServerOptions:
                 f"Invalid MCP server name {name!r}: use 1-64 letters, digits, '_' or '-'."
             )
         where = f"MCP server {name!r}"
-        values = dict(options)
+        values: _Fields = {}
         for key in ("timeout", "connect_timeout"):
-            if key in values:
-                value = values[key]
-                if (
-                    isinstance(value, bool)
-                    or not isinstance(value, int | float)
-                    or not (value > 0 and math.isfinite(value))
-                ):
-                    raise UserError(
-                        f"{where}: {key} must be a number of seconds > 0, got {value!r}."
-                    )
-        effects = dict(values.get("side_effects") or {})
-        for pattern, effect in effects.items():
-            if effect not in _CLASSES:
+            if key in options:
+                values[key] = _seconds(where, key, options[key])
+        values["side_effects"] = _side_effects(where, options.get("side_effects"))
+        for key in ("idempotent", "exclude"):
+            if (value := options.get(key)) is not None:
+                values[key] = _patterns(where, key, value)
+        if (include := options.get("include")) is not None:
+            values["include"] = _patterns(where, "include", include)
+        approval = options.get("needs_approval", False)
+        values["needs_approval"] = (
+            approval if isinstance(approval, bool) else _patterns(where, "needs_approval", approval)
+        )
+        policy = options.get("inbound_sanitization")
+        if policy is not None:
+            values["inbound_sanitization"] = _policy(where, policy)
+        handler = options.get("on_elicit")
+        if handler is not None:
+            if not callable(handler):
+                raise UserError(f"{where}: on_elicit must be an async function, got {handler!r}.")
+            values["on_elicit"] = cast("ElicitHandler", handler)  # its signature is the user's
+        if "elicitation" in options:
+            values["elicitation"] = _elicitation(where, options["elicitation"])
+        if (sampling := options.get("sampling")) is not None:
+            values["sampling"] = _sampling_model(where, sampling)
+        if "defer_loading" in options:
+            defer = options["defer_loading"]
+            if defer is not None and not isinstance(defer, bool):
                 raise UserError(
-                    f"{where}: side_effects[{pattern!r}] must be one of "
-                    f"{', '.join(repr(c) for c in _CLASSES)}, got {effect!r}."
+                    f"{where}: defer_loading must be True, False or None, got {defer!r}."
                 )
-        values["side_effects"] = effects
-        for key in ("idempotent", "exclude", "include"):
-            if values.get(key) is not None:
-                values[key] = _patterns(where, key, values[key])
-        approval = values.get("needs_approval", False)
-        if not isinstance(approval, bool):
-            values["needs_approval"] = _patterns(where, "needs_approval", approval)
-        policy = values.get("inbound_sanitization")
-        if policy is not None and policy not in INBOUND_POLICIES:
-            raise UserError(
-                f"{where}: unknown inbound_sanitization {policy!r}. "
-                f"Use one of: {', '.join(repr(p) for p in INBOUND_POLICIES)}."
-            )
-        handler = values.get("on_elicit")
-        if handler is not None and not callable(handler):
-            raise UserError(f"{where}: on_elicit must be an async function, got {handler!r}.")
-        if values.get("elicitation", "suspend") not in ("suspend", "decline"):
-            raise UserError(
-                f"{where}: elicitation must be 'suspend' or 'decline', "
-                f"got {values['elicitation']!r}."
-            )
-        if values.get("sampling") is not None:
-            values["sampling"] = _sampling_model(where, values["sampling"])
-        defer = values.get("defer_loading")
-        if defer is not None and not isinstance(defer, bool):
-            raise UserError(f"{where}: defer_loading must be True, False or None, got {defer!r}.")
+            values["defer_loading"] = defer
+        if "resources" in options:
+            values["resources"] = bool(options["resources"])
         return cls(name=name, **values)
 
     def exposes(self, tool: str) -> bool:
@@ -169,7 +162,71 @@ class ServerOptions:
         return approval if isinstance(approval, bool) else _matches(tool, approval)
 
 
-def _sampling_model(where: str, value: Any) -> Model:
+class _Fields(TypedDict, total=False):
+    """The checked options, as ``ServerOptions`` takes them (absent: the field's default)."""
+
+    timeout: float
+    connect_timeout: float
+    side_effects: Mapping[str, SideEffectClass]
+    idempotent: tuple[str, ...]
+    needs_approval: bool | tuple[str, ...]
+    include: tuple[str, ...] | None
+    exclude: tuple[str, ...]
+    defer_loading: bool | None
+    inbound_sanitization: InboundPolicy | None
+    resources: bool
+    on_elicit: ElicitHandler | None
+    elicitation: Literal["suspend", "decline"]
+    sampling: Model | None
+
+
+def _seconds(where: str, key: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UserError(f"{where}: {key} must be a number of seconds > 0, got {value!r}.")
+    if not (value > 0 and math.isfinite(value)):
+        raise UserError(f"{where}: {key} must be a number of seconds > 0, got {value!r}.")
+    return value
+
+
+def _side_effects(where: str, value: object) -> dict[str, SideEffectClass]:
+    if not value:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UserError(f"{where}: side_effects must map tool patterns to classes, got {value!r}.")
+    effects: dict[str, SideEffectClass] = {}
+    for pattern, effect in cast("Mapping[object, object]", value).items():
+        if not _is_class(effect):
+            raise UserError(
+                f"{where}: side_effects[{pattern!r}] must be one of "
+                f"{', '.join(repr(c) for c in _CLASSES)}, got {effect!r}."
+            )
+        effects[str(pattern)] = effect
+    return effects
+
+
+def _is_class(value: object) -> TypeGuard[SideEffectClass]:
+    return value in _CLASSES
+
+
+def _policy(where: str, value: object) -> InboundPolicy:
+    for policy in INBOUND_POLICIES:
+        if value == policy:
+            return policy
+    raise UserError(
+        f"{where}: unknown inbound_sanitization {value!r}. "
+        f"Use one of: {', '.join(repr(p) for p in INBOUND_POLICIES)}."
+    )
+
+
+def _elicitation(where: str, value: object) -> Literal["suspend", "decline"]:
+    if value == "suspend":
+        return "suspend"
+    if value == "decline":
+        return "decline"
+    raise UserError(f"{where}: elicitation must be 'suspend' or 'decline', got {value!r}.")
+
+
+def _sampling_model(where: str, value: object) -> Model:
     if isinstance(value, Model):
         return value
     if not isinstance(value, str):
@@ -181,13 +238,14 @@ def _sampling_model(where: str, value: Any) -> Model:
     return resolve_model(value)
 
 
-def _patterns(where: str, key: str, value: Any) -> tuple[str, ...]:
+def _patterns(where: str, key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise UserError(f"{where}: {key} must be a list of tool names or patterns, got {value!r}.")
-    items: Sequence[Any] = value  # pyright: ignore[reportUnknownVariableType]
-    if not all(isinstance(p, str) and p for p in items):
+    items = tuple(cast("Sequence[object]", value))
+    patterns = tuple(p for p in items if isinstance(p, str) and p)
+    if len(patterns) != len(items):
         raise UserError(f"{where}: {key} must hold non-empty strings, got {value!r}.")
-    return tuple(items)
+    return patterns
 
 
 def _matches(tool: str, patterns: Sequence[str]) -> bool:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import io
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-from bastion.core import RunContext
+from bastion.core import JsonObject, RunContext
 from bastion.security import InboundPolicy, sanitize_inbound
 from bastion.tools import ResultReadError, Tool, ToolError
 from bastion.tools._read_result import READ_RESULT_MAX_BYTES, read_line_range
@@ -19,19 +19,28 @@ from ._connection import ConnectionLost
 from ._convert import RawSchema, link_handle, resource_text
 from ._lifecycle import ServerConnection
 
-__all__ = ["ServerResources"]
+__all__ = ["ResourceInfo", "ServerResources"]
 
 _LINK_CACHE = 16  # resources kept for paging with read_result
+
+
+class ResourceInfo(TypedDict):
+    """One resource a server lists."""
+
+    uri: str
+    name: str
+    description: str | None
+    mime_type: str | None
 
 
 class ServerResources(ServerConnection):
     """Resources, prompts and resource links on top of the server's connection."""
 
-    async def list_resources(self) -> list[dict[str, Any]]:
+    async def list_resources(self) -> list[ResourceInfo]:
         """The server's resources: ``uri``, ``name``, ``description``, ``mime_type``."""
         from mcp.types import PaginatedRequestParams
 
-        found: list[dict[str, Any]] = []
+        found: list[ResourceInfo] = []
         cursor: str | None = None
         while True:
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
@@ -85,48 +94,59 @@ class ServerResources(ServerConnection):
     def _resource_tools(self) -> list[Tool]:
         server = self
 
-        async def list_resources(ctx: RunContext[Any], arguments: dict[str, Any]) -> Any:
+        async def list_resources(ctx: RunContext[Any], arguments: JsonObject) -> list[ResourceInfo]:
             return await server.list_resources()
 
-        async def read_resource(ctx: RunContext[Any], arguments: dict[str, Any]) -> str:
+        async def read_resource(ctx: RunContext[Any], arguments: JsonObject) -> str:
             try:
                 return await server.read_resource(str(arguments["uri"]))
             except ConnectionLost as exc:
                 raise ToolError(str(exc)) from exc
 
-        common: dict[str, Any] = {
-            "takes_ctx": True,
-            "side_effect_class": "read_only",
-            "trust_class": "mcp_derived",
-            "source": self.name,
-            "timeout": self.options.timeout,
-            "inbound_sanitization": self.options.inbound_sanitization,
-            "kind": "async",
-        }
         return [
-            Tool(
-                name="list_resources",
-                description=f"List the resources (documents, files, data) of {self.name}.",
-                function=list_resources,
-                validator=RawSchema({"type": "object", "properties": {}}),
-                oracle_key=f"tool:{self.name}:resources/list",
-                **common,
+            self._resource_tool(
+                "list_resources",
+                f"List the resources (documents, files, data) of {self.name}.",
+                list_resources,
+                {"type": "object", "properties": {}},
+                "resources/list",
             ),
-            Tool(
-                name="read_resource",
-                description=f"Read a resource of {self.name} by its URI.",
-                function=read_resource,
-                validator=RawSchema(
-                    {
-                        "type": "object",
-                        "properties": {"uri": {"type": "string", "description": "Its URI."}},
-                        "required": ["uri"],
-                    }
-                ),
-                oracle_key=f"tool:{self.name}:resources/read",
-                **common,
+            self._resource_tool(
+                "read_resource",
+                f"Read a resource of {self.name} by its URI.",
+                read_resource,
+                {
+                    "type": "object",
+                    "properties": {"uri": {"type": "string", "description": "Its URI."}},
+                    "required": ["uri"],
+                },
+                "resources/read",
             ),
         ]
+
+    def _resource_tool(
+        self,
+        name: str,
+        description: str,
+        function: Callable[[RunContext[Any], JsonObject], Awaitable[object]],
+        schema: JsonObject,
+        action: str,
+    ) -> Tool:
+        """A read-only tool over the server's resources, governed as ``tool:<server>:<action>``."""
+        return Tool(
+            name=name,
+            description=description,
+            function=function,
+            validator=RawSchema(schema),
+            oracle_key=f"tool:{self.name}:{action}",
+            takes_ctx=True,
+            side_effect_class="read_only",
+            trust_class="mcp_derived",
+            source=self.name,
+            timeout=self.options.timeout,
+            inbound_sanitization=self.options.inbound_sanitization,
+            kind="async",
+        )
 
     # -- ResultReader: resource links returned by tools --------------------------------------
 

@@ -11,14 +11,13 @@ died is replaced by at the next call. Each tool call is governed as
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from bastion.core import UserError
 
 from ._naming import check_url, stdio_name, url_name
 from ._options import ServerOptions
 from ._tools import DEFER_THRESHOLD, ServerTools
-from ._transport import Transport
+from ._transport import InProcessServer, Transport
 
 __all__ = ["DEFER_THRESHOLD", "MCPServer"]
 
@@ -44,7 +43,7 @@ class MCPServer(ServerTools):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         name: str | None = None,
-        **options: Any,
+        **options: object,
     ) -> MCPServer:
         """A server run as a subprocess speaking MCP over its stdin and stdout.
 
@@ -75,7 +74,7 @@ class MCPServer(ServerTools):
         *,
         headers: Mapping[str, str] | None = None,
         name: str | None = None,
-        **options: Any,
+        **options: object,
     ) -> MCPServer:
         """A server reached over streamable HTTP (the current MCP HTTP transport).
 
@@ -100,7 +99,7 @@ class MCPServer(ServerTools):
         *,
         headers: Mapping[str, str] | None = None,
         name: str | None = None,
-        **options: Any,
+        **options: object,
     ) -> MCPServer:
         """A server reached over the legacy HTTP+SSE transport (older servers only)."""
         return cls(
@@ -109,7 +108,9 @@ class MCPServer(ServerTools):
         )
 
     @classmethod
-    def in_process(cls, server: Any, *, name: str | None = None, **options: Any) -> MCPServer:
+    def in_process(
+        cls, server: InProcessServer, *, name: str | None = None, **options: object
+    ) -> MCPServer:
         """A server object of the ``mcp`` SDK (``mcp.server.MCPServer``) in this process.
 
         No transport at all: for tests, and for wrapping Python MCP servers you own.

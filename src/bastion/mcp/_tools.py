@@ -12,7 +12,7 @@ import gc
 from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bastion.core import RunContext
+from bastion.core import JsonObject, JsonValue, RunContext
 from bastion.observability import trace_headers
 from bastion.tools import Tool, ToolError, ToolResult
 
@@ -83,7 +83,7 @@ class ServerTools(ServerResources):
         idempotent = options.is_idempotent(remote)
         server = self
 
-        async def call_mcp_tool(ctx: RunContext[Any], arguments: dict[str, Any]) -> ToolResult:
+        async def call_mcp_tool(ctx: RunContext[Any], arguments: JsonObject) -> ToolResult:
             async def progress(progress: float, total: float | None, message: str | None) -> None:
                 ctx.report_progress(progress, total, message)
 
@@ -123,7 +123,7 @@ class ServerTools(ServerResources):
     async def call_tool(
         self,
         name: str,
-        arguments: Mapping[str, Any] | None = None,
+        arguments: Mapping[str, JsonValue] | None = None,
         *,
         progress: ProgressFnT | None = None,
     ) -> CallToolResult:
@@ -142,7 +142,7 @@ class ServerTools(ServerResources):
     async def _call(
         self,
         name: str,
-        arguments: dict[str, Any],
+        arguments: JsonObject,
         progress: ProgressFnT | None,
         *,
         retry: bool,

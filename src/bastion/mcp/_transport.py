@@ -15,15 +15,19 @@ import sys
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeAlias, cast
+from typing import TYPE_CHECKING, Literal, TextIO, TypeAlias, cast
 
 if TYPE_CHECKING:
     import httpx2
     from mcp.client._transport import TransportStreams
+    from mcp.server import Server
+    from mcp.server.mcpserver import MCPServer as SDKServer
 
-__all__ = ["Transport", "TransportKind", "open_transport"]
+__all__ = ["InProcessServer", "Transport", "TransportKind", "open_transport"]
 
 TransportKind: TypeAlias = Literal["stdio", "http", "sse", "memory"]
+InProcessServer: TypeAlias = "Server | SDKServer"
+"""A server object of the ``mcp`` SDK, run in this process (a ``memory`` transport)."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -49,7 +53,7 @@ class Transport:
     cwd: str | None = None
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
-    server: Any = None
+    server: InProcessServer | None = None
 
     def describe(self) -> str:
         """One line for humans: the command line or the URL (header values left out)."""
@@ -125,6 +129,8 @@ async def open_transport(
         )
     from mcp.client._memory import InMemoryTransport
 
+    if transport.server is None:
+        raise ValueError("A memory transport needs the SDK server object (Transport.server).")
     return await stack.enter_async_context(InMemoryTransport(transport.server))
 
 
@@ -141,7 +147,7 @@ async def _trace_context_headers(request: httpx2.Request) -> None:
     if b'"traceparent"' not in body:
         return
     try:
-        message: Any = json.loads(body)
+        message: object = json.loads(body)
     except ValueError:
         return
     meta = _meta_of(message)

@@ -10,7 +10,7 @@ import email.utils
 import json
 import time
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TypedDict, cast
 
 from bastion.core import (
     AuthenticationFailed,
@@ -18,6 +18,7 @@ from bastion.core import (
     ConnectionFailed,
     ContentFiltered,
     ContextLengthExceeded,
+    JsonObject,
     ModelError,
     ModelTimeout,
     Overloaded,
@@ -26,12 +27,26 @@ from bastion.core import (
 )
 
 __all__ = [
+    "ErrorFields",
     "as_object",
+    "error_fields",
     "error_from_status",
     "json_error_fields",
     "retry_after_seconds",
     "transport_error",
 ]
+
+
+class ErrorFields(TypedDict, total=False):
+    """The keyword arguments of a :class:`~bastion.core.ModelError` an adapter fills in."""
+
+    status: int | None
+    body: str | None
+    vendor_code: str | None
+    retry_after: float | None
+    headers: Mapping[str, str] | None
+    retryable: bool | None
+
 
 _CONTEXT_WORDS = (
     "context length",
@@ -126,9 +141,27 @@ def _status_in_body(body: str, code: str | None) -> int | None:
     return None
 
 
-def as_object(value: object) -> dict[str, Any] | None:
-    """``value`` as a JSON object, or None when it is not one."""
-    return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+def as_object(value: object) -> JsonObject | None:
+    """``value`` (decoded JSON) as a JSON object, or None when it is not one."""
+    return cast("JsonObject", value) if isinstance(value, dict) else None
+
+
+def error_fields(
+    status: int | None,
+    body: str | None,
+    headers: Mapping[str, str],
+    *,
+    vendor_code: str | None,
+    retry_after: float | None = None,
+) -> ErrorFields:
+    """The fields of a mapped error; the wait is ``retry_after``, else the headers' one."""
+    return {
+        "status": status,
+        "body": body,
+        "vendor_code": vendor_code,
+        "headers": headers,
+        "retry_after": retry_after or retry_after_seconds(headers),
+    }
 
 
 def error_from_status(
@@ -137,13 +170,7 @@ def error_from_status(
     """Map an HTTP error response to the taxonomy, keeping status, body and vendor code."""
     message, code = json_error_fields(body)
     text = f"{vendor} answered HTTP {status}: {message}"
-    kwargs: dict[str, Any] = {
-        "status": status,
-        "body": body,
-        "vendor_code": code,
-        "headers": headers,
-        "retry_after": retry_after_seconds(headers),
-    }
+    kwargs = error_fields(status, body, headers, vendor_code=code)
     lowered = f"{message} {code or ''}".lower()
     if status >= 500 or status == 200:
         # A server error (or an error event inside a 200 stream) whose body says the request

@@ -9,11 +9,11 @@ from __future__ import annotations
 import codecs
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
-from bastion.core import MalformedResponse
+from bastion.core import JsonValue, MalformedResponse
 
-__all__ = ["NDJSONDecoder", "SSEDecoder", "SSEEvent"]
+__all__ = ["NDJSONDecoder", "SSEDecoder", "SSEEvent", "StreamItem"]
 
 
 @dataclass(kw_only=True, slots=True)
@@ -24,7 +24,7 @@ class SSEEvent:
     event: str | None = None
     id: str | None = None
 
-    def json(self) -> Any:
+    def json(self) -> JsonValue:
         """Parse ``data`` as JSON.
 
         Raises:
@@ -36,6 +36,10 @@ class SSEEvent:
             raise MalformedResponse(
                 f"Server-sent event data is not JSON: {self.data[:200]!r}", body=self.data
             ) from exc
+
+
+StreamItem: TypeAlias = "SSEEvent | JsonValue"
+"""One decoded item of a streamed answer: an SSE event, or one NDJSON (or whole-body) value."""
 
 
 class _Lines:
@@ -117,7 +121,7 @@ class NDJSONDecoder:
     def __init__(self) -> None:
         self._lines = _Lines()
 
-    def feed(self, chunk: bytes) -> list[Any]:
+    def feed(self, chunk: bytes) -> list[JsonValue]:
         """Decode a chunk; return the JSON values of the lines it completed.
 
         Raises:
@@ -125,12 +129,12 @@ class NDJSONDecoder:
         """
         return [_parse(line) for line in self._lines.feed(chunk) if line.strip()]
 
-    def close(self) -> list[Any]:
+    def close(self) -> list[JsonValue]:
         """End of stream: parse a last line that had no newline."""
         return [_parse(line) for line in self._lines.feed(b"", final=True) if line.strip()]
 
 
-def _parse(line: str) -> Any:
+def _parse(line: str) -> JsonValue:
     try:
         return json.loads(line)
     except ValueError as exc:

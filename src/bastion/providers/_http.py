@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncGenerator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, runtime_checkable
 
 from bastion.core import (
     AuthenticationFailed,
     FinishChunk,
+    JsonObject,
+    JsonValue,
     MalformedResponse,
     Model,
     ModelError,
@@ -31,7 +33,7 @@ from bastion.core import (
 )
 
 from ._errors import transport_error
-from ._framing import NDJSONDecoder, SSEDecoder, SSEEvent
+from ._framing import NDJSONDecoder, SSEDecoder, SSEEvent, StreamItem
 from ._names import ToolNameMap
 from ._profiles import ModelProfile, profile_for, with_cost
 
@@ -66,7 +68,7 @@ class HttpModelOptions(TypedDict, total=False):
 class StreamParser(Protocol):
     """Turns the decoded items of one streamed answer into stream chunks."""
 
-    def feed(self, item: Any) -> list[StreamChunk]:
+    def feed(self, item: StreamItem) -> list[StreamChunk]:
         """One SSE event (:class:`SSEEvent`) or NDJSON value → zero or more chunks.
 
         Raises:
@@ -100,7 +102,7 @@ class WireProtocol(Protocol):
         """Authentication and protocol headers."""
         ...
 
-    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The JSON body for ``request`` (tool names already mapped through ``names``)."""
         ...
 
@@ -278,7 +280,7 @@ class HttpModel(Model):
     async def _whole(
         self,
         protocol: WholeBodyProtocol,
-        body: dict[str, Any],
+        body: JsonObject,
         headers: dict[str, str],
         names: ToolNameMap,
         limits: httpx.Timeout,
@@ -342,7 +344,7 @@ class HttpModel(Model):
                 yield chunk
             return
         try:
-            value: Any = json.loads(body)
+            value: JsonValue = json.loads(body)
         except ValueError as exc:
             text = body.decode("utf-8", errors="replace")
             raise MalformedResponse(
@@ -413,7 +415,7 @@ def _limit_hit(exc: httpx.TransportError, timeout: httpx.Timeout) -> float | Non
     return None
 
 
-def sse_json(item: Any) -> Any:
+def sse_json(item: object) -> JsonValue:
     """The JSON data of an SSE event item.
 
     Raises:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
 
 from bastion.core import Model, UserError
 
@@ -46,7 +45,7 @@ def registered_providers() -> list[str]:
     return sorted({*_factories, *_BUILTIN})
 
 
-def resolve_model(spec: str, **options: Any) -> Model:
+def resolve_model(spec: str, **options: object) -> Model:
     """Return the model a ``"provider:model"`` string names.
 
     ``options`` go to the provider's factory (e.g. ``api_key=``, ``base_url=``,

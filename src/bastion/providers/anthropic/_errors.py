@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from bastion.core import (
     AuthenticationFailed,
@@ -22,7 +21,8 @@ from bastion.core import (
     Overloaded,
     RateLimited,
 )
-from bastion.providers._errors import as_object, error_from_status, retry_after_seconds
+from bastion.providers._errors import as_object, error_from_status
+from bastion.providers._errors import error_fields as http_error_fields
 
 __all__ = ["error_fields", "error_from_body", "error_from_fields"]
 
@@ -63,13 +63,7 @@ def error_from_fields(
     headers: Mapping[str, str],
 ) -> ModelError | None:
     """The error for an Anthropic error ``type``, or None when the type is not one we know."""
-    kwargs: dict[str, Any] = {
-        "status": status,
-        "body": body,
-        "vendor_code": kind,
-        "headers": headers,
-        "retry_after": retry_after_seconds(headers),
-    }
+    kwargs = http_error_fields(status, body, headers, vendor_code=kind)
     where = f"HTTP {status}" if status is not None else "a stream error"
     text = f"anthropic answered {where} ({kind}): {message}"
     if kind == "invalid_request_error":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import cast
 
 from bastion.core import (
     FinishChunk,
@@ -121,7 +121,7 @@ class MessagesParser:
         self._done = True
         return chunks + self.finish()
 
-    def feed(self, item: Any) -> list[StreamChunk]:
+    def feed(self, item: object) -> list[StreamChunk]:
         """Turn one server-sent event into chunks.
 
         Raises:
@@ -187,7 +187,7 @@ class MessagesParser:
             details["id"] = self._message_id
         return [FinishChunk(finish_reason=reason, usage=usage, provider_details=details)]
 
-    def _stream_error(self, data: JsonObject, item: Any) -> Exception:
+    def _stream_error(self, data: JsonObject, item: object) -> Exception:
         kind, message = error_fields(data)
         body = item if isinstance(item, str) else _body(item)
         mapped = error_from_fields(kind, message, status=None, body=body, headers={})
@@ -316,7 +316,7 @@ class MessagesParser:
 _KNOWN_DELTAS = frozenset({"text_delta", "thinking_delta", "signature_delta", "input_json_delta"})
 
 
-def _body(item: Any) -> str | None:
+def _body(item: object) -> str | None:
     return item.data if isinstance(item, SSEEvent) else None
 
 

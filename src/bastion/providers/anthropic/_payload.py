@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import cast
@@ -43,6 +42,7 @@ from bastion.core import (
 )
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
+from bastion.providers._request import SamplingKeys, object_arguments, sampling_fields
 from bastion.providers._turns import EARLIER_NOT_SHOWN
 
 from ._cache import PromptCache, apply_cache
@@ -50,6 +50,8 @@ from ._schema import strict_output_schema
 from ._thinking import apply_reasoning
 
 __all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL_DESCRIPTION", "build_payload", "native_format"]
+
+_SAMPLING = SamplingKeys(stop="stop_sequences")
 
 DEFAULT_MAX_TOKENS = 4096
 OUTPUT_TOOL_DESCRIPTION = "Give the final answer by calling this tool with the answer as input."
@@ -113,12 +115,7 @@ def build_payload(
         choice = _tool_choice(request, names)
         if choice is not None:
             body["tool_choice"] = choice
-    if settings.temperature is not None:
-        body["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        body["top_p"] = settings.top_p
-    if settings.stop:
-        body["stop_sequences"] = list(settings.stop)
+    body.update(sampling_fields(settings, _SAMPLING))
     if settings.reasoning is not None:
         apply_reasoning(body, settings.reasoning)
     if cache is not None:
@@ -297,21 +294,11 @@ def _assistant_blocks(message: AssistantMessage, names: ToolNameMap) -> list[Blo
             "type": "tool_use",
             "id": call.id,
             "name": names.wire(call.name),
-            "input": _arguments(call.arguments),
+            "input": object_arguments(call.arguments),
         }
         for call in message.tool_calls
     )
     return blocks
-
-
-def _arguments(arguments: str) -> JsonObject:
-    # A model may have produced malformed JSON; the API takes only an object, and the
-    # executor already told the model about the malformed call in the tool result.
-    try:
-        value: object = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        return {}
-    return as_object(value) or {}
 
 
 def _tool_result(message: ToolMessage) -> Block:

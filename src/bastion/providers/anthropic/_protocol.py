@@ -7,9 +7,9 @@ built by ``_payload``, the stream parsed by ``_parser``, errors mapped by ``_err
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Literal
 
-from bastion.core import ModelError, ModelRequest, StreamChunk
+from bastion.core import JsonObject, ModelError, ModelRequest, StreamChunk
 from bastion.providers._names import ToolNameMap
 
 from ._cache import PromptCache
@@ -88,7 +88,7 @@ class MessagesProtocol:
             headers["x-api-key"] = api_key
         return headers
 
-    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The request body (see ``_payload``)."""
         return build_payload(
             request,

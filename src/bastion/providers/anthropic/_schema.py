@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
 
 from bastion.core import JsonObject, JsonValue
 from bastion.providers._errors import as_object
@@ -44,7 +43,7 @@ class _Unsupported(Exception):
     """The schema uses something the structured-output grammar cannot express."""
 
 
-def strict_output_schema(schema: Mapping[str, Any]) -> JsonObject | None:
+def strict_output_schema(schema: Mapping[str, JsonValue]) -> JsonObject | None:
     """``schema`` rewritten for ``output_config.format``, or None when it cannot be."""
     defs = as_object(schema.get("$defs")) or as_object(schema.get("definitions")) or {}
     if _recursive(defs):
@@ -83,7 +82,7 @@ def _refs(node: object) -> set[str]:
     return found
 
 
-def _convert(node: Mapping[str, Any]) -> JsonObject:
+def _convert(node: Mapping[str, JsonValue]) -> JsonObject:
     out: JsonObject = {}
     dropped: JsonObject = {}
     for key, value in node.items():
@@ -97,8 +96,7 @@ def _convert(node: Mapping[str, Any]) -> JsonObject:
         elif key in _NESTED_ONE and (child := as_object(value)) is not None:
             out[key] = _convert(child)
         elif key in _NESTED_MANY and isinstance(value, list):
-            items = cast("list[JsonValue]", value)
-            out[key] = [_convert(c) if (c := as_object(i)) is not None else i for i in items]
+            out[key] = [_convert(c) if (c := as_object(i)) is not None else i for i in value]
         elif key == "additionalProperties":
             if value is True or as_object(value) is not None:
                 raise _Unsupported(key)  # a map with open keys: not expressible

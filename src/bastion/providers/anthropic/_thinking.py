@@ -8,9 +8,8 @@ and its tool calls; effort ``none`` sends ``thinking: {type: disabled}``. Called
 
 from __future__ import annotations
 
-from typing import Any
-
-from bastion.core import ReasoningConfig, ReasoningEffort, UserError
+from bastion.core import JsonObject, ReasoningConfig, ReasoningEffort, UserError
+from bastion.providers._errors import as_object
 from bastion.providers._reasoning import accepted_effort
 
 __all__ = ["MIN_THINKING_BUDGET", "apply_reasoning"]
@@ -20,7 +19,7 @@ MIN_THINKING_BUDGET = 1024
 _EFFORTS: tuple[ReasoningEffort, ...] = ("none", "low", "medium", "high", "xhigh", "max")
 
 
-def apply_reasoning(body: dict[str, Any], config: ReasoningConfig) -> None:
+def apply_reasoning(body: JsonObject, config: ReasoningConfig) -> None:
     """A budget enables extended thinking; an effort goes to ``output_config.effort``.
 
     Raises:
@@ -29,7 +28,7 @@ def apply_reasoning(body: dict[str, Any], config: ReasoningConfig) -> None:
     """
     budget, effort = config.budget_tokens, config.effort
     if budget is not None:
-        if budget < MIN_THINKING_BUDGET or budget >= body["max_tokens"]:
+        if budget < MIN_THINKING_BUDGET or budget >= _max_tokens(body):
             raise UserError(
                 f"ReasoningConfig(budget_tokens={budget}) cannot be sent to Anthropic: the "
                 f"budget must be at least {MIN_THINKING_BUDGET} and below max_tokens "
@@ -46,4 +45,12 @@ def apply_reasoning(body: dict[str, Any], config: ReasoningConfig) -> None:
         return
     effort = accepted_effort(config, "Anthropic", _EFFORTS)
     if effort is not None:
-        body["output_config"] = {**body.get("output_config", {}), "effort": effort}
+        body["output_config"] = {**(as_object(body.get("output_config")) or {}), "effort": effort}
+
+
+def _max_tokens(body: JsonObject) -> int:
+    """The ``max_tokens`` the payload builder set (always an integer there)."""
+    value = body["max_tokens"]
+    if not isinstance(value, int):
+        raise TypeError(f"Anthropic payload max_tokens is not an integer: {value!r}")
+    return value

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
 
 from bastion.core import (
     AuthenticationFailed,
     BadRequest,
     ContextLengthExceeded,
+    JsonObject,
     ModelError,
     ModelTimeout,
     Overloaded,
     RateLimited,
 )
-from bastion.providers._errors import as_object, error_from_status, retry_after_seconds
+from bastion.providers._errors import as_object, error_fields, error_from_status
 
 __all__ = ["error_from_body"]
 
@@ -52,13 +53,10 @@ def error_from_body(status: int, body: str, headers: Mapping[str, str]) -> Model
     code = error.get("status")
     http = error.get("code")
     effective = status if status >= 400 or not isinstance(http, int) else http
-    kwargs: dict[str, Any] = {
-        "status": effective,
-        "body": body,
-        "vendor_code": code if isinstance(code, str) else None,
-        "headers": headers,
-        "retry_after": _retry_delay(error) or retry_after_seconds(headers),
-    }
+    vendor_code = code if isinstance(code, str) else None
+    kwargs = error_fields(
+        effective, body, headers, vendor_code=vendor_code, retry_after=_retry_delay(error)
+    )
     text = f"gemini answered HTTP {effective} {code or ''}: {message}"
     if code == "INVALID_ARGUMENT":
         lowered = message.lower()
@@ -72,7 +70,7 @@ def error_from_body(status: int, body: str, headers: Mapping[str, str]) -> Model
     return type(mapped)(text, **kwargs)
 
 
-def _error_object(body: str) -> dict[str, Any] | None:
+def _error_object(body: str) -> JsonObject | None:
     try:
         data: object = json.loads(body)
     except ValueError:
@@ -84,7 +82,7 @@ def _error_object(body: str) -> dict[str, Any] | None:
     return as_object(outer.get("error")) if outer is not None else None
 
 
-def _retry_delay(error: dict[str, Any]) -> float | None:
+def _retry_delay(error: JsonObject) -> float | None:
     details = error.get("details")
     items = cast("list[object]", details) if isinstance(details, list) else []
     for detail in items:

@@ -24,7 +24,7 @@ any is one request whose usage was not reported.
 from __future__ import annotations
 
 import json
-from typing import Any, Required
+from typing import Required
 
 from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -33,16 +33,17 @@ from bastion.core import (
     ContentFiltered,
     FinishChunk,
     FinishReason,
+    JsonObject,
+    JsonValue,
     MalformedResponse,
     ReasoningChunk,
     StreamChunk,
     TextChunk,
-    ToolCallDeltaChunk,
-    ToolCallEndChunk,
-    ToolCallStartChunk,
     Usage,
     new_id,
 )
+from bastion.providers._chunks import whole_tool_call
+from bastion.providers._errors import as_object
 from bastion.providers._http import sse_json
 from bastion.providers._names import ToolNameMap
 
@@ -65,7 +66,7 @@ _FILTERED = frozenset(
 
 class _FunctionCall(TypedDict, total=False):
     name: Required[str]
-    args: dict[str, Any]
+    args: dict[str, object]  # opaque: sent on as JSON text
     id: str
 
 
@@ -110,11 +111,10 @@ class _Response(TypedDict, total=False):
     promptFeedback: _PromptFeedback
     modelVersion: str
     responseId: str
-    error: dict[str, Any]
+    error: dict[str, object]  # read by error_from_body from the raw body
 
 
 _RESPONSE = TypeAdapter(_Response)
-_RAW = TypeAdapter(dict[str, Any])
 
 
 class GeminiStreamParser:
@@ -127,7 +127,7 @@ class GeminiStreamParser:
         self._calls = 0
         self._finish: str | None = None
         self._usage: Usage | None = None
-        self._details: dict[str, Any] = {}
+        self._details: JsonObject = {}
 
     def feed(self, item: object) -> list[StreamChunk]:
         """One SSE event → chunks.
@@ -161,7 +161,8 @@ class GeminiStreamParser:
             if (value := data.get(key)) is not None:
                 self._details[field] = value
         if "usageMetadata" in data:
-            self._usage = _usage(data["usageMetadata"], _RAW.validate_python(raw)["usageMetadata"])
+            raw_usage = (as_object(raw) or {}).get("usageMetadata")
+            self._usage = _usage(data["usageMetadata"], raw_usage)
         chunks: list[StreamChunk] = []
         candidates = data.get("candidates") or []
         if candidates:
@@ -177,7 +178,7 @@ class GeminiStreamParser:
         call = part.get("functionCall")
         if call is not None:
             self._calls += 1
-            details: dict[str, Any] = {}
+            details: JsonObject = {}
             if signature is not None:
                 details[SIGNATURE_KEY] = signature
             vendor_id = call.get("id")
@@ -187,11 +188,9 @@ class GeminiStreamParser:
                 # Gemini gave none: an id unique across the run's steps, so results never
                 # land on a call of an earlier step.
                 call_id = new_id("call")
-            return [
-                ToolCallStartChunk(id=call_id, name=self._names.local(call["name"])),
-                ToolCallDeltaChunk(id=call_id, arguments_delta=json.dumps(call.get("args", {}))),
-                ToolCallEndChunk(id=call_id, provider_details=details or None),
-            ]
+            arguments = json.dumps(call.get("args", {}))
+            name = self._names.local(call["name"])
+            return whole_tool_call(call_id, name, arguments, details=details or None)
         text = part.get("text", "")
         if part.get("thought"):
             return [
@@ -231,7 +230,7 @@ class GeminiStreamParser:
         return "error"  # OTHER, MALFORMED_FUNCTION_CALL, LANGUAGE, …: kept in provider_details
 
 
-def _usage(usage: _UsageMetadata, raw: object) -> Usage:
+def _usage(usage: _UsageMetadata, raw: JsonValue) -> Usage:
     thoughts = usage.get("thoughtsTokenCount", 0)
     return Usage(
         prompt_tokens=usage.get("promptTokenCount", 0) + usage.get("toolUsePromptTokenCount", 0),

@@ -19,16 +19,16 @@ vendors are never sent.
 
 from __future__ import annotations
 
-import json
 import mimetypes
 from collections.abc import Sequence
-from typing import Any
 
 from bastion.core import (
     AssistantMessage,
     AudioPart,
     FilePart,
     ImagePart,
+    JsonObject,
+    JsonValue,
     Message,
     ModelRequest,
     ModelSettings,
@@ -43,9 +43,9 @@ from bastion.core import (
     UserMessage,
     text_of,
 )
-from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
 from bastion.providers._reasoning import accepted_effort
+from bastion.providers._request import SamplingKeys, object_arguments, sampling_fields
 from bastion.providers._turns import EARLIER_NOT_SHOWN
 
 from ._schema import gemini_schema
@@ -53,18 +53,19 @@ from ._schema import gemini_schema
 __all__ = ["SIGNATURE_KEY", "VENDOR_MARK", "build_payload"]
 
 SIGNATURE_KEY = "thoughtSignature"
-VENDOR_MARK: dict[str, Any] = {"vendor": "gemini"}
+VENDOR_MARK: JsonObject = {"vendor": "gemini"}
 
+_SAMPLING = SamplingKeys(
+    top_p="topP", max_tokens="maxOutputTokens", stop="stopSequences", seed="seed"
+)
 _TOOL_CHOICE = {"auto": "AUTO", "required": "ANY", "none": "NONE"}
 # thinkingLevel's names; none is sent as a zero thinkingBudget.
 _EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high")
 
-Json = dict[str, Any]
 
-
-def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
+def build_payload(request: ModelRequest, names: ToolNameMap) -> JsonObject:
     """The request body for ``request``, tool names mapped through ``names``."""
-    body: Json = {}
+    body: JsonObject = {}
     # Only the leading system messages are the system instruction: a later one goes in
     # place as a user turn, so the instruction (a prompt-cache prefix) never changes.
     lead = next(
@@ -91,7 +92,7 @@ def build_payload(request: ModelRequest, names: ToolNameMap) -> Json:
     settings = request.settings
     if (tool_config := _tool_config(settings, names)) is not None:
         body["toolConfig"] = tool_config
-    config = _generation_config(settings)
+    config = sampling_fields(settings, _SAMPLING)
     if settings.reasoning is not None:
         config["thinkingConfig"] = _thinking(settings.reasoning)
     if request.output is not None:
@@ -111,9 +112,9 @@ def _vendor_id(call: ToolCall) -> str | None:
     return vendor if isinstance(vendor, str) and vendor == call.id else None
 
 
-def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[Json]:
-    contents: list[Json] = []
-    results: list[Json] | None = None  # the open turn of consecutive tool results
+def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[JsonObject]:
+    contents: list[JsonObject] = []
+    results: list[JsonObject] | None = None  # the open turn of consecutive tool results
     vendor_ids = {
         vendor
         for message in messages
@@ -127,7 +128,7 @@ def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[Json]:
                 results = []
                 contents.append({"role": "user", "parts": results})
             key = "error" if message.is_error else "result"
-            response: Json = {
+            response: JsonObject = {
                 "name": names.wire(message.tool_name),
                 "response": {key: text_of(message.content)},
             }
@@ -145,19 +146,19 @@ def _contents(messages: Sequence[Message], names: ToolNameMap) -> list[Json]:
     return _alternating(contents)
 
 
-def _alternating(contents: list[Json]) -> list[Json]:
+def _alternating(contents: list[JsonObject]) -> list[JsonObject]:
     """Turns in the order Gemini requires: user first, then user and model in turn.
 
     Consecutive turns of one role are merged (tool results stay first in their turn), turns
     left without parts are dropped, and a conversation that would start with the model gets
     a short user turn first.
     """
-    out: list[Json] = []
+    out: list[JsonObject] = []
     for content in contents:
         if not content["parts"]:
             continue
         if out and out[-1]["role"] == content["role"]:
-            out[-1] = {"role": content["role"], "parts": [*out[-1]["parts"], *content["parts"]]}
+            out[-1] = {"role": content["role"], "parts": [*_parts(out[-1]), *_parts(content)]}
         else:
             out.append(content)
     if out and out[0]["role"] != "user":
@@ -165,7 +166,15 @@ def _alternating(contents: list[Json]) -> list[Json]:
     return out
 
 
-def _user_parts(content: str | Sequence[TextPart | ImagePart | AudioPart | FilePart]) -> list[Json]:
+def _parts(content: JsonObject) -> Sequence[JsonValue]:
+    """The ``parts`` list of a turn built by :func:`_contents`."""
+    parts = content["parts"]
+    return parts if isinstance(parts, list) else ()
+
+
+def _user_parts(
+    content: str | Sequence[TextPart | ImagePart | AudioPart | FilePart],
+) -> list[JsonObject]:
     if isinstance(content, str):
         return [{"text": content}]
     return [
@@ -173,7 +182,7 @@ def _user_parts(content: str | Sequence[TextPart | ImagePart | AudioPart | FileP
     ]
 
 
-def _media(part: ImagePart | AudioPart | FilePart) -> Json:
+def _media(part: ImagePart | AudioPart | FilePart) -> JsonObject:
     mime = part.media_type or (mimetypes.guess_type(part.url)[0] if part.url else None)
     if mime is None:
         raise UserError(
@@ -185,15 +194,15 @@ def _media(part: ImagePart | AudioPart | FilePart) -> Json:
     return {"fileData": {"mimeType": mime, "fileUri": part.url}}
 
 
-def _model_parts(message: AssistantMessage, names: ToolNameMap) -> list[Json]:
-    parts: list[Json] = []
+def _model_parts(message: AssistantMessage, names: ToolNameMap) -> list[JsonObject]:
+    parts: list[JsonObject] = []
     pending: str | None = None  # a signature that arrived before any part to carry it
     for part in message.parts:
         if isinstance(part, ReasoningPart):
             ours = (part.provider_details or {}).get("vendor") == "gemini"
             signature = part.signature if ours else None
             if part.text and not part.redacted:
-                wire: Json = {"text": part.text, "thought": True}
+                wire: JsonObject = {"text": part.text, "thought": True}
                 if signature:
                     wire[SIGNATURE_KEY] = signature
                 parts.append(wire)
@@ -209,7 +218,10 @@ def _model_parts(message: AssistantMessage, names: ToolNameMap) -> list[Json]:
             pending = None
         parts.append(wire)
     for call in message.tool_calls:
-        function: Json = {"name": names.wire(call.name), "args": _args(call.arguments)}
+        function: JsonObject = {
+            "name": names.wire(call.name),
+            "args": object_arguments(call.arguments),
+        }
         if (vendor := _vendor_id(call)) is not None:
             function = {"id": vendor, **function}
         wire = {"functionCall": function}
@@ -225,16 +237,7 @@ def _model_parts(message: AssistantMessage, names: ToolNameMap) -> list[Json]:
     return parts
 
 
-def _args(arguments: str) -> Json:
-    # Malformed arguments were already reported to the model as a tool error; Gemini only
-    # takes an object here, so such a call is sent back with empty arguments.
-    try:
-        return as_object(json.loads(arguments)) or {}
-    except ValueError:
-        return {}
-
-
-def _tool_config(settings: ModelSettings, names: ToolNameMap) -> Json | None:
+def _tool_config(settings: ModelSettings, names: ToolNameMap) -> JsonObject | None:
     choice = settings.tool_choice
     if choice is None:
         return None
@@ -244,7 +247,7 @@ def _tool_config(settings: ModelSettings, names: ToolNameMap) -> Json | None:
     return {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [names.wire(choice)]}}
 
 
-def _thinking(config: ReasoningConfig) -> Json:
+def _thinking(config: ReasoningConfig) -> JsonObject:
     """``thinkingConfig``: a budget as ``thinkingBudget``, a level as ``thinkingLevel``.
 
     Raises:
@@ -262,18 +265,3 @@ def _thinking(config: ReasoningConfig) -> Json:
     if effort == "none":
         return {"thinkingBudget": 0}
     return {"thinkingLevel": effort, "includeThoughts": True}
-
-
-def _generation_config(settings: ModelSettings) -> Json:
-    config: Json = {}
-    if settings.temperature is not None:
-        config["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        config["topP"] = settings.top_p
-    if settings.max_tokens is not None:
-        config["maxOutputTokens"] = settings.max_tokens
-    if settings.stop:
-        config["stopSequences"] = list(settings.stop)
-    if settings.seed is not None:
-        config["seed"] = settings.seed
-    return config

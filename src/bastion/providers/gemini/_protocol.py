@@ -9,9 +9,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, Literal, Unpack
+from typing import Literal, Unpack
 
-from bastion.core import AssistantMessage, ModelError, ModelRequest, StreamChunk, ToolMessage
+from bastion.core import (
+    AssistantMessage,
+    JsonObject,
+    ModelError,
+    ModelRequest,
+    StreamChunk,
+    ToolMessage,
+)
 from bastion.providers._http import HttpModel, HttpModelOptions
 from bastion.providers._names import ToolNameMap
 
@@ -45,7 +52,7 @@ class GeminiProtocol:
         """The ``x-goog-api-key`` header (none without a key)."""
         return {"x-goog-api-key": api_key} if api_key else {}
 
-    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The ``GenerateContentRequest`` body for ``request``."""
         return build_payload(request, names)
 

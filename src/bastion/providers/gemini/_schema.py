@@ -19,9 +19,10 @@ key outside its ``Schema`` object, so the schema is rebuilt from an allowlist:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import cast
 
+from bastion.core import JsonObject, JsonValue
 from bastion.providers._errors import as_object
 
 __all__ = ["gemini_schema"]
@@ -48,15 +49,13 @@ _KEPT = frozenset(
 )
 
 
-def gemini_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+def gemini_schema(schema: Mapping[str, JsonValue]) -> JsonObject:
     """Return ``schema`` rewritten into the subset Gemini's function declarations accept."""
     defs = as_object(schema.get("$defs")) or as_object(schema.get("definitions")) or {}
     return _convert(schema, defs, ())
 
 
-def _convert(
-    node: Mapping[str, Any], defs: dict[str, Any], seen: tuple[str, ...]
-) -> dict[str, Any]:
+def _convert(node: Mapping[str, JsonValue], defs: JsonObject, seen: tuple[str, ...]) -> JsonObject:
     ref = node.get("$ref")
     if isinstance(ref, str):
         name = ref.rsplit("/", 1)[-1]
@@ -69,7 +68,7 @@ def _convert(
     if len(all_of) == 1:
         only = all_of[0]
         node = {**_convert(only, defs, seen), **{k: v for k, v in node.items() if k != "allOf"}}
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in node.items():
         if key == "properties" and (props := as_object(value)) is not None:
             out[key] = {
@@ -92,7 +91,7 @@ def _convert(
     return out
 
 
-def _objects(value: object) -> list[dict[str, Any]]:
+def _objects(value: object) -> list[JsonObject]:
     items: list[object] = cast("list[object]", value) if isinstance(value, list) else []
     return [obj for item in items if (obj := as_object(item)) is not None]
 
@@ -103,7 +102,7 @@ def _strings(value: object) -> list[str]:
 
 
 def _merge_variants(
-    out: dict[str, Any], variants: list[dict[str, Any]], defs: dict[str, Any], seen: tuple[str, ...]
+    out: JsonObject, variants: Sequence[JsonObject], defs: JsonObject, seen: tuple[str, ...]
 ) -> None:
     kept = [_convert(v, defs, seen) for v in variants if v.get("type") != "null"]
     if len(kept) < len(variants):

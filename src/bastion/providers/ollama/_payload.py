@@ -8,7 +8,6 @@ results name the tool (``tool_name``) rather than a call id.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from bastion.core import (
@@ -31,8 +30,11 @@ from bastion.core import (
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap, chosen_tool
 from bastion.providers._reasoning import accepted_effort, refuse_budget
+from bastion.providers._request import SamplingKeys, object_arguments, sampling_fields
 
 __all__ = ["build_payload"]
+
+_SAMPLING = SamplingKeys(max_tokens="num_predict", stop="stop", seed="seed")
 
 
 def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
@@ -56,7 +58,7 @@ def build_payload(request: ModelRequest, model: str, names: ToolNameMap) -> Json
     tools = _tools(request.tools, settings, names)
     if tools:
         body["tools"] = tools
-    options = _options(settings)
+    options = sampling_fields(settings, _SAMPLING)
     if request.output is not None:
         prompted = request.output.mode == "prompted"  # the schema is in the prompt
         body["format"] = "json" if prompted else request.output.json_schema
@@ -82,21 +84,6 @@ def _think(config: ReasoningConfig) -> bool | str:
     refuse_budget(config, "Ollama")
     effort = accepted_effort(config, "Ollama", ("none", "low", "medium", "high"))
     return False if effort == "none" else str(effort)
-
-
-def _options(settings: ModelSettings) -> JsonObject:
-    options: JsonObject = {}
-    if settings.temperature is not None:
-        options["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        options["top_p"] = settings.top_p
-    if settings.max_tokens is not None:
-        options["num_predict"] = settings.max_tokens
-    if settings.stop:
-        options["stop"] = list(settings.stop)
-    if settings.seed is not None:
-        options["seed"] = settings.seed
-    return options
 
 
 def _tools(
@@ -182,14 +169,6 @@ def _assistant(message: AssistantMessage, names: ToolNameMap) -> JsonObject:
 
 
 def _tool_call(call: ToolCall, names: ToolNameMap) -> JsonObject:
-    return {"function": {"name": names.wire(call.name), "arguments": _arguments(call.arguments)}}
-
-
-def _arguments(raw: str) -> JsonObject:
-    # Ollama requires an object. A model's malformed arguments were already answered with a
-    # tool error, so an empty object keeps the history valid without inventing values.
-    try:
-        parsed: object = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return {}
-    return as_object(parsed) or {}
+    return {
+        "function": {"name": names.wire(call.name), "arguments": object_arguments(call.arguments)}
+    }

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Literal, Unpack
+from typing import Literal, Unpack
 
-from bastion.core import ModelError, ModelRequest
+from bastion.core import JsonObject, ModelError, ModelRequest
 from bastion.providers._http import HttpModel, HttpModelOptions, StreamParser
 from bastion.providers._names import ToolNameMap
 
@@ -64,7 +64,7 @@ class OllamaChatProtocol:
         """A bearer token when one is given (hosted or proxied Ollama); none otherwise."""
         return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
-    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The JSON body for ``request``.
 
         Raises:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, cast
+from typing import cast
 
 from bastion.core import (
     FinishChunk,
@@ -21,11 +21,9 @@ from bastion.core import (
     ReasoningChunk,
     StreamChunk,
     TextChunk,
-    ToolCallDeltaChunk,
-    ToolCallEndChunk,
-    ToolCallStartChunk,
     Usage,
 )
+from bastion.providers._chunks import whole_tool_call
 from bastion.providers._errors import as_object
 from bastion.providers._names import ToolNameMap
 
@@ -53,7 +51,7 @@ class OllamaStreamParser:
         self._calls = 0
         self._done: JsonObject | None = None
 
-    def feed(self, item: Any) -> list[StreamChunk]:
+    def feed(self, item: object) -> list[StreamChunk]:
         """One stream line's JSON value → chunks.
 
         Raises:
@@ -135,11 +133,7 @@ class OllamaStreamParser:
         given = call.get("id") if call is not None else None
         call_id = given if isinstance(given, str) and given else self._new_id(stamp)
         self._calls += 1
-        return [
-            ToolCallStartChunk(id=call_id, name=self._names.local(name)),
-            ToolCallDeltaChunk(id=call_id, arguments_delta=text),
-            ToolCallEndChunk(id=call_id),
-        ]
+        return whole_tool_call(call_id, self._names.local(name), text)
 
     def _new_id(self, stamp: str) -> str:
         # Deterministic for a given stream (transcript tests replay it exactly), yet distinct

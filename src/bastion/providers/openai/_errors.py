@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from bastion.core import (
     BadRequest,
     ContentFiltered,
     ContextLengthExceeded,
+    JsonObject,
+    JsonValue,
     ModelError,
     RateLimited,
 )
@@ -65,7 +66,7 @@ _REQUEST_FAULT = re.compile(
 _TRY_AGAIN = re.compile(r"try again in (?:(\d+)m)?(\d+(?:\.\d+)?)(ms|s)\b", re.IGNORECASE)
 
 
-def _error_object(body: str) -> dict[str, Any]:
+def _error_object(body: str) -> JsonObject:
     """The error fields of a body: ``{"error": {...}}``, ``{"error": "text"}`` or top level."""
     try:
         data: object = json.loads(body)
@@ -126,7 +127,7 @@ def _hinted_retry_after(error: Mapping[str, object]) -> float | None:
 
 
 def _classify(
-    status: int, body: str, headers: Mapping[str, str], *, vendor: str, error: dict[str, Any]
+    status: int, body: str, headers: Mapping[str, str], *, vendor: str, error: JsonObject
 ) -> ModelError:
     """Status and body together: codes first, then a validation body behind a 5xx."""
     base = error_from_status(status, body, headers, vendor=vendor)
@@ -177,7 +178,7 @@ def http_error(status: int, body: str, headers: Mapping[str, str], *, vendor: st
     return result
 
 
-def stream_error(error: Mapping[str, object], raw: str, *, vendor: str) -> ModelError:
+def stream_error(error: Mapping[str, JsonValue], raw: str, *, vendor: str) -> ModelError:
     """Map an error object the vendor sent inside a 200 stream.
 
     A numeric ``code`` is the HTTP status the failure would have had (OpenRouter, vLLM):

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
 
 from bastion.core import (
     FinishChunk,
     FinishReason,
     JsonObject,
+    JsonValue,
     MalformedResponse,
     ReasoningChunk,
     StreamChunk,
@@ -139,7 +140,7 @@ class ChatCompletionsParser:
                 self._choice(choice, raw, chunks)
         return chunks
 
-    def _choice(self, choice: Mapping[str, Any], raw: str, chunks: list[StreamChunk]) -> None:
+    def _choice(self, choice: Mapping[str, JsonValue], raw: str, chunks: list[StreamChunk]) -> None:
         delta = choice.get("delta")
         if delta is None:
             delta = choice.get("message")  # a whole answer: the message reads like one delta
@@ -154,7 +155,7 @@ class ChatCompletionsParser:
             chunks.extend(self._flush_details())
             chunks.extend(self._close_calls())
 
-    def _delta(self, delta: Mapping[str, Any], raw: str, chunks: list[StreamChunk]) -> None:
+    def _delta(self, delta: Mapping[str, JsonValue], raw: str, chunks: list[StreamChunk]) -> None:
         content = delta.get("content")
         if len(delta) == 1 and type(content) is str:  # the common case: a piece of text
             if content:
@@ -234,7 +235,7 @@ class ChatCompletionsParser:
         return [ReasoningChunk(provider_details={"reasoning_details": details.entries()})]
 
     def _tool_call(
-        self, call: Mapping[str, Any], position: int, raw: str, chunks: list[StreamChunk]
+        self, call: Mapping[str, JsonValue], position: int, raw: str, chunks: list[StreamChunk]
     ) -> None:
         index = call.get("index", position)
         if not isinstance(index, int) or isinstance(index, bool):
@@ -266,7 +267,7 @@ class ChatCompletionsParser:
         return ended
 
 
-def usage_from(raw: Mapping[str, Any]) -> Usage:
+def usage_from(raw: Mapping[str, JsonValue]) -> Usage:
     """A :class:`~bastion.core.Usage` from a Chat Completions ``usage`` object (one request).
 
     Reads OpenAI's details (cached, audio, reasoning), the cache writes compatible vendors

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 from bastion.core import (
     AssistantMessage,
@@ -25,6 +25,7 @@ from bastion.core import (
     FilePart,
     ImagePart,
     JsonObject,
+    JsonValue,
     Message,
     ModelRequest,
     ModelSettings,
@@ -320,11 +321,11 @@ def _echo_reasoning(
         if thinking:
             out["reasoning_content"] = thinking
     elif echo == "reasoning_details":
-        details: list[Any] = []
+        details: list[JsonValue] = []
         for part in parts:
             kept = (part.provider_details or {}).get("reasoning_details")
             if isinstance(kept, list):
-                details.extend(cast("list[Any]", kept))
+                details.extend(cast("list[JsonValue]", kept))
         if details:
             out["reasoning_details"] = details
     elif echo == "mistral" and thinking:

@@ -9,10 +9,11 @@ are constructor arguments.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
-from bastion.core import ModelError, ModelRequest
+from bastion.core import JsonObject, ModelError, ModelRequest
 from bastion.providers._names import ToolNameMap
+from bastion.providers._request import sse_bearer_headers
 
 from ._errors import http_error
 from ._parser import ChatCompletionsParser
@@ -53,12 +54,9 @@ class ChatCompletionsProtocol:
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """Bearer authentication when a key is set."""
-        headers = {"Accept": "text/event-stream"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        return headers
+        return sse_bearer_headers(api_key)
 
-    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The JSON body, shaped by the server's profile (see ``_payload``).
 
         Raises:

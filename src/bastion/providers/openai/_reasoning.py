@@ -11,9 +11,9 @@ answer would carry. Used by ``_parser``.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
-from bastion.core import MalformedResponse
+from bastion.core import JsonObject, MalformedResponse
 from bastion.providers._errors import as_object
 
 __all__ = ["ReasoningDetails"]
@@ -31,7 +31,7 @@ class ReasoningDetails:
     __slots__ = ("_by_index", "_entries", "_pieces")
 
     def __init__(self) -> None:
-        self._entries: list[dict[str, Any]] = []
+        self._entries: list[JsonObject] = []
         self._by_index: dict[int, int] = {}  # wire index → position in _entries
         self._pieces: list[dict[str, list[str]]] = []  # per entry: field → pieces
 
@@ -66,7 +66,7 @@ class ReasoningDetails:
                     if key in _JOINED and isinstance(piece, str):
                         pieces[key] = [piece]
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[JsonObject]:
         """The whole entries, in the order they began."""
         for current, pieces in zip(self._entries, self._pieces, strict=True):
             for key, parts in pieces.items():

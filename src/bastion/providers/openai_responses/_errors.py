@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from bastion.core import (
     AuthenticationFailed,
     BadRequest,
     ContentFiltered,
     ContextLengthExceeded,
+    JsonValue,
     ModelError,
     ModelTimeout,
     Overloaded,
@@ -110,7 +110,7 @@ def error_for_code(
     )
 
 
-def stream_error(error: Mapping[str, Any], body: str) -> ModelError:
+def stream_error(error: Mapping[str, JsonValue], body: str) -> ModelError:
     """The error for a failure reported inside a 200 answer (no HTTP status to go by).
 
     ``error`` is the event's (or failed response's) error object: ``code``, ``message``
@@ -119,7 +119,7 @@ def stream_error(error: Mapping[str, Any], body: str) -> ModelError:
     """
     message = str(error.get("message") or "no message")
     raw_code = error.get("code")
-    kind = error.get("type") if isinstance(error.get("type"), str) else None
+    kind = raw_kind if isinstance(raw_kind := error.get("type"), str) else None
     if isinstance(raw_code, int) or (isinstance(raw_code, str) and raw_code.isdigit()):
         status = int(raw_code)
         if status >= 400:

@@ -18,7 +18,7 @@ through the same item handlers. Created by ``_protocol.ResponsesProtocol``.
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import cast
 
 from bastion.core import (
     FinishChunk,
@@ -94,7 +94,7 @@ class ResponsesParser:
         self._terminal(response)
         return chunks + self.finish()
 
-    def feed(self, item: Any) -> list[StreamChunk]:
+    def feed(self, item: object) -> list[StreamChunk]:
         """One SSE event → zero or more chunks.
 
         Raises:

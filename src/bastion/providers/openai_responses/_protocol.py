@@ -7,12 +7,13 @@ Connection and auth live here; message mapping in ``_request``, stream parsing i
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Unpack
+from typing import Literal, Unpack
 
-from bastion.core import ModelError, ModelRequest, StreamChunk
+from bastion.core import JsonObject, ModelError, ModelRequest, StreamChunk
 from bastion.providers._http import HttpModel, HttpModelOptions
 from bastion.providers._names import ToolNameMap
 from bastion.providers._profiles import profile_for
+from bastion.providers._request import sse_bearer_headers
 
 from ._errors import VENDOR, http_error
 from ._parser import ResponsesParser
@@ -52,12 +53,9 @@ class ResponsesProtocol:
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """Bearer authentication, and SSE accepted."""
-        headers = {"Accept": "text/event-stream"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        return headers
+        return sse_bearer_headers(api_key)
 
-    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> dict[str, Any]:
+    def payload(self, request: ModelRequest, model: str, names: ToolNameMap) -> JsonObject:
         """The JSON body for ``request``.
 
         Raises:

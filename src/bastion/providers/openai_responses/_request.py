@@ -36,8 +36,11 @@ from bastion.core import (
 )
 from bastion.providers._names import ToolNameMap
 from bastion.providers._reasoning import accepted_effort, refuse_budget
+from bastion.providers._request import SamplingKeys, sampling_fields
 
 __all__ = ["ENCRYPTED_REASONING", "build_payload", "input_items"]
+
+_SAMPLING = SamplingKeys(max_tokens="max_output_tokens")
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _EFFORTS: tuple[ReasoningEffort, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -92,12 +95,7 @@ def build_payload(
 
 def _apply_settings(body: JsonObject, settings: ModelSettings, names: ToolNameMap) -> None:
     # The Responses API has no ``stop`` or ``seed`` parameter: they are left out.
-    if settings.temperature is not None:
-        body["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        body["top_p"] = settings.top_p
-    if settings.max_tokens is not None:
-        body["max_output_tokens"] = settings.max_tokens
+    body.update(sampling_fields(settings, _SAMPLING))
     if settings.parallel_tool_calls is not None:
         body["parallel_tool_calls"] = settings.parallel_tool_calls
     if settings.reasoning is not None:
