@@ -105,7 +105,7 @@ def fan_out_adapter() -> TypeAdapter[FanOutResult]:
 class FanOutWorkflow:
     """The fan-out workflow of one host agent; :func:`fan_out_workflow` makes one per agent."""
 
-    agent: Agent[Any, Any]
+    agent: Agent[object, object]
     activities: Activities
     merges: Mapping[str, Strategy]
 
@@ -186,11 +186,11 @@ class _ChildWorkflowStream:
         self.run_id = run_id
         self._request = request
         self._aborted = False
-        self._handle: workflow.ChildWorkflowHandle[Any, str] | None = None
-        self._result: RunResult[Any] | None = None
+        self._handle: workflow.ChildWorkflowHandle[object, str] | None = None
+        self._result: RunResult[object] | None = None
 
     @property
-    def result(self) -> RunResult[Any]:
+    def result(self) -> RunResult[object]:
         """The child's result, once drained."""
         assert self._result is not None  # read after the stream is drained
         return self._result
@@ -210,7 +210,7 @@ class _ChildWorkflowStream:
         if self._handle is not None:
             self._handle.cancel()
 
-    async def drain(self) -> RunResult[Any]:
+    async def drain(self) -> RunResult[object]:
         """Start the child workflow (unless aborted first) and wait for its end."""
         if not self._aborted:
             self._result = await self._wait()
@@ -218,7 +218,7 @@ class _ChildWorkflowStream:
             self._result = self._ended("aborted", None)
         return self._result
 
-    async def _wait(self) -> RunResult[Any] | None:
+    async def _wait(self) -> RunResult[object] | None:
         handle = self._handle = await workflow.start_child_workflow(
             child_workflow_name(self.agent),
             request_json(self._request),
@@ -245,7 +245,7 @@ class _ChildWorkflowStream:
 
     def _ended(
         self, status: Literal["aborted", "failed"], error: RunErrorInfo | None
-    ) -> RunResult[Any]:
+    ) -> RunResult[object]:
         return RunResult(
             run_id=self.run_id,
             agent_name=self.agent,
@@ -268,8 +268,8 @@ async def _run(self: FanOutWorkflow, request: str) -> str:
 
 
 def fan_out_workflow(
-    agent: Agent[Any, Any], activities: Activities, merges: Mapping[str, Strategy]
-) -> type[Any]:
+    agent: Agent[object, object], activities: Activities, merges: Mapping[str, Strategy]
+) -> type:
     """The fan-out workflow class of host ``agent`` (see :func:`~._workflow.agent_workflow`)."""
     cls = define_workflow(
         FanOutWorkflow, _run, agent, fan_out_workflow_name(agent.name), activities

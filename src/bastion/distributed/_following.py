@@ -29,7 +29,7 @@ _CHECK_EVERY = 1.0
 """Seconds between checks that a followed workflow still runs, while nothing is logged."""
 
 
-def event_channel(events: Stores | str | None, agent: Agent[Any, Any]) -> EventChannel | None:
+def event_channel(events: Stores | str | None, agent: Agent[object, object]) -> EventChannel | None:
     """The store a Temporal agent's events go to: ``events``, else the agent's store."""
     if events is None:
         store = agent.config.store
@@ -99,7 +99,7 @@ async def follow_events(
             yield event
 
 
-async def _running(handle: WorkflowHandle[Any, Any]) -> bool:
+async def _running(handle: WorkflowHandle[object, object]) -> bool:
     try:
         described = await handle.describe()
     except RPCError as error:

@@ -123,7 +123,7 @@ class TemporalGraph:
 
     async def start(
         self, client: Client, input: Any = None, *, workflow_id: str | None = None
-    ) -> WorkflowHandle[Any, str]:
+    ) -> WorkflowHandle[object, str]:
         """Start an execution of the graph on ``input`` (plain JSON data); its handle.
 
         Raises:
@@ -234,9 +234,9 @@ def _graphs(graph: Graph) -> dict[str, Graph]:
     return found
 
 
-def _agents(graphs: Mapping[str, Graph]) -> list[Agent[Any, Any]]:
+def _agents(graphs: Mapping[str, Graph]) -> list[Agent[object, object]]:
     """The agents of the graphs' agent nodes, once each."""
-    found: dict[str, Agent[Any, Any]] = {}
+    found: dict[str, Agent[object, object]] = {}
     for graph in graphs.values():
         for spec in graph.specs.values():
             if spec.kind != "agent":

@@ -102,7 +102,7 @@ class NodeCalls:
         del self.pending[node_id]
         return self.answers.pop(node_id)
 
-    async def agent(self, agent: Agent[Any, Any], prompt: str, node_id: str) -> Any:
+    async def agent(self, agent: Agent[object, object], prompt: str, node_id: str) -> Any:
         """Run ``agent`` as its own workflow, a child of this one; its output."""
         child = f"{workflow.info().workflow_id}/{node_id}"
         self.children[node_id] = [child]
@@ -171,7 +171,7 @@ class _Children:
         self._calls = calls
         self._node_id = node_id
 
-    async def run_agent(self, agent: Agent[Any, Any], prompt: str) -> Any:
+    async def run_agent(self, agent: Agent[object, object], prompt: str) -> Any:
         return await self._calls.agent(agent, prompt, self._node_id)
 
     async def map(self, graph: Graph, items: Sequence[Any], *, max_concurrency: int = 8) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pydantic_core
 from pydantic_core import to_jsonable_python
@@ -157,7 +157,7 @@ async def _run(self: GraphWorkflow, input_text: str) -> str:
     return await self.execute(input_text)
 
 
-def graph_workflow(graph: Graph, calls: GraphCalls) -> type[Any]:
+def graph_workflow(graph: Graph, calls: GraphCalls) -> type:
     """The workflow class that runs ``graph``, registered as ``bastion.graph.<key>``.
 
     As the agent workflow: a run method made from the module-level :func:`_run` (Temporal

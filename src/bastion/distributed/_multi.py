@@ -69,7 +69,7 @@ def multi_agent_refusals(config: RunConfig) -> list[str]:
 
 
 def registrations(
-    reach: Mapping[str, Agent[Any, Any]],
+    reach: Mapping[str, Agent[object, object]],
     main: Sequence[type[Any]],
     activities: Activities,
     merges: Mapping[str, Strategy],
@@ -113,8 +113,9 @@ def worker_parts(
 class FanOutMethods:
     """``TemporalAgent``'s fan-out: ``agent.fan_out`` as a workflow of child workflows."""
 
-    agent: Agent[Any, Any]
-    reach: dict[str, Agent[Any, Any]]
+    _host: Agent[object, object]
+    """The agent, as its workflows hold it."""
+    reach: dict[str, Agent[object, object]]
     merges: dict[str, Strategy]
     task_queue: str
 
@@ -127,7 +128,7 @@ class FanOutMethods:
         per_child_budget: ChildBudget | None = None,
         max_concurrent_children: int = 4,
         fan_out_id: str | None = None,
-    ) -> WorkflowHandle[Any, str]:
+    ) -> WorkflowHandle[object, str]:
         """Start a fan-out workflow (see :meth:`fan_out`) and return its handle.
 
         Starting a fan-out id that already ran (or runs) returns that workflow's handle:
@@ -137,7 +138,7 @@ class FanOutMethods:
             UserError: An option is invalid (nothing has been started).
         """
         workflow_id, request = fan_out_request(
-            self.agent,
+            self._host,
             self.reach,
             self.merges,
             children,
@@ -148,7 +149,7 @@ class FanOutMethods:
         )
         try:
             return await client.start_workflow(
-                fan_out_workflow_name(self.agent.name),
+                fan_out_workflow_name(self._host.name),
                 fan_out_request_adapter().dump_json(request).decode(),
                 id=workflow_id,
                 task_queue=self.task_queue,

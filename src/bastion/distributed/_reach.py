@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from temporalio.common import RetryPolicy
 
@@ -26,7 +26,27 @@ if TYPE_CHECKING:
 
     from ._proxies import Activities
 
-__all__ = ["activities_for", "agent_prefix", "reachable", "retry_policy", "subagent_of"]
+__all__ = [
+    "activities_for",
+    "agent_prefix",
+    "hosted",
+    "reachable",
+    "retry_policy",
+    "subagent_of",
+]
+
+_DepsT = TypeVar("_DepsT")
+_OutputT = TypeVar("_OutputT")
+
+
+def hosted(agent: Agent[_DepsT, _OutputT]) -> Agent[object, object]:
+    """``agent`` as the workflows and activities hold it: its deps and output opaque.
+
+    They never read either as its type: the worker's deps reach the tools as they are, and
+    the output crosses as JSON, validated as the agent's ``output_type`` where it is read.
+    (``Agent`` is invariant in both, so this is the one place the types are let go.)
+    """
+    return cast("Agent[object, object]", agent)
 
 
 def agent_prefix(name: str) -> str:
@@ -63,8 +83,8 @@ def subagent_of(function: object) -> SubagentCall | None:
 
 
 def reachable(
-    root: Agent[Any, Any], children: Iterable[Agent[Any, Any]]
-) -> dict[str, Agent[Any, Any]]:
+    root: Agent[object, object], children: Iterable[Agent[object, object]]
+) -> dict[str, Agent[object, object]]:
     """``root`` and every agent it can reach, by name (``root`` first).
 
     Raises:
@@ -73,8 +93,8 @@ def reachable(
     """
     from bastion.agent import Agent
 
-    found: dict[str, Agent[Any, Any]] = {}
-    pending: list[Agent[Any, Any]] = [root]
+    found: dict[str, Agent[object, object]] = {}
+    pending: list[Agent[object, object]] = [root]
     for child in children:
         if not isinstance(child, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
@@ -96,12 +116,12 @@ def reachable(
     return found
 
 
-def _next(agent: Agent[Any, Any]) -> list[Agent[Any, Any]]:
+def _next(agent: Agent[object, object]) -> list[Agent[object, object]]:
     """The agents ``agent`` hands off to and runs as sub-agents."""
     from bastion.agent import Agent
 
     config = agent.config
-    out: list[Agent[Any, Any]] = []
+    out: list[Agent[object, object]] = []
     handoffs = config.handoffs
     for spec in handoffs.specs if handoffs is not None else ():
         try:

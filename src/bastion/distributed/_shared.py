@@ -44,10 +44,10 @@ __all__ = [
 def define_workflow(
     base: type[Any],
     run: Callable[[Any, str], Awaitable[str]],
-    agent: Agent[Any, Any],
+    agent: Agent[object, object],
     name: str,
     activities: Activities,
-) -> type[Any]:
+) -> type:
     """A subclass of ``base`` for ``agent``, registered as the workflow ``name``.
 
     Temporal wants a run method defined on the class itself, outside any function: the
@@ -92,7 +92,7 @@ def check_decisions(
 
 
 async def send_decisions(
-    handle: WorkflowHandle[Any, Any], decisions: Sequence[ApprovalDecision], caller: str
+    handle: WorkflowHandle[object, object], decisions: Sequence[ApprovalDecision], caller: str
 ) -> list[str]:
     """Send ``decisions`` as the ``decide`` update; the ids still waiting.
 
@@ -105,7 +105,9 @@ async def send_decisions(
     return await decision_update(handle, "decide", payload)
 
 
-async def decision_update(handle: WorkflowHandle[Any, Any], update: str, payload: str) -> list[str]:
+async def decision_update(
+    handle: WorkflowHandle[object, object], update: str, payload: str
+) -> list[str]:
     """Send a decision ``update`` (``decide``, ``resolve``); the ids still waiting.
 
     Raises:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
@@ -57,7 +57,7 @@ ABORTED = "The run was cancelled."
 class AgentWorkflow(GovernedWorkflow, Below):
     """The workflow of one agent; :func:`agent_workflow` makes one subclass per agent."""
 
-    agent: Agent[Any, Any]
+    agent: Agent[object, object]
     activities: Activities
 
     def __init__(self) -> None:
@@ -67,7 +67,7 @@ class AgentWorkflow(GovernedWorkflow, Below):
         self._usage = [Usage()]
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
-        self._stream: AgentStream[Any] | None = None
+        self._stream: AgentStream[object] | None = None
         self._aborted = False
 
     async def execute(self, prompt: str) -> str:
@@ -98,13 +98,15 @@ class AgentWorkflow(GovernedWorkflow, Below):
         await workflow.wait_condition(workflow.all_handlers_finished)
         return _encode(workflow.info().workflow_id, result)
 
-    async def _drive(self, events: WorkflowEvents, stream: AgentStream[Any]) -> RunResult[Any]:
+    async def _drive(
+        self, events: WorkflowEvents, stream: AgentStream[object]
+    ) -> RunResult[object]:
         """Drain ``stream``, publishing its events (see :meth:`tracking`)."""
         with self.tracking(stream):
             return await events.drain(stream)
 
     @contextmanager
-    def tracking(self, stream: AgentStream[Any]) -> Generator[None]:
+    def tracking(self, stream: AgentStream[object]) -> Generator[None]:
         """While ``stream`` works, a cancellation aborts it (at once, if it came before)."""
         self._stream = stream
         if self._aborted:
@@ -114,7 +116,7 @@ class AgentWorkflow(GovernedWorkflow, Below):
         finally:
             self._stream = None
 
-    async def decisions(self, result: RunResult[Any]) -> Directive:
+    async def decisions(self, result: RunResult[object]) -> Directive:
         """Park the run at its pending calls and interrupts until each is decided.
 
         A cancelled workflow denies whatever is still undecided.
@@ -131,7 +133,7 @@ class AgentWorkflow(GovernedWorkflow, Below):
         await self.report_up()
         return directive
 
-    def _park(self, result: RunResult[Any]) -> None:
+    def _park(self, result: RunResult[object]) -> None:
         held = self.park_interrupts(result)  # calls held by an interrupt: decided with it
         pending = result.pending_approvals
         self._pending = {p.tool_call_id: p for p in pending if p.tool_call_id not in held}
@@ -188,13 +190,13 @@ async def _run(self: AgentWorkflow, prompt: str) -> str:
     return await self.execute(prompt)
 
 
-def agent_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
+def agent_workflow(agent: Agent[object, object], name: str, activities: Activities) -> type:
     """The workflow class that runs ``agent``, registered under ``name``."""
     return define_workflow(AgentWorkflow, _run, agent, name, activities)
 
 
-def _encode(workflow_id: str, result: RunResult[Any]) -> str:
-    view: WorkflowResult[Any] = WorkflowResult(
+def _encode(workflow_id: str, result: RunResult[object]) -> str:
+    view: WorkflowResult[object] = WorkflowResult(
         workflow_id=workflow_id,
         run_id=result.run_id,
         status=result.status,  # type: ignore[arg-type]  # never awaiting_approval here
