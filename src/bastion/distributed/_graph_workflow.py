@@ -10,7 +10,6 @@ query reads the node states its signals report, the ``answer`` update wakes a pa
 from __future__ import annotations
 
 import asyncio
-import types
 from typing import TYPE_CHECKING
 
 import pydantic_core
@@ -32,7 +31,7 @@ from ._graph_views import (
     graph_status_adapter,
 )
 from ._proxies import WorkflowClock
-from ._shared import cancel_as_abort
+from ._shared import cancel_as_abort, workflow_class
 
 if TYPE_CHECKING:
     from bastion.graph import Graph, GraphResult, GraphSignal
@@ -164,19 +163,13 @@ def graph_workflow(graph: Graph, calls: GraphCalls) -> type:
     wants it defined on the class), unsandboxed (the scheduler is deterministic once its
     clock, ids and node bodies are the workflow's).
     """
-    class_name = f"GraphWorkflow[{graph.key}]"
-    run = types.FunctionType(_run.__code__, _run.__globals__, "run")
-    run.__qualname__ = f"{class_name}.run"
-    run.__annotations__ = dict(_run.__annotations__)
-    attributes = {
-        "graph": graph,
-        "calls": calls,
-        "run": workflow.run(run),
-        "__qualname__": class_name,
-        "__module__": __name__,
-    }
-    cls = type(class_name, (GraphWorkflow,), attributes)
-    return workflow.defn(name=f"bastion.graph.{graph.key}", sandboxed=False)(cls)
+    return workflow_class(
+        GraphWorkflow,
+        _run,
+        f"GraphWorkflow[{graph.key}]",
+        f"bastion.graph.{graph.key}",
+        {"graph": graph, "calls": calls},
+    )
 
 
 def _encode(workflow_id: str, result: GraphResult) -> str:

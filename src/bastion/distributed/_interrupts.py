@@ -25,8 +25,8 @@ from bastion.governance import decision_from_dict
 from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._below import route
-from ._shared import decision_update
-from ._views import WorkflowInterrupt, interrupt_view
+from ._shared import check_decisions, decision_update
+from ._views import WorkflowInterrupt, decisions_adapter, interrupt_view
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._views import WorkflowStatus
 
 __all__ = [
+    "DecidingWorkflow",
     "GovernedWorkflow",
     "InterruptClient",
     "raise_resolution",
@@ -154,6 +155,32 @@ class GovernedWorkflow:
         except (UserError, KeyError, TypeError, ValueError) as error:
             raise ApplicationError(f"Malformed decision on {interrupt_id!r}: {error}") from None
         return InterruptResolution(interrupt_id=interrupt_id, decision=decision)
+
+
+class DecidingWorkflow(GovernedWorkflow):
+    """A parked run's decisions: on its calls (the ``decide`` update) and on its interrupts.
+
+    A subclass sets ``_pending`` (the calls waiting) and ``_decided`` when the run parks.
+    """
+
+    _pending: dict[str, ApprovalRequest]
+    _decided: dict[str, ApprovalDecision]
+
+    def _all_decided(self) -> bool:
+        """Whether every call and every interrupt the run waits on is decided."""
+        return len(self._decided) == len(self._pending) and self.interrupts_decided()
+
+    @workflow.update
+    async def decide(self, decisions: str) -> list[str]:
+        """Record decisions on pending calls; returns the ids still waiting."""
+        for decision in decisions_adapter().validate_json(decisions):
+            self._decided[decision.tool_call_id] = decision
+        return [i for i in self._pending if i not in self._decided]
+
+    @decide.validator
+    def check(self, decisions: str) -> None:
+        """Refuse decisions on calls that are not waiting, or are decided already."""
+        check_decisions(decisions, self._pending, self._decided)
 
 
 def _check_raise(interrupt: WorkflowInterrupt, decision: Mapping[str, object]) -> None:

@@ -25,7 +25,7 @@ from bastion.tools import ApprovalDecision, Deny, Directive
 
 from ._events import SESSION_PATCH, WorkflowEvents
 from ._governance import governed
-from ._interrupts import GovernedWorkflow
+from ._interrupts import DecidingWorkflow
 from ._session_views import (
     SessionCarry,
     SessionStatusName,
@@ -33,8 +33,7 @@ from ._session_views import (
     carry_adapter,
     view_adapter,
 )
-from ._shared import cancel_as_abort, check_decisions, define_workflow
-from ._views import decisions_adapter
+from ._shared import cancel_as_abort, define_workflow
 from ._wiring import workflow_config
 from ._workflow import ABORTED
 
@@ -76,7 +75,7 @@ class _Link:
         self._owner.live = ctx.messages
 
 
-class SessionWorkflow(GovernedWorkflow):
+class SessionWorkflow(DecidingWorkflow):
     """The session workflow of one agent; :func:`session_workflow` makes one per agent."""
 
     agent: Agent[object, object]
@@ -224,9 +223,6 @@ class SessionWorkflow(GovernedWorkflow):
         self._pending, self._decided = {}, {}
         return directive
 
-    def _all_decided(self) -> bool:
-        return len(self._decided) == len(self._pending) and self.interrupts_decided()
-
     # handlers
 
     @workflow.signal
@@ -238,18 +234,6 @@ class SessionWorkflow(GovernedWorkflow):
     def close(self) -> None:
         """End the session once the messages already sent have had their turns."""
         self._closed = True
-
-    @workflow.update
-    async def decide(self, decisions: str) -> list[str]:
-        """Record decisions on pending calls; returns the ids still waiting."""
-        for decision in decisions_adapter().validate_json(decisions):
-            self._decided[decision.tool_call_id] = decision
-        return [i for i in self._pending if i not in self._decided]
-
-    @decide.validator
-    def check(self, decisions: str) -> None:
-        """Refuse decisions on calls that are not waiting, or are decided already."""
-        check_decisions(decisions, self._pending, self._decided)
 
     def _stopping(self) -> bool:
         return self._aborted or self._turn_aborted

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import types
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from temporalio import workflow
 from temporalio.client import WorkflowUpdateFailedError
@@ -20,6 +20,7 @@ from bastion.core import UserError
 from ._views import decisions_adapter
 
 _T = TypeVar("_T")
+_W = TypeVar("_W")
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -38,35 +39,46 @@ __all__ = [
     "decision_update",
     "define_workflow",
     "send_decisions",
+    "workflow_class",
 ]
 
 
 def define_workflow(
-    base: type[Any],
-    run: Callable[[Any, str], Awaitable[str]],
+    base: type[_W],
+    run: Callable[[_W, str], Awaitable[str]],
     agent: Agent[object, object],
     name: str,
     activities: Activities,
 ) -> type:
-    """A subclass of ``base`` for ``agent``, registered as the workflow ``name``.
+    """A subclass of ``base`` for ``agent``, registered as the workflow ``name``."""
+    attributes = {"agent": agent, "activities": activities}
+    return workflow_class(base, run, f"{base.__name__}[{agent.name}]", name, attributes)
+
+
+def workflow_class(
+    base: type[_W],
+    run: Callable[[_W, str], Awaitable[str]],
+    class_name: str,
+    name: str,
+    attributes: Mapping[str, object],
+) -> type:
+    """A subclass ``class_name`` of ``base`` with ``attributes``, registered as workflow ``name``.
 
     Temporal wants a run method defined on the class itself, outside any function: the
     class is made with ``type`` around a copy of the module-level ``run``. It runs
-    unsandboxed: the loop is deterministic once its clock, ids, models and tools are the
-    workflow's.
+    unsandboxed: the loop is deterministic once its clock, ids, models and tools (or a
+    graph's node bodies) are the workflow's.
     """
-    class_name = f"{base.__name__}[{agent.name}]"
     method = types.FunctionType(run.__code__, run.__globals__, "run")
     method.__qualname__ = f"{class_name}.run"  # Temporal checks the run method is the class's
     method.__annotations__ = dict(run.__annotations__)
-    attributes = {
-        "agent": agent,
-        "activities": activities,
+    namespace = {
+        **attributes,
         "run": workflow.run(method),
         "__qualname__": class_name,
         "__module__": base.__module__,
     }
-    cls = type(class_name, (base,), attributes)
+    cls = type(class_name, (base,), namespace)
     return workflow.defn(name=name, sandboxed=False)(cls)
 
 
@@ -151,7 +163,7 @@ async def cancel_workflow(client: Client, workflow_id: str) -> None:
 
 
 async def cancel_as_abort(
-    body: Coroutine[Any, Any, _T], abort: Callable[[], None], *, then_raise: bool = False
+    body: Coroutine[object, None, _T], abort: Callable[[], None], *, then_raise: bool = False
 ) -> _T:
     """Run a workflow's ``body`` where Temporal's cancellation never reaches it.
 

@@ -30,13 +30,12 @@ from bastion.tools import (
 from ._below import Below
 from ._events import WorkflowEvents
 from ._governance import governed
-from ._interrupts import GovernedWorkflow
+from ._interrupts import DecidingWorkflow
 from ._proxies import Activities
-from ._shared import cancel_as_abort, check_decisions, define_workflow
+from ._shared import cancel_as_abort, define_workflow
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
-    decisions_adapter,
     result_adapter,
     status_adapter,
 )
@@ -54,14 +53,14 @@ ABORTED = "The run was cancelled."
 """The reason given to the calls and interrupts a cancelled run was waiting on."""
 
 
-class AgentWorkflow(GovernedWorkflow, Below):
+class AgentWorkflow(DecidingWorkflow, Below):
     """The workflow of one agent; :func:`agent_workflow` makes one subclass per agent."""
 
     agent: Agent[object, object]
     activities: Activities
 
     def __init__(self) -> None:
-        GovernedWorkflow.__init__(self)
+        DecidingWorkflow.__init__(self)
         Below.__init__(self)
         self._status = WorkflowStatus(status="running")
         self._usage = [Usage()]
@@ -143,21 +142,6 @@ class AgentWorkflow(GovernedWorkflow, Below):
             usage=result.usage,
             interrupts=self.interrupt_views(),
         )
-
-    def _all_decided(self) -> bool:
-        return len(self._decided) == len(self._pending) and self.interrupts_decided()
-
-    @workflow.update
-    async def decide(self, decisions: str) -> list[str]:
-        """Record decisions on pending calls; returns the ids still waiting."""
-        for decision in decisions_adapter().validate_json(decisions):
-            self._decided[decision.tool_call_id] = decision
-        return [i for i in self._pending if i not in self._decided]
-
-    @decide.validator
-    def check(self, decisions: str) -> None:
-        """Refuse decisions on calls that are not waiting, or are decided already."""
-        check_decisions(decisions, self._pending, self._decided)
 
     @workflow.update
     async def settle(self) -> str:
