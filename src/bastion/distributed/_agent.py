@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -26,7 +25,7 @@ from ._proxies import Activities
 from ._reach import hosted, reachable, retry_policy
 from ._session import TemporalSession, open_session
 from ._session_workflow import session_workflow
-from ._shared import cancel_workflow, send_decisions
+from ._shared import cancel_workflow, send_decisions, start_run
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -159,12 +158,13 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         """Start a run of the agent as a workflow and return its handle."""
         if not isinstance(prompt, str) or not prompt.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError("TemporalAgent.start needs a non-empty prompt.")
-        return await client.start_workflow(
+        return await start_run(
+            client,
             self.workflow_name,
             prompt,
-            id=workflow_id or f"{self.agent.name}-{uuid.uuid4().hex}",
+            workflow_id=workflow_id,
+            id_prefix=self.agent.name,
             task_queue=self.task_queue,
-            result_type=str,
         )
 
     async def run(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
@@ -43,7 +43,9 @@ def event_channel(events: Stores | str | None, agent: Agent[object, object]) -> 
     )
 
 
-def publishing(name: str | None, channel: EventChannel | None) -> tuple[Callable[..., Any], ...]:
+def publishing(
+    name: str | None, channel: EventChannel | None
+) -> tuple[Callable[[str, str], Awaitable[int]], ...]:
     """The publish activity, when the agent's events are published."""
     if name is None or channel is None:
         return ()

@@ -8,6 +8,7 @@ run (each a child workflow), and, in turn, every agent those reach.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -20,7 +21,7 @@ from bastion.core import UserError
 from bastion.multi._subrun import SubagentCall
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from bastion.agent import Agent, RunConfig
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "activities_for",
     "agent_prefix",
+    "by_name",
     "hosted",
     "reachable",
     "retry_policy",
@@ -37,6 +39,7 @@ __all__ = [
 
 _DepsT = TypeVar("_DepsT")
 _OutputT = TypeVar("_OutputT")
+_N = TypeVar("_N")
 
 
 def hosted(agent: Agent[_DepsT, _OutputT]) -> Agent[object, object]:
@@ -93,7 +96,6 @@ def reachable(
     """
     from bastion.agent import Agent
 
-    found: dict[str, Agent[object, object]] = {}
     pending: list[Agent[object, object]] = [root]
     for child in children:
         if not isinstance(child, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -101,18 +103,39 @@ def reachable(
                 f"TemporalAgent({root.name!r}): children must be Agents, got {child!r}."
             )
         pending.append(child)
+
+    def clash(agent: Agent[object, object]) -> UserError:
+        return UserError(
+            f"TemporalAgent({root.name!r}) reaches two different agents named "
+            f"{agent.name!r}: a workflow is registered per name; give them distinct names."
+        )
+
+    return by_name(pending, lambda agent: agent.name, _next, clash)
+
+
+def by_name(
+    start: Iterable[_N],
+    name: Callable[[_N], str],
+    following: Callable[[_N], Iterable[_N]],
+    clash: Callable[[_N], Exception],
+) -> dict[str, _N]:
+    """``start`` and all that ``following`` reaches from it, by name, breadth first.
+
+    A workflow is registered per name: ``clash(node)`` is raised for a node whose name
+    names another node already found. ``following`` is called once per node, after it is
+    found.
+    """
+    found: dict[str, _N] = {}
+    pending = deque(start)
     while pending:
-        agent = pending.pop(0)
-        known = found.get(agent.name)
-        if known is agent:
+        node = pending.popleft()
+        known = found.get(name(node))
+        if known is node:
             continue
         if known is not None:
-            raise UserError(
-                f"TemporalAgent({root.name!r}) reaches two different agents named "
-                f"{agent.name!r}: a workflow is registered per name; give them distinct names."
-            )
-        found[agent.name] = agent
-        pending.extend(_next(agent))
+            raise clash(node)
+        found[name(node)] = node
+        pending.extend(following(node))
     return found
 
 

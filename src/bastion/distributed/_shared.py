@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import types
+import uuid
 from typing import TYPE_CHECKING, TypeVar
 
 from temporalio import workflow
@@ -39,6 +40,7 @@ __all__ = [
     "decision_update",
     "define_workflow",
     "send_decisions",
+    "start_run",
     "workflow_class",
 ]
 
@@ -80,6 +82,29 @@ def workflow_class(
     }
     cls = type(class_name, (base,), namespace)
     return workflow.defn(name=name, sandboxed=False)(cls)
+
+
+async def start_run(
+    client: Client,
+    workflow: str,
+    payload: str,
+    *,
+    workflow_id: str | None,
+    id_prefix: str,
+    task_queue: str,
+) -> WorkflowHandle[object, str]:
+    """Start a run of the workflow type ``workflow`` on ``payload``; its handle.
+
+    The run's result is JSON text. Without a ``workflow_id`` the run gets a fresh one,
+    ``<id_prefix>-<hex>``.
+    """
+    return await client.start_workflow(
+        workflow,
+        payload,
+        id=workflow_id or f"{id_prefix}-{uuid.uuid4().hex}",
+        task_queue=task_queue,
+        result_type=str,
+    )
 
 
 def check_decisions(
