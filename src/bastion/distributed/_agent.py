@@ -140,7 +140,7 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         """The workflow classes and activity functions (register them on your own ``Worker``)."""
         self.counters = stores
         """The store the workers count governance limits in (``None``: no governance)."""
-        self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
+        self._output: TypeAdapter[OutputT] = TypeAdapter(config.output_type)
 
     def worker(self, client: Client, **options: Any) -> Worker:
         """A worker for this agent's workflow and activities (``options`` go to ``Worker``)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
@@ -34,7 +34,7 @@ __all__ = ["ActivitySource"]
 def _rebuild(wire: WireTool, address: str) -> Tool:
     """The workflow's tool of ``wire``; its function is replaced by the activity's."""
 
-    async def on_the_worker(*_: Any, **__: Any) -> Any:
+    async def on_the_worker(*_: object, **__: object) -> object:
         raise AssertionError(f"{address} runs as the tool activity")  # replaced below
 
     return Tool(
