@@ -28,7 +28,7 @@ import json
 import tarfile
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
-from typing import Literal, TypedDict, cast
+from typing import Literal, TypedDict, Unpack, cast
 
 import httpx
 
@@ -65,6 +65,15 @@ class VercelSandboxError(RunError):
         self.status = status
         self.code = code
         self.endpoint = endpoint
+
+
+class _Request(TypedDict, total=False):
+    """What one request sends besides its method and path (httpx's keywords)."""
+
+    json: Mapping[str, object]
+    params: Mapping[str, str]
+    content: bytes
+    headers: Mapping[str, str]
 
 
 class _Resources(TypedDict):
@@ -209,14 +218,9 @@ class VercelApi:
         await self._json("POST", f"/v1/sandboxes/{sandbox_id}/stop")
 
     async def _json(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Mapping[str, object] | None = None,
-        params: Mapping[str, str] | None = None,
+        self, method: str, path: str, **request: Unpack[_Request]
     ) -> Mapping[str, JsonValue]:
-        response = await self._send(method, path, json=json, params=params)
+        response = await self._send(method, path, **request)
         if response.is_error:
             raise _error(response, f"{method} {path}")
         try:
@@ -231,22 +235,11 @@ class VercelApi:
             )
         return cast("Mapping[str, JsonValue]", data)  # a JSON object, from httpx's untyped json()
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Mapping[str, object] | None = None,
-        params: Mapping[str, str] | None = None,
-        content: bytes | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> httpx.Response:
+    async def _send(self, method: str, path: str, **request: Unpack[_Request]) -> httpx.Response:
         """Send, retrying rate limits and gateway errors (``Retry-After`` honoured, capped)."""
         for attempt in range(_MAX_RETRIES + 1):
             try:
-                response = await self._client.request(
-                    method, path, json=json, params=params, content=content, headers=headers
-                )
+                response = await self._client.request(method, path, **request)
             except httpx.HTTPError as exc:
                 raise VercelSandboxError(0, None, type(exc).__name__, f"{method} {path}") from None
             if response.status_code not in _RETRIED or attempt == _MAX_RETRIES:
@@ -256,11 +249,7 @@ class VercelApi:
 
 
 def _object(data: Mapping[str, JsonValue], key: str, endpoint: str) -> Mapping[str, JsonValue]:
-    """The JSON object ``data[key]`` of an answer.
-
-    Raises:
-        VercelSandboxError: The answer has no such object.
-    """
+    """The JSON object ``data[key]`` of an answer (none: a ``VercelSandboxError``)."""
     value = data.get(key)
     if not isinstance(value, Mapping):
         raise _malformed(endpoint, key)
@@ -268,11 +257,7 @@ def _object(data: Mapping[str, JsonValue], key: str, endpoint: str) -> Mapping[s
 
 
 def _text(data: Mapping[str, JsonValue], key: str, endpoint: str) -> str:
-    """The string ``data[key]`` of an answer.
-
-    Raises:
-        VercelSandboxError: The answer has no such string.
-    """
+    """The string ``data[key]`` of an answer (none: a ``VercelSandboxError``)."""
     value = data.get(key)
     if not isinstance(value, str):
         raise _malformed(endpoint, key)
