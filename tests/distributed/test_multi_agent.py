@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 from bastion import Agent, UserError, tool
 from bastion.core import ModelRequest, ToolMessage
 from bastion.distributed import TemporalAgent
-from bastion.distributed._multi import worker_parts
+from bastion.distributed._multi import activity_name, worker_parts, workflow_name
 from bastion.multi import ChildBudget, ChildResult, Judge, as_tool, fan_out, subagents
 from bastion.testing import Call, FunctionModel, ScriptedModel, Turn
 
@@ -228,7 +228,7 @@ def test_agents_served_together_register_each_workflow_and_activity_once() -> No
     triage, billing = triage_desk()
     served = [TemporalAgent(triage), TemporalAgent(billing)]
     workflows, activities = worker_parts([(a.workflows, a.activities) for a in served])
-    assert sorted(w.__temporal_workflow_definition.name for w in workflows) == [
+    assert sorted(workflow_name(w) for w in workflows) == [
         "bastion.agent.billing",
         "bastion.agent.billing.child",
         "bastion.agent.billing.fan_out",
@@ -238,7 +238,7 @@ def test_agents_served_together_register_each_workflow_and_activity_once() -> No
         "bastion.session.billing",
         "bastion.session.triage",
     ]
-    assert sorted(a.__temporal_activity_definition.name for a in activities) == [
+    assert sorted(activity_name(a) for a in activities) == [
         "bastion.agent.billing.model",
         "bastion.agent.billing.source",
         "bastion.agent.billing.tool",

@@ -70,7 +70,7 @@ from ._events import (
     VerifierResultEvent,
 )
 from ._ids import id_source, new_id
-from ._json import JsonObject, JsonValue
+from ._json import JsonObject, JsonValue, json_object
 from ._messages import (
     AssistantMessage,
     AssistantPart,
@@ -174,6 +174,7 @@ __all__ = [
     "ImagePart",
     "JsonObject",
     "JsonValue",
+    "json_object",
     "Lazy",
     "Listener",
     "ListenerWarning",

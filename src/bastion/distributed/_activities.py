@@ -29,12 +29,14 @@ if TYPE_CHECKING:
     from bastion.core import Model
     from bastion.tools import Tool, ToolSource
 
-__all__ = ["TOOL_ERROR", "model_activity", "tool_activity"]
+__all__ = ["TOOL_ERROR", "ActivityFunction", "model_activity", "tool_activity"]
 
 TOOL_ERROR = "bastion.ToolError"
 """The ``ApplicationError.type`` of a tool's own error result (its kind is the first detail)."""
 
 T = TypeVar("T")
+ActivityFunction = Callable[..., Awaitable[str | int]]
+"""An activity function as a worker registers it: it takes and returns JSON text (or a count)."""
 ModelActivity = Callable[[int, str], Awaitable[str]]
 ToolActivity = Callable[[str, str, str], Awaitable[str]]
 

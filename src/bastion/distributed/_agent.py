@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -23,10 +22,10 @@ from ._governance import counter_stores, counters_activity
 from ._interrupts import InterruptClient
 from ._multi import FanOutMethods, multi_agent_refusals, registrations
 from ._proxies import Activities
-from ._reach import reachable, retry_policy
+from ._reach import hosted, reachable, retry_policy
 from ._session import TemporalSession, open_session
 from ._session_workflow import session_workflow
-from ._shared import cancel_workflow, send_decisions
+from ._shared import cancel_workflow, send_decisions, start_run
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
@@ -94,19 +93,21 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         merges: Mapping[str, Merge] | None = None,
         events: Stores | str | None = None,
     ) -> None:
-        reach = reachable(agent, children)
+        root = hosted(agent)
+        reach = reachable(root, children)
         for reached in reach.values():
             _check_supported(reached.config)
-        stores = counter_stores(agent, counters)
+        stores = counter_stores(root, counters)
         if activity_timeout <= 0:
             raise UserError(f"activity_timeout must be > 0 seconds, got {activity_timeout!r}.")
         if heartbeat_timeout is not None and heartbeat_timeout <= 0:
             raise UserError(f"heartbeat_timeout must be > 0 seconds, got {heartbeat_timeout!r}.")
         self.agent = agent
+        self._host = root
         self.task_queue = task_queue or f"bastion.{agent.name}"
         self.workflow_name = f"bastion.agent.{agent.name}"
         config = agent.config
-        self.events = event_channel(events, agent)
+        self.events = event_channel(events, root)
         """The store the runs' events go to (``None``: they are not published)."""
         activities = Activities(
             model=f"{self.workflow_name}.model",
@@ -120,10 +121,10 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
             publish=None if self.events is None else f"{self.workflow_name}.events",
         )
         beat = None if heartbeat_timeout is None else heartbeat_timeout / 3
-        self.workflow = agent_workflow(agent, self.workflow_name, activities)
+        self.workflow = agent_workflow(root, self.workflow_name, activities)
         """The workflow class (register it on your own ``Worker`` if you build one)."""
         self.session_workflow_name = f"bastion.session.{agent.name}"
-        self.session_workflow = session_workflow(agent, self.session_workflow_name, activities)
+        self.session_workflow = session_workflow(root, self.session_workflow_name, activities)
         """The session workflow class (register it too: see :meth:`session`)."""
         self.reach = reach
         """Every agent a run may come to run (handoffs, sub-agents, ``children``), by name."""
@@ -139,7 +140,7 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         """The workflow classes and activity functions (register them on your own ``Worker``)."""
         self.counters = stores
         """The store the workers count governance limits in (``None``: no governance)."""
-        self._output: TypeAdapter[Any] = TypeAdapter(config.output_type)
+        self._output: TypeAdapter[OutputT] = TypeAdapter(config.output_type)
 
     def worker(self, client: Client, **options: Any) -> Worker:
         """A worker for this agent's workflow and activities (``options`` go to ``Worker``)."""
@@ -153,16 +154,17 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
 
     async def start(
         self, client: Client, prompt: str, *, workflow_id: str | None = None
-    ) -> WorkflowHandle[Any, str]:
+    ) -> WorkflowHandle[object, str]:
         """Start a run of the agent as a workflow and return its handle."""
         if not isinstance(prompt, str) or not prompt.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError("TemporalAgent.start needs a non-empty prompt.")
-        return await client.start_workflow(
+        return await start_run(
+            client,
             self.workflow_name,
             prompt,
-            id=workflow_id or f"{self.agent.name}-{uuid.uuid4().hex}",
+            workflow_id=workflow_id,
+            id_prefix=self.agent.name,
             task_queue=self.task_queue,
-            result_type=str,
         )
 
     async def run(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._activities import model_activity, tool_activity
 from ._code_mode import worker_tools
@@ -13,12 +13,15 @@ from ._tool_remote import WorkerSide
 if TYPE_CHECKING:
     from bastion.agent import RunConfig
 
+    from ._activities import ActivityFunction
     from ._proxies import Activities
 
 __all__ = ["agent_activities"]
 
 
-def agent_activities(own: Activities, config: RunConfig, beat: float | None) -> list[Any]:
+def agent_activities(
+    own: Activities, config: RunConfig, beat: float | None
+) -> list[ActivityFunction]:
     """The model, tool and tool-source activities of agent ``config`` under ``own``'s names.
 
     The tool activity runs the worker's copy of each tool; what a tool's ``RunContext``

@@ -11,7 +11,7 @@ decision to the workflow that holds the call (:func:`route`).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from temporalio import workflow
 
@@ -101,7 +101,7 @@ async def route(  # noqa: PLR0917 - one routing, its parts
     status_of: Callable[[Client, str], Awaitable[WorkflowStatus]],
     items: Sequence[_T],
     key: Callable[[_T], str],
-    send: Callable[[WorkflowHandle[Any, Any], list[_T]], Awaitable[list[str]]],
+    send: Callable[[WorkflowHandle[object, object], list[_T]], Awaitable[list[str]]],
     *,
     calls: bool,
 ) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import TypeAdapter
 
@@ -36,7 +36,7 @@ class ChildRequest:
     label: str
     capability: Literal["full", "read_only"] = "full"
     budget: ChildBudget | None = None
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
     history: str | None = None
     """The messages the child starts with (a sub-agent's ``input_filter``), as JSON."""
 
@@ -48,7 +48,7 @@ class ChildOutcome:
     run_id: str
     agent_name: str
     status: RunStatus
-    output: Any = None
+    output: object = None
     text: str = ""
     texts: list[str] = field(default_factory=list[str])
     error: RunErrorInfo | None = None
@@ -58,7 +58,7 @@ class ChildOutcome:
     steps: int = 0
     untrusted: bool = False
 
-    def as_result(self) -> RunResult[Any]:
+    def as_result(self) -> RunResult[object]:
         """The child's run as a ``RunResult`` (no messages: they stay in its history)."""
         return RunResult(
             run_id=self.run_id,

@@ -161,7 +161,7 @@ class _Bound:
 
     __slots__ = ("_agent", "config")
 
-    def __init__(self, agent: Agent[Any, Any], config: RunConfig) -> None:
+    def __init__(self, agent: Agent[object, object], config: RunConfig) -> None:
         self._agent = agent
         self.config = config
 
@@ -176,16 +176,16 @@ class _Bound:
         metadata: dict[str, Any] | None = None,
         config: RunConfig | None = None,
         run_id: str | None = None,
-    ) -> AgentStream[Any]:
+    ) -> AgentStream[object]:
         return self._agent.stream(input, metadata=metadata, config=config, run_id=run_id)
 
 
-async def _drained(stream: AgentStream[Any], texts: list[str]) -> RunResult[Any]:
+async def _drained(stream: AgentStream[object], texts: list[str]) -> RunResult[object]:
     texts.extend([e.text async for e in stream if isinstance(e, TextCompleteEvent) and e.text])
     return stream.result
 
 
-def _outcome_of(result: RunResult[Any], texts: Sequence[str]) -> ChildOutcome:
+def _outcome_of(result: RunResult[object], texts: Sequence[str]) -> ChildOutcome:
     state = result.state
     return ChildOutcome(
         run_id=result.run_id,
@@ -208,6 +208,6 @@ async def _run(self: ChildWorkflow, request: str) -> str:
     return await self.execute_child(request)
 
 
-def child_workflow(agent: Agent[Any, Any], activities: Activities) -> type[Any]:
+def child_workflow(agent: Agent[object, object], activities: Activities) -> type:
     """The child workflow class of ``agent`` (see :func:`~._workflow.agent_workflow`)."""
     return define_workflow(ChildWorkflow, _run, agent, child_workflow_name(agent.name), activities)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, TypeAdapter
 from pydantic_core import to_json
@@ -79,6 +79,6 @@ def decode_chunks(text: str) -> list[StreamChunk]:
     return stream_chunks_adapter().validate_json(text)
 
 
-def encode_value(value: Any) -> str:
+def encode_value(value: object) -> str:
     """A tool's arguments or return value as JSON text (models and dataclasses as objects)."""
     return to_json(value, fallback=str).decode()

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
@@ -25,6 +25,7 @@ from bastion.core import AgentEvent, dump_event, load_event
 
 if TYPE_CHECKING:
     from bastion.agent import AgentStream, RunResult
+    from bastion.core import JsonObject, JsonValue
     from bastion.stores import ArtifactStore, Stores
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "ended",
     "publish_activity",
 ]
+
+_OutputT = TypeVar("_OutputT")
 
 _ROLE = "events"
 _FINAL = frozenset({"completed", "failed", "aborted", "stopped"})
@@ -82,14 +85,14 @@ class EventChannel:
                     self._open = True
         return self.stores.artifacts
 
-    async def append(self, workflow_id: str, events: Sequence[dict[str, Any]]) -> int:
+    async def append(self, workflow_id: str, events: Sequence[Mapping[str, JsonValue]]) -> int:
         """Log the events newer than the log's last; how many that was."""
         artifacts = await self.artifacts()
         last = await _tail_seq(artifacts, workflow_id)
-        fresh = [event for event in events if int(event["seq"]) > last]
+        fresh = [event for event in events if _seq(event) > last]
         if fresh:
             content = json.dumps(fresh, separators=(",", ":"))
-            seq = int(fresh[-1]["seq"])
+            seq = _seq(fresh[-1])
             await artifacts.write(log_key(workflow_id), content, role=_ROLE, seq=seq)
         return len(fresh)
 
@@ -105,7 +108,7 @@ class EventChannel:
         logged = await artifacts.read(run_id=log_key(workflow_id), role=_ROLE, since_seq=after)
         for artifact in logged:
             for item in _items(artifact.content):
-                if int(item["seq"]) > last:
+                if _seq(item) > last:
                     found.append(load_event(json.dumps(item)))
                     last = found[-1].seq
         return found
@@ -150,11 +153,24 @@ def ended(event: AgentEvent) -> bool:
 async def _tail_seq(artifacts: ArtifactStore, workflow_id: str) -> int:
     newest = await artifacts.read(run_id=log_key(workflow_id), role=_ROLE, max_artifacts=1)
     items = _items(newest[-1].content) if newest else []
-    return int(items[-1]["seq"]) if items else 0
+    return _seq(items[-1]) if items else 0
 
 
-def _items(content: str) -> list[dict[str, Any]]:
-    return cast("list[dict[str, Any]]", json.loads(content))
+def _items(content: str) -> list[JsonObject]:
+    """The events of one logged batch (a JSON array of event objects)."""
+    return cast("list[JsonObject]", json.loads(content))
+
+
+def _seq(event: Mapping[str, JsonValue]) -> int:
+    """The ``seq`` of a logged event.
+
+    Raises:
+        ValueError: The event has no number for a seq.
+    """
+    seq = event["seq"]
+    if not isinstance(seq, int | float | str):
+        raise ValueError(f"An event's seq is a number, not {seq!r}.")
+    return int(seq)
 
 
 def publish_activity(name: str, channel: EventChannel) -> Callable[[str, str], Awaitable[int]]:
@@ -188,7 +204,7 @@ class WorkflowEvents:
     _buffer: list[str] = field(default_factory=list[str])
     _sender: asyncio.Task[None] | None = None
 
-    async def drain(self, stream: AgentStream[Any]) -> RunResult[Any]:
+    async def drain(self, stream: AgentStream[_OutputT]) -> RunResult[_OutputT]:
         """Run ``stream`` to its end, publishing each event; its result.
 
         A run started before its worker published events replays as it ran: the patch

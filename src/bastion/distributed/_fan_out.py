@@ -105,7 +105,7 @@ def fan_out_adapter() -> TypeAdapter[FanOutResult]:
 class FanOutWorkflow:
     """The fan-out workflow of one host agent; :func:`fan_out_workflow` makes one per agent."""
 
-    agent: Agent[Any, Any]
+    agent: Agent[object, object]
     activities: Activities
     merges: Mapping[str, Strategy]
 
@@ -176,7 +176,7 @@ class _ChildWorkflowAgent:
         return _ChildWorkflowStream(self.name, f"{metadata.get(FAN_OUT_ID)}/{label}", request)
 
 
-class _ChildWorkflowStream(AgentRunHandle[RunResult[Any]]):
+class _ChildWorkflowStream(AgentRunHandle[RunResult[object]]):
     """A child workflow as a child's run: no events, then its result; abort cancels it."""
 
     __slots__ = ("_aborted", "_handle", "_request", "_run_id", "agent")
@@ -187,7 +187,7 @@ class _ChildWorkflowStream(AgentRunHandle[RunResult[Any]]):
         self._run_id = run_id
         self._request = request
         self._aborted = False
-        self._handle: workflow.ChildWorkflowHandle[Any, str] | None = None
+        self._handle: workflow.ChildWorkflowHandle[object, str] | None = None
 
     @property
     def run_id(self) -> str:
@@ -211,7 +211,7 @@ class _ChildWorkflowStream(AgentRunHandle[RunResult[Any]]):
         if self._handle is not None:
             self._handle.cancel()
 
-    async def drain(self) -> RunResult[Any]:
+    async def drain(self) -> RunResult[object]:
         """Start the child workflow (unless aborted first) and wait for its end."""
         if not self._aborted:
             self._result = await self._wait()
@@ -219,7 +219,7 @@ class _ChildWorkflowStream(AgentRunHandle[RunResult[Any]]):
             self._result = self._ended("aborted", None)
         return self._result
 
-    async def _wait(self) -> RunResult[Any] | None:
+    async def _wait(self) -> RunResult[object] | None:
         handle = self._handle = await workflow.start_child_workflow(
             child_workflow_name(self.agent),
             request_json(self._request),
@@ -246,7 +246,7 @@ class _ChildWorkflowStream(AgentRunHandle[RunResult[Any]]):
 
     def _ended(
         self, status: Literal["aborted", "failed"], error: RunErrorInfo | None
-    ) -> RunResult[Any]:
+    ) -> RunResult[object]:
         return RunResult(
             run_id=self.run_id,
             agent_name=self.agent,
@@ -269,8 +269,8 @@ async def _run(self: FanOutWorkflow, request: str) -> str:
 
 
 def fan_out_workflow(
-    agent: Agent[Any, Any], activities: Activities, merges: Mapping[str, Strategy]
-) -> type[Any]:
+    agent: Agent[object, object], activities: Activities, merges: Mapping[str, Strategy]
+) -> type:
     """The fan-out workflow class of host ``agent`` (see :func:`~._workflow.agent_workflow`)."""
     cls = define_workflow(
         FanOutWorkflow, _run, agent, fan_out_workflow_name(agent.name), activities

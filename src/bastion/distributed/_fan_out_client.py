@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core import UserError
 from bastion.multi import Concat, FirstSuccess
@@ -51,8 +51,8 @@ def check_merges(owner: str, merges: Mapping[str, object] | None) -> dict[str, S
 
 
 def fan_out_request(
-    host: Agent[Any, Any],
-    reach: Mapping[str, Agent[Any, Any]],
+    host: Agent[object, object],
+    reach: Mapping[str, Agent[object, object]],
     merges: Mapping[str, Strategy],
     children: Sequence[FanOutChild | tuple[AgentLike, str]],
     *,

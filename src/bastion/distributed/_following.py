@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
@@ -29,7 +29,7 @@ _CHECK_EVERY = 1.0
 """Seconds between checks that a followed workflow still runs, while nothing is logged."""
 
 
-def event_channel(events: Stores | str | None, agent: Agent[Any, Any]) -> EventChannel | None:
+def event_channel(events: Stores | str | None, agent: Agent[object, object]) -> EventChannel | None:
     """The store a Temporal agent's events go to: ``events``, else the agent's store."""
     if events is None:
         store = agent.config.store
@@ -43,7 +43,9 @@ def event_channel(events: Stores | str | None, agent: Agent[Any, Any]) -> EventC
     )
 
 
-def publishing(name: str | None, channel: EventChannel | None) -> tuple[Callable[..., Any], ...]:
+def publishing(
+    name: str | None, channel: EventChannel | None
+) -> tuple[Callable[[str, str], Awaitable[int]], ...]:
     """The publish activity, when the agent's events are published."""
     if name is None or channel is None:
         return ()
@@ -99,7 +101,7 @@ async def follow_events(
             yield event
 
 
-async def _running(handle: WorkflowHandle[Any, Any]) -> bool:
+async def _running(handle: WorkflowHandle[object, object]) -> bool:
     try:
         described = await handle.describe()
     except RPCError as error:

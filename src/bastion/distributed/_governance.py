@@ -41,7 +41,7 @@ _TIMEOUT = timedelta(seconds=30)
 _RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=100), maximum_attempts=5)
 
 
-def counter_stores(agent: Agent[Any, Any], counters: str | Stores | None) -> Stores | None:
+def counter_stores(agent: Agent[object, object], counters: str | Stores | None) -> Stores | None:
     """The store the workers count the agent's limits in; ``None`` without governance.
 
     ``counters`` wins; else the agent's own store. A store that is not shared by processes

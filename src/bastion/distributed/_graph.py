@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -28,14 +27,15 @@ from ._graph_views import (
     graph_status_adapter,
 )
 from ._graph_workflow import graph_workflow
-from ._shared import cancel_workflow
+from ._reach import by_name
+from ._shared import cancel_workflow, start_run
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import Agent
+
+    from ._activities import ActivityFunction
 
 __all__ = ["TemporalGraph"]
 
@@ -103,10 +103,10 @@ class TemporalGraph:
             retry=_policies(graphs, retry or NodeRetry(backoff=1.0), dict(retries or {})),
         )
         beat = None if heartbeat_timeout is None else heartbeat_timeout / 3
-        self.workflows: list[type[Any]] = [graph_workflow(g, calls) for g in graphs.values()]
+        self.workflows: list[type] = [graph_workflow(g, calls) for g in graphs.values()]
         """The workflow classes: the graph's, its mapped graphs', its agents'."""
         self.workflows.extend(a.workflow for a in agents)
-        self.activities: list[Callable[..., Any]] = [node_activity(calls.node, graphs, beat)]
+        self.activities: list[ActivityFunction] = [node_activity(calls.node, graphs, beat)]
         """The activity functions (register them with the workflows)."""
         for a in agents:
             self.activities.extend(a.activities)
@@ -122,8 +122,8 @@ class TemporalGraph:
         )
 
     async def start(
-        self, client: Client, input: Any = None, *, workflow_id: str | None = None
-    ) -> WorkflowHandle[Any, str]:
+        self, client: Client, input: object = None, *, workflow_id: str | None = None
+    ) -> WorkflowHandle[object, str]:
         """Start an execution of the graph on ``input`` (plain JSON data); its handle.
 
         Raises:
@@ -133,16 +133,17 @@ class TemporalGraph:
             text = encode_value(input)
         except PydanticSerializationError as error:
             raise UserError(f"TemporalGraph input must be JSON data: {error}") from None
-        return await client.start_workflow(
+        return await start_run(
+            client,
             self.workflow_name,
             text,
-            id=workflow_id or f"{self.graph.key}-{uuid.uuid4().hex}",
+            workflow_id=workflow_id,
+            id_prefix=self.graph.key,
             task_queue=self.task_queue,
-            result_type=str,
         )
 
     async def run(
-        self, client: Client, input: Any = None, *, workflow_id: str | None = None
+        self, client: Client, input: object = None, *, workflow_id: str | None = None
     ) -> GraphWorkflowResult:
         """Start an execution and wait for its end (through any pauses answered meanwhile)."""
         handle = await self.start(client, input, workflow_id=workflow_id)
@@ -174,7 +175,7 @@ class TemporalGraph:
         await cancel_workflow(client, workflow_id)
 
     async def answer(
-        self, client: Client, workflow_id: str, node_id: str, value: Any = None
+        self, client: Client, workflow_id: str, node_id: str, value: object = None
     ) -> list[str]:
         """Answer the paused node ``node_id`` (``<key>@<round>``); the nodes still waiting.
 
@@ -216,27 +217,25 @@ async def _ask(client: Client, workflow_id: str, what: str) -> str:
 
 def _graphs(graph: Graph) -> dict[str, Graph]:
     """The graph and the graphs its map nodes run (at any depth), by key."""
-    found: dict[str, Graph] = {}
-    todo = [graph]
-    while todo:
-        current = todo.pop()
-        known = found.get(current.key)
-        if known is current:
-            continue
-        if known is not None:
-            raise UserError(
-                f"Two different graphs are named {current.key!r}: a workflow is named "
-                "after its graph, so give each graph its own key."
-            )
-        current.compile()
-        found[current.key] = current
-        todo.extend(s.target for s in current.specs.values() if isinstance(s.target, Graph))
-    return found
+    return by_name([graph], lambda g: g.key, _mapped, _graph_clash)
 
 
-def _agents(graphs: Mapping[str, Graph]) -> list[Agent[Any, Any]]:
+def _mapped(graph: Graph) -> list[Graph]:
+    """The graphs ``graph``'s map nodes run (compiled first: that checks its nodes)."""
+    graph.compile()
+    return [s.target for s in graph.specs.values() if isinstance(s.target, Graph)]
+
+
+def _graph_clash(graph: Graph) -> UserError:
+    return UserError(
+        f"Two different graphs are named {graph.key!r}: a workflow is named "
+        "after its graph, so give each graph its own key."
+    )
+
+
+def _agents(graphs: Mapping[str, Graph]) -> list[Agent[object, object]]:
     """The agents of the graphs' agent nodes, once each."""
-    found: dict[str, Agent[Any, Any]] = {}
+    found: dict[str, Agent[object, object]] = {}
     for graph in graphs.values():
         for spec in graph.specs.values():
             if spec.kind != "agent":

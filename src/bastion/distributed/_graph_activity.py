@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pydantic_core
 from temporalio import activity
@@ -39,7 +39,7 @@ NodeActivity = Callable[[str, str, str, str, str], Awaitable[str]]
 
 
 class _Paused(Exception):
-    def __init__(self, payload: Any, reason: str) -> None:
+    def __init__(self, payload: object, reason: str) -> None:
         super().__init__(reason or "the node asks for a value")
         self.payload = payload
         self.reason = reason
@@ -51,16 +51,21 @@ class ActivityNodeContext(NodeContext):
     __slots__ = ("_answers",)
 
     def __init__(
-        self, execution: Execution, key: str, node_id: str, inputs: list[Any], answers: list[Any]
+        self,
+        execution: Execution,
+        key: str,
+        node_id: str,
+        inputs: list[object],
+        answers: list[object],
     ) -> None:
         super().__init__(execution, key, node_id, inputs)
         self._answers = answers
 
-    async def pause(self, payload: Any = None, *, reason: str = "") -> Any:
+    async def pause(self, payload: object = None, *, reason: str = "") -> object:
         """The next answer given to this node; without one yet, the workflow parks for it."""
         return self.next_answer(payload, reason)
 
-    def next_answer(self, payload: Any, reason: str) -> Any:
+    def next_answer(self, payload: object, reason: str) -> object:
         """The next answer, in the order the node asked (raises when none is left)."""
         if not self._answers:
             raise _Paused(payload, reason)
@@ -73,7 +78,7 @@ def node_activity(name: str, graphs: Mapping[str, Graph], heartbeat: float | Non
     @activity.defn(name=name)
     async def run_node(graph_key: str, key: str, node_id: str, inputs: str, answers: str) -> str:
         graph = graphs[graph_key]
-        values: list[Any] = pydantic_core.from_json(inputs)
+        values: list[object] = pydantic_core.from_json(inputs)
         ctx = _context(graph, key, node_id, values, pydantic_core.from_json(answers))
         try:
             try:
@@ -90,7 +95,7 @@ def node_activity(name: str, graphs: Mapping[str, Graph], heartbeat: float | Non
 
 
 def _context(
-    graph: Graph, key: str, node_id: str, inputs: list[Any], answers: list[Any]
+    graph: Graph, key: str, node_id: str, inputs: list[object], answers: list[object]
 ) -> ActivityNodeContext:
     """A ``ctx`` on a one-node execution of its own, on the graph's governor."""
     governor = graph.governor if graph.governor is not None else Governor(clock=graph.clock)
@@ -106,7 +111,7 @@ def _context(
     return ActivityNodeContext(execution, key, node_id, inputs, answers)
 
 
-async def _call(spec: NodeSpec, inputs: list[Any], ctx: NodeContext) -> Any:
+async def _call(spec: NodeSpec, inputs: list[object], ctx: NodeContext) -> object:
     """The node's body, as the scheduler runs it (a function of its arity, or ``invoke``)."""
     fn = spec.fn
     if fn is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import pydantic_core
 from pydantic import TypeAdapter
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from temporalio.common import RetryPolicy
 
     from bastion.agent import Agent
+    from bastion.core import JsonObject
     from bastion.governance import Governor
     from bastion.graph import Layer, NodeContext
     from bastion.graph._nodes import NodeSpec
@@ -68,13 +69,13 @@ class NodeCalls:
         self.children: dict[str, list[str]] = {}
         self.aborted = False  # the workflow was cancelled: its children end aborted
 
-    async def node(self, graph_key: str, key: str, node_id: str, inputs: list[Any]) -> Any:
+    async def node(self, graph_key: str, key: str, node_id: str, inputs: list[object]) -> object:
         """Run the node activity; its output.
 
         Each time the node pauses, the workflow parks for an answer, then runs the node
         again with every answer so far.
         """
-        calls, answers = self.calls, list[Any]()
+        calls, answers = self.calls, list[object]()
         while True:
             try:
                 text = await workflow.execute_activity(
@@ -88,13 +89,13 @@ class NodeCalls:
                 )
             except ActivityError as error:
                 raise _node_error(key, error) from None
-            done: dict[str, Any] = pydantic_core.from_json(text)
+            done: JsonObject = pydantic_core.from_json(text)
             if PAUSED not in done:
                 return done["output"]
             answer = await self._park(node_id, key, done[PAUSED], str(done["reason"]))
             answers.append(pydantic_core.from_json(answer))
 
-    async def _park(self, node_id: str, key: str, payload: Any, reason: str) -> str:
+    async def _park(self, node_id: str, key: str, payload: object, reason: str) -> str:
         self.pending[node_id] = PendingInput(
             node_id=node_id, node=key, payload=payload, reason=reason
         )
@@ -102,7 +103,7 @@ class NodeCalls:
         del self.pending[node_id]
         return self.answers.pop(node_id)
 
-    async def agent(self, agent: Agent[Any, Any], prompt: str, node_id: str) -> Any:
+    async def agent(self, agent: Agent[object, object], prompt: str, node_id: str) -> object:
         """Run ``agent`` as its own workflow, a child of this one; its output."""
         child = f"{workflow.info().workflow_id}/{node_id}"
         self.children[node_id] = [child]
@@ -126,15 +127,15 @@ class NodeCalls:
             raise RunFailed(
                 f"Agent {agent.name!r} did not complete ({raw.status}): {why}", code="agent_failed"
             )
-        output: Any = TypeAdapter(agent.config.output_type).validate_python(raw.output)
+        output: object = TypeAdapter(agent.config.output_type).validate_python(raw.output)
         return output
 
     async def map(
-        self, graph: Graph, items: Sequence[Any], max_concurrency: int, node_id: str
-    ) -> list[Any]:
+        self, graph: Graph, items: Sequence[object], max_concurrency: int, node_id: str
+    ) -> list[object]:
         """Run ``graph`` once per item, each a child workflow; the outputs in order."""
         base = f"{workflow.info().workflow_id}/{node_id}"
-        outputs: list[Any] = [None] * len(items)
+        outputs: list[object] = [None] * len(items)
         self.children[node_id] = [f"{base}[{index}]" for index in range(len(items))]
         indexes = iter(range(len(items)))
 
@@ -171,10 +172,12 @@ class _Children:
         self._calls = calls
         self._node_id = node_id
 
-    async def run_agent(self, agent: Agent[Any, Any], prompt: str) -> Any:
+    async def run_agent(self, agent: Agent[object, object], prompt: str) -> object:
         return await self._calls.agent(agent, prompt, self._node_id)
 
-    async def map(self, graph: Graph, items: Sequence[Any], *, max_concurrency: int = 8) -> Any:
+    async def map(
+        self, graph: Graph, items: Sequence[object], *, max_concurrency: int = 8
+    ) -> list[object]:
         return await self._calls.map(graph, items, max_concurrency, self._node_id)
 
 
@@ -200,13 +203,15 @@ def _swap(graph_key: str, spec: NodeSpec, calls: NodeCalls) -> NodeSpec:
         body = spec.invoke
         assert body is not None
 
-        async def children(inputs: list[Any], ctx: NodeContext) -> tuple[tuple[Layer, ...], Any]:
+        async def children(
+            inputs: list[object], ctx: NodeContext
+        ) -> tuple[tuple[Layer, ...], object]:
             return await body(inputs, cast("NodeContext", _Children(calls, _path(ctx))))
 
         return replace(spec, fn=None, invoke=children)
     key = spec.key
 
-    async def activity(inputs: list[Any], ctx: NodeContext) -> tuple[tuple[Layer, ...], Any]:
+    async def activity(inputs: list[object], ctx: NodeContext) -> tuple[tuple[Layer, ...], object]:
         return (), await calls.node(graph_key, key, _path(ctx), inputs)
 
     return replace(spec, fn=None, invoke=activity)

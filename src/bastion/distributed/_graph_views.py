@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 from pydantic import TypeAdapter
 
@@ -42,8 +42,8 @@ class GraphWorkflowResult:
     workflow_id: str
     graph: str
     status: Literal["completed", "failed", "suspended", "aborted"]
-    output: Any = None
-    outputs: dict[str, Any] = field(default_factory=dict[str, Any])
+    output: object = None
+    outputs: dict[str, object] = field(default_factory=dict[str, object])
     errors: dict[str, str] = field(default_factory=dict[str, str])
     rounds: int = 0
     stopped: list[str] = field(default_factory=list[str])
@@ -67,7 +67,7 @@ class PendingInput:
 
     node_id: str
     node: str
-    payload: Any = None
+    payload: object = None
     reason: str = ""
 
 

@@ -10,8 +10,7 @@ query reads the node states its signals report, the ``answer`` update wakes a pa
 from __future__ import annotations
 
 import asyncio
-import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pydantic_core
 from pydantic_core import to_jsonable_python
@@ -32,7 +31,7 @@ from ._graph_views import (
     graph_status_adapter,
 )
 from ._proxies import WorkflowClock
-from ._shared import cancel_as_abort
+from ._shared import cancel_as_abort, workflow_class
 
 if TYPE_CHECKING:
     from bastion.graph import Graph, GraphResult, GraphSignal
@@ -157,26 +156,20 @@ async def _run(self: GraphWorkflow, input_text: str) -> str:
     return await self.execute(input_text)
 
 
-def graph_workflow(graph: Graph, calls: GraphCalls) -> type[Any]:
+def graph_workflow(graph: Graph, calls: GraphCalls) -> type:
     """The workflow class that runs ``graph``, registered as ``bastion.graph.<key>``.
 
     As the agent workflow: a run method made from the module-level :func:`_run` (Temporal
     wants it defined on the class), unsandboxed (the scheduler is deterministic once its
     clock, ids and node bodies are the workflow's).
     """
-    class_name = f"GraphWorkflow[{graph.key}]"
-    run = types.FunctionType(_run.__code__, _run.__globals__, "run")
-    run.__qualname__ = f"{class_name}.run"
-    run.__annotations__ = dict(_run.__annotations__)
-    attributes = {
-        "graph": graph,
-        "calls": calls,
-        "run": workflow.run(run),
-        "__qualname__": class_name,
-        "__module__": __name__,
-    }
-    cls = type(class_name, (GraphWorkflow,), attributes)
-    return workflow.defn(name=f"bastion.graph.{graph.key}", sandboxed=False)(cls)
+    return workflow_class(
+        GraphWorkflow,
+        _run,
+        f"GraphWorkflow[{graph.key}]",
+        f"bastion.graph.{graph.key}",
+        {"graph": graph, "calls": calls},
+    )
 
 
 def _encode(workflow_id: str, result: GraphResult) -> str:

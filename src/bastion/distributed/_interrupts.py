@@ -10,32 +10,37 @@ side, :class:`InterruptClient` the client's (``TemporalAgent.raise_budget``).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import fields
 from functools import cache
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
+from typing_extensions import TypedDict
 
 from bastion.core import UserError
 from bastion.governance import decision_from_dict
 from bastion.tools import ApprovalDecision, InterruptResolution
 
 from ._below import route
-from ._shared import decision_update
-from ._views import WorkflowInterrupt, interrupt_view
+from ._shared import check_decisions, decision_update
+from ._views import WorkflowInterrupt, decisions_adapter, interrupt_view
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from temporalio.client import Client, WorkflowHandle
 
     from bastion.agent import RunResult
+    from bastion.governance import InterruptDecision
     from bastion.tools import ApprovalRequest
 
     from ._views import WorkflowStatus
 
 __all__ = [
+    "DecidingWorkflow",
     "GovernedWorkflow",
     "InterruptClient",
     "raise_resolution",
@@ -44,10 +49,18 @@ __all__ = [
 ]
 
 
+class WireResolution(TypedDict, total=False):
+    """One decision the ``resolve`` update carries, as JSON."""
+
+    interrupt_id: str
+    decision: dict[str, object] | None
+    """A decision's fields (``{"decision": "mutate", "max": 20, ...}``)."""
+
+
 @cache
-def resolutions_adapter() -> TypeAdapter[list[dict[str, Any]]]:
+def resolutions_adapter() -> TypeAdapter[list[WireResolution]]:
     """The adapter of what the ``resolve`` update carries: ``interrupt_id`` and ``decision``."""
-    return TypeAdapter(list[dict[str, Any]])
+    return TypeAdapter(list[WireResolution])
 
 
 class GovernedWorkflow:
@@ -57,7 +70,7 @@ class GovernedWorkflow:
         self._interrupts: dict[str, WorkflowInterrupt] = {}
         self._resolved: dict[str, InterruptResolution] = {}
 
-    def park_interrupts(self, result: RunResult[Any]) -> set[str]:
+    def park_interrupts(self, result: RunResult[object]) -> set[str]:
         """Hold the run's interrupts; the ids of the tool calls they hold."""
         state = result.state
         items = [] if state is None else state.interrupts
@@ -120,8 +133,8 @@ class GovernedWorkflow:
             raise ApplicationError(f"Malformed interrupt decisions: {error}") from None
         return [self._resolution(item) for item in given]
 
-    def _resolution(self, item: Mapping[str, Any]) -> InterruptResolution:
-        interrupt_id = str(item.get("interrupt_id", ""))
+    def _resolution(self, item: WireResolution) -> InterruptResolution:
+        interrupt_id = item.get("interrupt_id", "")
         interrupt = self._interrupts.get(interrupt_id)
         if interrupt is None:
             waiting = ", ".join(self._interrupts) or "none"
@@ -130,7 +143,7 @@ class GovernedWorkflow:
             )
         if interrupt_id in self._resolved:
             raise ApplicationError(f"Interrupt {interrupt_id!r} is already decided.")
-        decision = dict(cast("Mapping[str, Any]", item.get("decision") or {}))
+        decision = dict(item.get("decision") or {})
         if decision.get("decision") == "mutate":
             _check_raise(interrupt, decision)
             decision.setdefault("oracle", interrupt.oracle)
@@ -144,7 +157,33 @@ class GovernedWorkflow:
         return InterruptResolution(interrupt_id=interrupt_id, decision=decision)
 
 
-def _check_raise(interrupt: WorkflowInterrupt, decision: Mapping[str, Any]) -> None:
+class DecidingWorkflow(GovernedWorkflow):
+    """A parked run's decisions: on its calls (the ``decide`` update) and on its interrupts.
+
+    A subclass sets ``_pending`` (the calls waiting) and ``_decided`` when the run parks.
+    """
+
+    _pending: dict[str, ApprovalRequest]
+    _decided: dict[str, ApprovalDecision]
+
+    def _all_decided(self) -> bool:
+        """Whether every call and every interrupt the run waits on is decided."""
+        return len(self._decided) == len(self._pending) and self.interrupts_decided()
+
+    @workflow.update
+    async def decide(self, decisions: str) -> list[str]:
+        """Record decisions on pending calls; returns the ids still waiting."""
+        for decision in decisions_adapter().validate_json(decisions):
+            self._decided[decision.tool_call_id] = decision
+        return [i for i in self._pending if i not in self._decided]
+
+    @decide.validator
+    def check(self, decisions: str) -> None:
+        """Refuse decisions on calls that are not waiting, or are decided already."""
+        check_decisions(decisions, self._pending, self._decided)
+
+
+def _check_raise(interrupt: WorkflowInterrupt, decision: Mapping[str, object]) -> None:
     """Refuse a raise of what is no limit, to no number, or by someone who may not."""
     if interrupt.kind != "limit":
         raise ApplicationError(
@@ -223,14 +262,16 @@ def raise_resolution(
         raise UserError(f"raise_budget needs a number maximum, got {maximum!r}.")
     if math.isnan(maximum) or maximum < 0:
         raise UserError(f"raise_budget needs a maximum >= 0, got {maximum!r}.")
-    decision: dict[str, Any] = {"decision": "mutate", "max": float(maximum)}
+    decision: dict[str, object] = {"decision": "mutate", "max": float(maximum)}
     if approver is not None:
         decision["approver"] = approver
     return InterruptResolution(interrupt_id=interrupt_id, decision=decision)
 
 
 async def send_resolutions(
-    handle: WorkflowHandle[Any, Any], resolutions: Sequence[InterruptResolution], who: str
+    handle: WorkflowHandle[object, object],
+    resolutions: Sequence[InterruptResolution],
+    who: str,
 ) -> list[str]:
     """Send decisions on interrupts to the workflow (the ``resolve`` update).
 
@@ -241,7 +282,7 @@ async def send_resolutions(
     """
     if not resolutions:
         raise UserError(f"{who} needs at least one InterruptResolution.")
-    payload = [
+    payload: list[WireResolution] = [
         {"interrupt_id": r.interrupt_id, "decision": _decision_data(r.decision)}
         for r in resolutions
     ]
@@ -249,8 +290,8 @@ async def send_resolutions(
     return await decision_update(handle, "resolve", text)
 
 
-def _decision_data(decision: Any) -> dict[str, Any]:
-    if isinstance(decision, dict):
-        return cast("dict[str, Any]", decision)
-    data = {k: getattr(decision, k) for k in decision.__dataclass_fields__}  # a decision class
-    return cast("dict[str, Any]", data)
+def _decision_data(decision: InterruptDecision | Mapping[str, object]) -> dict[str, object]:
+    """A decision's fields, as the ``resolve`` update carries them."""
+    if isinstance(decision, Mapping):
+        return dict(decision)
+    return {f.name: getattr(decision, f.name) for f in fields(decision)}  # a decision class

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from temporalio.activity import _Definition as activity_defn  # pyright: ignore[reportPrivateUsage]
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -29,14 +29,17 @@ if TYPE_CHECKING:
     from bastion.multi import ChildBudget, FanOutChild, FanOutResult
     from bastion.multi._merge import Merge
 
+    from ._activities import ActivityFunction
     from ._fan_out import Strategy
     from ._proxies import Activities
 
 __all__ = [
     "FanOutMethods",
+    "activity_name",
     "multi_agent_refusals",
     "registrations",
     "worker_parts",
+    "workflow_name",
 ]
 
 
@@ -68,20 +71,20 @@ def multi_agent_refusals(config: RunConfig) -> list[str]:
 
 
 def registrations(
-    reach: Mapping[str, Agent[Any, Any]],
-    main: Sequence[type[Any]],
+    reach: Mapping[str, Agent[object, object]],
+    main: Sequence[type],
     activities: Activities,
     merges: Mapping[str, Strategy],
     beat: float | None,
-) -> tuple[tuple[type[Any], ...], tuple[Any, ...]]:
+) -> tuple[tuple[type, ...], tuple[ActivityFunction, ...]]:
     """The workflows and activities a worker of the first agent of ``reach`` registers.
 
     Its own workflows (``main``) and fan-out workflow, and for each agent it reaches a
     child workflow and its model and tool activities.
     """
     root = next(iter(reach.values()))
-    workflows: list[type[Any]] = [*main, fan_out_workflow(root, activities, merges)]
-    functions: list[Any] = []
+    workflows: list[type] = [*main, fan_out_workflow(root, activities, merges)]
+    functions: list[ActivityFunction] = []
     for agent in reach.values():
         config = agent.config
         own = activities_for(activities, config)
@@ -91,29 +94,40 @@ def registrations(
 
 
 def worker_parts(
-    parts: Sequence[tuple[Sequence[type[Any]], Sequence[Any]]],
-) -> tuple[list[type[Any]], list[Any]]:
+    parts: Sequence[tuple[Sequence[type], Sequence[ActivityFunction]]],
+) -> tuple[list[type], list[ActivityFunction]]:
     """The workflows and activities of several agents for one worker, each name once.
 
     Agents that reach the same agent (``triage`` and ``billing`` handing off to each
     other) both register its child workflow and activities: the same definitions.
     """
-    workflows: dict[str, type[Any]] = {}
-    functions: dict[str, Any] = {}
+    workflows: dict[str, type] = {}
+    functions: dict[str, ActivityFunction] = {}
     for classes, activities in parts:
         for cls in classes:
-            workflows.setdefault(workflow_defn.must_from_class(cls).name or "", cls)
+            workflows.setdefault(workflow_name(cls), cls)
         for function in activities:
-            name = activity_defn.must_from_callable(function).name  # pyright: ignore[reportUnknownMemberType]
-            functions.setdefault(name or "", function)
+            functions.setdefault(activity_name(function), function)
     return list(workflows.values()), list(functions.values())
+
+
+def workflow_name(cls: type) -> str:
+    """The name a workflow class is registered under (``""``: a dynamic workflow)."""
+    return workflow_defn.must_from_class(cls).name or ""
+
+
+def activity_name(function: ActivityFunction) -> str:
+    """The name an activity function is registered under (``""``: a dynamic activity)."""
+    name = activity_defn.must_from_callable(function).name  # pyright: ignore[reportUnknownMemberType]
+    return name or ""
 
 
 class FanOutMethods:
     """``TemporalAgent``'s fan-out: ``agent.fan_out`` as a workflow of child workflows."""
 
-    agent: Agent[Any, Any]
-    reach: dict[str, Agent[Any, Any]]
+    _host: Agent[object, object]
+    """The agent, as its workflows hold it."""
+    reach: dict[str, Agent[object, object]]
     merges: dict[str, Strategy]
     task_queue: str
 
@@ -126,7 +140,7 @@ class FanOutMethods:
         per_child_budget: ChildBudget | None = None,
         max_concurrent_children: int = 4,
         fan_out_id: str | None = None,
-    ) -> WorkflowHandle[Any, str]:
+    ) -> WorkflowHandle[object, str]:
         """Start a fan-out workflow (see :meth:`fan_out`) and return its handle.
 
         Starting a fan-out id that already ran (or runs) returns that workflow's handle:
@@ -136,7 +150,7 @@ class FanOutMethods:
             UserError: An option is invalid (nothing has been started).
         """
         workflow_id, request = fan_out_request(
-            self.agent,
+            self._host,
             self.reach,
             self.merges,
             children,
@@ -147,7 +161,7 @@ class FanOutMethods:
         )
         try:
             return await client.start_workflow(
-                fan_out_workflow_name(self.agent.name),
+                fan_out_workflow_name(self._host.name),
                 fan_out_request_adapter().dump_json(request).decode(),
                 id=workflow_id,
                 task_queue=self.task_queue,

@@ -8,11 +8,11 @@ error it came from, so the loop decides on it as it would locally.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -27,7 +27,7 @@ from ._tool_remote import remote_function
 from ._tool_wire import decode_reply, encode_context
 
 if TYPE_CHECKING:
-    from bastion.core import ModelRequest, RunContext
+    from bastion.core import ModelRequest, RunContext, ToolErrorKind
     from bastion.tools import Tool
 
     from ._tool_wire import WireReply
@@ -120,7 +120,7 @@ def proxy_tool(tool: Tool, activities: Activities) -> Tool:
     name = tool.name
 
     async def run_as_activity(
-        ctx: RunContext[Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+        ctx: RunContext[object] | None, args: tuple[object, ...], kwargs: dict[str, object]
     ) -> WireReply:
         arguments = encode_value(kwargs if kwargs or not args else args[0])
         try:
@@ -158,7 +158,7 @@ def _unknown(name: str, kind: str, error: ActivityError) -> InputRequest:
     )
 
 
-def _replace_function(tool: Tool, function: Any) -> Tool:
+def _replace_function(tool: Tool, function: Callable[..., object]) -> Tool:
     from dataclasses import replace
 
     kind = "async_gen" if tool.kind == "async_gen" else "async"
@@ -180,7 +180,7 @@ def _tool_error(name: str, error: ActivityError) -> Exception:
     if isinstance(cause, ApplicationError):
         if cause.type == TOOL_ERROR:
             kind = cause.details[0] if cause.details else "execution_failed"
-            return ToolError(cause.message, kind=cast("Any", kind))
+            return ToolError(cause.message, kind=cast("ToolErrorKind", kind))
         return _remote_error(cause.type or "Exception")(cause.message)
     return ToolError(f"Tool {name!r} did not finish: {cause or error}.", kind="timeout")
 

@@ -8,9 +8,10 @@ run (each a child workflow), and, in turn, every agent those reach.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from temporalio.common import RetryPolicy
 
@@ -20,13 +21,35 @@ from bastion.core import UserError
 from bastion.multi._subrun import SubagentCall
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from bastion.agent import Agent, RunConfig
 
     from ._proxies import Activities
 
-__all__ = ["activities_for", "agent_prefix", "reachable", "retry_policy", "subagent_of"]
+__all__ = [
+    "activities_for",
+    "agent_prefix",
+    "by_name",
+    "hosted",
+    "reachable",
+    "retry_policy",
+    "subagent_of",
+]
+
+_DepsT = TypeVar("_DepsT")
+_OutputT = TypeVar("_OutputT")
+_N = TypeVar("_N")
+
+
+def hosted(agent: Agent[_DepsT, _OutputT]) -> Agent[object, object]:
+    """``agent`` as the workflows and activities hold it: its deps and output opaque.
+
+    They never read either as its type: the worker's deps reach the tools as they are, and
+    the output crosses as JSON, validated as the agent's ``output_type`` where it is read.
+    (``Agent`` is invariant in both, so this is the one place the types are let go.)
+    """
+    return cast("Agent[object, object]", agent)
 
 
 def agent_prefix(name: str) -> str:
@@ -63,8 +86,8 @@ def subagent_of(function: object) -> SubagentCall | None:
 
 
 def reachable(
-    root: Agent[Any, Any], children: Iterable[Agent[Any, Any]]
-) -> dict[str, Agent[Any, Any]]:
+    root: Agent[object, object], children: Iterable[Agent[object, object]]
+) -> dict[str, Agent[object, object]]:
     """``root`` and every agent it can reach, by name (``root`` first).
 
     Raises:
@@ -73,35 +96,55 @@ def reachable(
     """
     from bastion.agent import Agent
 
-    found: dict[str, Agent[Any, Any]] = {}
-    pending: list[Agent[Any, Any]] = [root]
+    pending: list[Agent[object, object]] = [root]
     for child in children:
         if not isinstance(child, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
                 f"TemporalAgent({root.name!r}): children must be Agents, got {child!r}."
             )
         pending.append(child)
+
+    def clash(agent: Agent[object, object]) -> UserError:
+        return UserError(
+            f"TemporalAgent({root.name!r}) reaches two different agents named "
+            f"{agent.name!r}: a workflow is registered per name; give them distinct names."
+        )
+
+    return by_name(pending, lambda agent: agent.name, _next, clash)
+
+
+def by_name(
+    start: Iterable[_N],
+    name: Callable[[_N], str],
+    following: Callable[[_N], Iterable[_N]],
+    clash: Callable[[_N], Exception],
+) -> dict[str, _N]:
+    """``start`` and all that ``following`` reaches from it, by name, breadth first.
+
+    A workflow is registered per name: ``clash(node)`` is raised for a node whose name
+    names another node already found. ``following`` is called once per node, after it is
+    found.
+    """
+    found: dict[str, _N] = {}
+    pending = deque(start)
     while pending:
-        agent = pending.pop(0)
-        known = found.get(agent.name)
-        if known is agent:
+        node = pending.popleft()
+        known = found.get(name(node))
+        if known is node:
             continue
         if known is not None:
-            raise UserError(
-                f"TemporalAgent({root.name!r}) reaches two different agents named "
-                f"{agent.name!r}: a workflow is registered per name; give them distinct names."
-            )
-        found[agent.name] = agent
-        pending.extend(_next(agent))
+            raise clash(node)
+        found[name(node)] = node
+        pending.extend(following(node))
     return found
 
 
-def _next(agent: Agent[Any, Any]) -> list[Agent[Any, Any]]:
+def _next(agent: Agent[object, object]) -> list[Agent[object, object]]:
     """The agents ``agent`` hands off to and runs as sub-agents."""
     from bastion.agent import Agent
 
     config = agent.config
-    out: list[Agent[Any, Any]] = []
+    out: list[Agent[object, object]] = []
     handoffs = config.handoffs
     for spec in handoffs.specs if handoffs is not None else ():
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
@@ -42,7 +42,7 @@ class TemporalSession:
     """
 
     def __init__(
-        self, handle: WorkflowHandle[Any, str], send_mode: str, follower: Follower | None = None
+        self, handle: WorkflowHandle[object, str], send_mode: str, follower: Follower | None = None
     ) -> None:
         self._handle = handle
         self._send_mode = send_mode

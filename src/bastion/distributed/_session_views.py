@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias
 
 from pydantic import Field, TypeAdapter
 
@@ -50,7 +50,7 @@ class SessionCarry:
     turns: int = 0
     steering: list[str] = field(default_factory=list[str])
     queue: list[str] = field(default_factory=list[str])
-    state: dict[str, Any] = field(default_factory=dict[str, Any])
+    state: dict[str, object] = field(default_factory=dict[str, object])
     continue_after: int = 10_000
     generation: int = 0
     error: RunErrorInfo | None = None

@@ -25,7 +25,7 @@ from bastion.tools import ApprovalDecision, Deny, Directive
 
 from ._events import SESSION_PATCH, WorkflowEvents
 from ._governance import governed
-from ._interrupts import GovernedWorkflow
+from ._interrupts import DecidingWorkflow
 from ._session_views import (
     SessionCarry,
     SessionStatusName,
@@ -33,8 +33,7 @@ from ._session_views import (
     carry_adapter,
     view_adapter,
 )
-from ._shared import cancel_as_abort, check_decisions, define_workflow
-from ._views import decisions_adapter
+from ._shared import cancel_as_abort, define_workflow
 from ._wiring import workflow_config
 from ._workflow import ABORTED
 
@@ -66,20 +65,20 @@ class _Link:
         """Steering arrived: the calls of this step not decided yet are skipped."""
         return Deny(STEERED) if self._owner.steering else None
 
-    async def before_model_call(self, ctx: RunContext[Any], messages: list[Message]) -> None:
+    async def before_model_call(self, ctx: RunContext[object], messages: list[Message]) -> None:
         owner = self._owner
         owner.live = messages
         while owner.steering:
             messages.append(UserMessage(content=owner.steering.pop(0)))
 
-    async def after_model_call(self, ctx: RunContext[Any], response: ModelResponse) -> None:
+    async def after_model_call(self, ctx: RunContext[object], response: ModelResponse) -> None:
         self._owner.live = ctx.messages
 
 
-class SessionWorkflow(GovernedWorkflow):
+class SessionWorkflow(DecidingWorkflow):
     """The session workflow of one agent; :func:`session_workflow` makes one per agent."""
 
-    agent: Agent[Any, Any]
+    agent: Agent[object, object]
     activities: Activities
 
     @workflow.init
@@ -104,7 +103,7 @@ class SessionWorkflow(GovernedWorkflow):
         self._error: RunErrorInfo | None = given.error
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
-        self._stream: AgentStream[Any] | None = None
+        self._stream: AgentStream[object] | None = None
         self._aborted = False  # the workflow was cancelled: the session closes
         self._turn_aborted = False  # the ``abort`` update stopped the turn now running
         self._events = WorkflowEvents(
@@ -197,7 +196,7 @@ class SessionWorkflow(GovernedWorkflow):
         self._turns += 1
         self._running, self.live = False, None
 
-    async def _drive(self, stream: AgentStream[Any]) -> RunResult[Any]:
+    async def _drive(self, stream: AgentStream[object]) -> RunResult[object]:
         """Drain a turn's stream (aborted at once when the workflow was cancelled)."""
         self._stream = stream
         if self._aborted or self._turn_aborted:
@@ -207,7 +206,7 @@ class SessionWorkflow(GovernedWorkflow):
         finally:
             self._stream = None
 
-    async def _park(self, result: RunResult[Any]) -> Directive:
+    async def _park(self, result: RunResult[object]) -> Directive:
         """Wait until every pending call and interrupt is decided, or steering denies the rest."""
         held = self.park_interrupts(result)  # calls held by an interrupt: decided with it
         pending = result.pending_approvals
@@ -224,9 +223,6 @@ class SessionWorkflow(GovernedWorkflow):
         self._pending, self._decided = {}, {}
         return directive
 
-    def _all_decided(self) -> bool:
-        return len(self._decided) == len(self._pending) and self.interrupts_decided()
-
     # handlers
 
     @workflow.signal
@@ -238,18 +234,6 @@ class SessionWorkflow(GovernedWorkflow):
     def close(self) -> None:
         """End the session once the messages already sent have had their turns."""
         self._closed = True
-
-    @workflow.update
-    async def decide(self, decisions: str) -> list[str]:
-        """Record decisions on pending calls; returns the ids still waiting."""
-        for decision in decisions_adapter().validate_json(decisions):
-            self._decided[decision.tool_call_id] = decision
-        return [i for i in self._pending if i not in self._decided]
-
-    @decide.validator
-    def check(self, decisions: str) -> None:
-        """Refuse decisions on calls that are not waiting, or are decided already."""
-        check_decisions(decisions, self._pending, self._decided)
 
     def _stopping(self) -> bool:
         return self._aborted or self._turn_aborted
@@ -333,6 +317,6 @@ async def _run(self: SessionWorkflow, carry: str) -> str:
     return await self.execute()
 
 
-def session_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
+def session_workflow(agent: Agent[object, object], name: str, activities: Activities) -> type:
     """The session workflow class of ``agent``, registered under ``name``."""
     return define_workflow(SessionWorkflow, _run, agent, name, activities)

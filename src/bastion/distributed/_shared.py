@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import types
-from typing import TYPE_CHECKING, Any, TypeVar
+import uuid
+from typing import TYPE_CHECKING, TypeVar
 
 from temporalio import workflow
 from temporalio.client import WorkflowUpdateFailedError
@@ -20,6 +21,7 @@ from bastion.core import UserError
 from ._views import decisions_adapter
 
 _T = TypeVar("_T")
+_W = TypeVar("_W")
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -38,36 +40,71 @@ __all__ = [
     "decision_update",
     "define_workflow",
     "send_decisions",
+    "start_run",
+    "workflow_class",
 ]
 
 
 def define_workflow(
-    base: type[Any],
-    run: Callable[[Any, str], Awaitable[str]],
-    agent: Agent[Any, Any],
+    base: type[_W],
+    run: Callable[[_W, str], Awaitable[str]],
+    agent: Agent[object, object],
     name: str,
     activities: Activities,
-) -> type[Any]:
-    """A subclass of ``base`` for ``agent``, registered as the workflow ``name``.
+) -> type:
+    """A subclass of ``base`` for ``agent``, registered as the workflow ``name``."""
+    attributes = {"agent": agent, "activities": activities}
+    return workflow_class(base, run, f"{base.__name__}[{agent.name}]", name, attributes)
+
+
+def workflow_class(
+    base: type[_W],
+    run: Callable[[_W, str], Awaitable[str]],
+    class_name: str,
+    name: str,
+    attributes: Mapping[str, object],
+) -> type:
+    """A subclass ``class_name`` of ``base`` with ``attributes``, registered as workflow ``name``.
 
     Temporal wants a run method defined on the class itself, outside any function: the
     class is made with ``type`` around a copy of the module-level ``run``. It runs
-    unsandboxed: the loop is deterministic once its clock, ids, models and tools are the
-    workflow's.
+    unsandboxed: the loop is deterministic once its clock, ids, models and tools (or a
+    graph's node bodies) are the workflow's.
     """
-    class_name = f"{base.__name__}[{agent.name}]"
     method = types.FunctionType(run.__code__, run.__globals__, "run")
     method.__qualname__ = f"{class_name}.run"  # Temporal checks the run method is the class's
     method.__annotations__ = dict(run.__annotations__)
-    attributes = {
-        "agent": agent,
-        "activities": activities,
+    namespace = {
+        **attributes,
         "run": workflow.run(method),
         "__qualname__": class_name,
         "__module__": base.__module__,
     }
-    cls = type(class_name, (base,), attributes)
+    cls = type(class_name, (base,), namespace)
     return workflow.defn(name=name, sandboxed=False)(cls)
+
+
+async def start_run(
+    client: Client,
+    workflow: str,
+    payload: str,
+    *,
+    workflow_id: str | None,
+    id_prefix: str,
+    task_queue: str,
+) -> WorkflowHandle[object, str]:
+    """Start a run of the workflow type ``workflow`` on ``payload``; its handle.
+
+    The run's result is JSON text. Without a ``workflow_id`` the run gets a fresh one,
+    ``<id_prefix>-<hex>``.
+    """
+    return await client.start_workflow(
+        workflow,
+        payload,
+        id=workflow_id or f"{id_prefix}-{uuid.uuid4().hex}",
+        task_queue=task_queue,
+        result_type=str,
+    )
 
 
 def check_decisions(
@@ -92,7 +129,7 @@ def check_decisions(
 
 
 async def send_decisions(
-    handle: WorkflowHandle[Any, Any], decisions: Sequence[ApprovalDecision], caller: str
+    handle: WorkflowHandle[object, object], decisions: Sequence[ApprovalDecision], caller: str
 ) -> list[str]:
     """Send ``decisions`` as the ``decide`` update; the ids still waiting.
 
@@ -105,7 +142,9 @@ async def send_decisions(
     return await decision_update(handle, "decide", payload)
 
 
-async def decision_update(handle: WorkflowHandle[Any, Any], update: str, payload: str) -> list[str]:
+async def decision_update(
+    handle: WorkflowHandle[object, object], update: str, payload: str
+) -> list[str]:
     """Send a decision ``update`` (``decide``, ``resolve``); the ids still waiting.
 
     Raises:
@@ -149,7 +188,7 @@ async def cancel_workflow(client: Client, workflow_id: str) -> None:
 
 
 async def cancel_as_abort(
-    body: Coroutine[Any, Any, _T], abort: Callable[[], None], *, then_raise: bool = False
+    body: Coroutine[object, None, _T], abort: Callable[[], None], *, then_raise: bool = False
 ) -> _T:
     """Run a workflow's ``body`` where Temporal's cancellation never reaches it.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter
 
@@ -27,7 +27,7 @@ class WireTool:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]
     takes_ctx: bool = False
     kind: FunctionKind = "async"
     side_effect_class: SideEffectClass = "side_effecting"
@@ -41,7 +41,7 @@ class WireTool:
     label: str | None = None
     timeout: float | None = None
     max_result_tokens: int | None = None
-    output_schema: dict[str, Any] | None = None
+    output_schema: dict[str, object] | None = None
     inbound_sanitization: InboundPolicy | None = None
     oracle_key: str | None = None
     source: str | None = None
@@ -70,7 +70,7 @@ def describe(tool: Tool) -> WireTool:
         label=tool.label,
         timeout=tool.timeout,
         max_result_tokens=tool.max_result_tokens,
-        output_schema=tool.output_schema,
+        output_schema=None if tool.output_schema is None else dict[str, object](tool.output_schema),
         inbound_sanitization=tool.inbound_sanitization,
         oracle_key=tool.oracle_key,
         source=tool.source,

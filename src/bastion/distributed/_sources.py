@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from bastion.core import json_object
 from bastion.mcp._convert import RawSchema
 from bastion.mcp._naming import arguments_key
 from bastion.tools import Tool
@@ -34,14 +35,14 @@ __all__ = ["ActivitySource"]
 def _rebuild(wire: WireTool, address: str) -> Tool:
     """The workflow's tool of ``wire``; its function is replaced by the activity's."""
 
-    async def on_the_worker(*_: Any, **__: Any) -> Any:
+    async def on_the_worker(*_: object, **__: object) -> object:
         raise AssertionError(f"{address} runs as the tool activity")  # replaced below
 
     return Tool(
         name=address,
         description=wire.description,
         function=on_the_worker,
-        validator=RawSchema(wire.parameters),
+        validator=RawSchema(json_object(wire.parameters, f"{address}'s parameters")),
         takes_ctx=wire.takes_ctx,
         side_effect_class=wire.side_effect_class,
         idempotency_key=arguments_key if wire.idempotent else None,
@@ -53,7 +54,9 @@ def _rebuild(wire: WireTool, address: str) -> Tool:
         label=wire.label,
         timeout=wire.timeout,
         max_result_tokens=wire.max_result_tokens,
-        output_schema=wire.output_schema,
+        output_schema=None
+        if wire.output_schema is None
+        else json_object(wire.output_schema, f"{address}'s output schema"),
         inbound_sanitization=wire.inbound_sanitization,
         oracle_key=wire.oracle_key,
         source=wire.source,

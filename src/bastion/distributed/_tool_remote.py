@@ -15,7 +15,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from temporalio import activity
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["RemoteCall", "WorkerSide", "remote_function", "run_tool"]
 
 RemoteCall: TypeAlias = Callable[
-    [RunContext[Any] | None, tuple[Any, ...], dict[str, Any]], Awaitable[WireReply]
+    [RunContext[object] | None, tuple[object, ...], dict[str, object]], Awaitable[WireReply]
 ]
 """Runs one call as the tool activity: (the call's context, its arguments) -> its reply."""
 
@@ -44,7 +44,7 @@ RemoteCall: TypeAlias = Callable[
 class WorkerSide:
     """What a tool's ``RunContext`` gets from the worker, never from the workflow."""
 
-    deps: Any = None
+    deps: object = None
     runtime: Runtime | None = None
     sandbox: bool | SandboxConfig | None = None
 
@@ -86,12 +86,16 @@ class _Recorder(ProgressSink):
 
 
 async def run_tool(
-    tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any], context: str, side: WorkerSide
+    tool: Tool,
+    args: tuple[object, ...],
+    kwargs: dict[str, object],
+    context: str,
+    side: WorkerSide,
 ) -> str:
     """Run ``tool`` on the worker and return its reply as JSON text."""
     recorder = _Recorder()
     wire = decode_context(context)
-    ctx: RunContext[Any] | None = None
+    ctx: RunContext[object] | None = None
     if tool.takes_ctx:
         if wire is None:
             raise UserError(f"Tool {tool.name!r} takes a RunContext, and the call carried none.")
@@ -114,8 +118,8 @@ async def run_tool(
 
 async def _context(
     wire: WireContext, side: WorkerSide, tool: Tool, recorder: _Recorder
-) -> RunContext[Any]:
-    ctx: RunContext[Any] = RunContext(
+) -> RunContext[object]:
+    ctx: RunContext[object] = RunContext(
         run_id=wire.run_id,
         agent_name=wire.agent_name,
         deps=side.deps,
@@ -140,11 +144,13 @@ async def _context(
     )
 
 
-def remote_function(tool: Tool, call: RemoteCall) -> Callable[..., Any]:
+def remote_function(tool: Tool, call: RemoteCall) -> Callable[..., object]:
     """The workflow-side function of ``tool``: ``call`` runs it, its reply is replayed."""
     if tool.kind == "async_gen":
 
-        async def streamed(*args: Any, **kwargs: Any) -> AsyncIterator[str | Progress | ToolResult]:
+        async def streamed(
+            *args: object, **kwargs: object
+        ) -> AsyncIterator[str | Progress | ToolResult]:
             ctx, rest = _split(tool, args)
             reply = await call(ctx, rest, kwargs)
             _keep_state(ctx, reply)
@@ -157,7 +163,7 @@ def remote_function(tool: Tool, call: RemoteCall) -> Callable[..., Any]:
 
         return streamed
 
-    async def returned(*args: Any, **kwargs: Any) -> Any:
+    async def returned(*args: object, **kwargs: object) -> object:
         ctx, rest = _split(tool, args)
         reply = await call(ctx, rest, kwargs)
         _keep_state(ctx, reply)
@@ -173,13 +179,19 @@ def remote_function(tool: Tool, call: RemoteCall) -> Callable[..., Any]:
     return returned
 
 
-def _split(tool: Tool, args: tuple[Any, ...]) -> tuple[RunContext[Any] | None, tuple[Any, ...]]:
-    if tool.takes_ctx:
-        return args[0], args[1:]
-    return None, args
+def _split(
+    tool: Tool, args: tuple[object, ...]
+) -> tuple[RunContext[object] | None, tuple[object, ...]]:
+    """The call's ``RunContext`` (a tool that takes one has it first) and its other arguments."""
+    if not tool.takes_ctx:
+        return None, args
+    first = args[0]
+    if not isinstance(first, RunContext):
+        raise TypeError(f"Tool {tool.name!r} takes a RunContext first, not {type(first).__name__}.")
+    return cast("RunContext[object]", first), args[1:]  # its deps are the worker's
 
 
-def _keep_state(ctx: RunContext[Any] | None, reply: WireReply) -> None:
+def _keep_state(ctx: RunContext[object] | None, reply: WireReply) -> None:
     """The session state the tool left becomes the run's (the local tool mutates it)."""
     if ctx is not None and reply.state is not None:
         ctx.session_state.clear()

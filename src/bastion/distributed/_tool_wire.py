@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import TypeAdapter
 from pydantic_core import to_json
@@ -44,8 +44,8 @@ class WireContext:
     session_id: str | None = None
     user_id: str | None = None
     tenant_id: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
-    session_state: dict[str, Any] = field(default_factory=dict[str, Any])
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
+    session_state: dict[str, object] = field(default_factory=dict[str, object])
     usage: Usage = field(default_factory=Usage)
     step: int = 0
     tool_call_id: str | None = None
@@ -75,8 +75,9 @@ class Report:
 class WireResult:
     """A :class:`ToolResult`, field for field."""
 
-    output: Any
-    metadata: dict[str, Any] = field(default_factory=dict[str, Any])
+    output: object
+    """The tool's output: any value on the worker, its JSON once decoded in the workflow."""
+    metadata: dict[str, object] = field(default_factory=dict[str, object])
     untrusted: bool = False
     promote_tools: list[str] = field(default_factory=list[str])
     usage: dict[str, Usage] = field(default_factory=dict[str, Usage])
@@ -86,15 +87,16 @@ class WireResult:
 class WireReply:
     """The end of one tool call: its value or result, its reports, its session state."""
 
-    value: Any = None
+    value: object = None
+    """What the tool returned (its JSON once decoded), when it was not a ``ToolResult``."""
     result: WireResult | None = None
     reports: list[Report] = field(default_factory=list[Report])
-    state: dict[str, Any] | None = None
+    state: dict[str, object] | None = None
     """The session state after the call, when the call changed it."""
     asked: InputRequest | None = None
     """The question of a call that needs a person's answer (it raised ``InputRequired``)."""
 
-    def returned(self) -> Any:
+    def returned(self) -> object:
         """What the tool function returned (a ``ToolResult`` comes back as one)."""
         result = self.result
         if result is None:
@@ -108,7 +110,9 @@ class WireReply:
         )
 
 
-def reply_of(value: Any, reports: Sequence[Report], state: dict[str, Any] | None) -> WireReply:
+def reply_of(
+    value: object, reports: Sequence[Report], state: dict[str, object] | None
+) -> WireReply:
     """The reply of a call that returned ``value`` (an ``InputRequest``: it asked one)."""
     if isinstance(value, InputRequest):
         return WireReply(asked=value, reports=list(reports), state=state)
@@ -134,7 +138,7 @@ def _reply_adapter() -> TypeAdapter[WireReply]:
     return TypeAdapter(WireReply)
 
 
-def encode_context(ctx: RunContext[Any] | None) -> str:
+def encode_context(ctx: RunContext[object] | None) -> str:
     """The data of ``ctx`` as JSON text (``""``: the tool takes no context)."""
     if ctx is None:
         return ""

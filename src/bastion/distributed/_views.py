@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, Generic, Literal, TypeAlias, TypeVar, cast
 
 from pydantic import TypeAdapter
 
-from bastion.core import RunErrorInfo, Usage
+from bastion.core import JsonObject, RunErrorInfo, Usage
 from bastion.tools import ApprovalDecision, ApprovalRequest
 
 if TYPE_CHECKING:
@@ -68,9 +68,9 @@ class WorkflowInterrupt:
     reason: str = ""
     tool_call_ids: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """The flat JSON form the CLI's ``--raise`` reads (as a journaled interrupt's)."""
-        return cast("dict[str, Any]", interrupts_adapter().dump_python([self], mode="json")[0])
+        return cast("JsonObject", interrupts_adapter().dump_python([self], mode="json")[0])
 
 
 def interrupt_view(item: SuspendedInterrupt) -> WorkflowInterrupt:
@@ -168,9 +168,9 @@ class WorkflowStatus:
 
 
 @cache
-def result_adapter() -> TypeAdapter[WorkflowResult[Any]]:
+def result_adapter() -> TypeAdapter[WorkflowResult[object]]:
     """The adapter of the workflow's result (output as plain JSON)."""
-    return TypeAdapter(WorkflowResult[Any])
+    return TypeAdapter(WorkflowResult[object])
 
 
 @cache

@@ -140,7 +140,7 @@ class _SubagentChild:
     def __init__(self, call: SubagentCall) -> None:
         self.call = call
 
-    async def __call__(self, ctx: RunContext[Any], input: str) -> ToolResult:
+    async def __call__(self, ctx: RunContext[object], input: str) -> ToolResult:
         """Start (or, replayed, find) the child workflow of this call and wait for it.
 
         Raises:

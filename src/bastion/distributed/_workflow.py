@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic_core import to_jsonable_python
 from temporalio import workflow
@@ -30,13 +30,12 @@ from bastion.tools import (
 from ._below import Below
 from ._events import WorkflowEvents
 from ._governance import governed
-from ._interrupts import GovernedWorkflow
+from ._interrupts import DecidingWorkflow
 from ._proxies import Activities
-from ._shared import cancel_as_abort, check_decisions, define_workflow
+from ._shared import cancel_as_abort, define_workflow
 from ._views import (
     WorkflowResult,
     WorkflowStatus,
-    decisions_adapter,
     result_adapter,
     status_adapter,
 )
@@ -54,20 +53,20 @@ ABORTED = "The run was cancelled."
 """The reason given to the calls and interrupts a cancelled run was waiting on."""
 
 
-class AgentWorkflow(GovernedWorkflow, Below):
+class AgentWorkflow(DecidingWorkflow, Below):
     """The workflow of one agent; :func:`agent_workflow` makes one subclass per agent."""
 
-    agent: Agent[Any, Any]
+    agent: Agent[object, object]
     activities: Activities
 
     def __init__(self) -> None:
-        GovernedWorkflow.__init__(self)
+        DecidingWorkflow.__init__(self)
         Below.__init__(self)
         self._status = WorkflowStatus(status="running")
         self._usage = [Usage()]
         self._pending: dict[str, ApprovalRequest] = {}
         self._decided: dict[str, ApprovalDecision] = {}
-        self._stream: AgentStream[Any] | None = None
+        self._stream: AgentStream[object] | None = None
         self._aborted = False
 
     async def execute(self, prompt: str) -> str:
@@ -98,13 +97,15 @@ class AgentWorkflow(GovernedWorkflow, Below):
         await workflow.wait_condition(workflow.all_handlers_finished)
         return _encode(workflow.info().workflow_id, result)
 
-    async def _drive(self, events: WorkflowEvents, stream: AgentStream[Any]) -> RunResult[Any]:
+    async def _drive(
+        self, events: WorkflowEvents, stream: AgentStream[object]
+    ) -> RunResult[object]:
         """Drain ``stream``, publishing its events (see :meth:`tracking`)."""
         with self.tracking(stream):
             return await events.drain(stream)
 
     @contextmanager
-    def tracking(self, stream: AgentStream[Any]) -> Generator[None]:
+    def tracking(self, stream: AgentStream[object]) -> Generator[None]:
         """While ``stream`` works, a cancellation aborts it (at once, if it came before)."""
         self._stream = stream
         if self._aborted:
@@ -114,7 +115,7 @@ class AgentWorkflow(GovernedWorkflow, Below):
         finally:
             self._stream = None
 
-    async def decisions(self, result: RunResult[Any]) -> Directive:
+    async def decisions(self, result: RunResult[object]) -> Directive:
         """Park the run at its pending calls and interrupts until each is decided.
 
         A cancelled workflow denies whatever is still undecided.
@@ -131,7 +132,7 @@ class AgentWorkflow(GovernedWorkflow, Below):
         await self.report_up()
         return directive
 
-    def _park(self, result: RunResult[Any]) -> None:
+    def _park(self, result: RunResult[object]) -> None:
         held = self.park_interrupts(result)  # calls held by an interrupt: decided with it
         pending = result.pending_approvals
         self._pending = {p.tool_call_id: p for p in pending if p.tool_call_id not in held}
@@ -141,21 +142,6 @@ class AgentWorkflow(GovernedWorkflow, Below):
             usage=result.usage,
             interrupts=self.interrupt_views(),
         )
-
-    def _all_decided(self) -> bool:
-        return len(self._decided) == len(self._pending) and self.interrupts_decided()
-
-    @workflow.update
-    async def decide(self, decisions: str) -> list[str]:
-        """Record decisions on pending calls; returns the ids still waiting."""
-        for decision in decisions_adapter().validate_json(decisions):
-            self._decided[decision.tool_call_id] = decision
-        return [i for i in self._pending if i not in self._decided]
-
-    @decide.validator
-    def check(self, decisions: str) -> None:
-        """Refuse decisions on calls that are not waiting, or are decided already."""
-        check_decisions(decisions, self._pending, self._decided)
 
     @workflow.update
     async def settle(self) -> str:
@@ -188,13 +174,13 @@ async def _run(self: AgentWorkflow, prompt: str) -> str:
     return await self.execute(prompt)
 
 
-def agent_workflow(agent: Agent[Any, Any], name: str, activities: Activities) -> type[Any]:
+def agent_workflow(agent: Agent[object, object], name: str, activities: Activities) -> type:
     """The workflow class that runs ``agent``, registered under ``name``."""
     return define_workflow(AgentWorkflow, _run, agent, name, activities)
 
 
-def _encode(workflow_id: str, result: RunResult[Any]) -> str:
-    view: WorkflowResult[Any] = WorkflowResult(
+def _encode(workflow_id: str, result: RunResult[object]) -> str:
+    view: WorkflowResult[object] = WorkflowResult(
         workflow_id=workflow_id,
         run_id=result.run_id,
         status=result.status,  # type: ignore[arg-type]  # never awaiting_approval here

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Required, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
 from bastion.core import JsonObject, JsonValue
 from bastion.tools import ToolArgumentsError, ToolError
 from bastion.tools._schema import ArgsValidator, check_against, compile_schema, parse_arguments
 
 if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
     from mcp.types import CallToolResult, ContentBlock, ReadResourceResult
 
 __all__ = [
@@ -60,7 +61,7 @@ class RawSchema(ArgsValidator):
 
     def __init__(self, parameters: JsonObject) -> None:
         self.parameters = parameters
-        self._validator: object = None  # a jsonschema validator; False: the schema is invalid
+        self._validator: Validator | Literal[False] | None = None  # False: the schema is invalid
 
     def validate(self, arguments: str) -> tuple[tuple[JsonObject], dict[str, object]]:
         """Parse the JSON object and list every violation of the schema."""
@@ -72,7 +73,7 @@ class RawSchema(ArgsValidator):
             validator = self._validator = compile_schema(self.parameters)
         if validator is not False:
             check_against(validator, value)
-        return (cast("JsonObject", value),), {}
+        return (value,), {}
 
 
 def link_handle(server: str, uri: str) -> str:

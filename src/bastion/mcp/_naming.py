@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from bastion.core import JsonObject, UserError
+from bastion.core import UserError
 
 __all__ = ["arguments_key", "check_url", "local_name", "stdio_name", "url_name"]
 
@@ -15,7 +15,7 @@ _NOT_NAME = re.compile(r"[^A-Za-z0-9._-]")
 _NOT_SERVER = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def arguments_key(arguments: JsonObject) -> str:
+def arguments_key(arguments: dict[str, object]) -> str:
     """The idempotency key of a call to an idempotent tool: its canonical arguments."""
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]

@@ -99,7 +99,9 @@ class ServerTools(ServerResources):
                 if scope.usage:  # what the call's sampling spent joins the run's usage
                     exc.usage = {**exc.usage, **scope.usage}
                 raise
-            return ToolResult(output=output, metadata=metadata, usage=dict(scope.usage))
+            return ToolResult(
+                output=output, metadata=dict[str, object](metadata), usage=dict(scope.usage)
+            )
 
         return Tool(
             name=local_name(remote),

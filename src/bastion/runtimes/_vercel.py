@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Self
 
 from bastion.core import (
     DirEntry,
@@ -29,7 +29,7 @@ from bastion.core import (
     UserError,
 )
 
-from ._vercel_api import SandboxInfo, VercelApi, VercelSandboxError
+from ._vercel_api import CommandBody, CreateBody, SandboxInfo, VercelApi, VercelSandboxError
 
 __all__ = ["VercelSandboxRuntime"]
 
@@ -43,7 +43,7 @@ class _Session:
     """The sandbox all views of one runtime share, created once."""
 
     api: VercelApi
-    create_body: dict[str, Any]
+    create_body: CreateBody
     info: SandboxInfo | None = None
     owned: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -114,7 +114,7 @@ class VercelSandboxRuntime:
         api = VercelApi(
             base_url=base_url, token=token, team_id=team_id or os.environ.get("VERCEL_TEAM_ID")
         )
-        body: dict[str, Any] = {
+        body: CreateBody = {
             "projectId": project_id,
             "runtime": image,
             "timeout": round(lifetime * 1000),
@@ -199,7 +199,7 @@ class VercelSandboxRuntime:
             raise UserError("exec needs a command.")
         if stdin is not None:
             argv = await self._with_stdin(info, argv, stdin)
-        body = {
+        body: CommandBody = {
             "command": argv[0],
             "args": argv[1:],
             "cwd": workdir,
@@ -270,7 +270,7 @@ class VercelSandboxRuntime:
         await self._session.api.write(info.id, "/tmp", {name: stdin})  # the VM's own /tmp
         return ["bash", "-c", 'exec "$@" < "$0"', f"/tmp/{name}", *argv]
 
-    async def _run(self, info: SandboxInfo, body: Mapping[str, Any], seconds: float) -> ExecResult:
+    async def _run(self, info: SandboxInfo, body: CommandBody, seconds: float) -> ExecResult:
         api = self._session.api
         output = _Output(self._config.max_output_bytes)
         started = time.monotonic()

@@ -28,13 +28,20 @@ import json
 import tarfile
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal, TypedDict, Unpack, cast
 
 import httpx
 
-from bastion.core import RunError
+from bastion.core import JsonValue, RunError
 
-__all__ = ["Command", "SandboxInfo", "VercelApi", "VercelSandboxError"]
+__all__ = [
+    "Command",
+    "CommandBody",
+    "CreateBody",
+    "SandboxInfo",
+    "VercelApi",
+    "VercelSandboxError",
+]
 
 _RETRIED = frozenset({429, 502, 503, 504})
 _MAX_RETRIES = 2
@@ -58,6 +65,44 @@ class VercelSandboxError(RunError):
         self.status = status
         self.code = code
         self.endpoint = endpoint
+
+
+class _Request(TypedDict, total=False):
+    """What one request sends besides its method and path (httpx's keywords)."""
+
+    json: Mapping[str, object]
+    params: Mapping[str, str]
+    content: bytes
+    headers: Mapping[str, str]
+
+
+class _Resources(TypedDict):
+    vcpus: int
+
+
+class _NetworkPolicy(TypedDict):
+    mode: Literal["allow-all", "deny-all"]
+
+
+class CreateBody(TypedDict):
+    """What ``POST /v1/sandboxes`` takes."""
+
+    projectId: str | None
+    runtime: str
+    timeout: int
+    """The sandbox's lifetime, in milliseconds."""
+    resources: _Resources
+    networkPolicy: _NetworkPolicy
+
+
+class CommandBody(TypedDict):
+    """What ``POST /v1/sandboxes/{id}/cmd`` takes."""
+
+    command: str
+    args: list[str]
+    cwd: str
+    env: dict[str, str]
+    sudo: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +139,22 @@ class VercelApi:
         """Close the connection pool."""
         await self._client.aclose()
 
-    async def create(self, body: Mapping[str, Any]) -> SandboxInfo:
+    async def create(self, body: CreateBody) -> SandboxInfo:
         """Create a sandbox."""
+        endpoint = "POST /v1/sandboxes"
         data = await self._json("POST", "/v1/sandboxes", json=body)
-        sandbox = data["sandbox"]
-        return SandboxInfo(id=sandbox["id"], cwd=sandbox["cwd"], status=sandbox["status"])
+        sandbox = _object(data, "sandbox", endpoint)
+        return SandboxInfo(
+            id=_text(sandbox, "id", endpoint),
+            cwd=_text(sandbox, "cwd", endpoint),
+            status=_text(sandbox, "status", endpoint),
+        )
 
-    async def run(self, sandbox_id: str, body: Mapping[str, Any]) -> Command:
+    async def run(self, sandbox_id: str, body: CommandBody) -> Command:
         """Start a command (without waiting for it)."""
-        data = await self._json("POST", f"/v1/sandboxes/{sandbox_id}/cmd", json=body)
-        return Command(id=data["command"]["id"])
+        path = f"/v1/sandboxes/{sandbox_id}/cmd"
+        data = await self._json("POST", path, json=body)
+        return Command(id=_text(_object(data, "command", f"POST {path}"), "id", f"POST {path}"))
 
     async def logs(self, sandbox_id: str, cmd_id: str) -> AsyncGenerator[tuple[str, str], None]:
         """The command's output as ``(stream, data)`` pieces, until it exits."""
@@ -129,7 +180,10 @@ class VercelApi:
         """Block until the command exits; its exit code."""
         path = f"/v1/sandboxes/{sandbox_id}/cmd/{cmd_id}"
         data = await self._json("GET", path, params={"wait": "true"})
-        return int(data["command"]["exitCode"])
+        exit_code = _object(data, "command", f"GET {path}").get("exitCode")
+        if not isinstance(exit_code, int | float | str):
+            raise _malformed(f"GET {path}", "command.exitCode")
+        return int(exit_code)
 
     async def kill(self, sandbox_id: str, cmd_id: str, signal: int = 9) -> None:
         """Send ``signal`` to a running command."""
@@ -163,8 +217,10 @@ class VercelApi:
         """Stop the sandbox."""
         await self._json("POST", f"/v1/sandboxes/{sandbox_id}/stop")
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        response = await self._send(method, path, **kwargs)
+    async def _json(
+        self, method: str, path: str, **request: Unpack[_Request]
+    ) -> Mapping[str, JsonValue]:
+        response = await self._send(method, path, **request)
         if response.is_error:
             raise _error(response, f"{method} {path}")
         try:
@@ -177,19 +233,39 @@ class VercelApi:
             raise VercelSandboxError(
                 response.status_code, None, "the answer is not a JSON object", f"{method} {path}"
             )
-        return data  # pyright: ignore[reportUnknownVariableType]
+        return cast("Mapping[str, JsonValue]", data)  # a JSON object, from httpx's untyped json()
 
-    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def _send(self, method: str, path: str, **request: Unpack[_Request]) -> httpx.Response:
         """Send, retrying rate limits and gateway errors (``Retry-After`` honoured, capped)."""
         for attempt in range(_MAX_RETRIES + 1):
             try:
-                response = await self._client.request(method, path, **kwargs)
+                response = await self._client.request(method, path, **request)
             except httpx.HTTPError as exc:
                 raise VercelSandboxError(0, None, type(exc).__name__, f"{method} {path}") from None
             if response.status_code not in _RETRIED or attempt == _MAX_RETRIES:
                 return response
             await asyncio.sleep(_retry_after(response, attempt))
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns
+
+
+def _object(data: Mapping[str, JsonValue], key: str, endpoint: str) -> Mapping[str, JsonValue]:
+    """The JSON object ``data[key]`` of an answer (none: a ``VercelSandboxError``)."""
+    value = data.get(key)
+    if not isinstance(value, Mapping):
+        raise _malformed(endpoint, key)
+    return value
+
+
+def _text(data: Mapping[str, JsonValue], key: str, endpoint: str) -> str:
+    """The string ``data[key]`` of an answer (none: a ``VercelSandboxError``)."""
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise _malformed(endpoint, key)
+    return value
+
+
+def _malformed(endpoint: str, key: str) -> VercelSandboxError:
+    return VercelSandboxError(200, None, f"the answer has no {key!r}", endpoint)
 
 
 def _retry_after(response: httpx.Response, attempt: int) -> float:

@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, cast
 
-from bastion.core import UserError
+from bastion.core import UserError, json_object
 from bastion.governance import DenyDecision, InterruptDecision
 from bastion.tools import ApprovalDecision, ApprovalRequest, Directive, InterruptResolution
 
 if TYPE_CHECKING:
     from bastion.agent import RunState
-    from bastion.core import JsonObject, JsonValue
+    from bastion.core import JsonObject
     from bastion.governance import SuspendedInterrupt
 
     from ._events import PendingInterrupt
@@ -142,8 +142,8 @@ def _check_pending(what: str, decided: list[str], pending: list[str], session_id
             )
 
 
-def _decision_json(decision: InterruptDecision | Mapping[str, JsonValue]) -> JsonObject:
+def _decision_json(decision: InterruptDecision | Mapping[str, object]) -> JsonObject:
     """A governance decision in the JSON form ``InterruptResolution`` also accepts."""
     if isinstance(decision, Mapping):
-        return dict(decision)
+        return json_object(dict(decision), "an interrupt decision")
     return asdict(decision)

@@ -188,7 +188,7 @@ class InterruptResolution:
     """
 
     interrupt_id: str
-    decision: InterruptDecision | Mapping[str, JsonValue]
+    decision: InterruptDecision | Mapping[str, object]
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
