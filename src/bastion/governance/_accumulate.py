@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from bastion.core import Usage, UserError
 
@@ -18,7 +17,7 @@ from ._policy import Limit
 __all__ = ["amount_for", "find_usage"]
 
 
-def find_usage(result: Any) -> Usage | None:
+def find_usage(result: object) -> Usage | None:
     """Return the :class:`Usage` of a result: the result itself or its ``usage`` attribute."""
     if isinstance(result, Usage):
         return result
@@ -26,7 +25,7 @@ def find_usage(result: Any) -> Usage | None:
     return usage if isinstance(usage, Usage) else None
 
 
-def _extracted(limit: Limit, result: Any) -> tuple[float, Mapping[str, float] | None]:
+def _extracted(limit: Limit, result: object) -> tuple[float, Mapping[str, float] | None]:
     assert limit.extract is not None
     value = limit.extract(result)
     if value is None:
@@ -39,7 +38,7 @@ def _extracted(limit: Limit, result: Any) -> tuple[float, Mapping[str, float] | 
 
 def amount_for(
     limit: Limit,
-    result: Any,
+    result: object,
     *,
     usage: Usage | None,
     cost: float | None,

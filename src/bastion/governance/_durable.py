@@ -10,7 +10,7 @@ without ``type``) still load: :func:`upgrade_legacy` turns them into the typed f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, cast
@@ -41,7 +41,7 @@ _DECISION_FIELDS = ("reason", "value", "oracle", "limit_type", "max", "window", 
 
 
 def _before(
-    upgrade: Callable[[Any], Any], source: Any, handler: GetCoreSchemaHandler
+    upgrade: Callable[[object], object], source: object, handler: GetCoreSchemaHandler
 ) -> CoreSchema:
     """The class's pydantic schema, after ``upgrade`` turned a legacy dict into its form."""
     from pydantic_core import core_schema
@@ -86,19 +86,26 @@ class DecidedInterrupt:
     type: Literal["decided_interrupt"] = "decided_interrupt"
 
     @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+    def __get_pydantic_core_schema__(
+        cls, source: object, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
         """Pydantic's schema: legacy dicts are upgraded first."""
         return _before(_upgrade_decided, source, handler)
 
 
-def _mapping(data: Any) -> Mapping[str, Any] | None:
-    return cast("Mapping[str, Any]", data) if isinstance(data, Mapping) else None
+def _mapping(data: object) -> Mapping[str, object] | None:
+    return cast("Mapping[str, object]", data) if isinstance(data, Mapping) else None
 
 
-def _upgrade_decided(data: Any) -> Any:
+def _upgrade_decided(data: object) -> object:
     flat = _mapping(data)
     if flat is None or "type" in flat or isinstance(flat.get("decision"), Mapping):
         return data
+    return _decided_form(flat)
+
+
+def _decided_form(flat: Mapping[str, object]) -> dict[str, object]:
+    """A legacy flat decided interrupt in the typed form (without its ``type``)."""
     decision = {"decision": flat.get("decision")}
     decision.update((name, flat[name]) for name in _DECISION_FIELDS if name in flat)
     return {"action": flat.get("action"), "node": flat.get("node", ""), "decision": decision}
@@ -117,15 +124,22 @@ class GovernorSnapshot:
     type: Literal["governor_snapshot"] = "governor_snapshot"
 
     @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+    def __get_pydantic_core_schema__(
+        cls, source: object, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
         """Pydantic's schema: legacy dicts are upgraded first."""
         return _before(_upgrade_snapshot, source, handler)
 
 
-def _upgrade_snapshot(data: Any) -> Any:
+def _upgrade_snapshot(data: object) -> object:
     snapshot = _mapping(data)
     if snapshot is None:
         return data
+    return _snapshot_form(snapshot)
+
+
+def _snapshot_form(snapshot: Mapping[str, object]) -> Mapping[str, object]:
+    """A snapshot in the typed form; UserError for an unknown version."""
     version = snapshot.get("version", SNAPSHOT_VERSION)
     if version != SNAPSHOT_VERSION:
         raise UserError(
@@ -136,7 +150,7 @@ def _upgrade_snapshot(data: Any) -> Any:
     return {
         **snapshot,
         "type": "governor_snapshot",
-        "decided": [_upgrade_decided(item) for item in snapshot.get("decided", ())],
+        "decided": [_upgrade_decided(item) for item in _items(snapshot.get("decided", ()))],
     }
 
 
@@ -156,7 +170,9 @@ class SuspendedInterrupt:
     type: Literal["suspended_interrupt"] = "suspended_interrupt"
 
     @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+    def __get_pydantic_core_schema__(
+        cls, source: object, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
         """Pydantic's schema: legacy dicts are upgraded first."""
         return _before(_upgrade_suspended, source, handler)
 
@@ -174,14 +190,23 @@ class SuspendedInterrupt:
         }
 
 
-def _upgrade_suspended(data: Any) -> Any:
+def _items(value: object) -> Sequence[object]:
+    return cast("Sequence[object]", value) if isinstance(value, (list, tuple)) else ()
+
+
+def _upgrade_suspended(data: object) -> object:
     flat = _mapping(data)
     if flat is None or "type" in flat or "interrupt" in flat:
         return data
+    return _suspended_form(flat)
+
+
+def _suspended_form(flat: Mapping[str, object]) -> dict[str, object]:
+    """A legacy flat suspended interrupt in the typed form (without its ``type``)."""
     return {
         "interrupt": Interrupt.from_dict(flat).to_dict(),
         "on": flat.get("on"),
-        "tool_call_ids": list(flat.get("tool_call_ids", ())),
+        "tool_call_ids": list(_items(flat.get("tool_call_ids", ()))),
     }
 
 
@@ -189,16 +214,18 @@ GovernanceState: TypeAlias = GovernorSnapshot | SuspendedInterrupt | DecidedInte
 """Every piece of durable governance state, discriminated by ``type``."""
 
 
-def upgrade_legacy(data: Mapping[str, Any]) -> Mapping[str, Any]:
+def upgrade_legacy(data: Mapping[str, object]) -> Mapping[str, object]:
     """Give a dict written before ``type`` existed its typed form (others pass unchanged)."""
     if "type" in data:
         return data
     if "version" in data or "counters" in data:
-        return _upgrade_snapshot(data)
+        return _snapshot_form(data)
     if "on" in data:
-        return {**_upgrade_suspended(data), "type": "suspended_interrupt"}
+        form = data if "interrupt" in data else _suspended_form(data)
+        return {**form, "type": "suspended_interrupt"}
     if "action" in data and "decision" in data:
-        return {**_upgrade_decided(data), "type": "decided_interrupt"}
+        form = data if isinstance(data.get("decision"), Mapping) else _decided_form(data)
+        return {**form, "type": "decided_interrupt"}
     return data
 
 
@@ -214,7 +241,7 @@ def dump_governance_state(state: GovernanceState) -> dict[str, Any]:
     return _adapter().dump_python(state, mode="json")
 
 
-def load_governance_state(data: Mapping[str, Any]) -> GovernanceState:
+def load_governance_state(data: Mapping[str, object]) -> GovernanceState:
     """Load what :func:`dump_governance_state` wrote, or a legacy dict form.
 
     Raises:

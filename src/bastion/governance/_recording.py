@@ -8,7 +8,8 @@ coroutine per counter.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from bastion.core import Usage
 
 from ._accumulate import amount_for, find_usage
 from ._counters import CounterBook
@@ -25,8 +26,8 @@ Pending = list[tuple[BoundLimit, float, "Mapping[str, float] | None"]]
 def count_usage(  # noqa: PLR0917 - hot path: positional arguments parse fastest
     book: CounterBook,
     plan: Plan,
-    result: Any,
-    usage: Any,
+    result: object,
+    usage: Usage | None,
     cost: float | None,
     tokens: float | None,
     counters: Mapping[str, float] | None,
@@ -92,7 +93,7 @@ def count_usage(  # noqa: PLR0917 - hot path: positional arguments parse fastest
     return pending
 
 
-def _check_priced(bounds: Sequence[BoundLimit], key: str, usage: Any) -> None:
+def _check_priced(bounds: Sequence[BoundLimit], key: str, usage: Usage) -> None:
     """Refuse usage with no price where a cost limit must count it (``unpriced="fail"``).
 
     Usage that reports nothing at all (no tokens, no requests) is a call that did not happen

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -11,12 +11,13 @@ from opentelemetry.context import Context
 from opentelemetry.propagate import get_global_textmap
 from opentelemetry.trace import Span
 
-from bastion.core import AgentEvent, AgentStartEvent, ListenerWarning, RunContext
+from bastion.core import AgentEvent, AgentStartEvent, ListenerWarning
 
 from ._metrics import metrics_for
 from ._names import PARENT_RUN_ID, PARENT_TOOL_CALL_ID
 from ._redact import Redactor
 from ._run_spans import CONTENT_TYPES, SKIPPED_TYPES, RunSpans
+from ._run_view import RunView
 from ._settings import Settings
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ class Instrumentation:
         """True when message content is recorded (redacted)."""
         return self._settings.redactor is not None
 
-    def __call__(self, ctx: RunContext[Any], event: AgentEvent) -> None:
+    def __call__(self, ctx: RunView, event: AgentEvent) -> None:
         if event.type in self._skipped:
             return
         try:
@@ -77,10 +78,10 @@ class Instrumentation:
                 stacklevel=2,
             )
 
-    def _start(self, ctx: RunContext[Any], event: AgentStartEvent) -> None:
+    def _start(self, ctx: RunView, event: AgentStartEvent) -> None:
         self._runs[event.run_id] = RunSpans.open(self._settings, ctx, event, self._parent(ctx))
 
-    def _parent(self, ctx: RunContext[Any]) -> Context:
+    def _parent(self, ctx: RunView) -> Context:
         """A sub-agent run's parent: the tool span of the call that runs it."""
         parent_run = self._runs.get(str(ctx.metadata.get(PARENT_RUN_ID)))
         if parent_run is not None:

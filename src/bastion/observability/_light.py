@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import ParentBased
@@ -84,7 +85,7 @@ class LightTracer:
         name: str,
         context: Context | None = None,
         kind: SpanKind = SpanKind.INTERNAL,
-        attributes: dict[str, Any] | None = None,
+        attributes: dict[str, AttributeValue] | None = None,
         links: Sequence[Link] = (),
     ) -> trace.Span:
         """A span below the span in ``context`` (a new trace without one); sampled or not.
@@ -105,7 +106,7 @@ class LightTracer:
         return self._sampled_span(name, context, parent, kind, attributes or {}, links)
 
     def start_child(
-        self, name: str, parent: trace.Span, kind: SpanKind, attributes: dict[str, Any]
+        self, name: str, parent: trace.Span, kind: SpanKind, attributes: dict[str, AttributeValue]
     ) -> trace.Span:
         """A span below ``parent`` (no context object is built for a light parent)."""
         if self._inherits and isinstance(parent, LightSpan):
@@ -126,7 +127,7 @@ class LightTracer:
         context: Context | None,
         parent: SpanContext,
         kind: SpanKind,
-        attributes: dict[str, Any],
+        attributes: dict[str, AttributeValue],
         links: Sequence[Link],
     ) -> trace.Span:
         ids = self._ids
@@ -148,7 +149,7 @@ class LightTracer:
         )
         if not sampled.decision.is_recording():
             return trace.NonRecordingSpan(span_context)
-        extra = cast("Mapping[str, Any]", sampled.attributes)
+        extra = cast("Mapping[str, AttributeValue] | None", sampled.attributes)
         if extra:
             attributes.update(extra)
         return LightSpan(
@@ -161,7 +162,7 @@ class LightTracer:
         return self._processors
 
     @property
-    def resource(self) -> Any:
+    def resource(self) -> Resource:
         """The provider's resource."""
         return self._resource
 
@@ -184,7 +185,7 @@ class LightSpan(trace.Span, ReadableSpan):  # pyright: ignore[reportIncompatible
         context: SpanContext,
         parent: SpanContext | None,
         kind: SpanKind,
-        attributes: dict[str, Any],
+        attributes: dict[str, AttributeValue],
         links: Sequence[Link],
     ) -> None:
         # The fields ``ReadableSpan`` reads (its ``__init__`` would only set them too).
@@ -254,7 +255,7 @@ class LightSpan(trace.Span, ReadableSpan):  # pyright: ignore[reportIncompatible
         escaped: bool = False,
     ) -> None:
         """Record an exception as a span event, as the SDK does."""
-        found: dict[str, Any] = {
+        found: dict[str, AttributeValue] = {
             "exception.type": type(exception).__qualname__,
             "exception.message": str(exception),
             "exception.escaped": str(escaped),

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from bastion.core import AgentEvent, AgentStartEvent, RunContext
+if TYPE_CHECKING:
+    from opentelemetry.util.types import AttributeValue
+
+from bastion.core import AgentEvent, AgentStartEvent
+
+from ._run_view import RunView
 
 __all__ = [
     "CONTINUES",
@@ -33,7 +38,7 @@ def split_model(model: str) -> tuple[str, str]:
     return (provider, name) if sep else ("_OTHER", model)
 
 
-def chat_attributes(model: str) -> dict[str, Any]:
+def chat_attributes(model: str) -> dict[str, str]:
     """The attributes a model call's span starts with."""
     provider, name = split_model(model)
     return {
@@ -43,10 +48,10 @@ def chat_attributes(model: str) -> dict[str, Any]:
     }
 
 
-def agent_attributes(ctx: RunContext[Any], event: AgentStartEvent) -> dict[str, Any]:
+def agent_attributes(ctx: RunView, event: AgentStartEvent) -> dict[str, AttributeValue]:
     """The attributes of a run's ``invoke_agent`` span."""
     provider, name = split_model(event.model)
-    attributes: dict[str, Any] = {
+    attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": event.agent_name,
         "gen_ai.provider.name": provider,
@@ -64,9 +69,9 @@ def span_event_name(event: AgentEvent) -> str:
     return "bastion." + event.type
 
 
-def event_attributes(event: AgentEvent) -> dict[str, Any]:
+def event_attributes(event: AgentEvent) -> dict[str, AttributeValue]:
     """An event's scalar fields as span-event attributes (the bulky ones left out)."""
-    attributes: dict[str, Any] = {}
+    attributes: dict[str, AttributeValue] = {}
     for name in event.__slots__:  # pyright: ignore[reportAttributeAccessIssue]
         if name in ("run_id", "type", "arguments", "result", "output", "usage", "data"):
             continue

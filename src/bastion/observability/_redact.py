@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import cast
 
 from bastion.core import (
     AssistantMessage,
+    JsonObject,
+    JsonValue,
     Message,
     SystemMessage,
     TextPart,
@@ -58,25 +60,23 @@ class Redactor:
         """``text`` with credential shapes replaced."""
         return SECRET_VALUES.sub(REDACTED, text)
 
-    def value(self, value: Any) -> Any:
+    def value(self, value: JsonValue) -> JsonValue:
         """A JSON value with secret-named keys and credential shapes replaced."""
         if isinstance(value, dict):
-            items: dict[object, Any] = value  # pyright: ignore[reportUnknownVariableType]
             return {
                 k: REDACTED if self._keys.search(str(k)) else self.value(v)
-                for k, v in items.items()
+                for k, v in value.items()
             }
         if isinstance(value, list):
-            entries: list[Any] = value  # pyright: ignore[reportUnknownVariableType]
-            return [self.value(v) for v in entries]
+            return [self.value(v) for v in value]
         if isinstance(value, str):
             return self.text(value)
         return value
 
-    def json_text(self, text: str) -> Any:
+    def json_text(self, text: str) -> JsonValue:
         """A string that may hold JSON, parsed (when it does) and redacted."""
         try:
-            parsed = json.loads(text)
+            parsed = cast("JsonValue", json.loads(text))
         except ValueError:
             return self.text(text)
         return self.value(parsed)
@@ -85,7 +85,7 @@ class Redactor:
         """The conversation as GenAI input messages (JSON), redacted."""
         return json.dumps([self._message(m) for m in messages], ensure_ascii=False)
 
-    def _message(self, message: Message) -> dict[str, Any]:
+    def _message(self, message: Message) -> JsonObject:
         if isinstance(message, ToolMessage):
             secret = message.sensitivity == "secret"
             response = REDACTED if secret else self.json_text(text_of(message.content))
@@ -97,16 +97,16 @@ class Redactor:
             return {"role": "system", "parts": [self._text(message.content)]}
         return {"role": "user", "parts": [self._text(text_of(message.content))]}
 
-    def assistant_parts(self, message: AssistantMessage) -> list[dict[str, Any]]:
+    def assistant_parts(self, message: AssistantMessage) -> list[JsonObject]:
         """The text and tool calls of an assistant message, as GenAI parts."""
         parts = [self._text(p.text) for p in message.parts if isinstance(p, TextPart)]
         parts.extend(self.tool_call(c.id, c.name, c.arguments) for c in message.tool_calls)
         return parts
 
-    def tool_call(self, call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    def tool_call(self, call_id: str, name: str, arguments: str) -> JsonObject:
         """One tool call part, its arguments redacted."""
         args = self.json_text(arguments)
         return {"type": "tool_call", "id": call_id, "name": name, "arguments": args}
 
-    def _text(self, text: str) -> dict[str, Any]:
+    def _text(self, text: str) -> JsonObject:
         return {"type": "text", "content": self.text(text)}

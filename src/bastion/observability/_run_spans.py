@@ -13,7 +13,7 @@ import json
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -26,7 +26,6 @@ from bastion.core import (
     AssistantMessage,
     GovernanceEvent,
     ModelFellbackEvent,
-    RunContext,
     StepEndEvent,
     StepStartEvent,
     TextCompleteEvent,
@@ -47,10 +46,11 @@ from ._names import (
     split_model,
 )
 from ._redact import REDACTED
+from ._run_view import RunView
 from ._settings import Settings, continued
 
 if TYPE_CHECKING:
-    pass
+    from opentelemetry.util.types import AttributeValue
 
 __all__ = ["CONTENT_TYPES", "SKIPPED_TYPES", "RunSpans"]
 
@@ -131,7 +131,7 @@ class RunSpans:
 
     @classmethod
     def open(
-        cls, settings: Settings, ctx: RunContext[Any], event: AgentStartEvent, parent: Context
+        cls, settings: Settings, ctx: RunView, event: AgentStartEvent, parent: Context
     ) -> RunSpans:
         """Start the run's span (its parent and the link to a resumed run's trace given)."""
         links = continued(ctx) if event.resumed else []
@@ -163,7 +163,7 @@ class RunSpans:
                 return span
         return self._step or self.run
 
-    def on_event(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+    def on_event(self, ctx: RunView, event: AgentEvent) -> bool:
         """Advance the spans; True when the run ended (its spans are all closed)."""
         chat = self._chat
         if chat is not None and chat.ended is None:
@@ -177,39 +177,39 @@ class RunSpans:
             return False
         return handler(self, ctx, event)
 
-    def _on_step_start(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+    def _on_step_start(self, ctx: RunView, event: AgentEvent) -> bool:
         assert isinstance(event, StepStartEvent)
         self._flush_results(ctx)
         self._start_step(ctx, event)
         return False
 
-    def _on_step_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+    def _on_step_end(self, ctx: RunView, event: AgentEvent) -> bool:
         assert isinstance(event, StepEndEvent)
         self._flush_results(ctx)
         self._end_step(event)
         return False
 
-    def _on_tool_start(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+    def _on_tool_start(self, ctx: RunView, event: AgentEvent) -> bool:
         assert isinstance(event, ToolExecuteStartEvent)
         self._start_tool(event)
         return False
 
-    def _on_tool_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+    def _on_tool_end(self, ctx: RunView, event: AgentEvent) -> bool:
         assert isinstance(event, ToolExecuteEndEvent | ToolExecuteErrorEvent)
         self._end_tool(event)
         return False
 
-    def _on_fellback(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+    def _on_fellback(self, ctx: RunView, event: AgentEvent) -> bool:
         assert isinstance(event, ModelFellbackEvent)
         self._fall_back(ctx, event)
         return False
 
-    def _on_error(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+    def _on_error(self, ctx: RunView, event: AgentEvent) -> bool:
         assert isinstance(event, AgentErrorEvent)
         _fail(self.run, event.code, event.message)
         return False
 
-    def _on_end(self, ctx: RunContext[Any], event: AgentEvent) -> bool:
+    def _on_end(self, ctx: RunView, event: AgentEvent) -> bool:
         assert isinstance(event, AgentEndEvent)
         self._flush_results(ctx)
         self._end(event)
@@ -239,7 +239,7 @@ class RunSpans:
         if event.type == "agent.model.retry":
             chat.span.add_event(span_event_name(event), event_attributes(event))
 
-    def _start_step(self, ctx: RunContext[Any], event: StepStartEvent) -> None:
+    def _start_step(self, ctx: RunView, event: StepStartEvent) -> None:
         self._close_step()
         settings = self._settings
         if self._recording and settings.step_spans:
@@ -248,7 +248,7 @@ class RunSpans:
             )
         self._open_chat(ctx, event.model)
 
-    def _open_chat(self, ctx: RunContext[Any], model: str) -> None:
+    def _open_chat(self, ctx: RunView, model: str) -> None:
         settings = self._settings
         redactor = settings.redactor
         if self._recording:
@@ -292,7 +292,7 @@ class RunSpans:
         }
         chat.span.set_attribute("gen_ai.output.messages", json.dumps([output], ensure_ascii=False))
 
-    def _fall_back(self, ctx: RunContext[Any], event: ModelFellbackEvent) -> None:
+    def _fall_back(self, ctx: RunView, event: ModelFellbackEvent) -> None:
         chat = self._chat
         if chat is not None:
             _fail(chat.span, "model_error", event.error)
@@ -305,7 +305,7 @@ class RunSpans:
         if not self._recording:
             self.tools[event.tool_call_id] = self.run
             return
-        attributes: dict[str, Any] = {
+        attributes: dict[str, AttributeValue] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": event.tool_name,
             "gen_ai.tool.call.id": event.tool_call_id,
@@ -333,7 +333,7 @@ class RunSpans:
             return
         span.end()
 
-    def _flush_results(self, ctx: RunContext[Any]) -> None:
+    def _flush_results(self, ctx: RunView) -> None:
         """Close the tool spans that wait for their result, once the messages hold it."""
         redactor = self._settings.redactor
         if not self._finished or redactor is None:
@@ -377,7 +377,7 @@ class RunSpans:
         self.run.end()
 
 
-_Handler = Callable[[RunSpans, RunContext[Any], AgentEvent], bool]
+_Handler = Callable[[RunSpans, RunView, AgentEvent], bool]
 # What each event type does to the spans (any other type becomes a span event, or nothing).
 _HANDLERS: dict[str, _Handler] = {
     "step.start": RunSpans._on_step_start,  # pyright: ignore[reportPrivateUsage]

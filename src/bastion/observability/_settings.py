@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind
 
-from bastion.core import RunContext
-
 from ._metrics import GenAIMetrics
 from ._names import CONTINUES, chat_attributes, split_model
 from ._redact import Redactor
+from ._run_view import RunView
 
 if TYPE_CHECKING:
+    from opentelemetry.util.types import AttributeValue
+
     from ._light import LightTracer
 
 __all__ = ["Settings", "continued"]
@@ -29,11 +30,13 @@ class Settings:
     redactor: Redactor | None  # None: message content is not captured
     step_spans: bool = True  # False: model and tool calls are children of the run's span
     # A model call's span name and starting attributes, by model (built once each).
-    chats: dict[str, tuple[str, dict[str, Any]]] = field(
-        default_factory=dict[str, tuple[str, dict[str, Any]]]
+    chats: dict[str, tuple[str, dict[str, str]]] = field(
+        default_factory=dict[str, tuple[str, dict[str, str]]]
     )
 
-    def child(self, name: str, parent: Span, kind: SpanKind, attributes: dict[str, Any]) -> Span:
+    def child(
+        self, name: str, parent: Span, kind: SpanKind, attributes: dict[str, AttributeValue]
+    ) -> Span:
         """A span below ``parent`` (the light tracer builds no context object for it)."""
         tracer = self.tracer
         start_child = getattr(tracer, "start_child", None)
@@ -43,15 +46,16 @@ class Settings:
         context = trace.set_span_in_context(parent)
         return tracer.start_span(name, context=context, kind=kind, attributes=attributes)
 
-    def chat(self, model: str) -> tuple[str, dict[str, Any]]:
+    def chat(self, model: str) -> tuple[str, dict[str, AttributeValue]]:
         """A model call's span name and a fresh copy of its starting attributes."""
         found = self.chats.get(model)
         if found is None:
             found = self.chats[model] = (f"chat {split_model(model)[1]}", chat_attributes(model))
-        return found[0], dict(found[1])
+        attributes: dict[str, AttributeValue] = dict(found[1])
+        return found[0], attributes
 
 
-def continued(ctx: RunContext[Any]) -> list[Link]:
+def continued(ctx: RunView) -> list[Link]:
     """A link to the span of the run segment this resumed run continues, when recorded."""
     stored = ctx.metadata.get(CONTINUES)
     if not isinstance(stored, dict):

@@ -7,9 +7,11 @@ Off by default: nothing is imported from OpenTelemetry and runs do no per-event 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bastion.core import RunContext, UserError, current_run_tap, set_run_tap
+from bastion.core import UserError, current_run_tap, set_run_tap
+
+from ._run_view import RunView
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -77,7 +79,7 @@ def uninstrument() -> None:
     set_run_tap(None)
 
 
-def trace_headers(ctx: RunContext[Any]) -> dict[str, str]:
+def trace_headers(ctx: RunView) -> dict[str, str]:
     """W3C trace context headers for an outgoing request made inside a tool.
 
     Pass them on (``httpx.get(url, headers=trace_headers(ctx))``) so the service's spans

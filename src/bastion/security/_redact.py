@@ -9,7 +9,7 @@ gone from the stored state.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import cast
 
 __all__ = ["REDACTED", "is_secret_key", "redact_secret_keys"]
 
@@ -29,15 +29,16 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
-def redact_secret_keys(value: Any) -> Any:
+def redact_secret_keys(value: object) -> object:
     """A copy of ``value`` (JSON-like) with the values of secret-named keys redacted."""
     if isinstance(value, dict):
+        mapping = cast("dict[object, object]", value)
         return {
             key: REDACTED
             if isinstance(key, str) and is_secret_key(key) and item is not None
             else redact_secret_keys(item)
-            for key, item in value.items()  # pyright: ignore[reportUnknownVariableType]
+            for key, item in mapping.items()
         }
     if isinstance(value, list):
-        return [redact_secret_keys(item) for item in value]  # pyright: ignore[reportUnknownVariableType]
+        return [redact_secret_keys(item) for item in cast("list[object]", value)]
     return value

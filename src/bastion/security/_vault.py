@@ -23,7 +23,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 from bastion.core import BastionError, UserError
 
@@ -170,7 +170,7 @@ class Vault:
         """
         if not self._revealed:
             return value
-        return _redact_within(value, self.redact)
+        return cast("_T", _redact_within(value, self.redact))  # the same shape, redacted
 
     def subset(self, names: Sequence[str]) -> Vault:
         """A vault holding only ``names`` (the same sources, so rotation still applies)."""
@@ -198,7 +198,7 @@ def _open_prefix(text: str, value: str) -> int:
     return 0
 
 
-def _redact_within(value: Any, redact: Callable[[str], str]) -> Any:
+def _redact_within(value: object, redact: Callable[[str], str]) -> object:
     if isinstance(value, str):
         return redact(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -209,13 +209,13 @@ def _redact_within(value: Any, redact: Callable[[str], str]) -> Any:
         }
         return dataclasses.replace(value, **changes) if changes else value
     if isinstance(value, list | tuple):
-        items: list[Any] | tuple[Any, ...] = value  # pyright: ignore[reportUnknownVariableType]
+        items = cast("list[object] | tuple[object, ...]", value)
         new_items = [_redact_within(item, redact) for item in items]
         if all(a is b for a, b in zip(new_items, items, strict=True)):
             return items
         return new_items if isinstance(items, list) else tuple(new_items)
     if isinstance(value, dict):
-        mapping: dict[Any, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        mapping = cast("dict[object, object]", value)
         new_map = {k: _redact_within(v, redact) for k, v in mapping.items()}
         return new_map if any(new_map[k] is not v for k, v in mapping.items()) else mapping
     return value

@@ -12,6 +12,15 @@ from dataclasses import dataclass, field, replace
 
 from bastion.core import RunStatus, UserError
 
+from ._checks import (
+    check_append,
+    check_key,
+    check_page,
+    check_runs_query,
+    check_session_entry,
+    last_n,
+    new_artifact,
+)
 from ._leases import MemoryLeaseStore
 from ._ownership import SessionConflict
 from ._protocols import Stores
@@ -27,15 +36,9 @@ from ._types import (
     Sensitivity,
     SessionEntry,
     SessionInfo,
-    check_entries,
-    check_key,
-    check_page,
-    check_session_entry,
-    check_status,
     decode_object,
     encode_object,
     from_timestamp,
-    new_artifact,
 )
 
 __all__ = ["MemoryStores"]
@@ -64,9 +67,7 @@ class MemoryJournalStore:
         status: RunStatus | None = None,
     ) -> list[JournalEntry]:
         """Append entries after ``expected_seq``; see :class:`JournalStore`."""
-        check_key(run_id, "run_id")
-        encoded = check_entries(entries, expected_seq)
-        check_status(status)
+        checked = check_append(run_id, entries, expected_seq, status)
         run = self._runs.get(run_id)
         actual = run.record.last_seq if run is not None else 0
         if actual != expected_seq:
@@ -74,14 +75,14 @@ class MemoryJournalStore:
         now = from_timestamp(time.time())
         stored = [
             JournalEntry(
-                seq=expected_seq + i,
+                seq=entry.seq,
                 kind=entry.kind,
                 # A copy through JSON: later mutation of the caller's dict cannot reach us.
-                payload=decode_object(text),
+                payload=decode_object(entry.text),
                 schema_version=entry.schema_version,
                 recorded_at=now,
             )
-            for i, (entry, text) in enumerate(zip(entries, encoded, strict=True), start=1)
+            for entry in checked
         ]
         if run is None:
             record = RunRecord(
@@ -94,7 +95,7 @@ class MemoryJournalStore:
             )
             run = self._runs[run_id] = _Run(record=record)
         run.entries.extend(replace(entry, payload={}) for entry in stored)
-        run.texts.extend(encoded)
+        run.texts.extend(entry.text for entry in checked)
         run.record = replace(
             run.record,
             last_seq=stored[-1].seq,
@@ -133,8 +134,7 @@ class MemoryJournalStore:
         offset: int = 0,
     ) -> RunPage:
         """Return runs newest first."""
-        check_status(status)
-        check_page(limit, offset)
+        check_runs_query(status, limit, offset)
         records = [
             run.record
             for run in self._runs.values()
@@ -300,15 +300,6 @@ class MemoryArtifactStore:
             and a.seq > since_seq
         ]
         return last_n(found, max_artifacts)
-
-
-def last_n(items: list[Artifact], max_artifacts: int | None) -> list[Artifact]:
-    """Return the last ``max_artifacts`` items (all when ``None``)."""
-    if max_artifacts is None:
-        return items
-    if max_artifacts < 0:
-        raise UserError(f"max_artifacts must be >= 0 or None, got {max_artifacts!r}.")
-    return items[len(items) - max_artifacts :] if max_artifacts else []
 
 
 class MemoryCounterStore:

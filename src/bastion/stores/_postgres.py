@@ -16,8 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from bastion.core import RunStatus, UserError
 
+from ._checks import (
+    check_append,
+    check_key,
+    check_max_artifacts,
+    check_page,
+    check_runs_query,
+    check_session_entry,
+    new_artifact,
+    seq_bound,
+)
 from ._leases import PostgresLeaseStore
-from ._memory import last_n
 from ._ownership import SessionConflict
 from ._pg_batch import Batcher
 from ._postgres_schema import migrate
@@ -35,16 +44,9 @@ from ._types import (
     SessionEntry,
     SessionInfo,
     StoreError,
-    check_entries,
-    check_key,
-    check_page,
-    check_session_entry,
-    check_status,
     decode_object,
     encode_object,
     from_timestamp,
-    new_artifact,
-    seq_bound,
     stored_entry,
 )
 
@@ -169,15 +171,9 @@ class PostgresJournalStore(_Base):
         status: RunStatus | None = None,
     ) -> list[JournalEntry]:
         """Append entries after ``expected_seq``; see :class:`JournalStore`."""
-        check_key(run_id, "run_id")
-        encoded = check_entries(entries, expected_seq)
-        check_status(status)
+        checked = check_append(run_id, entries, expected_seq, status)
         now = time.time()
-        last = expected_seq + len(entries)
-        rows = [
-            (run_id, expected_seq + i, e.kind, e.schema_version, text, now)
-            for i, (e, text) in enumerate(zip(entries, encoded, strict=True), start=1)
-        ]
+        last = checked[-1].seq
         # One statement (see _APPEND_*): one round trip, and its own transaction.
         statement = _APPEND_NEW_RUN if expected_seq == 0 else _APPEND_TO_RUN
         params = {
@@ -188,18 +184,16 @@ class PostgresJournalStore(_Base):
             "last": last,
             "expected": expected_seq,
             "now": now,
-            "seqs": [r[1] for r in rows],
-            "kinds": [r[2] for r in rows],
-            "versions": [r[3] for r in rows],
-            "payloads": [r[4] for r in rows],
+            "seqs": [e.seq for e in checked],
+            "kinds": [e.kind for e in checked],
+            "versions": [e.schema_version for e in checked],
+            "payloads": [e.text for e in checked],
         }
-        if await self._owner.batcher.run(statement, params, _rowcount) != len(rows):
+        if await self._owner.batcher.run(statement, params, _rowcount) != len(checked):
             record = await self.get_run(run_id)
             actual = record.last_seq if record is not None else 0
             raise JournalConflict(run_id, expected_seq=expected_seq, actual_seq=actual)
-        return [
-            stored_entry(seq, kind, version, text, now) for _, seq, kind, version, text, _ in rows
-        ]
+        return [stored_entry(e.seq, e.kind, e.schema_version, e.text, now) for e in checked]
 
     async def read(self, run_id: str, after_seq: int = 0) -> list[JournalEntry]:
         """Return entries after ``after_seq``."""
@@ -235,8 +229,7 @@ class PostgresJournalStore(_Base):
         offset: int = 0,
     ) -> RunPage:
         """Return runs newest first."""
-        check_status(status)
-        check_page(limit, offset)
+        check_runs_query(status, limit, offset)
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT run_id, agent, status, last_seq, created_at, updated_at FROM runs "
@@ -430,7 +423,7 @@ class PostgresArtifactStore(_Base):
         max_artifacts: int | None = None,
     ) -> list[Artifact]:
         """Return matching artifacts in the order written."""
-        last_n([], max_artifacts)
+        check_max_artifacts(max_artifacts)
         rows = await self._owner.batcher.run(
             "SELECT artifact_id, run_id, role, seq, content, sensitivity, tags, created_at "
             "FROM artifacts WHERE (%s::text IS NULL OR run_id = %s) "

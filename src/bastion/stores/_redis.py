@@ -18,8 +18,18 @@ from typing import Any, cast
 from bastion.core import RunStatus, UserError
 
 from . import _redis_lua as lua
+from ._checks import (
+    check_append,
+    check_key,
+    check_max_artifacts,
+    check_page,
+    check_runs_query,
+    check_session_entry,
+    last_n,
+    new_artifact,
+    seq_bound,
+)
 from ._leases import RedisLeaseStore
-from ._memory import last_n
 from ._ownership import SessionConflict
 from ._protocols import Stores
 from ._types import (
@@ -36,16 +46,9 @@ from ._types import (
     SessionEntry,
     SessionInfo,
     StoreError,
-    check_entries,
-    check_key,
-    check_page,
-    check_session_entry,
-    check_status,
     decode_object,
     encode_object,
     from_timestamp,
-    new_artifact,
-    seq_bound,
     stored_entry,
 )
 
@@ -99,13 +102,11 @@ class RedisJournalStore(_Base):
         status: RunStatus | None = None,
     ) -> list[JournalEntry]:
         """Append entries after ``expected_seq``; see :class:`JournalStore`."""
-        check_key(run_id, "run_id")
-        encoded = check_entries(entries, expected_seq)
-        check_status(status)
+        checked = check_append(run_id, entries, expected_seq, status)
         now = time.time()
         items: list[str | bytes] = [
-            json.dumps([e.kind, e.schema_version, now]).encode() + b"\n" + text.encode()
-            for e, text in zip(entries, encoded, strict=True)
+            json.dumps([e.kind, e.schema_version, now]).encode() + b"\n" + e.text.encode()
+            for e in checked
         ]
         ok, last = await self._eval(
             lua.APPEND,
@@ -114,10 +115,7 @@ class RedisJournalStore(_Base):
         )
         if not ok:
             raise JournalConflict(run_id, expected_seq=expected_seq, actual_seq=int(last))
-        return [
-            stored_entry(expected_seq + i, e.kind, e.schema_version, text, now)
-            for i, (e, text) in enumerate(zip(entries, encoded, strict=True), start=1)
-        ]
+        return [stored_entry(e.seq, e.kind, e.schema_version, e.text, now) for e in checked]
 
     async def read(self, run_id: str, after_seq: int = 0) -> list[JournalEntry]:
         """Return entries after ``after_seq``."""
@@ -155,8 +153,7 @@ class RedisJournalStore(_Base):
         offset: int = 0,
     ) -> RunPage:
         """Return runs newest first."""
-        check_status(status)
-        check_page(limit, offset)
+        check_runs_query(status, limit, offset)
         if status is not None:
             index = f"{self._p}runs:status:{status}"
         elif agent is not None:
@@ -373,7 +370,7 @@ class RedisArtifactStore(_Base):
         max_artifacts: int | None = None,
     ) -> list[Artifact]:
         """Return matching artifacts in the order written."""
-        last_n([], max_artifacts)
+        check_max_artifacts(max_artifacts)
         key = f"{self._p}artifacts" if run_id is None else f"{self._p}artifacts:run:{run_id}"
         raw = cast("list[bytes]", await self._r.lrange(key, 0, -1))
         found: list[Artifact] = []

@@ -14,8 +14,17 @@ from typing import cast
 
 from bastion.core import RunStatus, UserError
 
+from ._checks import (
+    check_append,
+    check_key,
+    check_max_artifacts,
+    check_page,
+    check_runs_query,
+    check_session_entry,
+    new_artifact,
+    seq_bound,
+)
 from ._leases import SqliteLeaseStore
-from ._memory import last_n
 from ._ownership import SessionConflict
 from ._protocols import Stores
 from ._sqlite_db import SqliteDatabase, transaction
@@ -32,16 +41,9 @@ from ._types import (
     Sensitivity,
     SessionEntry,
     SessionInfo,
-    check_entries,
-    check_key,
-    check_page,
-    check_session_entry,
-    check_status,
     decode_object,
     encode_object,
     from_timestamp,
-    new_artifact,
-    seq_bound,
     stored_entry,
 )
 
@@ -78,13 +80,8 @@ class SqliteJournalStore:
         status: RunStatus | None = None,
     ) -> list[JournalEntry]:
         """Append entries after ``expected_seq``; see :class:`JournalStore`."""
-        check_key(run_id, "run_id")
-        encoded = check_entries(entries, expected_seq)
-        check_status(status)
-        rows = [
-            (run_id, expected_seq + i, e.kind, e.schema_version, text)
-            for i, (e, text) in enumerate(zip(entries, encoded, strict=True), start=1)
-        ]
+        checked = check_append(run_id, entries, expected_seq, status)
+        rows = [(run_id, e.seq, e.kind, e.schema_version, e.text) for e in checked]
         now = await self._db.run(
             _append, run_id, rows, expected_seq=expected_seq, agent=agent, status=status
         )
@@ -116,8 +113,7 @@ class SqliteJournalStore:
         offset: int = 0,
     ) -> RunPage:
         """Return runs newest first."""
-        check_status(status)
-        check_page(limit, offset)
+        check_runs_query(status, limit, offset)
         sql = f"SELECT {_RUN_COLUMNS} FROM runs WHERE (? IS NULL OR status = ?) "
         sql += "AND (? IS NULL OR agent = ?) ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?"
         rows = await self._db.run(
@@ -386,7 +382,7 @@ class SqliteArtifactStore:
         max_artifacts: int | None = None,
     ) -> list[Artifact]:
         """Return matching artifacts in the order written."""
-        last_n([], max_artifacts)  # validates before touching the database
+        check_max_artifacts(max_artifacts)
         sql = (
             "SELECT artifact_id, run_id, role, seq, content, sensitivity, tags, created_at "
             "FROM artifacts WHERE (? IS NULL OR run_id = ?) AND (? IS NULL OR role = ?) "

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, TypeAlias, cast, get_args
 
-from bastion.core import RunError, RunStatus, UserError, new_id
+from bastion.core import JsonObject, JsonValue, RunError, RunStatus, UserError
 
 __all__ = [
     "ENTRY_KINDS",
@@ -40,9 +39,6 @@ __all__ = [
     "from_timestamp",
 ]
 
-JsonValue: TypeAlias = "str | int | float | bool | list[JsonValue] | dict[str, JsonValue] | None"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
-
 EntryKind: TypeAlias = Literal[
     "run_started",
     "model_response",
@@ -61,9 +57,7 @@ EntryKind: TypeAlias = Literal[
     "graph_ended",
 ]
 Sensitivity: TypeAlias = Literal["public", "internal", "secret"]
-SENSITIVITIES: tuple[Sensitivity, ...] = get_args(Sensitivity)
 ENTRY_KINDS: tuple[EntryKind, ...] = get_args(EntryKind)
-RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -285,7 +279,7 @@ def encode_object(payload: Mapping[str, object], what: str) -> str:
             f"{what} is not JSON-serialisable ({exc}); store only JSON values "
             "(str, int, float, bool, None, lists and dicts with string keys)."
         ) from exc
-    if not text.isascii() and _SURROGATE.search(text) is not None:
+    if has_lone_surrogate(text):
         # A lone surrogate (a file name decoded with ``surrogateescape``, say) has no UTF-8
         # form, so no backend can store it raw. JSON's ``\udcXX`` escape keeps it exactly:
         # ``json.loads`` gives back the same Python string.
@@ -293,14 +287,9 @@ def encode_object(payload: Mapping[str, object], what: str) -> str:
     return text
 
 
-def check_text(value: str, what: str) -> None:
-    """Raise UserError if ``value`` has no UTF-8 form (it holds a lone surrogate)."""
-    if not value.isascii() and _SURROGATE.search(value) is not None:
-        raise UserError(
-            f"{what} {value!r} is not valid Unicode text (it holds a lone surrogate, as "
-            "os.fsdecode gives for bytes that are not UTF-8), so no store can keep it; "
-            "decode it with errors='replace' or pass it inside a payload, which keeps it."
-        )
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate, which has no UTF-8 form."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def decode_object(text: str | bytes) -> JsonObject:
@@ -344,106 +333,5 @@ def stored_entry(
         raise CorruptRecord(f"Journal entry {seq} ({kind!r}) is damaged: {exc}", seq=seq) from exc
 
 
-def check_entries(entries: Sequence[NewEntry], expected_seq: int) -> list[str]:
-    """Validate an append before any side effect; return the encoded payloads."""
-    if expected_seq < 0:
-        raise UserError(f"expected_seq must be >= 0, got {expected_seq!r}.")
-    if not entries:
-        raise UserError("append() needs at least one entry; got an empty sequence.")
-    encoded: list[str] = []
-    for entry in entries:
-        if entry.kind not in ENTRY_KINDS:
-            raise UserError(
-                f"Unknown journal entry kind {entry.kind!r}. Valid kinds: "
-                + ", ".join(repr(k) for k in ENTRY_KINDS)
-                + "."
-            )
-        encoded.append(encode_object(entry.payload, f"Payload of {entry.kind!r} entry"))
-    return encoded
-
-
-def check_status(status: str | None) -> None:
-    """Raise UserError if ``status`` is not a run status."""
-    if status is not None and status not in RUN_STATUSES:
-        raise UserError(
-            f"Unknown run status {status!r}. Valid statuses: "
-            + ", ".join(repr(s) for s in RUN_STATUSES)
-            + "."
-        )
-
-
 MAX_SEQ = 2**63 - 1
 """The largest sequence number or offset a store keeps (a signed 64-bit integer)."""
-
-
-def check_page(limit: int, offset: int) -> None:
-    """Raise UserError on a bad page request."""
-    if not 1 <= limit < MAX_SEQ or not 0 <= offset <= MAX_SEQ:
-        raise UserError(
-            f"Need 1 <= limit < {MAX_SEQ} and 0 <= offset <= {MAX_SEQ}, "
-            f"got limit={limit!r}, offset={offset!r}."
-        )
-
-
-def seq_bound(since_seq: int) -> int:
-    """``since_seq`` as a database can compare it: no stored seq is above ``MAX_SEQ``."""
-    return min(since_seq, MAX_SEQ)
-
-
-def check_artifact(run_id: str, role: str, sensitivity: str, tags: Sequence[str]) -> None:
-    """Raise UserError on a bad artifact before it is written."""
-    if not run_id or not role:
-        raise UserError(f"An artifact needs a run_id and a role, got {run_id!r} and {role!r}.")
-    if sensitivity not in SENSITIVITIES:
-        raise UserError(
-            f"Unknown sensitivity {sensitivity!r}. Valid: "
-            + ", ".join(repr(s) for s in SENSITIVITIES)
-            + "."
-        )
-    if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
-        raise UserError(f"tags must be a sequence of strings, got {tags!r}.")
-    check_text(role, "Artifact role")
-    for tag in tags:
-        check_text(tag, "Artifact tag")
-
-
-def new_artifact(  # noqa: PLR0917 - mirrors ArtifactStore.write
-    run_id: str,
-    content: str,
-    role: str,
-    seq: int,
-    sensitivity: Sensitivity,
-    tags: Sequence[str],
-) -> Artifact:
-    """A checked, timestamped artifact ready to store (UserError on bad input)."""
-    check_artifact(run_id, role, sensitivity, tags)
-    check_text(run_id, "Artifact run_id")
-    check_text(content, "Artifact content")
-    return Artifact(
-        artifact_id=new_id("artifact"),
-        run_id=run_id,
-        role=role,
-        seq=seq,
-        content=content,
-        sensitivity=sensitivity,
-        tags=tuple(tags),
-        created_at=from_timestamp(time.time()),
-    )
-
-
-def check_session_entry(
-    session_id: str, kind: str, payload: Mapping[str, object], entry_id: str | None
-) -> tuple[str, str]:
-    """Validate a session append before any side effect: (encoded payload, entry id)."""
-    check_key(session_id, "session_id")
-    check_key(kind, "kind")
-    if entry_id is not None:
-        check_key(entry_id, "entry_id")
-    return encode_object(payload, "Session entry payload"), entry_id or new_id("entry")
-
-
-def check_key(key: str, what: str) -> None:
-    """Raise UserError on an empty identifier, or one no store can encode."""
-    if not isinstance(key, str) or not key:
-        raise UserError(f"{what} must be a non-empty string, got {key!r}.")
-    check_text(key, what)

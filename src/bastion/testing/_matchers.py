@@ -7,7 +7,7 @@ compared item by item, so they may hold matchers) or a :class:`Matcher`.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, cast
 
 from bastion.core import UserError
@@ -24,7 +24,7 @@ class Matcher:
         self._test = test
         self.description = description
 
-    def matches(self, value: Any) -> bool:
+    def matches(self, value: object) -> bool:
         """Whether ``value`` matches; a value of the wrong shape for the test does not.
 
         Only the errors a wrong shape raises (a missing key or attribute, a wrong type or
@@ -43,15 +43,15 @@ ANY = Matcher(lambda _: True, "ANY")
 """Matches any value (the argument or result must still be present)."""
 
 
-def contains(needle: Any, *, ignore_case: bool = False) -> Matcher:
+def contains(needle: object, *, ignore_case: bool = False) -> Matcher:
     """Matches a string holding ``needle``, or a list / dict holding it as item / key."""
     if ignore_case and not isinstance(needle, str):
         raise UserError(f"contains({needle!r}, ignore_case=True) needs a string.")
 
-    def test(value: Any) -> bool:
-        if ignore_case:
+    def test(value: object) -> bool:
+        if isinstance(needle, str) and ignore_case:
             return isinstance(value, str) and needle.casefold() in value.casefold()
-        return needle in value
+        return isinstance(value, Container) and needle in value
 
     suffix = ", ignore_case=True" if ignore_case else ""
     return Matcher(test, f"contains({needle!r}{suffix})")
@@ -74,18 +74,17 @@ def where(predicate: Callable[[Any], bool], description: str | None = None) -> M
     return Matcher(predicate, description or f"where({name})")
 
 
-def mismatch(expected: Any, actual: Any, path: str = "") -> str | None:
+def mismatch(expected: object, actual: object, path: str = "") -> str | None:
     """Why ``actual`` is not ``expected`` (``None`` when it is), naming the place."""
     where_ = f" at {path}" if path else ""
     if isinstance(expected, Matcher):
         ok = expected.matches(actual)
         return None if ok else f"expected {expected!r}{where_}, got {show(actual)}"
-    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
-        return _mapping_mismatch(
-            cast("Mapping[str, Any]", expected), cast("Mapping[str, Any]", actual), path
-        )
-    if _is_list(expected) and _is_list(actual):
-        wanted, got = cast("Sequence[Any]", expected), cast("Sequence[Any]", actual)
+    wanted_items, got_items = _as_mapping(expected), _as_mapping(actual)
+    if wanted_items is not None and got_items is not None:
+        return _mapping_mismatch(wanted_items, got_items, path)
+    wanted, got = _as_list(expected), _as_list(actual)
+    if wanted is not None and got is not None:
         if len(wanted) != len(got):
             return f"expected {len(wanted)} item(s){where_}, got {show(actual)}"
         for index, (item, value) in enumerate(zip(wanted, got, strict=True)):
@@ -97,7 +96,7 @@ def mismatch(expected: Any, actual: Any, path: str = "") -> str | None:
 
 
 def _mapping_mismatch(
-    expected: Mapping[str, Any], actual: Mapping[str, Any], path: str
+    expected: Mapping[str, object], actual: Mapping[str, object], path: str
 ) -> str | None:
     for key, value in expected.items():
         place = f"{path}.{key}" if path else str(key)
@@ -112,11 +111,15 @@ def _mapping_mismatch(
     return None
 
 
-def _is_list(value: Any) -> bool:
-    return isinstance(value, (list, tuple))
+def _as_mapping(value: object) -> Mapping[str, object] | None:
+    return cast("Mapping[str, object]", value) if isinstance(value, Mapping) else None
 
 
-def show(value: Any, limit: int = 60) -> str:
+def _as_list(value: object) -> Sequence[object] | None:
+    return cast("Sequence[object]", value) if isinstance(value, (list, tuple)) else None
+
+
+def show(value: object, limit: int = 60) -> str:
     """A short ``repr`` for messages."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 4] + "…" + text[-3:]

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from bastion.core import (
     AssistantMessage,
+    JsonObject,
+    JsonValue,
     Message,
     Model,
     ModelRequest,
@@ -39,7 +41,7 @@ from bastion.core import (
     messages_adapter,
     stream_chunks_adapter,
 )
-from bastion.stores import JournalEntry, Stores
+from bastion.stores import EntryKind, JournalEntry, Stores
 from bastion.tools import Mock, ToolCallRequest
 
 if TYPE_CHECKING:
@@ -105,7 +107,7 @@ class ReplayModel(Model):
         calls: Sequence[RecordedCall],
         *,
         opening: Sequence[Message] = (),
-        metadata: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, object] | None = None,
         results: Mapping[str, str] | None = None,
     ) -> None:
         self.run_id = run_id
@@ -249,12 +251,12 @@ class _Reader:
         self.results: dict[str, str] = {}
         self.asked: list[tuple[str, str, str]] = []
         self.opening: list[Message] = []
-        self.metadata: Mapping[str, Any] = {}
+        self.metadata: Mapping[str, JsonValue] = {}
         self.answers = 0
 
     def read(self, entries: Sequence[JournalEntry]) -> ReplayModel:
         for entry in entries:
-            payload: Mapping[str, Any] = entry.payload
+            payload = entry.payload
             if entry.kind == "run_started":
                 self._started(payload)
             elif entry.kind == "tool_result":
@@ -282,15 +284,15 @@ class _Reader:
             results=self.results,
         )
 
-    def _started(self, payload: Mapping[str, Any]) -> None:
-        state: Mapping[str, Any] = payload["state"]
+    def _started(self, payload: JsonObject) -> None:
+        state = _object(payload["state"], "The run_started entry's state")
         if self.opening:
             return  # a state kept by the caller, resumed: the run opened before
         self.opening = messages_adapter().validate_python(state.get("messages", []))
-        self.metadata = state.get("metadata") or {}
+        self.metadata = _object(state.get("metadata") or {}, "The recorded run's metadata")
         self.asked = list(asked_in(self.opening))
 
-    def _answer(self, payload: Mapping[str, Any]) -> None:
+    def _answer(self, payload: JsonObject) -> None:
         self.answers += 1
         if "inserted" in payload:
             inserted = messages_adapter().validate_python(payload["inserted"])
@@ -301,7 +303,7 @@ class _Reader:
             return
         self.calls.append(
             RecordedCall(
-                step=int(payload["step"]),
+                step=_int(payload["step"]),
                 model=str(payload["model"]),
                 chunks=tuple(stream_chunks_adapter().validate_python(chunks)),
                 asked=tuple(sorted(self.asked)),
@@ -310,13 +312,13 @@ class _Reader:
         self.asked = []
 
 
-def _export_lines(path: Path) -> list[dict[str, Any]]:
+def _export_lines(path: Path) -> list[JsonObject]:
     """The JSON objects of an export file, one a line."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"Cannot read the run export {str(path)!r}: {exc}.") from exc
-    lines: list[dict[str, Any]] = []
+    lines: list[JsonObject] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -329,19 +331,33 @@ def _export_lines(path: Path) -> list[dict[str, Any]]:
                 f"{path}:{number} is not a journal entry: write the file with "
                 "'bastion runs export RUN_ID'."
             )
-        lines.append(cast("dict[str, Any]", value))
+        lines.append(cast("JsonObject", value))
     return lines
 
 
-def _entry(line: Mapping[str, Any]) -> JournalEntry:
+def _entry(line: JsonObject) -> JournalEntry:
     recorded = line.get("recorded_at")
     return JournalEntry(
-        seq=int(line["seq"]),
-        kind=line["kind"],
-        payload=line["payload"],
-        schema_version=int(line.get("schema_version", 1)),
-        recorded_at=datetime.fromisoformat(recorded) if recorded else datetime.now(UTC),
+        seq=_int(line["seq"]),
+        kind=cast("EntryKind", line["kind"]),
+        payload=dict(_object(line["payload"], f"The payload of entry {line['seq']}")),
+        schema_version=_int(line.get("schema_version", 1)),
+        recorded_at=datetime.fromisoformat(str(recorded)) if recorded else datetime.now(UTC),
     )
+
+
+def _int(value: JsonValue) -> int:
+    """``value`` as an int, as ``int()`` reads a number or its text; UserError otherwise."""
+    if not isinstance(value, (int, float, str)):
+        raise UserError(f"Expected a number in the recording, got {type(value).__name__}.")
+    return int(value)
+
+
+def _object(value: JsonValue, what: str) -> Mapping[str, JsonValue]:
+    """``value`` as a JSON object; UserError when it is another JSON value."""
+    if not isinstance(value, Mapping):
+        raise UserError(f"{what} is {type(value).__name__}, not a JSON object.")
+    return value
 
 
 def asked_in(messages: Sequence[Message]) -> Asked:
@@ -365,7 +381,7 @@ def _text(message: Message) -> str:
     content: object = getattr(message, "content", "")
     if isinstance(content, str):
         return content
-    parts: list[Any] = list(content) if isinstance(content, list) else []  # pyright: ignore[reportUnknownArgumentType]
+    parts = cast("list[object]", content) if isinstance(content, list) else []
     return "".join(str(getattr(p, "text", f"[{getattr(p, 'type', 'part')}]")) for p in parts)
 
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 from bastion.agent import RunResult
 from bastion.core import (
     AgentEndEvent,
     AgentEvent,
+    JsonValue,
     SubagentEvent,
     ToolExecuteEndEvent,
     ToolExecuteErrorEvent,
@@ -64,7 +65,7 @@ class ToolStep:
     """
 
     name: str
-    arguments: Any
+    arguments: JsonValue
     result: str | None = None
     is_error: bool = False
     agent: tuple[str, ...] = ()
@@ -80,7 +81,7 @@ class ToolStep:
 class FinalStep:
     """The run's end: its output and status."""
 
-    output: Any
+    output: object
     status: str
 
     def __str__(self) -> str:
@@ -104,9 +105,9 @@ class ExpectedCall:
     """
 
     name: str | Matcher
-    args: Mapping[str, Any]
+    args: Mapping[str, object]
     agent: str | Matcher | None = None
-    result: Any = ANY
+    result: object = ANY
     failed: bool | None = None
     exact: bool = False
 
@@ -114,11 +115,11 @@ class ExpectedCall:
         """Only a call made inside the sub-agent ``name`` (the innermost one) matches."""
         return replace(self, agent=name)
 
-    def returns(self, result: Any) -> ExpectedCall:
+    def returns(self, result: object) -> ExpectedCall:
         """The call succeeded with this result (a value or a matcher)."""
         return replace(self, result=result, failed=False)
 
-    def fails(self, message: Any = ANY) -> ExpectedCall:
+    def fails(self, message: object = ANY) -> ExpectedCall:
         """The call failed; its error message matches ``message``."""
         return replace(self, result=message, failed=True)
 
@@ -147,7 +148,7 @@ class ExpectedCall:
         reason = mismatch(self.args, arguments)
         if reason is not None:
             return f"arguments: {reason}"
-        extra = sorted(str(k) for k in arguments.keys() - self.args.keys())  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        extra = sorted(str(k) for k in arguments.keys() - self.args.keys())
         if self.exact and extra:
             return f"arguments: unexpected {', '.join(extra)}"
         return None
@@ -172,7 +173,7 @@ class ExpectedCall:
 class ExpectedFinal:
     """The expected end of the run; build it with :func:`final`."""
 
-    output: Any
+    output: object
     status: str
 
     def mismatch(self, step: Step) -> str | None:
@@ -192,7 +193,7 @@ class ExpectedFinal:
 Expected: TypeAlias = ExpectedCall | ExpectedFinal
 
 
-def call(name: str | Matcher, /, **args: Any) -> ExpectedCall:
+def call(name: str | Matcher, /, **args: object) -> ExpectedCall:
     """An expected tool call: the tool's name, and the arguments to check.
 
     Each argument is a value or a matcher (``ANY``, ``contains``, ``regex``, ``where``);
@@ -201,7 +202,7 @@ def call(name: str | Matcher, /, **args: Any) -> ExpectedCall:
     return ExpectedCall(name, dict(args))
 
 
-def final(output: Any = ANY, *, status: str = "completed") -> ExpectedFinal:
+def final(output: object = ANY, *, status: str = "completed") -> ExpectedFinal:
     """The run's end: its output (a value or a matcher) and status."""
     return ExpectedFinal(output, status)
 
@@ -362,14 +363,14 @@ def _from_result(result: RunResult[Any]) -> list[Step]:
     return steps
 
 
-def _parsed(arguments: str) -> Any:
+def _parsed(arguments: str) -> JsonValue:
     try:
-        return json.loads(arguments)
+        return cast("JsonValue", json.loads(arguments))
     except ValueError:
         return arguments
 
 
-def _arguments(arguments: Any) -> str:
+def _arguments(arguments: JsonValue) -> str:
     if isinstance(arguments, Mapping):
-        return ", ".join(f"{k}={show(v)}" for k, v in arguments.items())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        return ", ".join(f"{k}={show(v)}" for k, v in arguments.items())
     return show(arguments)
