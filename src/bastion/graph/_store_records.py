@@ -187,7 +187,7 @@ def _apply(record: ExecutionRecord, entry: JournalEntry) -> None:
         keys = tuple(str(k) for k in cast("Sequence[object]", payload["finished"]))
         counters = payload.get("counters")
         if isinstance(counters, dict):
-            record.counters = cast("JsonObject", counters)
+            record.counters = counters
         record.checkpoints.append(
             CheckpointRecord(
                 execution_id=record.execution_id,
