@@ -149,7 +149,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         model: Model | str,
         instructions: Instructions = "",
-        tools: Sequence[Tool | Callable[..., Any] | ToolSource | ToolFactory] = (),
+        tools: Sequence[Tool | Callable[..., object] | ToolSource | ToolFactory] = (),
         output_type: type[OutputT] | Output[OutputT] | Any = str,
         deps: DepsT | None = None,
         description: str = "",

@@ -327,8 +327,8 @@ def _decision(item: DecidedApproval, asked: Mapping[str, InputRequest]) -> Appro
     if item.answer is not None:
         answer = InputAnswer(
             tool_call_id=item.tool_call_id,
-            action=item.answer.get("action", "accept"),
-            content=item.answer.get("content"),
+            action=item.answer.action,
+            content=item.answer.content,
             request=asked.get(item.tool_call_id),
         )
     return ApprovalDecision(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bastion.core import (
     AssistantMessage,
@@ -27,6 +27,9 @@ from bastion.security import DataFlowLedger
 from bastion.tools import ApprovalRequest
 
 from ._result import RunResult, ToolCallRecord
+
+if TYPE_CHECKING:
+    from pydantic import ConfigDict
 
 __all__ = ["PendingApproval", "RunState", "RunStatusError", "SuspendedStep"]
 
@@ -84,7 +87,7 @@ class RunState:
     """Everything a run has done so far."""
 
     # pydantic (``run_state_to_json``) may hold the live exception; it is never dumped.
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"arbitrary_types_allowed": True}
+    __pydantic_config__: ClassVar[ConfigDict] = {"arbitrary_types_allowed": True}
 
     run_id: str
     agent_name: str
@@ -160,12 +163,12 @@ class RunState:
         self.exception = exception
         self.output = None
 
-    def complete(self, output: Any) -> None:
+    def complete(self, output: object) -> None:
         """End the run ``completed`` with its output."""
         self._move("completed")
         self.output = output
 
-    def stop(self, reason: str, output: Any) -> None:
+    def stop(self, reason: str, output: object) -> None:
         """End the run ``stopped`` (a limit or a hook; not an error), with the last answer."""
         self._move("stopped")
         self.stop_reason = reason
