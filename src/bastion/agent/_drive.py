@@ -71,7 +71,9 @@ class _Desk:
         if not future.done():
             future.set_result(decision)
 
-    async def on_approval(self, request: ApprovalRequest, ctx: RunContext[Any]) -> ApprovalDecision:
+    async def on_approval(
+        self, request: ApprovalRequest, ctx: RunContext[object]
+    ) -> ApprovalDecision:
         try:
             return await self._future(request.tool_call_id)
         finally:
