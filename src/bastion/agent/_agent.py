@@ -45,6 +45,7 @@ from ._stream import AgentStream
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from typing import Unpack
 
     from bastion.context import Compaction, ContextConfig
     from bastion.governance import Budget, Policy
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 
     from ._guardrails import InputGuardrail, OutputGuardrail
     from ._hooks import SessionLink
+    from ._run_args import DriveOptions, RunArgs
 
 __all__ = ["Agent", "HookFlags"]
 
@@ -276,7 +278,7 @@ class Agent(Generic[DepsT, OutputT]):
         resume: str | None = None,
         directive: Directive | None = None,
         deps: DepsT | None = None,
-        **options: Any,
+        **options: Unpack[DriveOptions],
     ) -> AgentDrive[OutputT]:
         """Start (or resume) a run the application drives, deciding each tool call.
 
@@ -511,7 +513,7 @@ class Agent(Generic[DepsT, OutputT]):
     def run_sync(
         self,
         input: str | Sequence[UserPart] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[RunArgs[DepsT]],
     ) -> RunResult[OutputT]:
         """Run to the end from synchronous code (the one sync entry point).
 
@@ -525,7 +527,7 @@ class Agent(Generic[DepsT, OutputT]):
         raise UserError("run_sync() was called inside a running event loop; use await agent.run().")
 
     async def _run_and_close(
-        self, input: str | Sequence[UserPart] | None, kwargs: dict[str, Any]
+        self, input: str | Sequence[UserPart] | None, kwargs: RunArgs[DepsT]
     ) -> RunResult[OutputT]:
         try:
             return await self.run(input, **kwargs)

@@ -44,6 +44,7 @@ from ._stream import AgentStream
 
 if TYPE_CHECKING:
     from ._agent import Agent
+    from ._run_args import DriveOptions
 
 __all__ = ["AgentDrive", "DriveDecision", "start_drive"]
 
@@ -207,8 +208,8 @@ def start_drive(  # noqa: PLR0917 - the options of Agent.drive, passed on
     input: str | Sequence[UserPart] | RunState | None,
     resume: str | None,
     directive: Directive | None,
-    deps: Any,
-    options: dict[str, Any],
+    deps: object,
+    options: DriveOptions,
 ) -> AgentDrive[OutputT]:
     """The drive of a new run, of a kept state, or of the journaled run ``resume``."""
     desk = _Desk()

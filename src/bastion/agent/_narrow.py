@@ -6,12 +6,22 @@ raise a ``UserError`` that says what was expected where.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import cast
 
 from bastion.core import UserError
 
-__all__ = ["as_json_object", "json_object", "json_objects"]
+__all__ = ["as_json_object", "json_arguments", "json_object", "json_objects"]
+
+
+def json_arguments(text: str) -> dict[str, object]:
+    """A tool call's arguments text as an object; ``{}`` when it is not a JSON object."""
+    try:
+        arguments = as_json_object(json.loads(text or "{}"))
+    except ValueError:
+        return {}
+    return {} if arguments is None else dict(arguments)
 
 
 def json_object(value: object, what: str) -> Mapping[str, object]:

@@ -83,7 +83,7 @@ class AgentRuns:
         self,
         config: RunConfig,
         state: RunState,
-        deps: Any,
+        deps: object,
         journal: RunJournal | None = None,
         *,
         governed: bool = True,

@@ -174,6 +174,22 @@ class RunState:
         self.stop_reason = reason
         self.output = output
 
+    def close_step(self, suspended: SuspendedStep) -> None:
+        """Complete the suspended step: every call has its result (or none was kept).
+
+        The results join the messages in the order the model made the calls, and the
+        step's call records are put back in that order too.
+        """
+        done = {message.tool_call_id: message for message in suspended.results}
+        self.messages.extend(done[c.id] for c in suspended.calls if c.id in done)
+        position = {call.id: i for i, call in enumerate(suspended.calls)}
+        records = self.tool_calls
+        start = len(records)
+        while start > 0 and records[start - 1].id in position:
+            start -= 1
+        records[start:] = sorted(records[start:], key=lambda record: position[record.id])
+        self.suspended = None
+
     def follow_up(self, message: UserMessage) -> None:
         """A completed turn is followed by ``message``: the run goes on with it.
 
