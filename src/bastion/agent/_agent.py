@@ -31,6 +31,7 @@ from ._state import RunState
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from typing import Unpack
 
     from bastion.context import Compaction, ContextConfig
     from bastion.governance import Budget, Policy
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from ._handoffs import Handoff, HandoffTarget
     from ._hooks import SessionLink
     from ._output import Output
+    from ._run_args import DriveOptions, RunArgs
     from ._stream import AgentStream
 else:
     _assemble = lazy_module("bastion.agent._assemble")
@@ -166,7 +168,7 @@ class Agent(Generic[DepsT, OutputT]):
         *,
         model: Model | str,
         instructions: Instructions = "",
-        tools: Sequence[Tool | Callable[..., Any] | ToolSource | ToolFactory] = (),
+        tools: Sequence[Tool | Callable[..., object] | ToolSource | ToolFactory] = (),
         output_type: type[OutputT] | Output[OutputT] | Any = str,
         deps: DepsT | None = None,
         description: str = "",
@@ -293,7 +295,7 @@ class Agent(Generic[DepsT, OutputT]):
         resume: str | None = None,
         directive: Directive | None = None,
         deps: DepsT | None = None,
-        **options: Any,
+        **options: Unpack[DriveOptions],
     ) -> AgentDrive[OutputT]:
         """Start (or resume) a run the application drives, deciding each tool call.
 
@@ -528,7 +530,7 @@ class Agent(Generic[DepsT, OutputT]):
     def run_sync(
         self,
         input: str | Sequence[UserPart] | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[RunArgs[DepsT]],
     ) -> RunResult[OutputT]:
         """Run to the end from synchronous code (the one sync entry point).
 
@@ -542,7 +544,7 @@ class Agent(Generic[DepsT, OutputT]):
         raise UserError("run_sync() was called inside a running event loop; use await agent.run().")
 
     async def _run_and_close(
-        self, input: str | Sequence[UserPart] | None, kwargs: dict[str, Any]
+        self, input: str | Sequence[UserPart] | None, kwargs: RunArgs[DepsT]
     ) -> RunResult[OutputT]:
         try:
             return await self.run(input, **kwargs)

@@ -18,7 +18,6 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from bastion.core import AssistantMessage, ToolCall, UserError
 from bastion.tools import ApprovalDecision
@@ -39,7 +38,7 @@ class ApprovalMismatch(UserError):
 def call_digest(run_id: str, call: ToolCall) -> str:
     """The digest of one call: run, call id, tool name and canonical arguments."""
     try:
-        arguments: Any = json.loads(call.arguments) if call.arguments.strip() else {}
+        arguments: object = json.loads(call.arguments) if call.arguments.strip() else {}
         canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
     except ValueError:  # malformed arguments: bind to the exact text
         canonical = call.arguments

@@ -7,7 +7,7 @@ them run before the agent exists, so a bad configuration has no side effect.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core import Clock, Model, ModelSettings, OutputMode, Runtime, SandboxConfig, UserError
 from bastion.core._runtime import check_sandbox_setting
@@ -40,6 +40,8 @@ from ._tiers import TierResolver
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+
+    from typing_extensions import TypeForm
 
     from bastion.observability import ToolAudit
     from bastion.tools import CodeMode
@@ -92,7 +94,7 @@ class AgentTools:
 
 def build_tools(
     name: str,
-    tools: Sequence[Tool | Callable[..., Any] | ToolSource],
+    tools: Sequence[Tool | Callable[..., object] | ToolSource],
     *,
     audit: ToolAudit,
     model: Model,
@@ -158,7 +160,7 @@ def build_tools(
 
 def build_output(
     name: str,
-    output_type: Any,
+    output_type: TypeForm[object],
     output_mode: OutputMode | None,
     output_retries: int,
     tools: Mapping[str, Tool],

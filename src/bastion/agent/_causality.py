@@ -16,13 +16,15 @@ such a call (``dataflow_policy_blocked``), and the model reads why.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Literal, TypeAlias, TypedDict
 
 from bastion.core import RunContext, UserError
 from bastion.tools import Deny, ToolCallRequest
 
 from ._entries import ModelResponseEntry, RunStartedEntry, ToolResultEntry, read_entry
+from ._narrow import json_object, json_objects
 from ._scope import live_scope
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ __all__ = [
     "CausalMonitor",
     "CausalityMode",
     "Cause",
+    "Taint",
     "causal_chain",
     "taint_of",
 ]
@@ -49,6 +52,13 @@ _READERS = frozenset({"pure", "read_only"})
 _PARENT_RUN_ID = "bastion.parent_run_id"
 _PARENT_TOOL_CALL_ID = "bastion.parent_tool_call_id"
 _PREVIEW = 200
+
+
+class Taint(TypedDict):
+    """A run that had read untrusted content when it delegated, kept in a child's metadata."""
+
+    run_id: str
+    agent: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -173,9 +183,9 @@ def _result(run_id: str, agent: str, entry: ToolResultEntry) -> Cause:
     )
 
 
-def _inputs(run_id: str, agent: str, state: dict[str, Any]) -> list[Cause]:
+def _inputs(run_id: str, agent: str, state: Mapping[str, object]) -> list[Cause]:
     """The run's input: its user messages."""
-    messages = cast("list[dict[str, Any]]", state.get("messages") or [])
+    messages = json_objects(state.get("messages"), "A run state's messages")
     return [
         Cause(kind="input", run_id=run_id, agent=agent, text=_short(_text(message)))
         for message in messages
@@ -183,13 +193,13 @@ def _inputs(run_id: str, agent: str, state: dict[str, Any]) -> list[Cause]:
     ]
 
 
-def _parent(state: dict[str, Any]) -> tuple[str, str] | None:
-    metadata = cast("dict[str, Any]", state.get("metadata") or {})
+def _parent(state: Mapping[str, object]) -> tuple[str, str] | None:
+    metadata = json_object(state.get("metadata"), "A run state's metadata")
     parent, call = metadata.get(_PARENT_RUN_ID), metadata.get(_PARENT_TOOL_CALL_ID)
     return (str(parent), str(call)) if parent and call else None
 
 
-def _text(message: dict[str, Any]) -> str:
+def _text(message: Mapping[str, object]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -200,12 +210,20 @@ def _short(text: str) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
-def taint_of(ctx: RunContext[Any], untrusted_seen: bool) -> list[dict[str, str]]:
+def taint_of(ctx: RunContext[object], untrusted_seen: bool) -> list[Taint]:
     """What a run passes on to a child it starts: its own taint and its ancestors'."""
-    taint = list(cast("list[dict[str, str]]", ctx.metadata.get(TAINT) or []))
+    taint = _taint(ctx.metadata)
     if untrusted_seen:
-        taint.append({"run_id": ctx.run_id, "agent": ctx.agent_name})
+        taint.append(Taint(run_id=ctx.run_id, agent=ctx.agent_name))
     return taint
+
+
+def _taint(metadata: Mapping[str, object]) -> list[Taint]:
+    """The runs above this one that had read untrusted content (``metadata[TAINT]``)."""
+    return [
+        Taint(run_id=str(t.get("run_id")), agent=str(t.get("agent")))
+        for t in json_objects(metadata.get(TAINT), f"metadata[{TAINT!r}]")
+    ]
 
 
 class CausalMonitor:
@@ -222,10 +240,10 @@ class CausalMonitor:
         if request.tool.side_effect_class in _READERS:
             return None
         ctx = request.ctx
-        taint = cast("list[dict[str, str]]", ctx.metadata.get(TAINT) or [])
+        taint = _taint(ctx.metadata)
         scope = live_scope(ctx.run_id)
         if scope is not None and scope.state.untrusted_seen:
-            taint = [*taint, {"run_id": ctx.run_id, "agent": ctx.agent_name}]
+            taint = [*taint, Taint(run_id=ctx.run_id, agent=ctx.agent_name)]
         if not taint:
             return None
         who = ", ".join(sorted({f"{t['agent']!r}" for t in taint}))

@@ -7,11 +7,12 @@ approve or deny of that call into the answer the child's call runs again with.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Mapping
 
 from bastion.core import UserError
 from bastion.tools import ApprovalDecision, ApprovalRequest, InputAnswer
+
+from ._narrow import json_object, json_objects
 
 __all__ = ["CHILD_SOURCE", "DENIED", "decided_child"]
 
@@ -21,20 +22,21 @@ _SOURCE = CHILD_SOURCE
 _DENIED = DENIED
 
 
-def _check_answer(call_id: str, answer: InputAnswer, context: Mapping[str, Any]) -> None:
+def _check_answer(call_id: str, answer: InputAnswer, context: Mapping[str, object]) -> None:
     """Refuse an answer that decides what the child does not wait for.
 
     Raises:
         UserError: It names a call or an interrupt the child is not waiting on.
     """
     content = answer.content or {}
-    pending = {str(p.get("tool_call_id")) for p in cast("list[dict[str, Any]]", context["pending"])}
-    waiting = {str(i.get("id")) for i in cast("list[dict[str, Any]]", context["interrupts"])}
-    chosen = cast("dict[str, Any]", content.get("approvals") or {})
-    named = set(chosen) | set(cast("dict[str, Any]", content.get("reasons") or {}))
+    where = f"The answer to call {call_id!r}"
+    pending = {str(p.get("tool_call_id")) for p in json_objects(context["pending"], "pending")}
+    waiting = {str(i.get("id")) for i in json_objects(context["interrupts"], "interrupts")}
+    chosen = json_object(content.get("approvals"), f"{where}: 'approvals'")
+    named = set(chosen) | set(json_object(content.get("reasons"), f"{where}: 'reasons'"))
     resolved = {
         str(i.get("interrupt_id"))
-        for i in cast("list[dict[str, Any]]", content.get("interrupts") or [])
+        for i in json_objects(content.get("interrupts"), f"{where}: 'interrupts'")
     }
     if answer.action == "accept" and waiting - resolved:
         raise UserError(
@@ -66,7 +68,7 @@ def decided_child(request: ApprovalRequest | None, decision: ApprovalDecision) -
         return decision
     if "run_id" not in question.context or decision.result is not None:
         return decision
-    interrupts = cast("Sequence[dict[str, Any]]", question.context.get("interrupts") or ())
+    interrupts = json_objects(question.context.get("interrupts"), "interrupts")
     if decision.answer is not None:
         _check_answer(decision.tool_call_id, decision.answer, question.context)
         return decision

@@ -23,6 +23,8 @@ from bastion.core import (
 )
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeForm
+
     from bastion.context import ContextConfig
     from bastion.security import SecurityConfig
     from bastion.stores import Stores
@@ -76,7 +78,7 @@ class RunConfig:
     hook_flags: HookFlags
     input_guardrails: tuple[InputGuardrail, ...] = ()
     output_guardrails: tuple[OutputGuardrail, ...] = ()
-    output_type: Any = str
+    output_type: TypeForm[object] = str
     output_schema: OutputSchema | None = None
     output_mode: OutputMode | None = None
     output_retries: int = 1
@@ -91,7 +93,7 @@ class RunConfig:
     clock: Clock
     context: ContextKeeper | None = None
     context_config: ContextConfig | None = None
-    deps: Any = None
+    deps: object = None
     event_bus: EventBus | None = None
     runtime: Runtime | None = None
     sandbox: bool | SandboxConfig | None = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bastion.context import (
     CalibratedCounter,
@@ -76,7 +76,7 @@ class CompactionScope(Protocol):
     def state(self) -> RunState: ...
 
     @property
-    def ctx(self) -> RunContext[Any]: ...
+    def ctx(self) -> RunContext[object]: ...
 
     @property
     def governance(self) -> RunGovernance | None: ...

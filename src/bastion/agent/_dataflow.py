@@ -16,9 +16,9 @@ import inspect
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bastion.core import Message, RunContext, ToolCall, UserError, UserMessage
+from bastion.core import JsonObject, Message, RunContext, ToolCall, UserError, UserMessage
 from bastion.security import (
     DataFlowLedger,
     DataFlowPolicy,
@@ -141,7 +141,7 @@ class DataFlowGuard:
         self._undeclassified = replace(policy, declassify_sinks=())
 
     async def check(
-        self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any], ctx: RunContext[Any]
+        self, tool: Tool, call: ToolCall, arguments: Mapping[str, object], ctx: RunContext[object]
     ) -> GuardVerdict | None:
         """``None`` for a clean sink call or a tool that is no sink; else the finding."""
         policy = self.policy
@@ -174,7 +174,7 @@ class DataFlowGuard:
         if not waived:
             return None
         self._counters.incr("security.dataflow.declassified.total", tool=call.name)
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "tool": call.name,
             "tool_call_id": call.id,
             "waived": [v.rule for v in waived],
@@ -191,7 +191,7 @@ class DataFlowGuard:
             self._counters.incr(
                 "security.dataflow.violations.total", mode=self.policy.mode, rule=v.rule
             )
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "tool": call.name,
             "tool_call_id": call.id,
             "mode": self.policy.mode,

@@ -44,6 +44,7 @@ from ._stream import AgentStream
 
 if TYPE_CHECKING:
     from ._agent import Agent
+    from ._run_args import DriveOptions
 
 __all__ = ["AgentDrive", "DriveDecision", "start_drive"]
 
@@ -71,7 +72,9 @@ class _Desk:
         if not future.done():
             future.set_result(decision)
 
-    async def on_approval(self, request: ApprovalRequest, ctx: RunContext[Any]) -> ApprovalDecision:
+    async def on_approval(
+        self, request: ApprovalRequest, ctx: RunContext[object]
+    ) -> ApprovalDecision:
         try:
             return await self._future(request.tool_call_id)
         finally:
@@ -205,8 +208,8 @@ def start_drive(  # noqa: PLR0917 - the options of Agent.drive, passed on
     input: str | Sequence[UserPart] | RunState | None,
     resume: str | None,
     directive: Directive | None,
-    deps: Any,
-    options: dict[str, Any],
+    deps: object,
+    options: DriveOptions,
 ) -> AgentDrive[OutputT]:
     """The drive of a new run, of a kept state, or of the journaled run ``resume``."""
     desk = _Desk()

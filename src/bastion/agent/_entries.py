@@ -7,14 +7,16 @@ added later has a default, so rows written before it still load; a ``tool_result
 written before ``spent`` existed keeps its model usage in the older fields it had.
 
 ``state`` stays the JSON object the state's own adapter writes (``state_payload``): the
-fold turns it into a ``RunState`` once it needs one.
+fold turns it into a ``RunState`` once it needs one. JSON fields are ``Mapping[str, object]``
+(pydantic validates them as any JSON) and are narrowed where they are read.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias
 
 from bastion.core import (
     AssistantMessage,
@@ -24,12 +26,14 @@ from bastion.core import (
     ToolErrorKind,
     Usage,
 )
+from bastion.tools import InputAction
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 __all__ = [
     "CompactionEntry",
+    "DecidedAnswer",
     "DecidedApproval",
     "DecidedInterrupt",
     "HandoffEntry",
@@ -62,7 +66,7 @@ class RunStartedEntry:
 
     kind: Literal["run_started"] = "run_started"
     event_seq: int = 0
-    state: dict[str, Any]
+    state: Mapping[str, object]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -118,7 +122,7 @@ class ToolResultEntry:
     promote: list[str] = field(default_factory=list[str])
     spent: list[Spent] = field(default_factory=list[Spent])
     edited: bool = False
-    provenance: dict[str, Any] | None = None
+    provenance: Mapping[str, object] | None = None
     """Where the output came from (data-flow policy), as ``Provenance.to_dict()``."""
     secrets_used: list[str] = field(default_factory=list[str])
     """Names of the vault secrets the call revealed (never their values)."""
@@ -159,8 +163,16 @@ class HandoffEntry:
     tool_call_id: str
     step: int
     messages: list[Message]
-    input_filter: dict[str, Any] = field(default_factory=dict[str, Any])
+    input_filter: Mapping[str, object] = field(default_factory=dict[str, object])
     spent: list[Spent] = field(default_factory=list[Spent])
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DecidedAnswer:
+    """A person's answer as the journal keeps it: the action and the content given."""
+
+    action: InputAction = "accept"
+    content: dict[str, object] | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -174,10 +186,10 @@ class DecidedApproval:
     tool_call_id: str
     granted: bool
     reason: str | None = None
-    arguments: dict[str, Any] | None = None
-    result: Any = None
+    arguments: dict[str, object] | None = None
+    result: str | None = None
     digest: str | None = None
-    answer: dict[str, Any] | None = None
+    answer: DecidedAnswer | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -185,7 +197,7 @@ class DecidedInterrupt:
     """A decision on a governance interrupt (``decision``: as ``decision_from_dict`` reads)."""
 
     interrupt_id: str
-    decision: Any
+    decision: object
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -213,7 +225,7 @@ class InterruptRaisedEntry:
 
     kind: Literal["interrupt_raised"] = "interrupt_raised"
     event_seq: int = 0
-    state: dict[str, Any]
+    state: Mapping[str, object]
     pending: list[PendingCall] = field(default_factory=list[PendingCall])
     interrupts: list[str] = field(default_factory=list[str])
 
@@ -224,7 +236,7 @@ class RunEndedEntry:
 
     kind: Literal["run_ended"] = "run_ended"
     event_seq: int = 0
-    state: dict[str, Any]
+    state: Mapping[str, object]
 
 
 JournalRecord: TypeAlias = (
@@ -251,7 +263,7 @@ def _adapter() -> TypeAdapter[JournalRecord]:
     return TypeAdapter(Annotated[JournalRecord, Field(discriminator="kind")])
 
 
-def entry_payload(entry: JournalRecord) -> dict[str, Any]:
+def entry_payload(entry: JournalRecord) -> dict[str, object]:
     """The entry as the JSON payload the store keeps (its kind is kept beside it)."""
     if isinstance(entry, ToolResultEntry):  # the older fields are read, written as ``spent``
         entry = replace(
@@ -261,7 +273,7 @@ def entry_payload(entry: JournalRecord) -> dict[str, Any]:
             summary_model=None,
             nested_usage=None,
         )
-    payload: dict[str, Any] = _adapter().dump_python(entry, mode="json")
+    payload: dict[str, object] = _adapter().dump_python(entry, mode="json")
     del payload["kind"]
     if isinstance(entry, ModelResponseEntry) and entry.chunks is None:
         del payload["chunks"]  # only recorded runs keep them
@@ -271,7 +283,7 @@ def entry_payload(entry: JournalRecord) -> dict[str, Any]:
     return payload
 
 
-def read_entry(kind: str, payload: Any) -> JournalRecord:
+def read_entry(kind: str, payload: Mapping[str, object]) -> JournalRecord:
     """The typed entry of a stored ``kind`` and ``payload``.
 
     Raises:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from bastion.core import GovernanceEvent
 from bastion.governance import (
@@ -50,7 +50,7 @@ __all__ = [
 GOVERNANCE_EVENTS = ("decisions", "all", "none")
 """What ``GovernanceOptions(events=...)`` accepts."""
 
-_Signal = tuple[str, dict[str, Any]]  # a signal's name and data, as the governor gave it
+_Signal = tuple[str, dict[str, object]]  # a signal's name and data, as the governor gave it
 _SINK: ContextVar[tuple[AgentGovernance, list[_Signal]] | None] = ContextVar(
     "bastion_governance_sink", default=None
 )
@@ -92,10 +92,10 @@ class AgentGovernance:
         if events != "none":  # "decisions": the governor skips the routine signals
             governor.subscribe_data(self._collect, routine=events == "all")
 
-    def _collect(self, name: str, data: dict[str, Any]) -> None:
+    def _collect(self, name: str, data: dict[str, object]) -> None:
         signal = (name, data)
         invocation = data.get("invocation_id")
-        if invocation:
+        if isinstance(invocation, str) and invocation:
             last = self._last
             run = last[1]() if last[0] == invocation else None
             if run is None:
@@ -128,7 +128,7 @@ class AgentGovernance:
     # -- ToolGovernor -------------------------------------------------------------------
 
     async def check(
-        self, tool: Tool, call: ToolCall, arguments: Mapping[str, Any], ctx: RunContext[Any]
+        self, tool: Tool, call: ToolCall, arguments: Mapping[str, object], ctx: RunContext[object]
     ) -> ToolCallDecision | None:
         """Check a call on its oracle key: deny, rate-limit, substitute or interrupt it.
 
@@ -169,7 +169,9 @@ class AgentGovernance:
             return Mock(substitute.value)
         return None
 
-    async def record(self, tool: Tool, call: ToolCall, result: str, ctx: RunContext[Any]) -> None:
+    async def record(
+        self, tool: Tool, call: ToolCall, result: str, ctx: RunContext[object]
+    ) -> None:
         """Feed a finished call's result to the ``extract`` limits of its oracle key."""
         key = tool.oracle_key or f"tool:{tool.name}"
         extracts = self._extracts.get(key)
@@ -292,7 +294,7 @@ class RunGovernance:
             self._model_key(model), node=self.node, graph=self.graph, invocation=self.invocation
         )
 
-    async def call(self, key: str, work: Callable[[], Any]) -> Any:
+    async def call(self, key: str, work: Callable[[], object]) -> object:
         """Run a tool's ``ctx.call(key, fn)`` work through the governor, for this run."""
         return await self.governor.exec(
             key,

@@ -8,13 +8,14 @@ guardrails, the parsed output for output guardrails. It may return a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, overload
 
 from bastion.core import RunContext, UserError
 
 from ._hooks import maybe_await
+from ._narrow import as_json_object
 
 __all__ = [
     "GuardrailResult",
@@ -25,7 +26,7 @@ __all__ = [
 ]
 
 GuardrailAction: TypeAlias = Literal["block", "warn", "rewrite"]
-GuardrailFunction: TypeAlias = Callable[[RunContext[Any], Any], Any]
+GuardrailFunction: TypeAlias = Callable[[RunContext[Any], Any], object]
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -43,7 +44,7 @@ class GuardrailResult:
     passed: bool
     action: GuardrailAction = "block"
     reason: str = ""
-    rewrite: Any = None
+    rewrite: object = None
 
     @classmethod
     def ok(cls) -> GuardrailResult:
@@ -61,12 +62,12 @@ class GuardrailResult:
         return cls(passed=False, action="warn", reason=reason)
 
     @classmethod
-    def replace(cls, value: Any, reason: str = "") -> GuardrailResult:
+    def replace(cls, value: object, reason: str = "") -> GuardrailResult:
         """Continue with ``value`` instead of the checked value."""
         return cls(passed=False, action="rewrite", reason=reason, rewrite=value)
 
     @classmethod
-    def coerce(cls, value: Any, guardrail: str) -> GuardrailResult:
+    def coerce(cls, value: object, guardrail: str) -> GuardrailResult:
         """Normalize what a guardrail function returned."""
         if value is None or value is True:
             return _PASS
@@ -74,15 +75,16 @@ class GuardrailResult:
             return cls.block(f"blocked by guardrail {guardrail!r}")
         if isinstance(value, GuardrailResult):
             return value
-        if isinstance(value, Mapping):
-            return cls._from_mapping(value, guardrail)  # pyright: ignore[reportUnknownArgumentType]
+        mapping = as_json_object(value)
+        if mapping is not None:
+            return cls._from_mapping(mapping, guardrail)
         raise UserError(
             f"Guardrail {guardrail!r} returned {value!r}; return a GuardrailResult, a bool, "
             "None, or a dict with 'pass'/'ok'."
         )
 
     @classmethod
-    def _from_mapping(cls, value: Mapping[str, Any], guardrail: str) -> GuardrailResult:
+    def _from_mapping(cls, value: Mapping[str, object], guardrail: str) -> GuardrailResult:
         passed = value.get("pass", value.get("ok", value.get("passed")))
         if passed is None:
             raise UserError(f"Guardrail {guardrail!r} returned a dict without 'pass' or 'ok'.")
@@ -103,7 +105,7 @@ class _Guardrail:
     name: str
     function: GuardrailFunction
 
-    async def check(self, ctx: RunContext[Any], value: Any) -> GuardrailResult:
+    async def check(self, ctx: RunContext[object], value: object) -> GuardrailResult:
         """Run the guardrail and normalize its verdict."""
         return GuardrailResult.coerce(await maybe_await(self.function(ctx, value)), self.name)
 
@@ -116,7 +118,8 @@ class OutputGuardrail(_Guardrail):
     """Checks the run's final output (parsed, when ``output_type`` is structured)."""
 
 
-GuardrailFn: TypeAlias = Callable[[RunContext[Any], Any], "Awaitable[Any] | Any"]
+GuardrailFn: TypeAlias = Callable[[RunContext[Any], Any], object]
+"""A guardrail function: sync, or async (its awaitable is awaited)."""
 
 
 @overload

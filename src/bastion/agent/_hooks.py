@@ -32,7 +32,7 @@ class AgentHooks:
         """Called after a run that completed successfully."""
 
     def on_tool_call(
-        self, ctx: RunContext[Any], tool_name: str, args: Mapping[str, Any]
+        self, ctx: RunContext[Any], tool_name: str, args: Mapping[str, object]
     ) -> Awaitable[None] | None:
         """Called before each tool call with validated arguments runs."""
 
@@ -64,7 +64,7 @@ class LoopHooks:
         """Called with each model response."""
 
     def before_tool_exec(
-        self, ctx: RunContext[Any], tool_name: str, args: Mapping[str, Any]
+        self, ctx: RunContext[Any], tool_name: str, args: Mapping[str, object]
     ) -> Awaitable[SkipTool | None] | SkipTool | None:
         """Return ``SkipTool(result)`` to skip the tool and use ``result`` instead."""
 

@@ -33,7 +33,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core import (
     AgentEvent,
@@ -60,6 +60,7 @@ from bastion.tools import Directive, Tool, ToolBatch, ToolOutcome
 from ._binding import ApprovalMismatch, call_digest
 from ._entries import (
     CompactionEntry,
+    DecidedAnswer,
     DecidedApproval,
     DecidedInterrupt,
     HandoffEntry,
@@ -117,12 +118,12 @@ def _state_adapter() -> TypeAdapter[RunState]:
     return TypeAdapter(RunState)
 
 
-def state_payload(state: RunState) -> dict[str, Any]:
+def state_payload(state: RunState) -> dict[str, object]:
     """The state as a JSON object (every field but the live exception)."""
     return _state_adapter().dump_python(state, mode="json", exclude={"exception"})
 
 
-def state_from_payload(payload: Mapping[str, Any]) -> RunState:
+def state_from_payload(payload: Mapping[str, object]) -> RunState:
     """A state written by :func:`state_payload`."""
     return _state_adapter().validate_python(payload)
 
@@ -353,7 +354,7 @@ class RunJournal:
                 tool_call_id=d.tool_call_id,
                 granted=d.granted,
                 reason=d.reason,
-                arguments=d.arguments,
+                arguments=None if d.arguments is None else dict[str, object](d.arguments),
                 result=d.result,
                 # The exact call decided on: a replay refuses a call changed since.
                 digest=call_digest(state.run_id, calls[d.tool_call_id])
@@ -366,7 +367,7 @@ class RunJournal:
             DecidedApproval(
                 tool_call_id=a.tool_call_id,
                 granted=True,
-                answer={"action": a.action, "content": a.content},
+                answer=DecidedAnswer(action=a.action, content=a.content),
                 digest=call_digest(state.run_id, calls[a.tool_call_id])
                 if a.tool_call_id in calls
                 else None,
@@ -466,7 +467,7 @@ class RunJournal:
         self.barrier_due = True
 
     async def tool_call_started(
-        self, tool: Tool, call: ToolCall, args: Mapping[str, Any], step: int
+        self, tool: Tool, call: ToolCall, args: Mapping[str, object], step: int
     ) -> None:
         """``tool_call_started``, durable before the tool runs (the side-effect ledger)."""
         key = tool.idempotency_key
@@ -641,7 +642,7 @@ def _outcome_of(batch: ToolBatch, tool_call_id: str) -> ToolOutcome | None:
     return None
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     """A governance decision as JSON: the form ``decision_from_dict`` reads."""
     if is_dataclass(value) and not isinstance(value, type):
         value = asdict(value)

@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from bastion.core import OutputMode, OutputSpec, ToolCall, ToolDefinition
 
+from ._narrow import as_json_object
 from ._result import OutputT
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeForm
+
     from ._verifiers import Verification, VerifierLike
 
 __all__ = [
@@ -99,18 +102,18 @@ class OutputValidationError(Exception):
 class OutputSchema:
     """The output type of an agent other than ``str``, as a JSON schema and a validator."""
 
-    def __init__(self, output_type: Any) -> None:
+    def __init__(self, output_type: TypeForm[object]) -> None:
         from pydantic import TypeAdapter
 
         self.output_type = output_type
-        self._adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        self._adapter: TypeAdapter[object] = TypeAdapter(output_type)
         schema = self._adapter.json_schema()
         name = getattr(output_type, "__name__", None) or "output"
         self.spec = OutputSpec(name=re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64], json_schema=schema)
         self.prompted_spec = replace(self.spec, mode="prompted")
         # Tool arguments must be a JSON object: any other type is wrapped in one field.
         self._wrapped = schema.get("type") != "object"
-        parameters: dict[str, Any] = schema
+        parameters: dict[str, object] = schema
         if self._wrapped:  # "$defs" must stay at the root for the "#/$defs/..." references
             inner = {k: v for k, v in schema.items() if k != "$defs"}
             parameters = {
@@ -133,7 +136,7 @@ class OutputSchema:
             f"else (no prose, no code fence):\n{json.dumps(self.spec.json_schema)}"
         )
 
-    def parse(self, text: str) -> Any:
+    def parse(self, text: str) -> object:
         """Parse and validate the model's text (a fenced code block is unwrapped).
 
         Raises:
@@ -147,7 +150,7 @@ class OutputSchema:
             raise OutputValidationError(["the answer is empty; a JSON value is required"])
         return self._validate(candidate)
 
-    def parse_arguments(self, arguments: str) -> Any:
+    def parse_arguments(self, arguments: str) -> object:
         """Parse and validate the arguments of a call to the final-answer tool.
 
         Raises:
@@ -156,14 +159,14 @@ class OutputSchema:
         if not self._wrapped:
             return self._validate(arguments or "{}")
         try:
-            value: Any = json.loads(arguments or "{}")
+            value = as_json_object(json.loads(arguments or "{}"))
         except ValueError as exc:
             raise OutputValidationError([f"the arguments are not valid JSON: {exc}"]) from None
-        if not isinstance(value, dict) or _WRAPPER not in value:
+        if value is None or _WRAPPER not in value:
             raise OutputValidationError([f"`{_WRAPPER}`: Field required"])
         return self._validate(json.dumps(value[_WRAPPER]))
 
-    def _validate(self, candidate: str) -> Any:
+    def _validate(self, candidate: str) -> object:
         from pydantic import ValidationError
 
         try:

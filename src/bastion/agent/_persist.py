@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bastion.core import UserError
 from bastion.security import redact_secret_keys
 
+from ._narrow import as_json_object
 from ._state import RunState
 
 if TYPE_CHECKING:
@@ -57,12 +58,12 @@ def run_state_from_json(text: str | bytes) -> RunState:
             this Bastion understands.
     """
     try:
-        document: Any = json.loads(text)
+        document = as_json_object(json.loads(text))
     except ValueError as exc:
         raise UserError(f"Not a run state: invalid JSON ({exc}).") from None
-    if not isinstance(document, dict) or "state" not in document:
+    if document is None or "state" not in document:
         raise UserError("Not a run state: expected {'schema_version': ..., 'state': {...}}.")
-    version = document.get("schema_version")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    version = document.get("schema_version")
     if not isinstance(version, int) or version < 1:
         raise UserError(f"Not a run state: bad schema_version {version!r}.")
     if version > RUN_STATE_SCHEMA_VERSION:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from bastion.core import ModelResponse, ToolMessage, UserError
+from bastion.core import ModelResponse, ToolMessage, UserError, json_object
 from bastion.stores import CorruptRecord, JournalUnreadable
 from bastion.tools import ApprovalDecision, ApprovalRequest, InputAnswer
 
@@ -40,6 +40,7 @@ from ._entries import (
 )
 from ._handoffs import find_agent
 from ._journal import JOURNAL_SCHEMA_VERSION, outcome_of_entry, state_from_payload
+from ._narrow import json_arguments
 from ._output import output_call
 from ._state import PendingApproval, SuspendedStep
 from .steps._dispatch_tools import record_outcome
@@ -240,15 +241,7 @@ class _Fold:
         if suspended is not None and all(
             p.call.id in self.results for p in state.pending_approvals
         ):  # a resumed step completed, as resume_step completes it
-            done = {m.tool_call_id: m for m in suspended.results}
-            state.messages.extend(done[c.id] for c in suspended.calls if c.id in done)
-            position = {c.id: i for i, c in enumerate(suspended.calls)}
-            records = state.tool_calls
-            start = len(records)
-            while start > 0 and records[start - 1].id in position:
-                start -= 1
-            records[start:] = sorted(records[start:], key=lambda r: position[r.id])
-            state.suspended = None
+            state.close_step(suspended)
             state.pending_approvals = []
             self.step_calls = []
 
@@ -302,7 +295,7 @@ class _Fold:
                 request = ApprovalRequest(
                     tool_call_id=call.id,
                     tool_name=call.name,
-                    arguments=_arguments(started.arguments),
+                    arguments=json_arguments(started.arguments),
                     classification=tool.classification() if tool is not None else {},
                     reason=OUTCOME_UNKNOWN.format(name=call.name, kind=kind),
                     step=state.step,
@@ -327,27 +320,21 @@ def _decision(item: DecidedApproval, asked: Mapping[str, InputRequest]) -> Appro
     if item.answer is not None:
         answer = InputAnswer(
             tool_call_id=item.tool_call_id,
-            action=item.answer.get("action", "accept"),
-            content=item.answer.get("content"),
+            action=item.answer.action,
+            content=item.answer.content,
             request=asked.get(item.tool_call_id),
         )
     return ApprovalDecision(
         tool_call_id=item.tool_call_id,
         granted=item.granted,
         reason=item.reason,
-        arguments=item.arguments,
+        arguments=None
+        if item.arguments is None
+        else json_object(item.arguments, "a decided call's arguments"),
         result=item.result,
         digest=item.digest,
         answer=answer,
     )
-
-
-def _arguments(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}  # pyright: ignore[reportUnknownVariableType]
 
 
 def check_entry(run_id: str, entry: JournalEntry, position: int) -> None:

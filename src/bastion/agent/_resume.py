@@ -42,7 +42,7 @@ def resume_state(  # noqa: PLR0917 - one resumed run's parts
     config: RunConfig,
     saved: RunState,
     directive: Directive | None,
-    deps: Any,
+    deps: object,
     link: SessionLink | None,
 ) -> AgentStream[Any]:
     """Continue the suspended run ``saved`` (a kept state) with ``directive``'s decisions."""
@@ -80,7 +80,7 @@ def resume_journaled(  # noqa: PLR0917 - one resumed run's parts
     config: RunConfig,
     run_id: str,
     directive: Directive | None,
-    deps: Any,
+    deps: object,
     link: SessionLink | None,
 ) -> AgentStream[Any]:
     """Continue the journaled run ``run_id``; its state is loaded when iteration starts."""
@@ -103,7 +103,7 @@ class _Resumed:
         config: RunConfig,
         stream: AgentStream[Any],
         directive: Directive | None,
-        deps: Any,
+        deps: object,
         link: SessionLink | None,
     ) -> None:
         self.runs = runs

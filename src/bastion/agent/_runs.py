@@ -83,7 +83,7 @@ class AgentRuns:
         self,
         config: RunConfig,
         state: RunState,
-        deps: Any,
+        deps: object,
         journal: RunJournal | None = None,
         *,
         governed: bool = True,
@@ -103,7 +103,7 @@ class AgentRuns:
                 ancestry=metadata.get(ANCESTRY) or (),
                 graph=metadata.get(GRAPH) or "",
             )
-        ctx: RunContext[Any] = RunContext(
+        ctx: RunContext[object] = RunContext(
             run_id=state.run_id,
             agent_name=config.name,
             deps=deps if deps is not None else config.deps,

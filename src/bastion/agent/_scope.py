@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from bastion.context import TranscriptGuard
 
@@ -104,7 +104,7 @@ class RunScope:
         self,
         config: RunConfig,
         state: RunState,
-        ctx: RunContext[Any],
+        ctx: RunContext[object],
         governance: RunGovernance | None = None,
         *,
         journal: RunJournal | None = None,

@@ -10,7 +10,6 @@ last good list and becomes one ``tool.source.error`` event per run and source.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from bastion.core import ToolSourceErrorEvent, UserError
 from bastion.tools import Tool, ToolRegistry, ToolSource
@@ -19,14 +18,14 @@ __all__ = ["ToolSources", "split_sources"]
 
 
 def split_sources(
-    items: Sequence[Tool | Callable[..., Any] | ToolSource], owner: str
-) -> tuple[list[Tool | Callable[..., Any]], tuple[ToolSource, ...]]:
+    items: Sequence[Tool | Callable[..., object] | ToolSource], owner: str
+) -> tuple[list[Tool | Callable[..., object]], tuple[ToolSource, ...]]:
     """Separate tool sources from tools and functions; source names must be unique.
 
     Raises:
         UserError: Two sources share a name.
     """
-    tools: list[Tool | Callable[..., Any]] = []
+    tools: list[Tool | Callable[..., object]] = []
     sources: list[ToolSource] = []
     for item in items:
         if not isinstance(item, Tool) and isinstance(item, ToolSource):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bastion.core import (
     AssistantMessage,
@@ -27,6 +27,9 @@ from bastion.security import DataFlowLedger
 from bastion.tools import ApprovalRequest
 
 from ._result import RunResult, ToolCallRecord
+
+if TYPE_CHECKING:
+    from pydantic import ConfigDict
 
 __all__ = ["PendingApproval", "RunState", "RunStatusError", "SuspendedStep"]
 
@@ -84,7 +87,7 @@ class RunState:
     """Everything a run has done so far."""
 
     # pydantic (``run_state_to_json``) may hold the live exception; it is never dumped.
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"arbitrary_types_allowed": True}
+    __pydantic_config__: ClassVar[ConfigDict] = {"arbitrary_types_allowed": True}
 
     run_id: str
     agent_name: str
@@ -160,16 +163,32 @@ class RunState:
         self.exception = exception
         self.output = None
 
-    def complete(self, output: Any) -> None:
+    def complete(self, output: object) -> None:
         """End the run ``completed`` with its output."""
         self._move("completed")
         self.output = output
 
-    def stop(self, reason: str, output: Any) -> None:
+    def stop(self, reason: str, output: object) -> None:
         """End the run ``stopped`` (a limit or a hook; not an error), with the last answer."""
         self._move("stopped")
         self.stop_reason = reason
         self.output = output
+
+    def close_step(self, suspended: SuspendedStep) -> None:
+        """Complete the suspended step: every call has its result (or none was kept).
+
+        The results join the messages in the order the model made the calls, and the
+        step's call records are put back in that order too.
+        """
+        done = {message.tool_call_id: message for message in suspended.results}
+        self.messages.extend(done[c.id] for c in suspended.calls if c.id in done)
+        position = {call.id: i for i, call in enumerate(suspended.calls)}
+        records = self.tool_calls
+        start = len(records)
+        while start > 0 and records[start - 1].id in position:
+            start -= 1
+        records[start:] = sorted(records[start:], key=lambda record: position[record.id])
+        self.suspended = None
 
     def follow_up(self, message: UserMessage) -> None:
         """A completed turn is followed by ``message``: the run goes on with it.

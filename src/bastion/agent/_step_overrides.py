@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
 
 from bastion.core import (
     Message,
@@ -91,7 +90,7 @@ def apply_overrides(request: ModelRequest, overrides: StepOverrides) -> frozense
     """
     settings = request.settings
     if overrides.settings is not None:
-        changed: dict[str, Any] = {
+        changed: dict[str, object] = {
             name: value
             for name in _SETTING_NAMES
             if (value := getattr(overrides.settings, name)) is not None

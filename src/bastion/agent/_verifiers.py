@@ -63,12 +63,12 @@ class Verdict:
 class VerifierCheck(Protocol):
     """A verifier as an object: ``name`` (optional) and a sync or async ``verify``."""
 
-    def verify(self, ctx: RunContext[Any], output: Any, /) -> Any:
+    def verify(self, ctx: RunContext[Any], output: Any, /) -> object:
         """Judge ``output``; returns what a verifier function returns (see the module)."""
         ...
 
 
-VerifierLike: TypeAlias = Callable[[RunContext[Any], Any], Any] | VerifierCheck
+VerifierLike: TypeAlias = Callable[[RunContext[Any], Any], object] | VerifierCheck
 
 
 @dataclass(kw_only=True, slots=True, frozen=True)
@@ -136,9 +136,9 @@ def verifier_name(check: VerifierLike) -> str:
     return getattr(check, "__name__", None) or type(check).__name__
 
 
-async def checked(check: VerifierLike, ctx: RunContext[Any], output: Any) -> Verdict:
+async def checked(check: VerifierLike, ctx: RunContext[object], output: object) -> Verdict:
     """Run one verifier and normalise its answer (exceptions propagate to the caller)."""
-    judge: Callable[[RunContext[Any], Any], Any] = (
+    judge: Callable[[RunContext[Any], Any], object] = (
         check.verify if isinstance(check, VerifierCheck) else check
     )
     value = judge(ctx, output)
@@ -147,7 +147,7 @@ async def checked(check: VerifierLike, ctx: RunContext[Any], output: Any) -> Ver
     return _verdict(value, verifier_name(check))
 
 
-def _verdict(value: Any, name: str) -> Verdict:
+def _verdict(value: object, name: str) -> Verdict:
     if value is None or value is True:
         return _PASSED
     if value is False:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from pydantic import TypeAdapter
 from temporalio.client import WorkflowExecutionStatus
@@ -140,7 +140,8 @@ class TemporalAgent(InterruptClient, FanOutMethods, Generic[OutputT]):
         """The workflow classes and activity functions (register them on your own ``Worker``)."""
         self.counters = stores
         """The store the workers count governance limits in (``None``: no governance)."""
-        self._output: TypeAdapter[OutputT] = TypeAdapter(config.output_type)
+        # the agent's output type is OutputT: the adapter validates into it
+        self._output = cast("TypeAdapter[OutputT]", TypeAdapter(config.output_type))
 
     def worker(self, client: Client, **options: Any) -> Worker:
         """A worker for this agent's workflow and activities (``options`` go to ``Worker``)."""

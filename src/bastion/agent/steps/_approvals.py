@@ -156,10 +156,7 @@ async def resume_step(
         if batch.pending or held_back:
             _suspend_again(state, batch, held_back)
         else:
-            results = {message.tool_call_id: message for message in suspended.results}
-            state.messages.extend(results[c.id] for c in suspended.calls if c.id in results)
-            _records_in_call_order(state, suspended)
-            state.suspended = None
+            state.close_step(suspended)
             state.pending_approvals = []
 
 
@@ -185,13 +182,3 @@ def _suspend_again(
     ]
     state.pending_approvals.extend(held_back)
     state.suspend()
-
-
-def _records_in_call_order(state: RunState, suspended: SuspendedStep) -> None:
-    """Put the step's call records back in the order the model made the calls."""
-    position = {call.id: i for i, call in enumerate(suspended.calls)}
-    records = state.tool_calls
-    start = len(records)
-    while start > 0 and records[start - 1].id in position:
-        start -= 1
-    records[start:] = sorted(records[start:], key=lambda record: position[record.id])

@@ -7,7 +7,6 @@ observer are plugged into the executor only when overridden.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any
 
 from bastion.agent._dataflow import note_outcome
 from bastion.agent._hooks import AgentHooks, LoopHooks, maybe_await
@@ -50,7 +49,9 @@ class _HookBridge:
     def __init__(self, scope: RunScope) -> None:
         self._scope = scope
 
-    async def before(self, tool: Tool, call: ToolCall, args: Mapping[str, Any]) -> SkipTool | None:
+    async def before(
+        self, tool: Tool, call: ToolCall, args: Mapping[str, object]
+    ) -> SkipTool | None:
         scope = self._scope
         config = scope.config
         flags = config.hook_flags

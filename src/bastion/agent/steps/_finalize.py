@@ -10,8 +10,6 @@ answer next (``_verify.py``); output guardrails run last.
 
 from __future__ import annotations
 
-from typing import Any
-
 from bastion.agent._output import OUTPUT_TOOL, OutputSchema, OutputValidationError, output_call
 from bastion.agent._scope import RunScope
 from bastion.core import AgentEvent, ModelResponse, ToolCall, ToolMessage, UserMessage
@@ -64,7 +62,7 @@ async def finalize(scope: RunScope, response: ModelResponse) -> list[AgentEvent]
 
 def _parse(
     scope: RunScope, schema: OutputSchema, response: ModelResponse, call: ToolCall | None
-) -> Any:
+) -> object:
     if call is not None:
         return schema.parse_arguments(call.arguments)
     try:

@@ -14,10 +14,10 @@ Called only when the agent has governance (``scope.governance`` is set):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
+from bastion.agent._narrow import json_arguments
 from bastion.agent._state import PendingApproval, SuspendedStep
 from bastion.core import (
     AssistantMessage,
@@ -131,14 +131,10 @@ async def govern_round(scope: RunScope, model: Model, calls: Sequence[ToolCall])
 
 
 def _request(call: ToolCall, reason: str, step: int) -> ApprovalRequest:
-    try:
-        arguments: Any = json.loads(call.arguments or "{}")
-    except ValueError:
-        arguments = {}
     return ApprovalRequest(
         tool_call_id=call.id,
         tool_name=call.name,
-        arguments=cast("dict[str, Any]", arguments) if isinstance(arguments, dict) else {},
+        arguments=json_arguments(call.arguments),
         reason=reason,
         step=step,
     )
@@ -212,7 +208,7 @@ async def finish_governance(scope: RunScope) -> None:
     await governance.governor.end_scope(invocation=state.run_id)
 
 
-def substitute_response(model: Model, value: Any) -> ModelResponse:
+def substitute_response(model: Model, value: object) -> ModelResponse:
     """The answer an interrupt decision supplied (``ResultDecision``) for a model call.
 
     A :class:`ModelResponse` is used as it is; anything else becomes its text.

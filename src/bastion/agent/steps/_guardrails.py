@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
-from bastion.agent._guardrails import InputGuardrail, OutputGuardrail
+from bastion.agent._guardrails import GuardrailAction, InputGuardrail, OutputGuardrail
 from bastion.agent._scope import RunScope
 from bastion.core import AgentEvent, GuardrailTrippedEvent, UserMessage
 
@@ -41,7 +41,7 @@ async def check_input(scope: RunScope) -> list[AgentEvent]:
     return events
 
 
-async def check_output(scope: RunScope, output: Any) -> list[AgentEvent]:
+async def check_output(scope: RunScope, output: object) -> list[AgentEvent]:
     """Run the output guardrails; set the run's output, or fail it on a block."""
     events: list[AgentEvent] = []
     state = scope.state
@@ -65,8 +65,8 @@ async def check_output(scope: RunScope, output: Any) -> list[AgentEvent]:
 def _tripped(
     scope: RunScope,
     guardrail: InputGuardrail | OutputGuardrail,
-    stage: Any,
-    action: Any,
+    stage: Literal["input", "output"],
+    action: GuardrailAction,
     reason: str,
 ) -> GuardrailTrippedEvent:
     return GuardrailTrippedEvent(

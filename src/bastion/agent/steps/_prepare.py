@@ -7,10 +7,9 @@ messages of a given history are replaced by this run's instructions.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from bastion.agent._hooks import maybe_await
 from bastion.agent._output import OUTPUT_TOOL
@@ -55,11 +54,9 @@ async def open_run(
     """Make lazy dependencies, then fill the messages: instructions, history, user message."""
     await resolve_deps(scope.ctx)
     config = scope.config
-    instructions: Any = config.instructions
+    instructions = config.instructions
     if callable(instructions):
-        instructions = instructions(scope.ctx)
-        if inspect.isawaitable(instructions):
-            instructions = await instructions
+        instructions = await maybe_await(instructions(scope.ctx))
     messages = scope.state.messages
     if instructions:
         messages.append(SystemMessage(content=str(instructions)))
@@ -75,16 +72,22 @@ async def open_run(
         messages.append(UserMessage(content=content))
 
 
-async def resolve_deps(ctx: RunContext[Any]) -> None:
+async def resolve_deps(ctx: RunContext[object]) -> None:
     """Replace ``Lazy`` dependencies (the whole value, or values of a dict) by their results."""
-    deps: Any = ctx.deps
-    if isinstance(deps, Lazy):
-        ctx.deps = await deps.resolve()
-    elif isinstance(deps, dict) and any(isinstance(v, Lazy) for v in deps.values()):  # pyright: ignore[reportUnknownVariableType]
-        resolved: dict[Any, Any] = {}
-        for key, value in deps.items():  # pyright: ignore[reportUnknownVariableType]
-            resolved[key] = await value.resolve() if isinstance(value, Lazy) else value
-        ctx.deps = resolved
+    deps = ctx.deps
+    if not isinstance(deps, dict):
+        ctx.deps = await _resolved(deps)  # the same value unless it is a Lazy
+    else:
+        given = cast("dict[object, object]", deps)  # isinstance leaves keys and values unknown
+        if any(isinstance(v, Lazy) for v in given.values()):
+            ctx.deps = {key: await _resolved(value) for key, value in given.items()}
+
+
+async def _resolved(value: object) -> object:
+    """What a ``Lazy`` dependency makes; any other value as it is."""
+    if not isinstance(value, Lazy):
+        return value
+    return await cast("Lazy[object]", value).resolve()  # isinstance leaves its type unknown
 
 
 def replace_input_text(message: UserMessage, text: str) -> None:

@@ -9,8 +9,6 @@ on, while ``max_rounds`` lasts.
 
 from __future__ import annotations
 
-from typing import Any
-
 from bastion.agent._scope import RunScope
 from bastion.agent._verifiers import Verdict, Verification, checked, verifier_name
 from bastion.core import AgentEvent, UserMessage, VerifierResultEvent
@@ -19,7 +17,7 @@ __all__ = ["verify"]
 
 
 async def verify(
-    scope: RunScope, config: Verification, output: Any
+    scope: RunScope, config: Verification, output: object
 ) -> tuple[list[AgentEvent], bool]:
     """Judge ``output``: the ``verifier.result`` events, and whether to accept the answer.
 
