@@ -17,7 +17,8 @@ Figures:
 * ``runtime_cycles``: strongly connected groups (of two or more modules) in the graph of
   imports that run (module level, inside functions, or deferred with ``lazy_module``; not
   under ``TYPE_CHECKING``).
-* ``local_imports``: imports of Bastion's own modules placed inside functions.
+* ``local_imports``: imports of Bastion's own modules placed inside functions, but for
+  those that load an optional dependency (inside a ``try`` that catches ``ImportError``).
 * ``dict_str_any``: ``dict[str, Any]`` written out (docstrings too); ``any_per_kloc``: the
   name ``Any`` used in code per 1,000 lines.
 * ``duplicates_per_kloc``: pairs the ``duplicates`` command finds in ``src/bastion`` per
@@ -171,25 +172,42 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _runtime_imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Each import that runs, with whether it sits inside a function."""
+_OPTIONAL = {"ImportError", "ModuleNotFoundError"}
+
+
+def _loads_optional(node: ast.Try) -> bool:
+    """A ``try`` whose handlers catch ``ImportError``: it loads an optional dependency."""
+    for handler in node.handlers:
+        caught = handler.type
+        names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+        if any(isinstance(name, ast.Name) and name.id in _OPTIONAL for name in names):
+            return True
+    return False
+
+
+def _runtime_imports(
+    tree: ast.AST,
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+    """Each import that runs, with whether it sits inside a function and whether it loads
+    an optional dependency (inside a ``try`` that catches ``ImportError``)."""
 
     def walk(
-        node: ast.AST, in_function: bool
-    ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+        node: ast.AST, in_function: bool, optional: bool
+    ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and _is_type_checking(child.test):
                 for orelse in child.orelse:
-                    yield from walk(orelse, in_function)
+                    yield from walk(orelse, in_function, optional)
                 continue
             if isinstance(child, (ast.Import, ast.ImportFrom)):
-                yield child, in_function
+                yield child, in_function, optional
             inner = in_function or isinstance(
                 child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
             )
-            yield from walk(child, inner)
+            guarded = optional or (isinstance(child, ast.Try) and _loads_optional(child))
+            yield from walk(child, inner, guarded)
 
-    yield from walk(tree, False)
+    yield from walk(tree, False, False)
 
 
 def _absolute(module: Module, node: ast.ImportFrom) -> str:
@@ -238,7 +256,7 @@ def imports(modules: dict[str, Module]) -> _Imports:
     found = _Imports()
     for module in modules.values():
         edges = found.edges.setdefault(module.name, set())
-        for node, in_function in _runtime_imports(module.tree):
+        for node, in_function, optional in _runtime_imports(module.tree):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names if a.name.startswith("bastion")]
@@ -248,7 +266,7 @@ def imports(modules: dict[str, Module]) -> _Imports:
                     targets = [_resolve(base, a.name, modules, table) for a in node.names]
             targets = [t for t in targets if t in modules and t != module.name]
             edges.update(targets)
-            if in_function and targets:
+            if in_function and not optional and targets:
                 found.local.append(f"{module.name}:{node.lineno}")
         edges.update(t for t in _lazy_targets(module.tree) if t in modules)
     return found

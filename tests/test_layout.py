@@ -16,16 +16,10 @@ from benchmarks.codebase import ROOT, SRC, cycles, imports, load_modules, oversi
 MODULES = load_modules()
 
 
-_OPEN = pytest.mark.xfail(
-    strict=True, reason="the core's reshaping is under way: past the limit today (issue 26)"
-)
-
-
 def test_no_runtime_import_cycle() -> None:
     assert cycles(imports(MODULES).edges) == []
 
 
-@_OPEN
 def test_few_function_local_imports_of_bastion_modules() -> None:
     local = imports(MODULES).local
     assert len(local) <= 20, local

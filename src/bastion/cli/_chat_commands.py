@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bastion import context
 from bastion.core import BastionError, message_adapter, new_id
 from bastion.sessions import Session
 
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from bastion.core import Message
-    from bastion.sessions import Session
 
     from ._chat import Chat
 
@@ -142,8 +142,6 @@ class Commands:
         return chat.call(Session.resume(chat.agent, session_id))
 
     def _import(self, path: Path) -> Session:
-        from bastion.sessions import Session
-
         chat = self.chat
         return chat.call(Session.import_jsonl(chat.agent, path.read_text(encoding="utf-8")))
 
@@ -154,9 +152,9 @@ class Commands:
             self._say("nothing to compact yet")
             return
         if chat.agent.config.context is None:  # no settings: summarize all but the last 2 exchanges
-            from bastion.context import ContextConfig
-
-            config = ContextConfig(strategy="summarize", keep_last=2, max_context_tokens=_NOW)
+            config = context.ContextConfig(
+                strategy="summarize", keep_last=2, max_context_tokens=_NOW
+            )
             done = chat.call(chat.agent.compact(messages, config=config))
         else:
             done = chat.call(chat.agent.compact(messages))
@@ -176,8 +174,6 @@ class Commands:
 
 async def _seeded(chat: Chat, messages: list[Message]) -> Session:
     """A new session whose history is ``messages`` (the compacted conversation)."""
-    from bastion.sessions import Session
-
     session_id = new_id("session")
     adapter = message_adapter()
     lines = [json.dumps({"format": _EXPORT, "session_id": session_id, "state": {}})]

@@ -10,6 +10,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from bastion.core import AssistantMessage, Usage
+from bastion.sessions import TurnAborted
 
 from ._format import format_call
 
@@ -91,8 +92,6 @@ class ChatView:
         self.console.print(panel)
 
     def _error(self, event: SessionError) -> None:
-        from bastion.sessions import TurnAborted
-
         if isinstance(event.error, TurnAborted):
             self.note("cancelled: the session goes on", "yellow")
 

@@ -22,6 +22,7 @@ from rich.table import Table
 
 from bastion.core import JsonValue, UserError
 from bastion.mcp import ConnectionLost, MCPServer, load_config, serve_agent
+from bastion.mcp._convert import render_content
 from bastion.tools import ToolError
 
 if TYPE_CHECKING:
@@ -157,8 +158,6 @@ def call_tool(  # noqa: PLR0917 (typer options)
     elif result.structured_content is not None:
         typer.echo(json.dumps(result.structured_content, indent=2))
     else:
-        from bastion.mcp._convert import render_content
-
         typer.echo(render_content(chosen.name, result.content)[0])
     if result.is_error:
         raise typer.Exit(EXIT_FAILED_RUN)

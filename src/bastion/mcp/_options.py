@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields
 from fnmatch import fnmatchcase
 from typing import Literal, TypeAlias, TypedDict, TypeGuard, cast
 
+from bastion import providers
 from bastion.core import JsonObject, Model, UserError
 from bastion.security import INBOUND_POLICIES, InboundPolicy
 from bastion.tools import SideEffectClass
@@ -233,9 +234,7 @@ def _sampling_model(where: str, value: object) -> Model:
         raise UserError(
             f"{where}: sampling must be a Model or a 'provider:model' string, got {value!r}."
         )
-    from bastion.providers import resolve_model
-
-    return resolve_model(value)
+    return providers.resolve_model(value)
 
 
 def _patterns(where: str, key: str, value: object) -> tuple[str, ...]:

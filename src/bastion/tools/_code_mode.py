@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bastion._lazy import lazy_module
 from bastion.core import JsonValue, RunContext, ToolCall, UserError
 
 from ._code_sandbox import CodeSandbox, HostFunction
@@ -38,7 +39,10 @@ from ._result import render_output
 from ._tool import Tool, ToolResult, tool
 
 if TYPE_CHECKING:
+    from . import _search
     from ._executor import ToolExecutor
+else:
+    _search = lazy_module("bastion.tools._search")  # tool search loads with the first search
 
 __all__ = ["CODE_EXECUTE", "CODE_SEARCH", "CodeMode", "CodeModeConfig", "call_signature"]
 
@@ -150,8 +154,6 @@ class CodeMode:
 
     def search(self, query: str) -> str:
         """The call signatures of the API tools matching ``query`` (all for ``""``/``"*"``)."""
-        from ._search import ToolIndex
-
         tools = list(self.api.values())
         if not tools:
             return "No tools are available to code."
@@ -159,7 +161,7 @@ class CodeMode:
         if query.strip() in ("", "*"):
             found = tools[:k]
         else:
-            index = ToolIndex(tools)
+            index = _search.ToolIndex(tools)
             found = [hit.tool for hit in index.lexical(query, k) or index.name_match(query, k)]
         if not found:
             names = ", ".join(sorted(self.api))
