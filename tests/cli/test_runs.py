@@ -10,6 +10,7 @@ from typer.testing import CliRunner, Result
 from bastion.cli import app
 from bastion.cli._decisions import build_directive
 from bastion.core import UserError
+from bastion.governance import MutateDecision
 from bastion.stores import JournalEntry, NewEntry, RunRecord, open_store
 
 from . import scripted_agents
@@ -183,13 +184,7 @@ def test_build_directive_reads_every_option():
         ("int_2", {"decision": "deny", "reason": "no"}),
         (
             "int_1",
-            {
-                "decision": "mutate",
-                "oracle": "tool:lookup",
-                "limit_type": "calls",
-                "max": 5.0,
-                "window": "minute",
-            },
+            MutateDecision(oracle="tool:lookup", limit_type="calls", max=5.0, window="minute"),
         ),
     ]
     assert build_directive([], [], [], [], {}) is None

@@ -169,10 +169,10 @@ _LAZY = {
 __all__ = [
     "Agent",
     "AgentDrive",
-    "AgentLike",
-    "AgentRunHandle",
     "AgentHooks",
+    "AgentLike",
     "AgentRegistry",
+    "AgentRunHandle",
     "AgentStream",
     "ApprovalMismatch",
     "BudgetSlice",
