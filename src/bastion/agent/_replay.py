@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bastion.core import ModelResponse, ToolMessage, UserError, json_object
+from bastion.core import ModelResponse, ToolMessage, UserError
 from bastion.stores import CorruptRecord, JournalUnreadable
 from bastion.tools import ApprovalDecision, ApprovalRequest, InputAnswer
 
@@ -328,9 +328,7 @@ def _decision(item: DecidedApproval, asked: Mapping[str, InputRequest]) -> Appro
         tool_call_id=item.tool_call_id,
         granted=item.granted,
         reason=item.reason,
-        arguments=None
-        if item.arguments is None
-        else json_object(item.arguments, "a decided call's arguments"),
+        arguments=item.arguments,
         result=item.result,
         digest=item.digest,
         answer=answer,

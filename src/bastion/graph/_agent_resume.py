@@ -17,8 +17,10 @@ from bastion.agent import run_state_from_json, run_state_to_json
 from bastion.tools import ApprovalDecision, Directive, InterruptResolution
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from bastion.agent import RunState
-    from bastion.core import JsonObject
+    from bastion.core import JsonObject, JsonValue
     from bastion.tools import Directive
 
     from ._directive_json import DirectiveJson
@@ -88,7 +90,7 @@ def directive_for(state: RunState, decisions: DirectiveJson | None) -> Directive
                 tool_call_id=str(a["tool_call_id"]),
                 granted=bool(a["granted"]),
                 reason=a.get("reason"),
-                arguments=a.get("arguments"),
+                arguments=_arguments(a.get("arguments")),
                 result=a.get("result"),
                 digest=a.get("digest"),
             )
@@ -123,3 +125,8 @@ def suspend_agent(execution: Execution, node_id: str, state: RunState) -> None:
         checkpointer.suspend_agent(
             execution.execution_id, node, run_state_to_json(state), agent_pending(node, state)
         )
+
+
+def _arguments(given: Mapping[str, JsonValue] | None) -> dict[str, object] | None:
+    """A decided call's edited arguments, as ``ApprovalDecision`` holds them."""
+    return None if given is None else dict[str, object](given.items())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from bastion.core import UserError
+from bastion.core import UserError, json_object
 
 from ._result import GraphResult
 
@@ -47,7 +47,7 @@ def _directive_json(directive: Directive | None) -> DirectiveJson | None:
                 "tool_call_id": a.tool_call_id,
                 "granted": a.granted,
                 "reason": a.reason,
-                "arguments": a.arguments,
+                "arguments": None if a.arguments is None else json_object(a.arguments, "arguments"),
                 "result": a.result,
                 "digest": a.digest,
             }

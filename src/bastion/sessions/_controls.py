@@ -55,7 +55,7 @@ class SessionControls(TurnRunner):
         self, tool_call_id: str, *, arguments: Mapping[str, JsonValue] | None = None
     ) -> None:
         """Approve a pending call (optionally with edited ``arguments``); see :meth:`decide`."""
-        edited = dict(arguments) if arguments is not None else None
+        edited = dict[str, object](arguments) if arguments is not None else None
         decision = ApprovalDecision(tool_call_id=tool_call_id, granted=True, arguments=edited)
         self.decide(Directive(approvals=[decision]))
 

@@ -17,7 +17,6 @@ from bastion.core import (
     AgentEvent,
     Clock,
     GovernanceEvent,
-    JsonValue,
     RunError,
     ToolApprovalRequestedEvent,
     ToolApprovalResolvedEvent,
@@ -283,7 +282,7 @@ class Admission:
         p.call, p.outcome = call, None
 
 
-def _revalidate(p: PreparedCall, tool: Tool, arguments: Mapping[str, JsonValue]) -> bool:
+def _revalidate(p: PreparedCall, tool: Tool, arguments: Mapping[str, object]) -> bool:
     """Give the call new arguments and validate them; False when they are invalid."""
     call = replace(p.call, arguments=json.dumps(arguments, separators=(",", ":")))
     p.call = call

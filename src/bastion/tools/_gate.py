@@ -170,7 +170,7 @@ class ApprovalDecision:
     tool_call_id: str
     granted: bool
     reason: str | None = None
-    arguments: JsonObject | None = None
+    arguments: dict[str, object] | None = None
     result: str | None = None
     digest: str | None = None
     answer: InputAnswer | None = None
